@@ -1,0 +1,20 @@
+// The op families. Each returns its rows of the registry table; the registry
+// concatenates them in this order.
+#pragma once
+
+#include <vector>
+
+#include "runtime/op.h"
+
+namespace onnx_mini {
+
+std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div
+std::vector<OpDef> CastOps();       // Cast
+std::vector<OpDef> ShapingOps();    // Identity, Reshape, Shape, Transpose
+std::vector<OpDef> ConstantOps();   // Constant
+
+inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
+    BinaryOps, CastOps, ShapingOps, ConstantOps,
+};
+
+}  // namespace onnx_mini

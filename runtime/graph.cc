@@ -1,0 +1,76 @@
+#include "runtime/graph.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace onnx_mini {
+
+ValueType ValueType::Of(DType dtype, const Shape& shape) {
+  ValueType t;
+  t.dtype = dtype;
+  t.dims.emplace();
+  for (int64_t d : shape) t.dims->push_back(Dim::Known(d));
+  return t;
+}
+
+std::optional<Shape> ValueType::concrete_shape() const {
+  if (!dims) return std::nullopt;
+  Shape shape;
+  for (const Dim& d : *dims) {
+    if (!d.known()) return std::nullopt;
+    shape.push_back(d.value);
+  }
+  return shape;
+}
+
+std::string ValueType::ToString() const {
+  switch (kind) {
+    case Kind::kSequence: return "sequence";
+    case Kind::kMap: return "map";
+    case Kind::kOptional: return "optional";
+    case Kind::kSparseTensor: return "sparse_tensor";
+    case Kind::kUnknown: return "unknown";
+    case Kind::kTensor: break;
+  }
+  std::string out = dtype == DType::kUndefined ? "?" : LowerName(dtype);
+  if (!dims) return out + "[?]";
+  std::vector<std::string> parts;
+  for (const Dim& d : *dims)
+    parts.push_back(d.known() ? absl::StrCat(d.value) : (d.symbol.empty() ? "?" : d.symbol));
+  return absl::StrCat(out, "[", absl::StrJoin(parts, ","), "]");
+}
+
+const Attribute* Node::attr(const std::string& key) const {
+  auto it = attributes.find(key);
+  return it == attributes.end() ? nullptr : &it->second;
+}
+int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
+  const Attribute* a = attr(key);
+  return a ? a->i : fallback;
+}
+float Node::attr_float(const std::string& key, float fallback) const {
+  const Attribute* a = attr(key);
+  return a ? a->f : fallback;
+}
+std::string Node::attr_string(const std::string& key, const std::string& fallback) const {
+  const Attribute* a = attr(key);
+  return a ? a->s : fallback;
+}
+std::vector<int64_t> Node::attr_ints(const std::string& key) const {
+  const Attribute* a = attr(key);
+  return a ? a->ints : std::vector<int64_t>{};
+}
+
+std::string Node::Describe() const {
+  std::string who = name.empty()
+                        ? (outputs.empty() ? std::string("(unnamed)")
+                                           : absl::StrCat("producing '", outputs[0], "'"))
+                        : absl::StrCat("'", name, "'");
+  return absl::StrCat(op_type, " node ", who);
+}
+
+std::string DomainName(const std::string& domain) {
+  return domain.empty() ? "ai.onnx" : domain;
+}
+
+}  // namespace onnx_mini

@@ -1,0 +1,422 @@
+#include "runtime/loader.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "onnx.pb.h"
+
+namespace onnx_mini {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status Invalid(const std::string& what) { return absl::InvalidArgumentError(what); }
+
+// Reads `length` bytes at `offset` of the external file `location` below `base_dir`.
+absl::StatusOr<std::string> ReadExternal(const std::string& location, int64_t offset,
+                                         int64_t length, const std::string& base_dir,
+                                         const std::string& tensor) {
+  if (base_dir.empty())
+    return Invalid(absl::StrCat("tensor '", tensor, "' uses external data, but the model has no folder"));
+  const fs::path rel(location);
+  if (location.empty() || rel.is_absolute())
+    return Invalid(absl::StrCat("tensor '", tensor, "': external data location '", location,
+                                "' must be a relative path"));
+  for (const fs::path& part : rel)
+    if (part == "..")
+      return Invalid(absl::StrCat("tensor '", tensor, "': external data location '", location,
+                                  "' escapes the model folder"));
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(fs::path(base_dir), ec);
+  const fs::path full = fs::weakly_canonical(fs::path(base_dir) / rel, ec);
+  if (ec) return Invalid(absl::StrCat("tensor '", tensor, "': cannot resolve external data '", location, "'"));
+  auto [b, f] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
+  if (b != base.end())
+    return Invalid(absl::StrCat("tensor '", tensor, "': external data location '", location,
+                                "' escapes the model folder"));
+  std::ifstream in(full, std::ios::binary);
+  if (!in) return Invalid(absl::StrCat("tensor '", tensor, "': cannot open external data '", location, "'"));
+  in.seekg(0, std::ios::end);
+  const int64_t file_size = int64_t(in.tellg());
+  if (offset < 0 || offset > file_size)
+    return Invalid(absl::StrCat("tensor '", tensor, "': external data offset ", offset,
+                                " is past the end of '", location, "' (", file_size, " bytes)"));
+  if (length < 0) length = file_size - offset;
+  if (length > file_size - offset)
+    return Invalid(absl::StrCat("tensor '", tensor, "': external data offset ", offset, " + length ",
+                                length, " is past the end of '", location, "' (", file_size, " bytes)"));
+  std::string data(size_t(length), '\0');
+  in.seekg(offset);
+  in.read(data.data(), length);
+  if (!in) return Invalid(absl::StrCat("tensor '", tensor, "': cannot read external data '", location, "'"));
+  return data;
+}
+
+// Copies `count` values of a typed field into `out` through `convert`.
+template <class Out, class Field, class Convert>
+void FillFrom(const Field& field, Out* out, Convert convert) {
+  for (int i = 0; i < field.size(); ++i) out[i] = convert(field.Get(i));
+}
+
+absl::Status FillFromTypedFields(const onnx::TensorProto& p, Tensor& t) {
+  const int64_t n = t.size();
+  auto count_error = [&](int64_t got) {
+    return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(t.shape()),
+                                " (", Name(t.dtype()), ") holds ", got, " values, expected ", n));
+  };
+  const DTypeInfo& info = Info(t.dtype());
+  switch (t.dtype()) {
+    case DType::kFloat:
+      if (p.float_data_size() != n) return count_error(p.float_data_size());
+      FillFrom(p.float_data(), t.data<float>(), [](float v) { return v; });
+      return absl::OkStatus();
+    case DType::kComplex64:
+      if (p.float_data_size() != 2 * n) return count_error(p.float_data_size() / 2);
+      FillFrom(p.float_data(), t.data<float>(), [](float v) { return v; });
+      return absl::OkStatus();
+    case DType::kDouble:
+      if (p.double_data_size() != n) return count_error(p.double_data_size());
+      FillFrom(p.double_data(), t.data<double>(), [](double v) { return v; });
+      return absl::OkStatus();
+    case DType::kComplex128:
+      if (p.double_data_size() != 2 * n) return count_error(p.double_data_size() / 2);
+      FillFrom(p.double_data(), t.data<double>(), [](double v) { return v; });
+      return absl::OkStatus();
+    case DType::kInt64:
+      if (p.int64_data_size() != n) return count_error(p.int64_data_size());
+      FillFrom(p.int64_data(), t.data<int64_t>(), [](int64_t v) { return v; });
+      return absl::OkStatus();
+    case DType::kUInt32:
+      if (p.uint64_data_size() != n) return count_error(p.uint64_data_size());
+      FillFrom(p.uint64_data(), t.data<uint32_t>(), [](uint64_t v) { return uint32_t(v); });
+      return absl::OkStatus();
+    case DType::kUInt64:
+      if (p.uint64_data_size() != n) return count_error(p.uint64_data_size());
+      FillFrom(p.uint64_data(), t.data<uint64_t>(), [](uint64_t v) { return v; });
+      return absl::OkStatus();
+    case DType::kString:
+      if (p.string_data_size() != n) return count_error(p.string_data_size());
+      FillFrom(p.string_data(), t.data<std::string>(), [](const std::string& v) { return v; });
+      return absl::OkStatus();
+    default:
+      break;
+  }
+  // Everything else lives in int32_data: one element per entry, or for the
+  // packed types one byte (two or four elements) per entry.
+  const int64_t entries = info.packed() ? int64_t(t.bytes()) : n;
+  if (p.int32_data_size() != entries)
+    return count_error(info.packed() ? int64_t(p.int32_data_size()) * info.elements_per_byte()
+                                     : p.int32_data_size());
+  const size_t width = info.packed() ? 1 : size_t(info.bits / 8);
+  uint8_t* out = t.data<uint8_t>();
+  for (int64_t i = 0; i < entries; ++i) {
+    const uint32_t v = uint32_t(p.int32_data(int(i)));
+    if (t.dtype() == DType::kBool) {
+      out[i] = v != 0;
+    } else {
+      std::memcpy(out + i * width, &v, width);  // little-endian low bytes
+    }
+  }
+  return absl::OkStatus();
+}
+
+ValueType ConvertType(const onnx::TypeProto& tp) {
+  ValueType t;
+  switch (tp.value_case()) {
+    case onnx::TypeProto::kTensorType: {
+      t.kind = ValueType::Kind::kTensor;
+      const auto& tt = tp.tensor_type();
+      t.dtype = IsValidDType(tt.elem_type()) ? DType(tt.elem_type()) : DType::kUndefined;
+      if (tt.has_shape()) {
+        t.dims.emplace();
+        for (const auto& d : tt.shape().dim()) {
+          Dim dim;
+          if (d.has_dim_value() && d.dim_value() >= 0) dim.value = d.dim_value();
+          if (d.has_dim_param()) dim.symbol = d.dim_param();
+          t.dims->push_back(dim);
+        }
+      }
+      return t;
+    }
+    case onnx::TypeProto::kSequenceType: t.kind = ValueType::Kind::kSequence; return t;
+    case onnx::TypeProto::kMapType: t.kind = ValueType::Kind::kMap; return t;
+    case onnx::TypeProto::kOptionalType: t.kind = ValueType::Kind::kOptional; return t;
+    case onnx::TypeProto::kSparseTensorType: t.kind = ValueType::Kind::kSparseTensor; return t;
+    default: t.kind = ValueType::Kind::kUnknown; return t;
+  }
+}
+
+using FunctionKey = std::tuple<std::string, std::string, std::string>;  // domain, name, overload
+using FunctionMap = std::map<FunctionKey, const onnx::FunctionProto*>;
+using Opsets = std::map<std::string, int64_t>;
+
+Opsets ConvertOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& ids) {
+  Opsets opsets;
+  for (const auto& id : ids) {
+    const std::string domain = id.domain() == "ai.onnx" ? "" : id.domain();
+    opsets[domain] = id.version();
+  }
+  return opsets;
+}
+
+class GraphBuilder {
+ public:
+  GraphBuilder(const std::string& base_dir, const FunctionMap& functions)
+      : base_dir_(base_dir), functions_(functions) {}
+
+  absl::StatusOr<Graph> Build(const onnx::GraphProto& gp, const Opsets& opsets, int depth) {
+    if (depth > 64) return Invalid("subgraphs nested more than 64 deep");
+    Graph g;
+    g.name = gp.name();
+    g.opsets = opsets;
+    for (const auto& init : gp.initializer()) {
+      if (init.name().empty()) return Invalid("an initializer has no name");
+      absl::StatusOr<Tensor> t = TensorFromProto(init, base_dir_);
+      if (!t.ok()) return t.status();
+      g.initializers[init.name()] = *std::move(t);
+    }
+    if (gp.sparse_initializer_size() > 0)
+      return absl::UnimplementedError("not implemented: sparse initializers");
+    for (const auto& vi : gp.input())
+      if (!g.initializers.count(vi.name())) g.inputs.push_back({vi.name(), ConvertType(vi.type())});
+    for (const auto& vi : gp.output()) g.outputs.push_back({vi.name(), ConvertType(vi.type())});
+    for (const auto& vi : gp.value_info()) g.value_types[vi.name()] = ConvertType(vi.type());
+    for (const auto& np : gp.node()) {
+      absl::Status s = AddNode(np, opsets, {}, nullptr, depth, g.nodes);
+      if (!s.ok()) return s;
+    }
+    return g;
+  }
+
+ private:
+  absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& ap, const Opsets& opsets,
+                                             int depth) {
+    Attribute a;
+    a.name = ap.name();
+    int type = ap.type();
+    if (type == 0) {  // IR < 3 files may leave the type out: infer it from the field set
+      if (ap.has_f()) type = 1;
+      else if (ap.has_i()) type = 2;
+      else if (ap.has_s()) type = 3;
+      else if (ap.has_t()) type = 4;
+      else if (ap.has_g()) type = 5;
+      else if (ap.floats_size()) type = 6;
+      else if (ap.ints_size()) type = 7;
+      else if (ap.strings_size()) type = 8;
+      else if (ap.tensors_size()) type = 9;
+      else if (ap.graphs_size()) type = 10;
+    }
+    a.type = AttrType(type);
+    a.f = ap.f();
+    a.i = ap.i();
+    a.s = ap.s();
+    a.floats.assign(ap.floats().begin(), ap.floats().end());
+    a.ints.assign(ap.ints().begin(), ap.ints().end());
+    a.strings.assign(ap.strings().begin(), ap.strings().end());
+    if (ap.has_t()) {
+      absl::StatusOr<Tensor> t = TensorFromProto(ap.t(), base_dir_);
+      if (!t.ok()) return t.status();
+      a.t = *std::move(t);
+    }
+    for (const auto& tp : ap.tensors()) {
+      absl::StatusOr<Tensor> t = TensorFromProto(tp, base_dir_);
+      if (!t.ok()) return t.status();
+      a.tensors.push_back(*std::move(t));
+    }
+    if (ap.has_g()) {
+      absl::StatusOr<Graph> sub = Build(ap.g(), opsets, depth + 1);
+      if (!sub.ok()) return sub.status();
+      a.g = std::make_shared<Graph>(*std::move(sub));
+    }
+    for (const auto& gp : ap.graphs()) {
+      absl::StatusOr<Graph> sub = Build(gp, opsets, depth + 1);
+      if (!sub.ok()) return sub.status();
+      a.graphs.push_back(std::make_shared<Graph>(*std::move(sub)));
+    }
+    return a;
+  }
+
+  // Converts one node, inlining it if it calls a model-local function.
+  // `rename` maps a function body's names to the caller's; `caller` supplies
+  // attribute references inside function bodies.
+  absl::Status AddNode(const onnx::NodeProto& np, const Opsets& opsets,
+                       const std::map<std::string, std::string>& rename,
+                       const std::map<std::string, Attribute>* caller, int depth,
+                       std::vector<Node>& out) {
+    Node node;
+    node.name = np.name();
+    node.op_type = np.op_type();
+    node.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    auto mapped = [&](const std::string& name) -> std::string {
+      if (name.empty() || caller == nullptr) return name;
+      auto it = rename.find(name);
+      return it == rename.end() ? scope_ + name : it->second;
+    };
+    for (const auto& in : np.input()) node.inputs.push_back(mapped(in));
+    for (const auto& o : np.output()) node.outputs.push_back(mapped(o));
+    for (const auto& ap : np.attribute()) {
+      if (!ap.ref_attr_name().empty()) {
+        if (caller == nullptr)
+          return Invalid(absl::StrCat(node.op_type, " node '", node.name, "': attribute '", ap.name(),
+                                      "' refers to '", ap.ref_attr_name(), "' outside a function"));
+        auto it = caller->find(ap.ref_attr_name());
+        if (it == caller->end()) continue;  // not given and no default: the attribute is absent
+        Attribute a = it->second;
+        a.name = ap.name();
+        node.attributes[a.name] = std::move(a);
+        continue;
+      }
+      absl::StatusOr<Attribute> a = ConvertAttribute(ap, opsets, depth);
+      if (!a.ok()) return a.status();
+      node.attributes[ap.name()] = *std::move(a);
+    }
+    auto opset_it = opsets.find(node.domain);
+    node.opset = opset_it == opsets.end() ? 0 : opset_it->second;
+
+    auto fn = functions_.find({node.domain, node.op_type, np.overload()});
+    if (fn == functions_.end()) {
+      out.push_back(std::move(node));
+      return absl::OkStatus();
+    }
+    if (depth > 32) return Invalid(absl::StrCat("function '", node.op_type, "' nests more than 32 deep"));
+    const onnx::FunctionProto& f = *fn->second;
+    // Names inside the body: formal inputs and outputs map to the call's
+    // actual names; every other name gets a scope unique to this call.
+    std::map<std::string, std::string> body_rename;
+    for (int i = 0; i < f.input_size(); ++i)
+      body_rename[f.input(i)] = i < int(node.inputs.size()) ? node.inputs[size_t(i)] : "";
+    for (int i = 0; i < f.output_size(); ++i)
+      body_rename[f.output(i)] = i < int(node.outputs.size()) ? node.outputs[size_t(i)] : "";
+    std::map<std::string, Attribute> call_attrs;
+    for (const auto& def : f.attribute_proto()) {
+      absl::StatusOr<Attribute> a = ConvertAttribute(def, opsets, depth);
+      if (!a.ok()) return a.status();
+      call_attrs[def.name()] = *std::move(a);
+    }
+    for (auto& [key, a] : node.attributes) call_attrs[key] = a;
+    Opsets body_opsets = opsets;
+    for (const auto& [domain, version] : ConvertOpsets(f.opset_import())) body_opsets[domain] = version;
+    const std::string saved_scope = scope_;
+    scope_ = absl::StrCat("__", f.name(), "_", ++call_counter_, "__/");
+    for (const auto& body_node : f.node()) {
+      absl::Status s = AddNode(body_node, body_opsets, body_rename, &call_attrs, depth + 1, out);
+      if (!s.ok()) {
+        scope_ = saved_scope;
+        return s;
+      }
+    }
+    scope_ = saved_scope;
+    return absl::OkStatus();
+  }
+
+  std::string base_dir_;
+  const FunctionMap& functions_;
+  std::string scope_;
+  int call_counter_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::string& base_dir) {
+  if (!IsValidDType(p.data_type()))
+    return Invalid(absl::StrCat("tensor '", p.name(), "' has invalid element type ", p.data_type()));
+  if (p.has_segment()) return absl::UnimplementedError("not implemented: segmented tensors");
+  const DType dtype = DType(p.data_type());
+  Shape shape(p.dims().begin(), p.dims().end());
+  const int64_t count = ElementCount(shape);
+  if (count < 0)
+    return Invalid(absl::StrCat("tensor '", p.name(), "' has invalid dims ", ShapeToString(shape)));
+  const size_t expected = StorageBytes(dtype, count);
+  if (count > 0 && expected / size_t(count) > 64)  // guards overflow in StorageBytes
+    return Invalid(absl::StrCat("tensor '", p.name(), "' is too large"));
+
+  // Decide where the bytes are before allocating, so a lying shape cannot
+  // make us allocate more than the file holds.
+  std::string external;
+  const std::string* raw = nullptr;
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : p.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::strtoll(kv.value().c_str(), nullptr, 10);
+      else if (kv.key() == "length") length = std::strtoll(kv.value().c_str(), nullptr, 10);
+    }
+    if (dtype == DType::kString)
+      return Invalid(absl::StrCat("tensor '", p.name(), "': string tensors cannot use external data"));
+    absl::StatusOr<std::string> data = ReadExternal(location, offset, length, base_dir, p.name());
+    if (!data.ok()) return data.status();
+    external = *std::move(data);
+    raw = &external;
+  } else if (p.has_raw_data()) {
+    if (dtype == DType::kString)
+      return Invalid(absl::StrCat("tensor '", p.name(), "': string tensors cannot use raw_data"));
+    raw = &p.raw_data();
+  }
+  if (raw && raw->size() != expected)
+    return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(shape), " (",
+                                Name(dtype), ") needs ", expected, " bytes, has ", raw->size()));
+  absl::StatusOr<Tensor> t = Tensor::Make(dtype, shape);
+  if (!t.ok()) return t.status();
+  if (raw) {
+    if (!raw->empty()) std::memcpy(t->raw(), raw->data(), raw->size());
+    if (dtype == DType::kBool)  // normalise to 0/1 so bool reads are well defined
+      for (int64_t i = 0; i < count; ++i) t->data<uint8_t>()[i] = t->data<uint8_t>()[i] != 0;
+    return t;
+  }
+  absl::Status s = FillFromTypedFields(p, *t);
+  if (!s.ok()) return s;
+  return t;
+}
+
+void TensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto* p) {
+  p->Clear();
+  p->set_name(name);
+  p->set_data_type(int32_t(t.dtype()));
+  for (int64_t d : t.shape()) p->add_dims(d);
+  if (t.dtype() == DType::kString) {
+    for (int64_t i = 0; i < t.size(); ++i) p->add_string_data(t.data<std::string>()[i]);
+  } else {
+    p->set_raw_data(t.raw(), t.bytes());
+  }
+}
+
+absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::string& base_dir) {
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes))
+    return Invalid("not a valid ONNX model: the protobuf does not parse");
+  if (!model.has_graph()) return Invalid("not a valid ONNX model: it has no graph");
+  if (model.ir_version() < 3 && model.opset_import_size() == 0)
+    return Invalid(absl::StrCat("unsupported ONNX IR version ", model.ir_version(), " with no opset import"));
+  FunctionMap functions;
+  for (const auto& f : model.functions()) {
+    const std::string domain = f.domain() == "ai.onnx" ? "" : f.domain();
+    functions[{domain, f.name(), f.overload()}] = &f;
+  }
+  Opsets opsets = ConvertOpsets(model.opset_import());
+  if (opsets.empty()) opsets[""] = 1;
+  GraphBuilder builder(base_dir, functions);
+  absl::StatusOr<Graph> g = builder.Build(model.graph(), opsets, 0);
+  if (!g.ok()) return g.status();
+  g->ir_version = model.ir_version();
+  return g;
+}
+
+absl::StatusOr<Graph> LoadModel(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open model '", path, "'"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  absl::StatusOr<Graph> g = LoadModelFromBytes(buffer.str(), dir.string());
+  if (!g.ok())
+    return absl::Status(g.status().code(), absl::StrCat(path, ": ", g.status().message()));
+  return g;
+}
+
+}  // namespace onnx_mini

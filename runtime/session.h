@@ -1,0 +1,58 @@
+// Session: a loaded, validated and planned model that can be run many times,
+// from several threads at once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/graph.h"
+#include "runtime/op.h"
+
+namespace onnx_mini {
+
+struct SessionOptions {
+  // Intra-op threads for the kernels; 0 means all cores.
+  int threads = 0;
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+class Session {
+ public:
+  // Validates the graph (types, shapes, ops, dtypes) and plans its execution.
+  // Unsupported ops or dtypes fail here with "not implemented: ...".
+  static absl::StatusOr<std::unique_ptr<Session>> Create(Graph graph,
+                                                         const SessionOptions& options = {});
+  // LoadModel + Create.
+  static absl::StatusOr<std::unique_ptr<Session>> Load(const std::string& path,
+                                                       const SessionOptions& options = {});
+  ~Session();
+
+  // Graph inputs (initializers excluded) and outputs, with inferred types.
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+  const Graph& graph() const;
+
+  // Runs the graph. Inputs are borrowed for the duration of the call; every
+  // graph input must be given, with its declared dtype and a compatible
+  // shape. `outputs` is resized to the number of graph outputs; an entry that
+  // is already defined is a caller-provided buffer that the output is written
+  // into (its dtype and shape must match the result). A caller buffer may be
+  // the same memory as an input: ops that can update in place then do so.
+  absl::Status Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const;
+
+  // Convenience: runs and returns fresh outputs.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<NamedTensor>& inputs) const;
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace onnx_mini

@@ -1,0 +1,152 @@
+#include "runtime/tensor_io.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "onnx.pb.h"
+#include "runtime/loader.h"
+
+namespace onnx_mini {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// NumPy descr strings of the element types .npy can carry.
+struct NpyType {
+  const char* descr;
+  DType dtype;
+};
+constexpr NpyType kNpyTypes[] = {
+    {"f4", DType::kFloat},   {"f8", DType::kDouble},   {"f2", DType::kFloat16},
+    {"i1", DType::kInt8},    {"u1", DType::kUInt8},    {"i2", DType::kInt16},
+    {"u2", DType::kUInt16},  {"i4", DType::kInt32},    {"u4", DType::kUInt32},
+    {"i8", DType::kInt64},   {"u8", DType::kUInt64},   {"b1", DType::kBool},
+    {"c8", DType::kComplex64}, {"c16", DType::kComplex128},
+};
+
+// The text of a quoted value after `key` in the header dict.
+std::string HeaderField(const std::string& header, const std::string& key) {
+  size_t at = header.find("'" + key + "'");
+  if (at == std::string::npos) return "";
+  at = header.find(':', at);
+  if (at == std::string::npos) return "";
+  ++at;
+  while (at < header.size() && header[at] == ' ') ++at;
+  if (at >= header.size()) return "";
+  if (header[at] == '\'') {
+    size_t end = header.find('\'', at + 1);
+    return end == std::string::npos ? "" : header.substr(at + 1, end - at - 1);
+  }
+  if (header[at] == '(') {
+    size_t end = header.find(')', at);
+    return end == std::string::npos ? "" : header.substr(at + 1, end - at - 1);
+  }
+  size_t end = header.find_first_of(",}", at);
+  return header.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+}  // namespace
+
+absl::StatusOr<NamedTensorFile> ParseTensorProto(const std::string& bytes) {
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) return absl::InvalidArgumentError("not a serialized TensorProto");
+  absl::StatusOr<Tensor> t = TensorFromProto(proto, "");
+  if (!t.ok()) return t.status();
+  return NamedTensorFile{proto.name(), *std::move(t)};
+}
+
+absl::StatusOr<Tensor> ParseNpy(const std::string& bytes) {
+  auto bad = [](const std::string& why) { return absl::InvalidArgumentError("bad .npy file: " + why); };
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return bad("no magic");
+  const int major = uint8_t(bytes[6]);
+  size_t header_len, offset;
+  if (major == 1) {
+    header_len = uint8_t(bytes[8]) | (size_t(uint8_t(bytes[9])) << 8);
+    offset = 10;
+  } else {
+    if (bytes.size() < 12) return bad("truncated header");
+    header_len = 0;
+    for (int i = 0; i < 4; ++i) header_len |= size_t(uint8_t(bytes[8 + size_t(i)])) << (8 * i);
+    offset = 12;
+  }
+  if (offset + header_len > bytes.size()) return bad("truncated header");
+  const std::string header = bytes.substr(offset, header_len);
+  const std::string descr = HeaderField(header, "descr");
+  if (HeaderField(header, "fortran_order").find("True") != std::string::npos)
+    return bad("fortran_order arrays are not supported");
+  if (descr.size() < 2) return bad("no descr");
+  if (descr[0] == '>') return bad("big-endian data is not supported");
+  const std::string code = descr.substr(1);
+  DType dtype = DType::kUndefined;
+  for (const NpyType& t : kNpyTypes)
+    if (code == t.descr) dtype = t.dtype;
+  if (dtype == DType::kUndefined) return bad(absl::StrCat("unsupported descr '", descr, "'"));
+  Shape shape;
+  std::stringstream dims(HeaderField(header, "shape"));
+  std::string item;
+  while (std::getline(dims, item, ',')) {
+    if (item.find_first_not_of(' ') == std::string::npos) continue;
+    char* end = nullptr;
+    long long d = std::strtoll(item.c_str(), &end, 10);
+    if (d < 0) return bad("negative dim");
+    shape.push_back(d);
+  }
+  const int64_t count = ElementCount(shape);
+  if (count < 0) return bad("invalid shape");
+  const size_t data_offset = offset + header_len;
+  if (bytes.size() - data_offset != StorageBytes(dtype, count))
+    return bad(absl::StrCat("data holds ", bytes.size() - data_offset, " bytes, shape ",
+                            ShapeToString(shape), " needs ", StorageBytes(dtype, count)));
+  absl::StatusOr<Tensor> t = Tensor::Make(dtype, shape);
+  if (!t.ok()) return t.status();
+  if (t->bytes()) std::memcpy(t->raw(), bytes.data() + data_offset, t->bytes());
+  return t;
+}
+
+absl::StatusOr<NamedTensorFile> ReadTensorFile(const std::string& path) {
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status();
+  if (bytes->compare(0, 6, "\x93NUMPY") == 0) {
+    absl::StatusOr<Tensor> t = ParseNpy(*bytes);
+    if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
+    return NamedTensorFile{"", *std::move(t)};
+  }
+  absl::StatusOr<NamedTensorFile> t = ParseTensorProto(*bytes);
+  if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
+  return t;
+}
+
+std::string SerializeTensorProto(const Tensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
+  TensorToProto(tensor, name, &proto);
+  return proto.SerializeAsString();
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", tmp, "'"));
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    if (!out) {
+      std::remove(tmp.c_str());
+      return absl::DataLossError(absl::StrCat("cannot write '", tmp, "'"));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace onnx_mini

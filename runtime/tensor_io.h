@@ -1,0 +1,31 @@
+// Reading and writing tensors as files: serialized TensorProto (.pb, as in the
+// ONNX test data) and NumPy .npy.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/tensor.h"
+
+namespace onnx_mini {
+
+struct NamedTensorFile {
+  std::string name;  // the TensorProto name; empty for .npy
+  Tensor tensor;
+};
+
+// Reads a .npy file (by its magic bytes) or else a serialized TensorProto.
+absl::StatusOr<NamedTensorFile> ReadTensorFile(const std::string& path);
+// Parses a serialized TensorProto.
+absl::StatusOr<NamedTensorFile> ParseTensorProto(const std::string& bytes);
+// Parses the bytes of a .npy file.
+absl::StatusOr<Tensor> ParseNpy(const std::string& bytes);
+
+// Serializes `tensor` as a TensorProto named `name`.
+std::string SerializeTensorProto(const Tensor& tensor, const std::string& name);
+
+// Writes `bytes` to `path` atomically (a temporary file, then rename), so a
+// failure never leaves a half-written file.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+
+}  // namespace onnx_mini

@@ -1,0 +1,512 @@
+// onnx-conformance: runs ONNX backend test folders
+// (DIR/test_*/model.onnx + test_data_set_N/{input,output}_K.pb) and reports
+// PASS, FAIL, UNSUPPORTED or ERROR per case, with a per-op summary.
+//
+// Each case runs in a forked child process, so that nothing a case does (a
+// hang or a crash) can take the runner down; the parent never runs a model.
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "runtime/element.h"
+#include "runtime/loader.h"
+#include "runtime/session.h"
+#include "runtime/tensor_io.h"
+
+namespace fs = std::filesystem;
+using namespace onnx_mini;
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: onnx-conformance DIR... [--filter REGEX] [--jobs N] [--json FILE] [--expect FILE]\n"
+    "                        [--tolerances FILE] [--threads N] [--timeout SECONDS] [--quiet]\n";
+
+struct Tolerance {
+  double rtol = 1e-3, atol = 1e-7;
+};
+
+struct CaseResult {
+  std::string name;
+  std::string status;  // PASS, FAIL, UNSUPPORTED, ERROR
+  std::string op;
+  std::string message;
+  double max_abs_err = 0;
+  std::vector<std::string> node_ops;
+};
+
+// ---- Comparison, as the ONNX backend runner does it ----
+
+struct Comparison {
+  bool ok = true;
+  double max_abs = 0;
+  std::string detail;
+};
+
+Comparison Compare(const Tensor& expected, const Tensor& actual, const Tolerance& tol) {
+  Comparison c;
+  if (expected.dtype() != actual.dtype()) {
+    c.ok = false;
+    c.detail = absl::StrCat("dtype ", LowerName(actual.dtype()), ", expected ", LowerName(expected.dtype()));
+    return c;
+  }
+  if (expected.shape() != actual.shape()) {
+    c.ok = false;
+    c.detail = absl::StrCat("shape ", ShapeToString(actual.shape()), ", expected ",
+                            ShapeToString(expected.shape()));
+    return c;
+  }
+  const DTypeKind kind = Info(expected.dtype()).kind;
+  double worst_excess = 0;
+  for (int64_t i = 0; i < expected.size(); ++i) {
+    if (kind == DTypeKind::kString) {
+      if (expected.data<std::string>()[i] != actual.data<std::string>()[i]) {
+        c.ok = false;
+        c.detail = absl::StrCat("string mismatch at flat index ", i);
+        return c;
+      }
+      continue;
+    }
+    std::vector<std::pair<double, double>> pairs;
+    if (expected.dtype() == DType::kComplex64) {
+      auto e = expected.data<Complex64>()[i], a = actual.data<Complex64>()[i];
+      pairs = {{e.real(), a.real()}, {e.imag(), a.imag()}};
+    } else if (expected.dtype() == DType::kComplex128) {
+      auto e = expected.data<Complex128>()[i], a = actual.data<Complex128>()[i];
+      pairs = {{e.real(), a.real()}, {e.imag(), a.imag()}};
+    } else {
+      pairs = {{GetDouble(expected, i), GetDouble(actual, i)}};
+    }
+    for (auto [e, a] : pairs) {
+      if (std::isnan(e) && std::isnan(a)) continue;
+      const bool exact = kind != DTypeKind::kFloat && kind != DTypeKind::kComplex;
+      double diff = std::fabs(e - a);
+      if (std::isinf(e) || std::isinf(a)) diff = e == a ? 0 : HUGE_VAL;
+      if (std::isnan(e) != std::isnan(a)) diff = HUGE_VAL;
+      const double allowed = exact ? 0 : tol.atol + tol.rtol * std::fabs(e);
+      if (diff > c.max_abs || std::isnan(c.max_abs)) c.max_abs = diff;
+      if (diff > allowed && diff - allowed >= worst_excess) {
+        worst_excess = diff - allowed;
+        c.ok = false;
+        c.detail = absl::StrFormat("flat index %d: got %.9g, expected %.9g (abs err %.3g, rel err %.3g)",
+                                   i, a, e, diff, e != 0 ? diff / std::fabs(e) : diff);
+      }
+    }
+  }
+  return c;
+}
+
+// ---- One case, in the child ----
+
+CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
+  CaseResult r;
+  r.name = dir.filename().string();
+  absl::StatusOr<Graph> graph = LoadModel((dir / "model.onnx").string());
+  if (!graph.ok()) {
+    r.status = absl::IsUnimplemented(graph.status()) ? "UNSUPPORTED" : "ERROR";
+    r.message = std::string(graph.status().message());
+    return r;
+  }
+  for (const Node& n : graph->nodes) r.node_ops.push_back(n.op_type);
+  SessionOptions options;
+  options.threads = threads;
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*std::move(graph), options);
+  if (!session.ok()) {
+    r.status = absl::IsUnimplemented(session.status()) ? "UNSUPPORTED" : "ERROR";
+    r.message = std::string(session.status().message());
+    return r;
+  }
+  std::vector<fs::path> sets;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(entry.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) {
+    r.status = "ERROR";
+    r.message = "no test_data_set_* folder";
+    return r;
+  }
+  const std::vector<ValueInfo>& inputs = (*session)->inputs();
+  const std::vector<ValueInfo>& outputs = (*session)->outputs();
+  for (const fs::path& set : sets) {
+    std::vector<NamedTensor> feeds;
+    for (size_t k = 0;; ++k) {
+      const fs::path file = set / absl::StrCat("input_", k, ".pb");
+      if (!fs::exists(file)) break;
+      if (k >= inputs.size()) {
+        r.status = "ERROR";
+        r.message = absl::StrCat(set.filename().string(), " has more inputs than the model (", inputs.size(), ")");
+        return r;
+      }
+      absl::StatusOr<NamedTensorFile> t = ReadTensorFile(file.string());
+      if (!t.ok()) {
+        r.status = "UNSUPPORTED";
+        r.message = absl::StrCat("input ", k, ": ", t.status().message());
+        return r;
+      }
+      feeds.push_back({inputs[k].name, t->tensor});
+    }
+    std::vector<Tensor> got;
+    absl::Status s = (*session)->Run(feeds, &got);
+    if (!s.ok()) {
+      r.status = absl::IsUnimplemented(s) ? "UNSUPPORTED" : "ERROR";
+      r.message = std::string(s.message());
+      return r;
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const fs::path file = set / absl::StrCat("output_", k, ".pb");
+      absl::StatusOr<NamedTensorFile> want = ReadTensorFile(file.string());
+      if (!want.ok()) {
+        r.status = "ERROR";
+        r.message = absl::StrCat("expected output ", k, ": ", want.status().message());
+        return r;
+      }
+      Comparison c = Compare(want->tensor, got[k], tol);
+      r.max_abs_err = std::max(r.max_abs_err, c.max_abs);
+      if (!c.ok) {
+        r.status = "FAIL";
+        r.message = absl::StrCat(set.filename().string(), " output ", k, " '", outputs[k].name, "': ", c.detail);
+        return r;
+      }
+    }
+  }
+  r.status = "PASS";
+  return r;
+}
+
+// ---- Wire format between child and parent: one tab-separated line ----
+
+std::string Clean(std::string s) {
+  for (char& c : s)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+std::string Encode(const CaseResult& r) {
+  return absl::StrCat(r.status, "\t", absl::StrFormat("%.6g", r.max_abs_err), "\t",
+                      absl::StrJoin(r.node_ops, ","), "\t", Clean(r.message), "\n");
+}
+
+void Decode(const std::string& line, CaseResult& r) {
+  std::vector<std::string> parts = absl::StrSplit(line, absl::MaxSplits('\t', 3));
+  if (parts.size() < 4) {
+    r.status = "ERROR";
+    r.message = "the case process ended without a result";
+    return;
+  }
+  r.status = parts[0];
+  r.max_abs_err = std::strtod(parts[1].c_str(), nullptr);
+  if (!parts[2].empty()) r.node_ops = absl::StrSplit(parts[2], ',');
+  r.message = parts[3];
+  while (!r.message.empty() && r.message.back() == '\n') r.message.pop_back();
+}
+
+// ---- The parent: a pool of forked children ----
+
+struct Running {
+  pid_t pid;
+  int fd;
+  size_t index;
+  std::string output;
+  std::chrono::steady_clock::time_point start;
+};
+
+void RunAll(const std::vector<fs::path>& dirs, std::vector<CaseResult>& results,
+            const std::map<std::string, Tolerance>& tolerances, int jobs, int threads,
+            int timeout_s, bool quiet) {
+  std::vector<Running> running;
+  size_t next = 0, done = 0;
+  while (done < dirs.size()) {
+    while (next < dirs.size() && int(running.size()) < jobs) {
+      int fds[2];
+      if (pipe(fds) != 0) {
+        results[next].status = "ERROR";
+        results[next].message = "pipe failed";
+        ++next, ++done;
+        continue;
+      }
+      std::cout.flush();
+      pid_t pid = fork();
+      if (pid == 0) {
+        close(fds[0]);
+        auto it = tolerances.find(results[next].name);
+        CaseResult r = RunCase(dirs[next], it == tolerances.end() ? Tolerance{} : it->second, threads);
+        const std::string line = Encode(r);
+        size_t off = 0;
+        while (off < line.size()) {
+          ssize_t w = write(fds[1], line.data() + off, line.size() - off);
+          if (w <= 0) break;
+          off += size_t(w);
+        }
+        _exit(0);
+      }
+      close(fds[1]);
+      running.push_back({pid, fds[0], next, "", std::chrono::steady_clock::now()});
+      ++next;
+    }
+    std::vector<pollfd> polls;
+    for (const Running& r : running) polls.push_back({r.fd, POLLIN, 0});
+    poll(polls.data(), polls.size(), 200);
+    for (size_t i = 0; i < running.size();) {
+      Running& r = running[i];
+      bool finished = false;
+      if (polls[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+        char buf[4096];
+        ssize_t n = read(r.fd, buf, sizeof(buf));
+        if (n > 0) r.output.append(buf, size_t(n));
+        else finished = true;
+      }
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
+      CaseResult& result = results[r.index];
+      if (!finished && elapsed > timeout_s) {
+        kill(r.pid, SIGKILL);
+        finished = true;
+        r.output = absl::StrCat("ERROR\t0\t\ttimed out after ", timeout_s, " s\n");
+      }
+      if (!finished) {
+        ++i;
+        continue;
+      }
+      close(r.fd);
+      int wstatus = 0;
+      waitpid(r.pid, &wstatus, 0);
+      Decode(r.output, result);
+      if (WIFSIGNALED(wstatus) && r.output.empty()) {
+        result.status = "ERROR";
+        result.message = absl::StrCat("crashed with signal ", WTERMSIG(wstatus));
+      }
+      if (!quiet) std::cout << result.status << " " << result.name
+                            << (result.message.empty() ? "" : ": " + result.message) << "\n";
+      ++done;
+      running.erase(running.begin() + long(i));
+      polls.erase(polls.begin() + long(i));
+    }
+  }
+}
+
+// The op a case is about: the op whose snake_case name the case name starts
+// with (longest match), else its only node's op, else its first node's op.
+std::string CaseOp(const CaseResult& r, const std::set<std::string>& known_ops) {
+  std::map<std::string, std::string> by_key;
+  for (const std::string& op : known_ops) {
+    std::string key;
+    for (char c : op) key += char(std::tolower(c));
+    by_key[key] = op;
+  }
+  std::vector<std::string> tokens = absl::StrSplit(r.name.substr(r.name.rfind("test_", 0) == 0 ? 5 : 0), '_');
+  for (size_t k = tokens.size(); k > 0; --k) {
+    std::string key;
+    for (size_t i = 0; i < k; ++i) key += tokens[i];
+    for (char& c : key) c = char(std::tolower(c));
+    auto it = by_key.find(key);
+    if (it != by_key.end()) return it->second;
+  }
+  if (!r.node_ops.empty()) return r.node_ops[0];
+  return "?";
+}
+
+std::set<std::string> ReadNameList(const std::string& path, bool& ok) {
+  std::set<std::string> names;
+  std::ifstream in(path);
+  ok = bool(in);
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    line.erase(0, line.find_first_not_of(" \t"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (!line.empty()) names.insert(line);
+  }
+  return names;
+}
+
+// Tolerance overrides: "case rtol atol  # reason" per line.
+std::map<std::string, Tolerance> ReadTolerances(const std::string& path, bool& ok) {
+  std::map<std::string, Tolerance> out;
+  std::ifstream in(path);
+  ok = bool(in);
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream fields(line);
+    std::string name;
+    Tolerance t;
+    if (fields >> name >> t.rtol >> t.atol) out[name] = t;
+  }
+  return out;
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (uint8_t(c) < 0x20) out += absl::StrFormat("\\u%04x", int(c));
+    else out += c;
+  }
+  return out;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> roots;
+  std::string filter, json_path, expect_path, tolerance_path;
+  int jobs = 2, threads = 1, timeout_s = 300;
+  bool quiet = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "onnx-conformance: " << arg << " needs a value\n" << kUsage;
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    auto number = [&]() {
+      const std::string v = value();
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 1 || n > 100000) {
+        std::cerr << "onnx-conformance: " << arg << " takes a positive number, got '" << v << "'\n";
+        std::exit(2);
+      }
+      return int(n);
+    };
+    if (arg == "--filter") filter = value();
+    else if (arg == "--jobs") jobs = number();
+    else if (arg == "--threads") threads = number();
+    else if (arg == "--timeout") timeout_s = number();
+    else if (arg == "--json") json_path = value();
+    else if (arg == "--expect") expect_path = value();
+    else if (arg == "--tolerances") tolerance_path = value();
+    else if (arg == "--quiet") quiet = true;
+    else if (arg == "--help" || arg == "-h") { std::cout << kUsage; return 0; }
+    else if (arg.rfind("--", 0) == 0) { std::cerr << "onnx-conformance: unknown option " << arg << "\n" << kUsage; return 2; }
+    else roots.push_back(arg);
+  }
+  if (roots.empty()) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  std::regex pattern;
+  try {
+    pattern = std::regex(filter.empty() ? ".*" : filter);
+  } catch (const std::regex_error&) {
+    std::cerr << "onnx-conformance: invalid --filter regex '" << filter << "'\n";
+    return 2;
+  }
+  std::vector<fs::path> dirs;
+  for (const std::string& root : roots) {
+    std::error_code ec;
+    if (!fs::is_directory(root, ec)) {
+      std::cerr << "onnx-conformance: '" << root << "' is not a folder\n";
+      return 2;
+    }
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory() && name.rfind("test_", 0) == 0 && std::regex_search(name, pattern))
+        dirs.push_back(entry.path());
+    }
+  }
+  std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) {
+    return a.filename() < b.filename();
+  });
+  std::map<std::string, Tolerance> tolerances;
+  if (!tolerance_path.empty()) {
+    bool ok;
+    tolerances = ReadTolerances(tolerance_path, ok);
+    if (!ok) {
+      std::cerr << "onnx-conformance: cannot read " << tolerance_path << "\n";
+      return 2;
+    }
+  }
+  std::vector<CaseResult> results(dirs.size());
+  for (size_t i = 0; i < dirs.size(); ++i) results[i].name = dirs[i].filename().string();
+  RunAll(dirs, results, tolerances, jobs, threads, timeout_s, quiet);
+
+  std::set<std::string> known_ops;
+  for (const CaseResult& r : results)
+    if (r.node_ops.size() == 1) known_ops.insert(r.node_ops[0]);
+  for (CaseResult& r : results) r.op = CaseOp(r, known_ops);
+
+  // Per-op summary.
+  std::map<std::string, std::map<std::string, int>> per_op;
+  std::map<std::string, int> totals;
+  for (const CaseResult& r : results) {
+    per_op[r.op][r.status]++;
+    totals[r.status]++;
+  }
+  std::cout << absl::StrFormat("\n%-32s %6s %6s %6s %6s\n", "op", "PASS", "FAIL", "UNSUP", "ERROR");
+  for (const auto& [op, counts] : per_op) {
+    auto get = [&](const char* s) { auto it = counts.find(s); return it == counts.end() ? 0 : it->second; };
+    std::cout << absl::StrFormat("%-32s %6d %6d %6d %6d\n", op, get("PASS"), get("FAIL"),
+                                 get("UNSUPPORTED"), get("ERROR"));
+  }
+  std::cout << absl::StrFormat("%-32s %6d %6d %6d %6d   (%d cases)\n", "total", totals["PASS"],
+                               totals["FAIL"], totals["UNSUPPORTED"], totals["ERROR"],
+                               int(results.size()));
+
+  if (!json_path.empty()) {
+    std::vector<std::string> items;
+    for (const CaseResult& r : results)
+      items.push_back(absl::StrFormat(
+          "{\"name\": \"%s\", \"status\": \"%s\", \"op\": \"%s\", \"message\": \"%s\", \"max_abs_err\": %s}",
+          JsonEscape(r.name), r.status, JsonEscape(r.op), JsonEscape(r.message),
+          std::isfinite(r.max_abs_err) ? absl::StrFormat("%.6g", r.max_abs_err) : "null"));
+    const std::string json = absl::StrFormat(
+        "{\"cases\": [\n%s\n], \"summary\": {\"total\": %d, \"pass\": %d, \"fail\": %d, "
+        "\"unsupported\": %d, \"error\": %d}}\n",
+        absl::StrJoin(items, ",\n"), int(results.size()), totals["PASS"], totals["FAIL"],
+        totals["UNSUPPORTED"], totals["ERROR"]);
+    absl::Status s = WriteFileAtomically(json_path, json);
+    if (!s.ok()) std::cerr << "onnx-conformance: " << s.message() << "\n";
+  }
+
+  int exit_code = 0;
+  if (!expect_path.empty()) {
+    bool ok;
+    std::set<std::string> expected = ReadNameList(expect_path, ok);
+    if (!ok) {
+      std::cerr << "onnx-conformance: cannot read " << expect_path << "\n";
+      return 2;
+    }
+    std::set<std::string> seen;
+    for (const CaseResult& r : results) {
+      seen.insert(r.name);
+      if (expected.count(r.name) && r.status != "PASS") {
+        std::cout << "EXPECTED TO PASS: " << r.name << " is " << r.status << ": " << r.message << "\n";
+        exit_code = 1;
+      }
+    }
+    for (const std::string& name : expected)
+      if (!seen.count(name) && filter.empty()) {
+        std::cout << "EXPECTED TO PASS: " << name << " was not found\n";
+        exit_code = 1;
+      }
+    for (const CaseResult& r : results)
+      if (r.status == "PASS" && !expected.count(r.name))
+        std::cout << "NEWLY PASSING (not on the expect list): " << r.name << "\n";
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Main(argc, argv); }

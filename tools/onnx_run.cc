@@ -1,0 +1,255 @@
+// onnx-run: runs an ONNX model on given, stored or random inputs and reports
+// its outputs and timing.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "runtime/element.h"
+#include "runtime/session.h"
+#include "runtime/tensor_io.h"
+
+namespace fs = std::filesystem;
+using namespace onnx_mini;
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
+    "                [--output-dir DIR] [--repeat N] [--threads N] [--json]\n"
+    "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ").\n"
+    "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
+    "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
+    "--output-dir writes output_K.pb. --json prints one JSON object.\n";
+
+struct Options {
+  std::string model = ONNX_MINI_DEFAULT_MODEL;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  std::string input_dir, output_dir;
+  bool random_inputs = false, json = false;
+  int repeat = 1, threads = 0;
+};
+
+bool ParseInt(const std::string& s, int& out) {
+  char* end = nullptr;
+  long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < 0 || v > 1000000) return false;
+  out = int(v);
+  return true;
+}
+
+absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
+  Options o;
+  bool have_model = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* flag) -> absl::StatusOr<std::string> {
+      const std::string prefix = std::string(flag) + "=";
+      if (arg.rfind(prefix, 0) == 0) return arg.substr(prefix.size());
+      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
+      return std::string(argv[++i]);
+    };
+    auto is = [&](const char* flag) { return arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0; };
+    if (is("--input")) {
+      absl::StatusOr<std::string> v = value("--input");
+      if (!v.ok()) return v.status();
+      size_t eq = v->find('=');
+      if (eq == std::string::npos || eq == 0)
+        return absl::InvalidArgumentError("--input takes NAME=FILE");
+      o.inputs.push_back({v->substr(0, eq), v->substr(eq + 1)});
+    } else if (is("--input-dir")) {
+      absl::StatusOr<std::string> v = value("--input-dir");
+      if (!v.ok()) return v.status();
+      o.input_dir = *v;
+    } else if (is("--output-dir")) {
+      absl::StatusOr<std::string> v = value("--output-dir");
+      if (!v.ok()) return v.status();
+      o.output_dir = *v;
+    } else if (is("--repeat") || is("--threads")) {
+      const bool repeat = is("--repeat");
+      absl::StatusOr<std::string> v = value(repeat ? "--repeat" : "--threads");
+      if (!v.ok()) return v.status();
+      int n;
+      if (!ParseInt(*v, n) || (repeat && n < 1))
+        return absl::InvalidArgumentError(absl::StrCat(repeat ? "--repeat" : "--threads",
+                                                       " takes a number, got '", *v, "'"));
+      (repeat ? o.repeat : o.threads) = n;
+    } else if (arg == "--random-inputs") {
+      o.random_inputs = true;
+    } else if (arg == "--json") {
+      o.json = true;
+    } else if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (arg.rfind("--", 0) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option ", arg));
+    } else if (!have_model) {
+      o.model = arg;
+      have_model = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+  }
+  return o;
+}
+
+Tensor RandomTensor(const ValueType& type, std::mt19937& rng) {
+  Shape shape;
+  if (type.dims)
+    for (const Dim& d : *type.dims) shape.push_back(d.known() ? d.value : 1);
+  Tensor t = Tensor::Zeros(type.dtype, shape);
+  const DTypeKind kind = Info(type.dtype).kind;
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if (kind == DTypeKind::kString) t.data<std::string>()[i] = absl::StrCat("s", small(rng));
+    else if (kind == DTypeKind::kBool) SetDouble(t, i, small(rng) % 2);
+    else if (kind == DTypeKind::kFloat || kind == DTypeKind::kComplex) SetDouble(t, i, real(rng));
+    else SetDouble(t, i, small(rng));
+  }
+  return t;
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (uint8_t(c) < 0x20) out += absl::StrFormat("\\u%04x", int(c));
+    else out += c;
+  }
+  return out;
+}
+
+// The first few values of a tensor, as JSON-compatible text.
+std::vector<std::string> FirstValues(const Tensor& t, int64_t limit) {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < std::min(limit, t.size()); ++i) {
+    if (t.dtype() == DType::kString) {
+      out.push_back(absl::StrCat("\"", JsonEscape(t.data<std::string>()[i]), "\""));
+      continue;
+    }
+    const double v = GetDouble(t, i);
+    if (std::isnan(v)) out.push_back("\"nan\"");
+    else if (std::isinf(v)) out.push_back(v > 0 ? "\"inf\"" : "\"-inf\"");
+    else out.push_back(absl::StrFormat("%.6g", v));
+  }
+  return out;
+}
+
+int Fail(const std::string& message) {
+  std::cerr << "onnx-run: " << message << "\n";
+  return 1;
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<Options> parsed = ParseArgs(argc, argv);
+  if (!parsed.ok()) {
+    std::cerr << "onnx-run: " << parsed.status().message() << "\n" << kUsage;
+    return 2;
+  }
+  const Options& o = *parsed;
+  SessionOptions so;
+  so.threads = o.threads;
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Load(o.model, so);
+  if (!session.ok()) return Fail(std::string(session.status().message()));
+
+  // Inputs: explicit files, then the input_K.pb layout, then random values.
+  std::map<std::string, Tensor> given;
+  for (const auto& [name, file] : o.inputs) {
+    absl::StatusOr<NamedTensorFile> t = ReadTensorFile(file);
+    if (!t.ok()) return Fail(std::string(t.status().message()));
+    given[name] = t->tensor;
+  }
+  const std::vector<ValueInfo>& inputs = (*session)->inputs();
+  if (!o.input_dir.empty()) {
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (given.count(inputs[k].name)) continue;
+      const std::string file = (fs::path(o.input_dir) / absl::StrCat("input_", k, ".pb")).string();
+      if (!fs::exists(file)) continue;
+      absl::StatusOr<NamedTensorFile> t = ReadTensorFile(file);
+      if (!t.ok()) return Fail(std::string(t.status().message()));
+      given[inputs[k].name] = t->tensor;
+    }
+  }
+  std::mt19937 rng(42);
+  std::vector<NamedTensor> feeds;
+  for (const ValueInfo& in : inputs) {
+    auto it = given.find(in.name);
+    if (it != given.end()) {
+      feeds.push_back({in.name, it->second});
+    } else if (o.random_inputs) {
+      feeds.push_back({in.name, RandomTensor(in.type, rng)});
+    } else {
+      return Fail(absl::StrCat("no value for input '", in.name, "' (", in.type.ToString(),
+                               "); pass --input, --input-dir or --random-inputs"));
+    }
+  }
+  for (const auto& [name, t] : given) {
+    bool known = false;
+    for (const ValueInfo& in : inputs) known = known || in.name == name;
+    if (!known) return Fail(absl::StrCat("'", name, "' is not an input of the model"));
+  }
+
+  std::vector<double> times;
+  std::vector<Tensor> outputs;
+  for (int r = 0; r < o.repeat; ++r) {
+    outputs.clear();
+    auto start = std::chrono::steady_clock::now();
+    absl::Status s = (*session)->Run(feeds, &outputs);
+    auto end = std::chrono::steady_clock::now();
+    if (!s.ok()) return Fail(std::string(s.message()));
+    times.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  const double min = times.front();
+
+  const std::vector<ValueInfo>& out_info = (*session)->outputs();
+  if (!o.output_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.output_dir, ec);
+    std::vector<std::string> blobs;  // serialize everything before writing anything
+    for (size_t k = 0; k < outputs.size(); ++k)
+      blobs.push_back(SerializeTensorProto(outputs[k], out_info[k].name));
+    for (size_t k = 0; k < blobs.size(); ++k) {
+      absl::Status s = WriteFileAtomically(
+          (fs::path(o.output_dir) / absl::StrCat("output_", k, ".pb")).string(), blobs[k]);
+      if (!s.ok()) return Fail(std::string(s.message()));
+    }
+  }
+
+  if (o.json) {
+    std::vector<std::string> items;
+    for (size_t k = 0; k < outputs.size(); ++k)
+      items.push_back(absl::StrFormat(
+          "{\"name\": \"%s\", \"dtype\": \"%s\", \"shape\": [%s], \"values\": [%s]}",
+          JsonEscape(out_info[k].name), LowerName(outputs[k].dtype()),
+          absl::StrJoin(outputs[k].shape(), ", "), absl::StrJoin(FirstValues(outputs[k], 8), ", ")));
+    std::cout << absl::StrFormat(
+        "{\"model\": \"%s\", \"outputs\": [%s], \"repeat\": %d, \"threads\": %d, "
+        "\"median_ms\": %.4f, \"min_ms\": %.4f}\n",
+        JsonEscape(o.model), absl::StrJoin(items, ", "), o.repeat, o.threads, median, min);
+  } else {
+    std::cout << "model: " << o.model << "\n";
+    for (size_t k = 0; k < outputs.size(); ++k)
+      std::cout << absl::StrFormat("output %s: %s %s [%s%s]\n", out_info[k].name,
+                                   LowerName(outputs[k].dtype()), ShapeToString(outputs[k].shape()),
+                                   absl::StrJoin(FirstValues(outputs[k], 8), ", "),
+                                   outputs[k].size() > 8 ? ", ..." : "");
+    std::cout << absl::StrFormat("time: median %.4f ms, min %.4f ms over %d run%s\n", median, min,
+                                 o.repeat, o.repeat == 1 ? "" : "s");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Main(argc, argv); }
