@@ -53,12 +53,7 @@ absl::StatusOr<std::vector<Dim>> BroadcastDims(const InferContext& ctx, const st
     if (!db) { out[i] = *da; continue; }
     if (da->known() && db->known()) {
       if (da->value != db->value && da->value != 1 && db->value != 1) {
-        auto str = [](const std::vector<Dim>& dims) {
-          ValueType t;
-          t.dims = dims;
-          return t.ToString();
-        };
-        return ctx.Error(absl::StrCat("shapes ", str(a), " and ", str(b),
+        return ctx.Error(absl::StrCat("shapes ", DimsToString(a), " and ", DimsToString(b),
                                       " do not broadcast (dim ", i, ": ", da->value, " vs ",
                                       db->value, ")"));
       }

@@ -199,6 +199,14 @@ Float8E8M0 ToFloat8E8M0(float v, E8M0Rounding rounding, bool saturate) {
   std::memcpy(&bits, &v, 4);
   uint32_t code = (bits >> 23) & 0xFF;
   const uint32_t mantissa = bits & 0x7FFFFF;
+  if (code == 0) {
+    // float32 subnormals and zero: code 0 is 2^-127, i.e. mantissa 0x400000.
+    switch (rounding) {
+      case E8M0Rounding::kUp: return {uint8_t(mantissa > 0x400000 ? 1 : 0)};
+      case E8M0Rounding::kDown: return {0};
+      case E8M0Rounding::kNearest: return {uint8_t(mantissa >= 0x600000 ? 1 : 0)};
+    }
+  }
   bool up = false;
   switch (rounding) {
     case E8M0Rounding::kUp: up = mantissa != 0; break;

@@ -32,12 +32,15 @@ std::string ValueType::ToString() const {
     case Kind::kUnknown: return "unknown";
     case Kind::kTensor: break;
   }
-  std::string out = dtype == DType::kUndefined ? "?" : LowerName(dtype);
-  if (!dims) return out + "[?]";
+  const std::string out = dtype == DType::kUndefined ? "?" : LowerName(dtype);
+  return out + (dims ? DimsToString(*dims) : "[?]");
+}
+
+std::string DimsToString(const std::vector<Dim>& dims) {
   std::vector<std::string> parts;
-  for (const Dim& d : *dims)
+  for (const Dim& d : dims)
     parts.push_back(d.known() ? absl::StrCat(d.value) : (d.symbol.empty() ? "?" : d.symbol));
-  return absl::StrCat(out, "[", absl::StrJoin(parts, ","), "]");
+  return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
 }
 
 const Attribute* Node::attr(const std::string& key) const {

@@ -96,6 +96,9 @@ struct Graph {
   int64_t ir_version = 0;
 };
 
+// "[2,N,?]" for a list of dims.
+std::string DimsToString(const std::vector<Dim>& dims);
+
 // "ai.onnx" for the default domain, the domain itself otherwise.
 std::string DomainName(const std::string& domain);
 

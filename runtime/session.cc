@@ -471,8 +471,11 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
     const Tensor& v = values[size_t(im.output_values[k])];
     // Never hand out a view of an input or constant that the caller might
     // not expect to alias; borrowed inputs are the caller's own memory.
+    // Hand out only memory the session allocated for this run: an output that
+    // views a constant or a caller's input is copied.
     bool shared = v.storage() && !v.storage()->owned();
     for (const Tensor& c : im.constants) shared = shared || (c.defined() && c.storage() == v.storage());
+    for (const NamedTensor& in : inputs) shared = shared || in.tensor.storage() == v.storage();
     (*outputs)[k] = shared ? v.Clone() : v;
   }
   return absl::OkStatus();

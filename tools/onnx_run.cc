@@ -25,7 +25,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
     "                [--output-dir DIR] [--repeat N] [--threads N] [--json]\n"
-    "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ").\n"
+    "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ", with random inputs).\n"
     "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
     "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
     "--output-dir writes output_K.pb. --json prints one JSON object.\n";
@@ -35,6 +35,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string input_dir, output_dir;
   bool random_inputs = false, json = false;
+  bool random_default = true;  // the bundled model runs on random inputs unless given some
   int repeat = 1, threads = 0;
 };
 
@@ -94,6 +95,7 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
     } else if (!have_model) {
       o.model = arg;
       have_model = true;
+      o.random_default = false;
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
     }
@@ -185,7 +187,7 @@ int Main(int argc, char** argv) {
     auto it = given.find(in.name);
     if (it != given.end()) {
       feeds.push_back({in.name, it->second});
-    } else if (o.random_inputs) {
+    } else if (o.random_inputs || o.random_default) {
       feeds.push_back({in.name, RandomTensor(in.type, rng)});
     } else {
       return Fail(absl::StrCat("no value for input '", in.name, "' (", in.type.ToString(),

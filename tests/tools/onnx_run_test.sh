@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# onnx-run on good input and on each kind of bad input: a bad run must end
+# with a one-line error, a non-zero exit code and nothing written.
+set -u
+run=$1
+testdata=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+check() {  # NAME EXPECTED_EXIT PATTERN -- command...
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$want" = 0 ] && [ "$got" != 0 ]; then
+    echo "FAIL $name: exit $got: $(cat "$tmp/err")"; failures=$((failures + 1)); return
+  fi
+  if [ "$want" != 0 ] && [ "$got" = 0 ]; then
+    echo "FAIL $name: expected failure"; failures=$((failures + 1)); return
+  fi
+  if ! grep -qE "$pattern" "$tmp/out" "$tmp/err"; then
+    echo "FAIL $name: no '$pattern' in: $(cat "$tmp/out" "$tmp/err")"; failures=$((failures + 1)); return
+  fi
+  if [ "$want" = 1 ] && [ "$(wc -l <"$tmp/err")" != 1 ]; then
+    echo "FAIL $name: error is not one line: $(cat "$tmp/err")"; failures=$((failures + 1)); return
+  fi
+  echo "ok $name"
+}
+
+case_dir=$testdata/conformance/test_mini_default
+check default 0 "output y: float \[4,2\]" -- "$run"
+check json 0 '"median_ms": [0-9.]+, "min_ms"' -- "$run" --json --repeat 3
+check input_dir 0 "output y_shape: int64 \[2\] \[4, 2\]" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --output-dir "$tmp/outdir"
+cmp -s "$tmp/outdir/output_1.pb" "$case_dir/test_data_set_0/output_1.pb" || { echo "FAIL output_dir: output_1.pb differs"; failures=$((failures + 1)); }
+check input_flag 0 "output y" -- "$run" "$case_dir/model.onnx" --input "x=$case_dir/test_data_set_0/input_0.pb"
+# A .npy input: float32 [2,4] of zeros gives y = b broadcast.
+printf '\x93NUMPY\x01\x00\x76\x00' >"$tmp/x.npy"
+printf "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }" | awk '{printf "%-117s\n", $0}' >>"$tmp/x.npy"
+head -c 32 /dev/zero >>"$tmp/x.npy"
+check npy_input 0 "output y: float \[4,2\] \[0.5, 0.5, -0.5" -- "$run" "$case_dir/model.onnx" --input "x=$tmp/x.npy"
+
+head -c 20 "$case_dir/model.onnx" >"$tmp/truncated.onnx"
+check truncated 1 "onnx-run: .*" -- "$run" "$tmp/truncated.onnx" --random-inputs --output-dir "$tmp/bad1"
+head -c 3000 /dev/urandom >"$tmp/random.onnx"
+check random_bytes 1 "onnx-run: " -- "$run" "$tmp/random.onnx" --random-inputs --output-dir "$tmp/bad2"
+mkdir -p "$tmp/escape"
+python_free_escape() {  # the external-data model with its location rewritten to ../weights.bin
+  sed 's/weights\.bin/..\/ghts.bin/' "$testdata/conformance/test_mini_external_data/model.onnx"
+}
+python_free_escape >"$tmp/escape/model.onnx"
+check external_escape 1 "escapes the model folder" -- "$run" "$tmp/escape/model.onnx" --random-inputs --output-dir "$tmp/bad3"
+check missing_model 1 "cannot open model" -- "$run" "$tmp/none.onnx"
+check wrong_dtype 1 "input 'x' must be float, got int64" -- "$run" "$case_dir/model.onnx" --input "x=$case_dir/test_data_set_0/output_1.pb" --output-dir "$tmp/bad4"
+check wrong_shape 1 "input 'x' must have shape float\[2,4\], got \[4,2\]" -- "$run" "$case_dir/model.onnx" --input "x=$case_dir/test_data_set_0/output_0.pb" --output-dir "$tmp/bad5"
+check missing_input 1 "no value for input 'x'" -- "$run" "$case_dir/model.onnx"
+check bad_flag 2 "unknown option --frob" -- "$run" --frob
+for d in bad1 bad2 bad3 bad4 bad5; do
+  if [ -n "$(ls -A "$tmp/$d" 2>/dev/null)" ]; then echo "FAIL $d: files were written"; failures=$((failures + 1)); fi
+done
+echo "$((14 - failures)) passed, $failures failed"
+[ "$failures" = 0 ]
