@@ -331,6 +331,11 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& value
       if (!shape || t.dtype == DType::kUndefined)
         return absl::InternalError(absl::StrCat(node.Describe(), ": output ", i,
                                                 " has no concrete type at run time: ", t.ToString()));
+      // Refuse absurd sizes here, before a kernel could ask for the buffer.
+      const int64_t count = ElementCount(*shape);
+      if (count < 0 || StorageBytes(t.dtype, count) > kMaxTensorBytes)
+        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": output ", i, " of shape ",
+                                                       ShapeToString(*shape), " is too large"));
       out_ptrs[i] = &results[i];
       if (graph_out == nullptr) continue;
       for (size_t k = 0; k < output_values.size(); ++k) {

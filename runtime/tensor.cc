@@ -61,9 +61,7 @@ absl::StatusOr<Tensor> Tensor::Make(DType dtype, Shape shape) {
   if (!IsValidDType(int32_t(dtype)))
     return absl::InvalidArgumentError(absl::StrCat("invalid element type ", int(dtype)));
   const int64_t count = ElementCount(shape);
-  // 2^40 bytes is far beyond this machine; anything larger is a malformed shape.
-  if (count < 0 || StorageBytes(dtype, count) > (size_t(1) << 40) ||
-      count > (int64_t(1) << 40))
+  if (count < 0 || count > int64_t(kMaxTensorBytes) || StorageBytes(dtype, count) > kMaxTensorBytes)
     return absl::InvalidArgumentError(
         absl::StrCat("invalid or too large shape ", ShapeToString(shape)));
   Tensor t;

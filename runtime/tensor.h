@@ -14,6 +14,9 @@ namespace onnx_mini {
 
 using Shape = std::vector<int64_t>;
 
+// The largest tensor onnx-mini will allocate (1 TiB); larger shapes are errors.
+constexpr size_t kMaxTensorBytes = size_t(1) << 40;
+
 // Number of elements of a shape; -1 if a dim is negative or the product overflows.
 int64_t ElementCount(const Shape& shape);
 std::string ShapeToString(const Shape& shape);

@@ -31,6 +31,7 @@
 #include "runtime/loader.h"
 #include "runtime/session.h"
 #include "runtime/tensor_io.h"
+#include "tools/json.h"
 
 namespace fs = std::filesystem;
 using namespace onnx_mini;
@@ -355,15 +356,6 @@ std::map<std::string, Tolerance> ReadTolerances(const std::string& path, bool& o
   return out;
 }
 
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (uint8_t(c) < 0x20) out += absl::StrFormat("\\u%04x", int(c));
-    else out += c;
-  }
-  return out;
-}
 
 int Main(int argc, char** argv) {
   std::vector<std::string> roots;

@@ -16,6 +16,7 @@
 #include "runtime/element.h"
 #include "runtime/session.h"
 #include "runtime/tensor_io.h"
+#include "tools/json.h"
 
 namespace fs = std::filesystem;
 using namespace onnx_mini;
@@ -120,15 +121,6 @@ Tensor RandomTensor(const ValueType& type, std::mt19937& rng) {
   return t;
 }
 
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (uint8_t(c) < 0x20) out += absl::StrFormat("\\u%04x", int(c));
-    else out += c;
-  }
-  return out;
-}
 
 // The first few values of a tensor, as JSON-compatible text.
 std::vector<std::string> FirstValues(const Tensor& t, int64_t limit) {

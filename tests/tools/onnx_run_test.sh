@@ -49,13 +49,15 @@ python_free_escape() {  # the external-data model with its location rewritten to
 }
 python_free_escape >"$tmp/escape/model.onnx"
 check external_escape 1 "escapes the model folder" -- "$run" "$tmp/escape/model.onnx" --random-inputs --output-dir "$tmp/bad3"
+sed "s/Transpose/Transpoze/g" "$case_dir/model.onnx" >"$tmp/unknown_op.onnx"
+check unknown_op 1 "not implemented: ai.onnx::Transpoze opset 17" -- "$run" "$tmp/unknown_op.onnx" --random-inputs --output-dir "$tmp/bad6"
 check missing_model 1 "cannot open model" -- "$run" "$tmp/none.onnx"
 check wrong_dtype 1 "input 'x' must be float, got int64" -- "$run" "$case_dir/model.onnx" --input "x=$case_dir/test_data_set_0/output_1.pb" --output-dir "$tmp/bad4"
 check wrong_shape 1 "input 'x' must have shape float\[2,4\], got \[4,2\]" -- "$run" "$case_dir/model.onnx" --input "x=$case_dir/test_data_set_0/output_0.pb" --output-dir "$tmp/bad5"
 check missing_input 1 "no value for input 'x'" -- "$run" "$case_dir/model.onnx"
 check bad_flag 2 "unknown option --frob" -- "$run" --frob
-for d in bad1 bad2 bad3 bad4 bad5; do
+for d in bad1 bad2 bad3 bad4 bad5 bad6; do
   if [ -n "$(ls -A "$tmp/$d" 2>/dev/null)" ]; then echo "FAIL $d: files were written"; failures=$((failures + 1)); fi
 done
-echo "$((14 - failures)) passed, $failures failed"
+echo "$((15 - failures)) passed, $failures failed"
 [ "$failures" = 0 ]
