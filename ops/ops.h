@@ -12,9 +12,10 @@ std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div
 std::vector<OpDef> CastOps();       // Cast
 std::vector<OpDef> ShapingOps();    // Identity, Reshape, Shape, Transpose
 std::vector<OpDef> ConstantOps();   // Constant
+std::vector<OpDef> TensorScatterOps();  // TensorScatter
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
-    BinaryOps, CastOps, ShapingOps, ConstantOps,
+    BinaryOps, CastOps, ShapingOps, ConstantOps, TensorScatterOps,
 };
 
 }  // namespace onnx_mini

@@ -276,7 +276,9 @@ class StepContext : public KernelContext {
       if (i == 0 && reusable_ != nullptr) {
         out = reusable_->Reshaped(shape);
       } else {
-        out = Tensor::Zeros(types_[i].dtype, shape);
+        // Kernels write their outputs in full; the size was checked before.
+        absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(types_[i].dtype, shape);
+        if (t.ok()) out = *std::move(t);
       }
     }
     return out;
@@ -382,10 +384,11 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& value
       int v = step.outputs[i];
       if (v < 0) continue;
       Tensor& r = results[i];
-      if (!r.defined()) r = ctx.output(i);  // the kernel left it untouched: zeros
+      if (!r.defined())  // the kernel did not produce it: zeros, never stale memory
+        r = Tensor::Zeros(ictx.outputs()[i].dtype, *ictx.outputs()[i].concrete_shape());
       if (bound_to[i] >= 0) {
         Tensor& buf = (*graph_out)[size_t(bound_to[i])];
-        if (r.raw() != buf.raw()) CopyElements(r, buf);
+        if (r.raw() != buf.raw()) CopyElements(r, buf, threads);
         r = buf;
       }
       values[size_t(v)] = std::move(r);

@@ -25,7 +25,9 @@ std::string ShapeToString(const Shape& shape);
 // the caller's memory and are never freed here.
 class Storage {
  public:
-  static std::shared_ptr<Storage> Allocate(DType dtype, int64_t count);
+  // `zero` false leaves numeric memory uninitialized, for buffers the caller
+  // overwrites entirely.
+  static std::shared_ptr<Storage> Allocate(DType dtype, int64_t count, bool zero = true);
   static std::shared_ptr<Storage> Borrow(void* data, size_t bytes);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -39,6 +41,7 @@ class Storage {
   Storage() = default;
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  size_t capacity_ = 0;  // allocated bytes (64-byte multiple)
   bool owned_ = false;
   int64_t string_count_ = 0;  // owned string storage: destroy this many
 };
@@ -51,6 +54,9 @@ class Tensor {
   // A new owned tensor. Numeric storage is zero-filled; strings are empty.
   // Fails if the shape is invalid or too large.
   static absl::StatusOr<Tensor> Make(DType dtype, Shape shape);
+  // Like Make, but numeric memory is left uninitialized: for outputs that a
+  // kernel writes in full.
+  static absl::StatusOr<Tensor> MakeUninitialized(DType dtype, Shape shape);
   // Like Make, for shapes already known to be valid (aborts the run otherwise
   // with an exception-free fallback: an undefined tensor).
   static Tensor Zeros(DType dtype, Shape shape);
@@ -81,14 +87,16 @@ class Tensor {
   Tensor Clone() const;
 
  private:
+  static absl::StatusOr<Tensor> Create(DType dtype, Shape shape, bool zero);
   DType dtype_ = DType::kUndefined;
   Shape shape_;
   int64_t size_ = 0;
   std::shared_ptr<Storage> storage_;
 };
 
-// Copies all elements of src into dst (same dtype and element count).
-void CopyElements(const Tensor& src, Tensor& dst);
+// Copies all elements of src into dst (same dtype and element count); large
+// copies are split across `threads` threads.
+void CopyElements(const Tensor& src, Tensor& dst, int threads = 1);
 
 template <class T>
 Tensor Tensor::FromVector(const std::vector<T>& values, Shape shape) {

@@ -64,11 +64,21 @@ TEST(Float8, EveryCodePointDecodes) {
 TEST(Float8, EveryFiniteCodePointRoundTrips) {
   for (int c = 0; c < 256; ++c) {
     const uint8_t b = uint8_t(c);
-    if (!std::isnan(ToFloat(Float8E4M3FN{b}))) EXPECT_EQ(ToFloat8E4M3FN(ToFloat(Float8E4M3FN{b})).bits, b);
-    if (!std::isnan(ToFloat(Float8E4M3FNUZ{b}))) EXPECT_EQ(ToFloat8E4M3FNUZ(ToFloat(Float8E4M3FNUZ{b})).bits, b);
-    if (std::isfinite(ToFloat(Float8E5M2{b}))) EXPECT_EQ(ToFloat8E5M2(ToFloat(Float8E5M2{b})).bits, b);
-    if (!std::isnan(ToFloat(Float8E5M2FNUZ{b}))) EXPECT_EQ(ToFloat8E5M2FNUZ(ToFloat(Float8E5M2FNUZ{b})).bits, b);
-    if (c != 255) EXPECT_EQ(ToFloat8E8M0(ToFloat(Float8E8M0{b})).bits, b);
+    if (!std::isnan(ToFloat(Float8E4M3FN{b}))) {
+      EXPECT_EQ(ToFloat8E4M3FN(ToFloat(Float8E4M3FN{b})).bits, b);
+    }
+    if (!std::isnan(ToFloat(Float8E4M3FNUZ{b}))) {
+      EXPECT_EQ(ToFloat8E4M3FNUZ(ToFloat(Float8E4M3FNUZ{b})).bits, b);
+    }
+    if (std::isfinite(ToFloat(Float8E5M2{b}))) {
+      EXPECT_EQ(ToFloat8E5M2(ToFloat(Float8E5M2{b})).bits, b);
+    }
+    if (!std::isnan(ToFloat(Float8E5M2FNUZ{b}))) {
+      EXPECT_EQ(ToFloat8E5M2FNUZ(ToFloat(Float8E5M2FNUZ{b})).bits, b);
+    }
+    if (c != 255) {
+      EXPECT_EQ(ToFloat8E8M0(ToFloat(Float8E8M0{b})).bits, b);
+    }
   }
 }
 
