@@ -13,9 +13,10 @@ std::vector<OpDef> CastOps();       // Cast
 std::vector<OpDef> ShapingOps();    // Identity, Reshape, Shape, Transpose
 std::vector<OpDef> ConstantOps();   // Constant
 std::vector<OpDef> TensorScatterOps();  // TensorScatter
+std::vector<OpDef> AttentionOps();      // Attention
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
-    BinaryOps, CastOps, ShapingOps, ConstantOps, TensorScatterOps,
+    BinaryOps, CastOps, ShapingOps, ConstantOps, TensorScatterOps, AttentionOps,
 };
 
 }  // namespace onnx_mini

@@ -183,6 +183,31 @@ float ToFloat(Float8E8M0 v) {
 float Float4E2M1ToFloat(uint8_t nibble) { return float(Decode(kE2M1, nibble & 0xF)); }
 
 Float16 ToFloat16(double v) { return {uint16_t(Encode(kF16, v, false))}; }
+
+Float16 ToFloat16(float v) {
+  uint32_t x;
+  std::memcpy(&x, &v, 4);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  x &= 0x7FFFFFFF;
+  if (x >= 0x7F800000) return {uint16_t(sign | (x > 0x7F800000 ? 0x7E00 : 0x7C00))};
+  if (x >= 0x477FF000) return {uint16_t(sign | 0x7C00)};  // rounds to >= 65520: infinity
+  if (x < 0x38800000) {  // below 2^-14: a subnormal in units of 2^-24 (exact scaling)
+    float f;
+    std::memcpy(&f, &x, 4);
+    return {uint16_t(sign | uint16_t(std::nearbyint(std::ldexp(f, 24))))};
+  }
+  x += 0xFFF + ((x >> 13) & 1);  // round the 13 dropped bits to nearest even
+  x -= uint32_t(127 - 15) << 23;
+  return {uint16_t(sign | (x >> 13))};
+}
+
+BFloat16 ToBFloat16(float v) {
+  uint32_t x;
+  std::memcpy(&x, &v, 4);
+  if ((x & 0x7FFFFFFF) > 0x7F800000) return {uint16_t((x >> 16) | 0x40)};  // quiet NaN
+  x += 0x7FFF + ((x >> 16) & 1);
+  return {uint16_t(x >> 16)};
+}
 BFloat16 ToBFloat16(double v) { return {uint16_t(Encode(kBF16, v, false))}; }
 Float8E4M3FN ToFloat8E4M3FN(double v, bool s) { return {uint8_t(Encode(kE4M3FN, v, s))}; }
 Float8E4M3FNUZ ToFloat8E4M3FNUZ(double v, bool s) { return {uint8_t(Encode(kE4M3FNUZ, v, s))}; }

@@ -101,6 +101,9 @@ float Float4E2M1ToFloat(uint8_t nibble);
 // infinity where the format has one, NaN otherwise.
 Float16 ToFloat16(double v);
 BFloat16 ToBFloat16(double v);
+// The same from float, with bit arithmetic (hot paths round through these).
+Float16 ToFloat16(float v);
+BFloat16 ToBFloat16(float v);
 Float8E4M3FN ToFloat8E4M3FN(double v, bool saturate = true);
 Float8E4M3FNUZ ToFloat8E4M3FNUZ(double v, bool saturate = true);
 Float8E5M2 ToFloat8E5M2(double v, bool saturate = true);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 namespace onnx_mini {
 namespace {
@@ -144,8 +145,8 @@ TEST(Float4E2M1, EveryCodePoint) {
 TEST(Float16, ExactConversions) {
   EXPECT_EQ(ToFloat16(1.0).bits, 0x3C00);
   EXPECT_EQ(ToFloat16(-2.0).bits, 0xC000);
-  EXPECT_EQ(ToFloat16(65504).bits, 0x7BFF);
-  EXPECT_EQ(ToFloat16(65520).bits, 0x7C00);  // rounds to infinity
+  EXPECT_EQ(ToFloat16(65504.0).bits, 0x7BFF);
+  EXPECT_EQ(ToFloat16(65520.0).bits, 0x7C00);  // rounds to infinity
   EXPECT_EQ(ToFloat16(std::ldexp(1.0, -24)).bits, 0x0001);
   EXPECT_EQ(ToFloat16(1.0 + std::ldexp(1.0, -11)).bits, 0x3C00);  // tie to even
   EXPECT_EQ(ToFloat16(1.0 + 3 * std::ldexp(1.0, -11)).bits, 0x3C02);
@@ -156,6 +157,36 @@ TEST(Float16, ExactConversions) {
     if (std::isnan(f)) continue;
     ASSERT_EQ(ToFloat16(f).bits, c);
   }
+}
+
+TEST(Float16, FloatAndDoublePathsAgree) {
+  // Around every float16 value: the value, both neighbours' midpoints and just off them.
+  for (uint32_t c = 0; c < 0x7C00; ++c) {
+    const double v = ToFloat(Float16{uint16_t(c)});
+    const double next = ToFloat(Float16{uint16_t(c + 1)});
+    for (double x : {v, (v + next) / 2, std::nextafter((v + next) / 2, 0.0),
+                     std::nextafter((v + next) / 2, 1e9)}) {
+      const float f = float(x);
+      ASSERT_EQ(ToFloat16(f).bits, ToFloat16(double(f)).bits) << x;
+      ASSERT_EQ(ToFloat16(-f).bits, ToFloat16(-double(f)).bits) << x;
+    }
+  }
+  EXPECT_EQ(ToFloat16(65519.0f).bits, 0x7BFF);
+  EXPECT_EQ(ToFloat16(65520.0f).bits, 0x7C00);
+  EXPECT_EQ(ToFloat16(INFINITY).bits, 0x7C00);
+  EXPECT_TRUE(std::isnan(ToFloat(ToFloat16(NAN))));
+}
+
+TEST(BFloat16, FloatAndDoublePathsAgree) {
+  std::mt19937 rng(1);
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t bits = rng();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(ToBFloat16(f).bits, ToBFloat16(double(f)).bits) << f;
+  }
+  EXPECT_TRUE(std::isnan(ToFloat(ToBFloat16(NAN))));
 }
 
 TEST(BFloat16, ExactConversions) {

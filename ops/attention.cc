@@ -1,0 +1,348 @@
+// Attention-23/24/25 (SEMANTICS.md part B, rules A1-A20): validation and
+// shape inference, and the kernel that picks the fast or the reference path.
+#include <cmath>
+#include <limits>
+
+#include "ops/attention_kernel.h"
+#include "ops/common.h"
+#include "ops/ops.h"
+#include "runtime/element.h"
+
+namespace onnx_mini {
+namespace {
+
+enum Input { kQ = 0, kK, kV, kMask, kPastKey, kPastValue, kNonpad };
+enum Output { kY = 0, kPresentKey, kPresentValue, kQk };
+
+const std::initializer_list<DType> kAttentionTypes = {DType::kFloat, DType::kFloat16, DType::kBFloat16,
+                                                      DType::kDouble};
+const std::initializer_list<DType> kMaskTypes = {
+    DType::kBool,  DType::kUInt8,  DType::kUInt16, DType::kUInt32,  DType::kUInt64,   DType::kInt8,
+    DType::kInt16, DType::kInt32,  DType::kInt64,  DType::kFloat16, DType::kBFloat16, DType::kFloat,
+    DType::kDouble};
+
+// The attributes, read and checked once.
+struct AttentionAttributes {
+  bool causal = false;
+  bool has_scale = false;
+  float scale = 0;
+  int64_t q_heads = 0, kv_heads = 0;  // 0 when not given
+  bool has_softmax_precision = false;
+  DType softmax_precision = DType::kUndefined;
+  float softcap = 0;
+  int qk_mode = 0;
+  int64_t left = -1, right = -1;
+};
+
+absl::StatusOr<AttentionAttributes> ReadAttributes(const Node& node) {
+  auto error = [&](const std::string& rule) {
+    return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", rule));
+  };
+  AttentionAttributes a;
+  a.causal = node.attr_int("is_causal", 0) != 0;
+  if (const Attribute* s = node.attr("scale")) {
+    a.has_scale = true;
+    a.scale = s->f;
+  }
+  a.q_heads = node.attr_int("q_num_heads", 0);
+  a.kv_heads = node.attr_int("kv_num_heads", 0);
+  if (const Attribute* sp = node.attr("softmax_precision")) {
+    const int64_t code = sp->i;
+    if (code != 1 && code != 10 && code != 11 && code != 16)
+      return error(absl::StrCat("softmax_precision ", code,
+                                " is not one of 1 (float), 10 (float16), 11 (double), 16 (bfloat16) (A17)"));
+    a.has_softmax_precision = true;
+    a.softmax_precision = DType(code);
+  }
+  a.softcap = node.attr_float("softcap", 0);
+  // The function body treats modes other than 1, 2 and 3 as 0 (A19).
+  const int64_t mode = node.attr_int("qk_matmul_output_mode", 0);
+  a.qk_mode = mode >= 0 && mode <= 3 ? int(mode) : 0;
+  if (node.opset >= 25) {
+    a.left = node.attr_int("left_window_size", -1);
+    a.right = node.attr_int("right_window_size", -1);
+    if (a.left < -1 || a.right < -1)
+      return error(absl::StrCat("left_window_size ", a.left, " / right_window_size ", a.right,
+                                ": window sizes must be >= -1 (A15)"));
+  }
+  return a;
+}
+
+// Fills the problem's geometry from the input shapes, checking every rule
+// that involves them (and nonpad's values when known). `shapes[i]` is null
+// for an absent input.
+absl::Status Resolve(const Node& node, const AttentionAttributes& a,
+                     const std::vector<const Shape*>& shapes, const Tensor* nonpad,
+                     AttentionProblem& p) {
+  auto error = [&](const std::string& rule) {
+    return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", rule));
+  };
+  const Shape& q = *shapes[kQ];
+  const Shape& k = *shapes[kK];
+  const Shape& v = *shapes[kV];
+  const int64_t opset = node.opset;
+  if (!((q.size() == 3 && k.size() == 3 && v.size() == 3) || (q.size() == 4 && k.size() == 4 && v.size() == 4)))
+    return error(absl::StrCat("Q, K and V must all be 3-D or all 4-D, got Q ", ShapeToString(q), ", K ",
+                              ShapeToString(k), ", V ", ShapeToString(v), " (A2)"));
+  const bool three_d = q.size() == 3;
+  if (three_d) {
+    if (a.q_heads <= 0 || a.kv_heads <= 0)
+      return error(absl::StrCat("3-D inputs need q_num_heads and kv_num_heads > 0, got ", a.q_heads, " and ",
+                                a.kv_heads, " (A4)"));
+    if (q[2] % a.q_heads != 0 || k[2] % a.kv_heads != 0 || v[2] % a.kv_heads != 0)
+      return error(absl::StrCat("hidden sizes Q ", q[2], ", K ", k[2], ", V ", v[2],
+                                " must divide by q_num_heads ", a.q_heads, " and kv_num_heads ", a.kv_heads,
+                                " (A4)"));
+    p.batch = q[0];
+    p.q_len = q[1];
+    p.q_heads = a.q_heads;
+    p.head_size = q[2] / a.q_heads;
+    p.kv_heads = a.kv_heads;
+    p.kv_len = k[1];
+    if (k[2] / a.kv_heads != p.head_size)
+      return error(absl::StrCat("Q head size ", p.head_size, " (", q[2], "/", a.q_heads, ") differs from K head size ",
+                                k[2] / a.kv_heads, " (", k[2], "/", a.kv_heads, ") (A5)"));
+    p.v_head_size = v[2] / a.kv_heads;
+    if (k[0] != p.batch || v[0] != p.batch || v[1] != p.kv_len)
+      return error(absl::StrCat("K ", ShapeToString(k), " and V ", ShapeToString(v),
+                                " must match Q's batch and each other's sequence length (A4)"));
+  } else {
+    if (opset >= 25 && (a.q_heads != 0 || a.kv_heads != 0))
+      return error("q_num_heads and kv_num_heads must not be set for 4-D inputs (A3, A20)");
+    p.batch = q[0];
+    p.q_heads = q[1];
+    p.q_len = q[2];
+    p.head_size = q[3];
+    p.kv_heads = k[1];
+    p.kv_len = k[2];
+    p.v_head_size = v[3];
+    if ((a.q_heads != 0 && a.q_heads != p.q_heads) || (a.kv_heads != 0 && a.kv_heads != p.kv_heads))
+      return error(absl::StrCat("q_num_heads ", a.q_heads, " / kv_num_heads ", a.kv_heads,
+                                " contradict the 4-D head counts ", p.q_heads, " / ", p.kv_heads, " (A3)"));
+    if (k[0] != p.batch || v[0] != p.batch || v[1] != p.kv_heads || v[2] != p.kv_len || k[3] != p.head_size)
+      return error(absl::StrCat("Q ", ShapeToString(q), ", K ", ShapeToString(k), " and V ", ShapeToString(v),
+                                " disagree on batch, kv heads, kv length or head size (A3, A5)"));
+  }
+  if (p.kv_heads <= 0 || p.q_heads <= 0 || p.q_heads % p.kv_heads != 0)
+    return error(absl::StrCat("kv heads ", p.kv_heads, " must divide q heads ", p.q_heads, " (A6)"));
+
+  // Cache (A7, A8).
+  const bool has_past_key = shapes[kPastKey] != nullptr, has_past_value = shapes[kPastValue] != nullptr;
+  if (has_past_key != has_past_value)
+    return error("past_key and past_value must be given together (A7)");
+  p.past_len = 0;
+  if (has_past_key) {
+    const Shape& pk = *shapes[kPastKey];
+    const Shape& pv = *shapes[kPastValue];
+    if (pk.size() != 4 || pv.size() != 4 || pk[0] != p.batch || pk[1] != p.kv_heads || pk[3] != p.head_size ||
+        pv[0] != p.batch || pv[1] != p.kv_heads || pv[3] != p.v_head_size || pv[2] != pk[2])
+      return error(absl::StrCat("past_key ", ShapeToString(pk), " and past_value ", ShapeToString(pv),
+                                " must be (", p.batch, ", ", p.kv_heads, ", P, ", p.head_size, ") and (", p.batch,
+                                ", ", p.kv_heads, ", P, ", p.v_head_size, ") (A7)"));
+    p.past_len = pk[2];
+  }
+  p.total_len = p.past_len + p.kv_len;
+  const bool has_nonpad = shapes.size() > kNonpad && shapes[kNonpad] != nullptr;
+  if (has_nonpad) {
+    if (has_past_key)
+      return error("nonpad_kv_seqlen cannot be combined with past_key/past_value (A8)");
+    const Shape& n = *shapes[kNonpad];
+    if (n.size() != 1 || n[0] != p.batch)
+      return error(absl::StrCat("nonpad_kv_seqlen ", ShapeToString(n), " must have shape [", p.batch, "] (A8)"));
+    if (nonpad)
+      for (int64_t b = 0; b < p.batch; ++b) {
+        const int64_t len = nonpad->data<int64_t>()[b];
+        if (len < 0 || len > p.total_len)
+          return error(absl::StrCat("nonpad_kv_seqlen[", b, "] = ", len, " is outside [0, ", p.total_len,
+                                    "] (A8)"));
+      }
+  }
+
+  // Mask (A11, A12): right-aligned broadcast to (B, Hq, Sq, T).
+  if (shapes[kMask] != nullptr) {
+    const Shape& m = *shapes[kMask];
+    if (m.empty() || m.size() > 4)
+      return error(absl::StrCat("attn_mask ", ShapeToString(m), " must have rank 1 to 4 (A11)"));
+    const int64_t target[4] = {p.batch, p.q_heads, p.q_len, p.total_len};
+    const int64_t tm = m.back();
+    if (opset < 24 ? (tm != p.total_len && tm != 1) : tm > p.total_len)
+      return error(absl::StrCat("attn_mask ", ShapeToString(m), ": last dim ", tm,
+                                opset < 24 ? " must equal the total length " : " exceeds the total length ",
+                                p.total_len, opset < 24 ? " (A12: opset 23 does not pad)" : " (A12)"));
+    int64_t stride = 1;
+    for (int64_t k4 = 3; k4 >= 0; --k4) p.mask_stride[k4] = 0;
+    for (int64_t i = int64_t(m.size()) - 1, d = 3; i >= 0; --i, --d) {
+      const int64_t dim = m[size_t(i)];
+      if (d < 3 && dim != 1 && dim != target[d])
+        return error(absl::StrCat("attn_mask ", ShapeToString(m), " does not broadcast to (", p.batch, ", ",
+                                  p.q_heads, ", ", p.q_len, ", ", p.total_len, ") at dim ", i,
+                                  m.size() == 3 && d == 1 ? " (rank 3 means (heads, q, kv)) (A11)" : " (A11)"));
+      p.mask_stride[d] = dim == 1 ? 0 : stride;
+      stride *= dim;
+    }
+    p.mask_len = tm;
+    if (opset < 24 && tm == 1) p.mask_len = p.total_len;  // broadcast, not padding
+    if (has_nonpad && nonpad && opset >= 24)
+      for (int64_t b = 0; b < p.batch; ++b)
+        if (nonpad->data<int64_t>()[b] > tm)
+          return error(absl::StrCat("attn_mask's last dim ", tm, " is shorter than nonpad_kv_seqlen[", b, "] = ",
+                                    nonpad->data<int64_t>()[b], " (A12)"));
+  }
+
+  p.q = three_d ? HeadView::Of3D(p.q_heads, p.q_len, p.head_size) : HeadView::Of4D(p.q_heads, p.q_len, p.head_size);
+  p.k = three_d ? HeadView::Of3D(p.kv_heads, p.kv_len, p.head_size) : HeadView::Of4D(p.kv_heads, p.kv_len, p.head_size);
+  p.v = three_d ? HeadView::Of3D(p.kv_heads, p.kv_len, p.v_head_size)
+                : HeadView::Of4D(p.kv_heads, p.kv_len, p.v_head_size);
+  p.y = three_d ? HeadView::Of3D(p.q_heads, p.q_len, p.v_head_size) : HeadView::Of4D(p.q_heads, p.q_len, p.v_head_size);
+  p.causal = a.causal;
+  p.left_window = a.left;
+  p.right_window = a.right;
+  p.softcap = a.softcap;
+  p.qk_mode = a.qk_mode;
+  p.scale = a.has_scale ? a.scale : 1.0f / std::sqrt(float(p.head_size));
+  return absl::OkStatus();
+}
+
+absl::Status InferAttention(InferContext& ctx) {
+  const Node& node = ctx.node();
+  absl::Status s = CheckArity(ctx, 3, node.opset >= 24 ? 7 : 6, 1, 4);
+  if (!s.ok()) return s;
+  absl::StatusOr<AttentionAttributes> a = ReadAttributes(node);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<DType> t1 = InputDType(ctx, kQ);
+  if (!t1.ok()) return t1.status();
+  for (size_t i : {kK, kV, kPastKey, kPastValue}) {
+    if (!ctx.has_input(i)) continue;
+    absl::StatusOr<DType> t = InputDType(ctx, i);
+    if (!t.ok()) return t.status();
+    if (*t != *t1)
+      return ctx.Error(absl::StrCat("input ", i, " is ", LowerName(*t), " but Q is ", LowerName(*t1),
+                                    " (A1: Q, K, V and the past share one type)"));
+  }
+  if (ctx.has_input(kNonpad)) {
+    absl::StatusOr<DType> t = InputDType(ctx, kNonpad);
+    if (!t.ok()) return t.status();
+    if (*t != DType::kInt64) return ctx.Error(absl::StrCat("nonpad_kv_seqlen must be int64, got ", LowerName(*t)));
+  }
+  if (ctx.has_input(kMask)) {
+    absl::StatusOr<DType> t = InputDType(ctx, kMask);
+    if (!t.ok()) return t.status();
+    if (!OneOf(*t, kMaskTypes))
+      return ctx.Error(absl::StrCat("attn_mask of type ", LowerName(*t), " is not bool or numeric (A1)"));
+  }
+  const bool past = ctx.has_input(kPastKey) || ctx.has_input(kPastValue);
+  if (ctx.has_input(kPastKey) != ctx.has_input(kPastValue))
+    return ctx.Error("past_key and past_value must be given together (A7)");
+  if (node.opset >= 25) {
+    if (node.has_output(kPresentKey) != node.has_output(kPresentValue))
+      return ctx.Error("present_key and present_value must be requested together (A7, A20)");
+    if (ctx.has_input(kNonpad) && (past || node.has_output(kPresentKey)))
+      return ctx.Error("nonpad_kv_seqlen excludes past and present key/value (A8, A20)");
+  }
+  if (ctx.has_input(kNonpad) && past) return ctx.Error("nonpad_kv_seqlen cannot be combined with past_key/past_value (A8)");
+
+  // With every shape known: full validation and exact output shapes.
+  std::vector<std::optional<Shape>> concrete(ctx.num_inputs());
+  std::vector<const Shape*> shapes(std::max<size_t>(ctx.num_inputs(), kNonpad + 1), nullptr);
+  bool all_known = true;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    concrete[i] = ctx.input(i).concrete_shape();
+    if (!concrete[i]) all_known = false;
+    else shapes[i] = &*concrete[i];
+  }
+  ValueType y, present_k, present_v, qk;
+  y.dtype = present_k.dtype = present_v.dtype = qk.dtype = *t1;
+  if (all_known) {
+    AttentionProblem p;
+    s = Resolve(node, *a, shapes, ctx.value(kNonpad), p);
+    if (!s.ok()) return s;
+    const Shape& q = *shapes[kQ];
+    y = ValueType::Of(*t1, q.size() == 3 ? Shape{p.batch, p.q_len, p.q_heads * p.v_head_size}
+                                          : Shape{p.batch, p.q_heads, p.q_len, p.v_head_size});
+    present_k = ValueType::Of(*t1, {p.batch, p.kv_heads, p.total_len, p.head_size});
+    present_v = ValueType::Of(*t1, {p.batch, p.kv_heads, p.total_len, p.v_head_size});
+    qk = ValueType::Of(*t1, {p.batch, p.q_heads, p.q_len, p.total_len});
+  } else if (ctx.input(kQ).dims) {
+    y.dims = std::vector<Dim>(ctx.input(kQ).dims->size());
+    present_k.dims = present_v.dims = qk.dims = std::vector<Dim>(4);
+  }
+  ctx.set_output(kY, y);
+  if (ctx.num_outputs() > kPresentKey) ctx.set_output(kPresentKey, present_k);
+  if (ctx.num_outputs() > kPresentValue) ctx.set_output(kPresentValue, present_v);
+  if (ctx.num_outputs() > kQk) ctx.set_output(kQk, qk);
+  return absl::OkStatus();
+}
+
+class AttentionKernel : public OpKernel {
+ public:
+  AttentionKernel(const Node& node, AttentionAttributes attrs) : node_(node), attrs_(attrs) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    std::vector<const Shape*> shapes(kNonpad + 1, nullptr);
+    for (size_t i = 0; i < shapes.size() && i < ctx.num_inputs(); ++i)
+      if (ctx.input(i)) shapes[i] = &ctx.input(i)->shape();
+    AttentionProblem p;
+    absl::Status s = Resolve(node_, attrs_, shapes, ctx.num_inputs() > kNonpad ? ctx.input(kNonpad) : nullptr, p);
+    if (!s.ok()) return s;  // validated already; kept for safety
+    const Tensor& q = *ctx.input(kQ);
+    p.dtype = q.dtype();
+    p.softmax_dtype = attrs_.has_softmax_precision ? attrs_.softmax_precision : p.dtype;
+    p.q_data = q.raw();
+    p.k_data = ctx.input(kK)->raw();
+    p.v_data = ctx.input(kV)->raw();
+    if (p.past_len > 0 || shapes[kPastKey]) {
+      p.past_key = ctx.input(kPastKey)->raw();
+      p.past_value = ctx.input(kPastValue)->raw();
+    }
+    if (shapes[kNonpad]) p.nonpad = ctx.input(kNonpad)->data<int64_t>();
+    // The mask as a float bias: bool True -> 0, False -> -inf; numbers
+    // rounded to T1, as the function body casts them (A11, A16).
+    std::vector<double> bias;
+    if (const Tensor* mask = ctx.input(kMask)) {
+      bias.resize(size_t(mask->size()));
+      const bool is_bool = mask->dtype() == DType::kBool;
+      for (int64_t i = 0; i < mask->size(); ++i) {
+        const double v = GetDouble(*mask, i);
+        bias[size_t(i)] = is_bool ? (v != 0 ? 0.0 : -std::numeric_limits<double>::infinity())
+                                  : RoundForT1(p.dtype, v);
+      }
+      p.mask = bias.data();
+    }
+    if (ctx.output_requested(kY)) p.y_data = ctx.output(kY).raw();
+    if (ctx.output_requested(kPresentKey)) p.present_key = ctx.output(kPresentKey).raw();
+    if (ctx.output_requested(kPresentValue)) p.present_value = ctx.output(kPresentValue).raw();
+    if (ctx.output_requested(kQk)) p.qk_data = ctx.output(kQk).raw();
+    WritePresent(p, ctx.threads());
+    if (UsesFastPath(p)) AttentionFast(p, ctx.threads());
+    else AttentionReference(p);
+    return absl::OkStatus();
+  }
+
+ private:
+  static double RoundForT1(DType t1, double v) {
+    Tensor one = Tensor::Zeros(t1, {1});
+    SetDouble(one, 0, v);
+    return GetDouble(one, 0);
+  }
+  const Node& node_;
+  AttentionAttributes attrs_;
+};
+
+absl::StatusOr<std::unique_ptr<OpKernel>> CreateAttention(const KernelInfo& info) {
+  absl::Status s = RequireDType(info, kQ, kAttentionTypes);
+  if (!s.ok()) return s;
+  absl::StatusOr<AttentionAttributes> a = ReadAttributes(info.node);
+  if (!a.ok()) return a.status();
+  return std::unique_ptr<OpKernel>(new AttentionKernel(info.node, *a));
+}
+
+}  // namespace
+
+std::vector<OpDef> AttentionOps() {
+  // One kernel for 23, 24 and 25: the differences (nonpad, short-mask
+  // padding, windows, 25's stricter validation) are keyed on the node's opset.
+  return {{"", "Attention", 23, 0, InferAttention, CreateAttention}};
+}
+
+}  // namespace onnx_mini

@@ -1,0 +1,95 @@
+// Attention compute kernels (SEMANTICS.md part B). The op (attention.cc)
+// validates everything and fills AttentionProblem; these kernels assume a
+// valid problem. Two implementations: a plain reference that materializes the
+// scores with double accumulation, and a fast one that streams key blocks with
+// an online softmax and skips keys no row can see.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace onnx_mini {
+
+// A 4-index view (b, h, s, d) of a Q/K/V/Y/past tensor: 3D (B, S, H*D) and
+// 4D (B, H, S, D) layouts differ only in strides; d is contiguous.
+struct HeadView {
+  int64_t stride_b = 0, stride_h = 0, stride_s = 0;
+  static HeadView Of4D(int64_t heads, int64_t len, int64_t dim) {
+    return {heads * len * dim, len * dim, dim};
+  }
+  static HeadView Of3D(int64_t heads, int64_t len, int64_t dim) {
+    return {len * heads * dim, dim, heads * dim};
+  }
+  int64_t At(int64_t b, int64_t h, int64_t s) const { return b * stride_b + h * stride_h + s * stride_s; }
+};
+
+struct AttentionProblem {
+  int64_t batch = 0, q_heads = 0, kv_heads = 0;
+  int64_t q_len = 0;      // Sq
+  int64_t kv_len = 0;     // Skv (new keys)
+  int64_t past_len = 0;   // P
+  int64_t total_len = 0;  // T = P + Skv
+  int64_t head_size = 0, v_head_size = 0;
+  DType dtype = DType::kFloat;  // T1 (= T2)
+
+  HeadView q, k, v, y;  // layouts of Q, K, V and Y
+  // Inputs; past_* are 4D (B, Hkv, P, D|Dv) or null.
+  const void* q_data = nullptr;
+  const void* k_data = nullptr;
+  const void* v_data = nullptr;
+  const void* past_key = nullptr;
+  const void* past_value = nullptr;
+
+  float scale = 1;  // s; Q and K are each multiplied by Cast_T1(sqrt(s))
+  float softcap = 0;
+  bool causal = false;
+  int64_t left_window = -1, right_window = -1;  // opset 25; -1 unbounded
+  // Softmax precision: kFloat, kDouble, kFloat16, kBFloat16 (default: T1).
+  DType softmax_dtype = DType::kFloat;
+
+  // The mask as an additive bias in float (bool already 0 / -inf, numeric
+  // already rounded to T1), with broadcast strides over (B, Hq, Sq, Tm); keys
+  // j >= mask_len get -inf (the opset 24+ short-mask padding).
+  const double* mask = nullptr;
+  int64_t mask_stride[4] = {0, 0, 0, 0};
+  int64_t mask_len = 0;
+  const int64_t* nonpad = nullptr;  // (B,) valid keys per batch entry, or null
+
+  int qk_mode = 0;  // qk_matmul_output_mode
+
+  // Outputs (null when not requested): Y in layout `y`; present_* 4D
+  // (B, Hkv, T, D|Dv); qk (B, Hq, Sq, T).
+  void* y_data = nullptr;
+  void* present_key = nullptr;
+  void* present_value = nullptr;
+  void* qk_data = nullptr;
+
+  int64_t group() const { return q_heads / kv_heads; }
+  // Offset of query row i's causal frontier and window centre for batch b (A13, A15).
+  int64_t Offset(int64_t b) const {
+    if (past_len > 0) return past_len;
+    if (nonpad) return nonpad[b] - q_len;
+    return 0;
+  }
+  // Keys of row i that the causal, window and nonpad rules leave visible:
+  // [first, last). The mask may hide more.
+  void VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t& last) const;
+};
+
+// Fills present_key/present_value (if requested) from past and new keys.
+void WritePresent(const AttentionProblem& p, int threads);
+
+// The plain reference: full score tensor, double accumulation, and every
+// cast point of the function body rounded to T1 or the softmax precision.
+void AttentionReference(const AttentionProblem& p);
+
+// The fast kernel: per (batch, kv head, query block), all query heads of the
+// group share each K/V block; key blocks stream through an online softmax;
+// keys outside [first, last) are never touched. Requires qk_data == null and a
+// softmax precision no lower than the compute type (see UsesFastPath).
+void AttentionFast(const AttentionProblem& p, int threads);
+bool UsesFastPath(const AttentionProblem& p);
+
+}  // namespace onnx_mini
