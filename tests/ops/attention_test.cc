@@ -1,0 +1,360 @@
+// Attention: the fast kernel against the reference kernel across dtypes,
+// shapes, attributes and masks; opset 25 windows and the rules through the
+// op, with expected values computed here.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ops/attention_kernel.h"
+#include "ops/common.h"
+#include "runtime/element.h"
+#include "tools/model_builder.h"
+
+namespace onnx_mini {
+namespace {
+
+using ::testing::HasSubstr;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---- Fast kernel vs reference kernel ----
+
+struct Case {
+  int64_t B, Hq, Hkv, Sq, Skv, P, D, Dv;
+  bool three_d = false;
+  bool causal = false;
+  float softcap = 0;
+  float scale = 0;  // 0: default
+  int64_t left = -1, right = -1;
+  int mask_rank = 0;  // 0: none
+  bool bool_mask = false;
+  int64_t mask_len = -1;  // -1: T
+  bool nonpad = false;
+};
+
+Tensor Random(DType dtype, const Shape& shape, std::mt19937& rng) {
+  Tensor t = Tensor::Zeros(dtype, shape);
+  std::normal_distribution<double> normal;
+  for (int64_t i = 0; i < t.size(); ++i) SetDouble(t, i, normal(rng));
+  return t;
+}
+
+double Tolerance(DType d) {
+  switch (d) {
+    case DType::kDouble: return 1e-11;
+    case DType::kFloat: return 2e-5;
+    case DType::kFloat16: return 4e-3;
+    default: return 3e-2;
+  }
+}
+
+void CompareFastAndReference(const Case& c, DType dtype, uint32_t seed) {
+  std::mt19937 rng(seed);
+  AttentionProblem p;
+  p.batch = c.B, p.q_heads = c.Hq, p.kv_heads = c.Hkv, p.q_len = c.Sq, p.kv_len = c.Skv;
+  p.past_len = c.P, p.total_len = c.P + c.Skv, p.head_size = c.D, p.v_head_size = c.Dv, p.dtype = dtype;
+  p.softmax_dtype = dtype;
+  auto view = [&](int64_t h, int64_t s, int64_t d) { return c.three_d ? HeadView::Of3D(h, s, d) : HeadView::Of4D(h, s, d); };
+  p.q = view(c.Hq, c.Sq, c.D), p.k = view(c.Hkv, c.Skv, c.D), p.v = view(c.Hkv, c.Skv, c.Dv), p.y = view(c.Hq, c.Sq, c.Dv);
+  Tensor q = Random(dtype, {c.B * c.Hq * c.Sq * c.D}, rng), k = Random(dtype, {c.B * c.Hkv * c.Skv * c.D}, rng);
+  Tensor v = Random(dtype, {c.B * c.Hkv * c.Skv * c.Dv}, rng);
+  Tensor pk = Random(dtype, {c.B * c.Hkv * c.P * c.D}, rng), pv = Random(dtype, {c.B * c.Hkv * c.P * c.Dv}, rng);
+  p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw();
+  if (c.P > 0) p.past_key = pk.raw(), p.past_value = pv.raw();
+  p.scale = c.scale != 0 ? c.scale : 1.0f / std::sqrt(float(c.D));
+  p.causal = c.causal, p.softcap = c.softcap, p.left_window = c.left, p.right_window = c.right;
+  std::vector<int64_t> nonpad;
+  if (c.nonpad) {
+    for (int64_t b = 0; b < c.B; ++b) nonpad.push_back(int64_t(rng() % uint32_t(p.total_len + 1)));
+    nonpad[0] = 0;  // nothing valid: every row of batch 0 is fully masked
+    p.nonpad = nonpad.data();
+  }
+  std::vector<double> mask;
+  if (c.mask_rank > 0) {
+    const int64_t tm = c.mask_len < 0 ? p.total_len : c.mask_len;
+    const int64_t full[4] = {c.B, c.Hq, c.Sq, tm};
+    int64_t size = 1, stride = 1;
+    for (int d = 3; d >= 4 - c.mask_rank; --d) size *= full[d];
+    for (int d = 3; d >= 0; --d) {
+      const bool present = d >= 4 - c.mask_rank;
+      const bool broadcast = !present || (d < 3 && rng() % 3 == 0);  // some dims broadcast
+      p.mask_stride[d] = broadcast ? 0 : stride;
+      if (present) stride *= full[d];
+    }
+    std::uniform_real_distribution<double> uniform(-2, 2);
+    for (int64_t i = 0; i < size; ++i)
+      mask.push_back(c.bool_mask ? (rng() % 4 == 0 ? -kInf : 0.0) : uniform(rng));
+    p.mask = mask.data();
+    p.mask_len = tm;
+  }
+  const int64_t y_size = c.B * c.Hq * c.Sq * c.Dv;
+  Tensor y_ref = Tensor::Zeros(dtype, {y_size}), y_fast = Tensor::Zeros(dtype, {y_size});
+  p.y_data = y_ref.raw();
+  AttentionReference(p);
+  ASSERT_TRUE(UsesFastPath(p));
+  p.y_data = y_fast.raw();
+  for (int threads : {1, 2}) {
+    AttentionFast(p, threads);
+    for (int64_t i = 0; i < y_size; ++i) {
+      const double want = GetDouble(y_ref, i), got = GetDouble(y_fast, i);
+      ASSERT_FALSE(std::isnan(got)) << i;
+      ASSERT_NEAR(got, want, Tolerance(dtype) * (1 + std::fabs(want)))
+          << LowerName(dtype) << " element " << i << " seed " << seed;
+    }
+  }
+}
+
+TEST(AttentionKernels, FastMatchesReference) {
+  const std::vector<Case> cases = {
+      {2, 3, 3, 4, 6, 0, 8, 8},                              // MHA
+      {1, 8, 2, 1, 200, 0, 16, 16},                          // GQA decode, several key blocks
+      {2, 4, 1, 17, 19, 0, 8, 5, true},                      // MQA, 3-D, odd sizes, Dv != D
+      {2, 6, 3, 5, 3, 70, 8, 8, false, true},                // causal with past (offset P)
+      {1, 2, 2, 40, 130, 0, 4, 4, false, true, 2.0f},        // causal prefill, softcap, query blocks
+      {2, 2, 1, 6, 9, 0, 8, 8, false, false, 0, 0.01f, -1, -1, 2},        // scaled, rank-2 float mask
+      {2, 4, 2, 3, 8, 0, 4, 6, false, true, 0, 0, -1, -1, 4, true},       // bool mask + causal
+      {3, 2, 2, 4, 10, 0, 4, 4, false, true, 0, 0, -1, -1, 0, false, -1, true},  // nonpad + causal
+      {2, 2, 2, 4, 10, 0, 4, 4, false, false, 0, 0, -1, -1, 3, false, 7, true},  // nonpad + short mask
+      {1, 2, 1, 7, 7, 0, 4, 4, false, true, 0, 0, 2, -1},    // left window with causal
+      {2, 2, 2, 5, 12, 4, 4, 4, false, false, 0, 0, 1, 2},   // bidirectional window with past
+      {1, 1, 1, 6, 6, 0, 4, 4, false, false, 0, 0, 0, 0},    // window 0: the diagonal only
+      {2, 3, 3, 3, 9, 0, 4, 4, false, false, 1.0f, 0, 1, 1, 1, false, -1, true},  // everything
+  };
+  uint32_t seed = 1;
+  for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
+    for (const Case& c : cases) CompareFastAndReference(c, dtype, seed++);
+}
+
+// ---- Through the op ----
+
+struct OpCall {
+  ModelBuilder model;
+  std::vector<NamedTensor> feeds;
+  std::vector<std::string> inputs;
+  explicit OpCall(int64_t opset) : model(opset) {}
+  OpCall& In(const std::string& name, const Tensor& t) {
+    if (!name.empty()) {
+      model.Input(name, t.dtype(), t.shape());
+      feeds.push_back({name, t});
+    }
+    inputs.push_back(name);
+    return *this;
+  }
+  OpCall& Absent() {
+    inputs.push_back("");
+    return *this;
+  }
+  absl::StatusOr<std::vector<Tensor>> Go(const std::vector<std::string>& outputs,
+                                         const std::function<void(onnx::NodeProto&)>& attrs = {}) {
+    for (const std::string& o : outputs)
+      if (!o.empty()) model.Output(o, DType::kUndefined, {}, false);
+    onnx::NodeProto& n = model.Node("Attention", inputs, outputs);
+    if (attrs) attrs(n);
+    absl::StatusOr<std::unique_ptr<Session>> s = model.Build();
+    if (!s.ok()) return s.status();
+    return (*s)->Run(feeds);
+  }
+};
+
+Tensor Zeros(const Shape& shape) { return Tensor::Zeros(DType::kFloat, shape); }
+Tensor Iota(const Shape& shape) {
+  Tensor t = Zeros(shape);
+  for (int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] = float(i);
+  return t;
+}
+
+std::vector<float> Values(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.size()); }
+
+TEST(Attention25, BidirectionalWindow) {
+  // Uniform scores (Q = K = 0), V = key index: each row averages the keys
+  // its window sees: L = 1 back, R = 2 ahead.
+  absl::StatusOr<std::vector<Tensor>> out =
+      OpCall(25).In("Q", Zeros({1, 1, 5, 4})).In("K", Zeros({1, 1, 5, 4})).In("V", Iota({1, 1, 5, 1}))
+          .Go({"Y"}, [](onnx::NodeProto& n) {
+            SetAttr(n, "left_window_size", int64_t(1));
+            SetAttr(n, "right_window_size", int64_t(2));
+          });
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values((*out)[0]), ::testing::Pointwise(::testing::FloatEq(), {1.0f, 1.5f, 2.5f, 3.0f, 3.5f}));
+}
+
+TEST(Attention25, WindowOffsetsFollowPastAndNonpad) {
+  // With past P = 3 the window centre of row i is i + 3; causal, L = 1.
+  absl::StatusOr<std::vector<Tensor>> past =
+      OpCall(25).In("Q", Zeros({1, 1, 2, 2})).In("K", Zeros({1, 1, 2, 2})).In("V", Iota({1, 1, 2, 1})).Absent()
+          .In("pk", Zeros({1, 1, 3, 2})).In("pv", Iota({1, 1, 3, 1}))
+          .Go({"Y", "pk_out", "pv_out"}, [](onnx::NodeProto& n) {
+            SetAttr(n, "is_causal", int64_t(1));
+            SetAttr(n, "left_window_size", int64_t(1));
+          });
+  ASSERT_TRUE(past.ok()) << past.status();
+  // V' = [0,1,2, 0,1]; row 0 sees keys 2..3 -> (2+0)/2; row 1 sees 3..4 -> (0+1)/2.
+  EXPECT_THAT(Values((*past)[0]), ::testing::Pointwise(::testing::FloatEq(), {1.0f, 0.5f}));
+  EXPECT_EQ((*past)[2].shape(), Shape({1, 1, 5, 1}));
+  // External cache: n = 4, Sq = 2 puts the rows at 2 and 3, even without is_causal.
+  Tensor n = Tensor::FromVector<int64_t>({4}, {1});
+  absl::StatusOr<std::vector<Tensor>> ext =
+      OpCall(25).In("Q", Zeros({1, 1, 2, 2})).In("K", Zeros({1, 1, 6, 2})).In("V", Iota({1, 1, 6, 1}))
+          .Absent().Absent().Absent().In("n", n)
+          .Go({"Y"}, [](onnx::NodeProto& node) {
+            SetAttr(node, "left_window_size", int64_t(0));
+            SetAttr(node, "right_window_size", int64_t(5));
+          });
+  ASSERT_TRUE(ext.ok()) << ext.status();
+  // row 0 (pos 2) sees 2..3 (nonpad stops at 4): 2.5; row 1 (pos 3) sees 3: 3.
+  EXPECT_THAT(Values((*ext)[0]), ::testing::Pointwise(::testing::FloatEq(), {2.5f, 3.0f}));
+}
+
+TEST(Attention25, DefaultWindowsEqualOpset24) {
+  std::mt19937 rng(4);
+  Tensor q = Random(DType::kFloat, {2, 4, 3, 8}, rng), k = Random(DType::kFloat, {2, 2, 5, 8}, rng);
+  Tensor v = Random(DType::kFloat, {2, 2, 5, 8}, rng);
+  auto causal = [](onnx::NodeProto& n) { SetAttr(n, "is_causal", int64_t(1)); };
+  absl::StatusOr<std::vector<Tensor>> a = OpCall(24).In("Q", q).In("K", k).In("V", v).Go({"Y"}, causal);
+  absl::StatusOr<std::vector<Tensor>> b = OpCall(25).In("Q", q).In("K", k).In("V", v).Go({"Y"}, [&](onnx::NodeProto& n) {
+    causal(n);
+    SetAttr(n, "left_window_size", int64_t(-1));
+    SetAttr(n, "right_window_size", int64_t(-1));
+  });
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(Values((*a)[0]), Values((*b)[0]));
+}
+
+TEST(Attention, QkOutputModesFollowThePipeline) {
+  // One head, D = 1: QK is q*k*scale, so every mode can be computed by hand.
+  Tensor q = Tensor::FromVector<float>({1, 2}, {1, 1, 2, 1});
+  Tensor k = Tensor::FromVector<float>({1, -1, 3}, {1, 1, 3, 1});
+  Tensor v = Tensor::FromVector<float>({10, 20, 30}, {1, 1, 3, 1});
+  Tensor mask = Tensor::FromVector<float>({0, -1, 0.5f, 0, -INFINITY, 0}, {2, 3});
+  const float c = 2.0f;
+  for (int mode = 0; mode < 4; ++mode) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        OpCall(23).In("Q", q).In("K", k).In("V", v).In("M", mask).Go({"Y", "", "", "QK"}, [&](onnx::NodeProto& n) {
+          SetAttr(n, "softcap", c);
+          SetAttr(n, "qk_matmul_output_mode", int64_t(mode));
+        });
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<float> qk = Values((*out)[1]);
+    for (int i = 0; i < 2; ++i) {
+      double z[3], sum = 0;
+      for (int j = 0; j < 3; ++j) {
+        const double raw = double(q.data<float>()[i]) * k.data<float>()[j];  // scale 1/sqrt(1) = 1
+        const double capped = c * std::tanh(raw / c);
+        z[j] = capped + mask.data<float>()[i * 3 + j];
+        const double want = mode == 0 ? raw : mode == 1 ? capped : z[j];
+        if (mode < 3 && std::isinf(want)) {
+          EXPECT_EQ(qk[size_t(i * 3 + j)], want) << mode << " " << i << j;
+        } else if (mode < 3) {
+          EXPECT_NEAR(qk[size_t(i * 3 + j)], want, 1e-5) << mode << " " << i << j;
+        }
+      }
+      const double m = std::max({z[0], z[1], z[2]});
+      for (double x : z) sum += std::exp(x - m);
+      double y = 0;
+      for (int j = 0; j < 3; ++j) {
+        const double prob = std::exp(z[j] - m) / sum;
+        y += prob * v.data<float>()[j];
+        if (mode == 3) {
+          EXPECT_NEAR(qk[size_t(i * 3 + j)], prob, 1e-6);
+        }
+      }
+      EXPECT_NEAR((*out)[0].data<float>()[i], y, 1e-4);
+    }
+  }
+}
+
+TEST(Attention, FullyMaskedRowsAreZeroNeverNan) {
+  Tensor q = Tensor::FromVector<float>({1, 2, 3, 4}, {1, 1, 2, 2});
+  Tensor kv = Tensor::FromVector<float>({1, 1, 2, 2}, {1, 1, 2, 2});
+  Tensor mask = Tensor::FromVector<bool>({true, false, false, false}, {2, 2});
+  absl::StatusOr<std::vector<Tensor>> out = OpCall(23).In("Q", q).In("K", kv).In("V", kv).In("M", mask).Go(
+      {"Y", "", "", "QK"}, [](onnx::NodeProto& n) { SetAttr(n, "qk_matmul_output_mode", int64_t(3)); });
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values((*out)[0]), ::testing::ElementsAre(1.0f, 1.0f, 0.0f, 0.0f));
+  EXPECT_THAT(Values((*out)[1]), ::testing::ElementsAre(1.0f, 0.0f, 0.0f, 0.0f));
+  // Causal with nonpad 2 and Sq 4: offset -2 leaves rows 0 and 1 with no key.
+  Tensor n = Tensor::FromVector<int64_t>({2}, {1});
+  absl::StatusOr<std::vector<Tensor>> off = OpCall(24).In("Q", Zeros({1, 1, 4, 2})).In("K", Zeros({1, 1, 4, 2}))
+      .In("V", Iota({1, 1, 4, 1})).Absent().Absent().Absent().In("n", n)
+      .Go({"Y"}, [](onnx::NodeProto& node) { SetAttr(node, "is_causal", int64_t(1)); });
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_THAT(Values((*off)[0]), ::testing::ElementsAre(0.0f, 0.0f, 0.0f, 0.5f));
+}
+
+TEST(Attention, SoftmaxPrecisionIsHonoured) {
+  // float inputs, softmax in float16: the probabilities are float16 values.
+  std::mt19937 rng(2);
+  Tensor q = Random(DType::kFloat, {1, 1, 1, 4}, rng), k = Random(DType::kFloat, {1, 1, 7, 4}, rng);
+  Tensor v = Tensor::Zeros(DType::kFloat, {1, 1, 7, 7});
+  for (int j = 0; j < 7; ++j) v.data<float>()[j * 7 + j] = 1;  // Y row = the probabilities
+  auto run = [&](int64_t precision) {
+    return OpCall(23).In("Q", q).In("K", k).In("V", v).Go({"Y"}, [&](onnx::NodeProto& n) {
+      SetAttr(n, "softmax_precision", precision);
+    });
+  };
+  absl::StatusOr<std::vector<Tensor>> f16 = run(10), f32 = run(1);
+  ASSERT_TRUE(f16.ok() && f32.ok());
+  bool differs = false;
+  for (float p : Values((*f16)[0])) {
+    EXPECT_EQ(ToFloat(ToFloat16(p)), p) << "not a float16 value";
+    differs = differs || std::fabs(p - ToFloat(ToFloat16(p))) > 0;
+  }
+  for (size_t j = 0; j < 7; ++j) {
+    EXPECT_NEAR(Values((*f16)[0])[j], Values((*f32)[0])[j], 2e-3);
+    differs = differs || Values((*f16)[0])[j] != Values((*f32)[0])[j];
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(Attention, DoubleIsDoubleAccurate) {
+  // Uniform attention over V = 1/3, 1/7, 1/11: the mean is exact in double.
+  Tensor q = Tensor::Zeros(DType::kDouble, {1, 1, 1, 2}), k = Tensor::Zeros(DType::kDouble, {1, 1, 3, 2});
+  Tensor v = Tensor::FromVector<double>({1.0 / 3, 1.0 / 7, 1.0 / 11}, {1, 1, 3, 1});
+  absl::StatusOr<std::vector<Tensor>> out = OpCall(23).In("Q", q).In("K", k).In("V", v).Go({"Y"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NEAR((*out)[0].data<double>()[0], (1.0 / 3 + 1.0 / 7 + 1.0 / 11) / 3, 1e-15);
+}
+
+TEST(Attention, RuleViolationsAreClearErrors) {
+  std::mt19937 rng(8);
+  auto t = [&](Shape s) { return Random(DType::kFloat, s, rng); };
+  auto error = [](absl::StatusOr<std::vector<Tensor>> r) { return r.ok() ? std::string("ok") : std::string(r.status().message()); };
+  EXPECT_THAT(error(OpCall(23).In("Q", t({2, 4, 8})).In("K", t({2, 3, 6, 8})).In("V", t({2, 3, 6, 8})).Go({"Y"})),
+              HasSubstr("must all be 3-D or all 4-D"));
+  EXPECT_THAT(error(OpCall(23).In("Q", t({2, 4, 24})).In("K", t({2, 6, 24})).In("V", t({2, 6, 24})).Go({"Y"})),
+              HasSubstr("3-D inputs need q_num_heads and kv_num_heads"));
+  EXPECT_THAT(error(OpCall(23).In("Q", t({1, 3, 2, 8})).In("K", t({1, 2, 2, 8})).In("V", t({1, 2, 2, 8})).Go({"Y"})),
+              HasSubstr("kv heads 2 must divide q heads 3"));
+  EXPECT_THAT(error(OpCall(23).In("Q", t({1, 2, 3, 8})).In("K", t({1, 2, 5, 8})).In("V", t({1, 2, 5, 8})).In("M", t({4, 3, 5})).Go({"Y"})),
+              HasSubstr("rank 3 means (heads, q, kv)"));
+  EXPECT_THAT(error(OpCall(23).In("Q", t({1, 2, 3, 8})).In("K", t({1, 2, 5, 8})).In("V", t({1, 2, 5, 8})).In("M", t({3, 4})).Go({"Y"})),
+              HasSubstr("opset 23 does not pad"));
+  EXPECT_THAT(error(OpCall(23).In("Q", t({1, 2, 3, 8})).In("K", t({1, 2, 5, 8})).In("V", t({1, 2, 5, 8})).Absent()
+                        .In("pk", t({1, 2, 4, 8})).Go({"Y"})),
+              HasSubstr("past_key and past_value must be given together"));
+  EXPECT_THAT(error(OpCall(24).In("Q", t({1, 2, 3, 8})).In("K", t({1, 2, 5, 8})).In("V", t({1, 2, 5, 8})).Absent()
+                        .In("pk", t({1, 2, 4, 8})).In("pv", t({1, 2, 4, 8}))
+                        .In("n", Tensor::FromVector<int64_t>({3}, {1})).Go({"Y"})),
+              HasSubstr("nonpad_kv_seqlen cannot be combined with past"));
+  EXPECT_THAT(error(OpCall(24).In("Q", t({1, 2, 3, 8})).In("K", t({1, 2, 5, 8})).In("V", t({1, 2, 5, 8})).Absent()
+                        .Absent().Absent().In("n", Tensor::FromVector<int64_t>({6}, {1})).Go({"Y"})),
+              HasSubstr("nonpad_kv_seqlen[0] = 6 is outside [0, 5]"));
+  EXPECT_THAT(error(OpCall(23).In("Q", t({1, 2, 3, 8})).In("K", t({1, 2, 5, 8})).In("V", t({1, 2, 5, 8}))
+                        .Go({"Y"}, [](onnx::NodeProto& n) { SetAttr(n, "softmax_precision", int64_t(7)); })),
+              HasSubstr("softmax_precision 7 is not one of"));
+  EXPECT_THAT(error(OpCall(25).In("Q", t({1, 2, 3, 8})).In("K", t({1, 2, 5, 8})).In("V", t({1, 2, 5, 8}))
+                        .Go({"Y"}, [](onnx::NodeProto& n) { SetAttr(n, "left_window_size", int64_t(-2)); })),
+              HasSubstr("window sizes must be >= -1"));
+  EXPECT_THAT(error(OpCall(25).In("Q", t({1, 2, 3, 8})).In("K", t({1, 2, 5, 8})).In("V", t({1, 2, 5, 8}))
+                        .Go({"Y"}, [](onnx::NodeProto& n) { SetAttr(n, "q_num_heads", int64_t(2)); })),
+              HasSubstr("must not be set for 4-D inputs"));
+  EXPECT_THAT(error(OpCall(25).In("Q", t({1, 2, 3, 8})).In("K", t({1, 2, 5, 8})).In("V", t({1, 2, 5, 8})).Go({"Y", "pk"})),
+              HasSubstr("present_key and present_value must be requested together"));
+  Tensor i32 = Tensor::Zeros(DType::kInt32, {1, 1, 1, 1});
+  EXPECT_THAT(error(OpCall(23).In("Q", i32).In("K", i32).In("V", i32).Go({"Y"})),
+              HasSubstr("not implemented: ai.onnx::Attention opset 23 for int32"));
+}
+
+}  // namespace
+}  // namespace onnx_mini
