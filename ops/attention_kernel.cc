@@ -187,102 +187,153 @@ namespace {
 constexpr int64_t kKeyBlock = 64;
 constexpr int64_t kQueryBlock = 16;
 
+// Dot product with 16 independent partial sums: vectorizes without
+// reassociating a single sum (no -ffast-math needed).
+template <class A>
+inline A Dot(const A* a, const A* b, int64_t n) {
+  constexpr int kLanes = 16;
+  A part[kLanes] = {};
+  int64_t d = 0;
+  for (; d + kLanes <= n; d += kLanes)
+    for (int l = 0; l < kLanes; ++l) part[l] += a[d + l] * b[d + l];
+  A sum = 0;
+  for (; d < n; ++d) sum += a[d] * b[d];
+  for (int l = 0; l < kLanes; ++l) sum += part[l];
+  return sum;
+}
+
+// e^x for x <= 0 (softmax weights), branch-free so loops over it vectorize:
+// x = n ln2 + r, e^r by its degree-6 Taylor polynomial (|r| <= ln2/2, error
+// below 2e-7 relative), 2^n from the exponent bits; x < -87 (and -inf) gives 0.
+inline float ExpNonPositive(float x) {
+  const float clamped = std::max(x, -87.0f);
+  const float n = std::nearbyint(clamped * 1.44269504088896341f);
+  const float r = (clamped - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t bits = (int32_t(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return x < -87.0f ? 0.0f : p * scale;
+}
+inline double ExpNonPositive(double x) { return std::exp(x); }
+
 template <class T>
 void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1,
                std::vector<Acc<T>>& scratch) {
   using A = Acc<T>;
-  const int64_t D = p.head_size, Dv = p.v_head_size, G = p.group();
-  const int64_t rows = G * (i1 - i0);  // row = (head in group) * block + i
+  constexpr A kMinusInf = -std::numeric_limits<A>::infinity();
+  // float and double K/V rows are read in place; 16-bit rows are widened
+  // (and K scaled and rounded, as the function body does) into scratch.
+  constexpr bool kDirect = std::is_same_v<T, A>;
+  const int64_t D = p.head_size, Dv = p.v_head_size, G = p.group(), n_rows = i1 - i0;
+  const int64_t rows = G * n_rows;  // row = (head in group) * n_rows + (i - i0)
   const A r = ScaleRoot<T>(p);
-  const bool round = !std::is_same_v<T, float> && !std::is_same_v<T, double>;
-  // Scratch: q[rows][D], acc[rows][Dv], m[rows], l[rows], seen[rows],
-  // kb[KB][D], vb[KB][Dv], s[KB].
-  scratch.resize(size_t(rows * D + rows * Dv + 3 * rows + kKeyBlock * (D + Dv + 1)));
+  // Direct rows are unscaled, so the query carries both factors of r.
+  const A q_factor = kDirect ? r * r : r;
+  scratch.resize(size_t(rows * D + rows * Dv + 3 * rows + kKeyBlock * (1 + (kDirect ? 0 : D + Dv))));
   A* q = scratch.data();
   A* acc = q + rows * D;
   A* m = acc + rows * Dv;
   A* l = m + rows;
   A* seen = l + rows;  // 1 once a key with a finite bias was seen
-  A* kb = seen + rows;
+  A* s = seen + rows;
+  A* kb = s + kKeyBlock;
   A* vb = kb + kKeyBlock * D;
-  A* s = vb + kKeyBlock * Dv;
   std::vector<int64_t> first(static_cast<size_t>(rows)), last(first);
   int64_t lo = p.total_len, hi = 0;
   for (int64_t row = 0; row < rows; ++row) {
-    const int64_t h = g * G + row / (i1 - i0), i = i0 + row % (i1 - i0);
+    const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
     const T* src = static_cast<const T*>(p.q_data) + p.q.At(b, h, i);
     for (int64_t d = 0; d < D; ++d) {
-      const A v = A(Widen(src[d])) * r;
-      q[row * D + d] = round ? RoundTo<T>(v) : v;
+      const A v = A(Widen(src[d])) * q_factor;
+      q[row * D + d] = kDirect ? v : RoundTo<T>(v);
     }
     p.VisibleKeys(b, i, first[size_t(row)], last[size_t(row)]);
-    lo = std::min(lo, first[size_t(row)]);
-    hi = std::max(hi, last[size_t(row)]);
-    m[row] = -std::numeric_limits<A>::infinity();
+    if (first[size_t(row)] < last[size_t(row)]) {
+      lo = std::min(lo, first[size_t(row)]);
+      hi = std::max(hi, last[size_t(row)]);
+    }
+    m[row] = kMinusInf;
     l[row] = 0;
     seen[row] = 0;
     std::fill(acc + row * Dv, acc + (row + 1) * Dv, A(0));
   }
+  std::vector<const A*> k_rows(kKeyBlock), v_rows(kKeyBlock);
   for (int64_t j0 = lo; j0 < hi; j0 += kKeyBlock) {
     const int64_t j1 = std::min(hi, j0 + kKeyBlock);
     // Each K/V row of the block is loaded once for every query head of the group.
     for (int64_t j = j0; j < j1; ++j) {
-      const T* k = KeyRow<T>(p, b, g, j);
-      const T* v = ValueRow<T>(p, b, g, j);
-      A* kd = kb + (j - j0) * D;
-      for (int64_t d = 0; d < D; ++d) {
-        const A x = A(Widen(k[d])) * r;
-        kd[d] = round ? RoundTo<T>(x) : x;
+      if constexpr (kDirect) {
+        k_rows[size_t(j - j0)] = KeyRow<T>(p, b, g, j);
+        v_rows[size_t(j - j0)] = ValueRow<T>(p, b, g, j);
+      } else {
+        const T* k = KeyRow<T>(p, b, g, j);
+        const T* v = ValueRow<T>(p, b, g, j);
+        A* kd = kb + (j - j0) * D;
+        A* vd = vb + (j - j0) * Dv;
+        for (int64_t d = 0; d < D; ++d) kd[d] = RoundTo<T>(A(Widen(k[d])) * r);
+        for (int64_t d = 0; d < Dv; ++d) vd[d] = A(Widen(v[d]));
+        k_rows[size_t(j - j0)] = kd;
+        v_rows[size_t(j - j0)] = vd;
       }
-      for (int64_t d = 0; d < Dv; ++d) vb[(j - j0) * Dv + d] = A(Widen(v[d]));
     }
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t a = std::max(j0, first[size_t(row)]), e = std::min(j1, last[size_t(row)]);
       if (a >= e) continue;
-      const int64_t h = g * G + row / (i1 - i0), i = i0 + row % (i1 - i0);
+      const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
       const A* qr = q + row * D;
-      A block_max = -std::numeric_limits<A>::infinity();
+      A block_max = kMinusInf;
       for (int64_t j = a; j < e; ++j) {
-        const A* kd = kb + (j - j0) * D;
-        A dot = 0;
-        for (int64_t d = 0; d < D; ++d) dot += qr[d] * kd[d];
-        if (round) dot = RoundTo<T>(dot);
+        A z = Dot(qr, k_rows[size_t(j - j0)], D);
+        if constexpr (!kDirect) z = RoundTo<T>(z);
         if (p.softcap != 0) {
-          dot = A(p.softcap) * std::tanh(dot / A(p.softcap));
-          if (round) dot = RoundTo<T>(dot);
+          z = A(p.softcap) * std::tanh(z / A(p.softcap));
+          if constexpr (!kDirect) z = RoundTo<T>(z);
         }
-        A bias = 0;
-        if (p.mask) bias = A(MaskAt(p, b, h, i, j));
-        if (bias == -std::numeric_limits<A>::infinity()) {
-          s[j - j0] = bias;
-          continue;
+        if (p.mask) {
+          const A bias = A(MaskAt(p, b, h, i, j));
+          if (bias == kMinusInf) {
+            s[j - j0] = kMinusInf;
+            continue;
+          }
+          z += bias;
+          if constexpr (!kDirect) z = RoundTo<T>(z);
         }
-        seen[row] = 1;
-        A z = dot + bias;
-        if (round) z = RoundTo<T>(z);
         s[j - j0] = z;
         block_max = std::max(block_max, z);
       }
-      if (block_max == -std::numeric_limits<A>::infinity()) continue;
+      if (block_max == kMinusInf) continue;
+      seen[row] = 1;
       // Online softmax: rescale what was accumulated if the maximum grew.
       A* out = acc + row * Dv;
       if (block_max > m[row]) {
-        const A factor = m[row] == -std::numeric_limits<A>::infinity() ? A(0) : std::exp(m[row] - block_max);
+        const A factor = m[row] == kMinusInf ? A(0) : ExpNonPositive(m[row] - block_max);
         l[row] *= factor;
         for (int64_t d = 0; d < Dv; ++d) out[d] *= factor;
         m[row] = block_max;
       }
+      const A mr = m[row];
+      A sum = 0;
       for (int64_t j = a; j < e; ++j) {
-        if (s[j - j0] == -std::numeric_limits<A>::infinity()) continue;
-        const A w = std::exp(s[j - j0] - m[row]);
-        l[row] += w;
-        const A* vd = vb + (j - j0) * Dv;
+        s[j - j0] = ExpNonPositive(s[j - j0] - mr);  // masked keys (-inf) give 0
+        sum += s[j - j0];
+      }
+      l[row] += sum;
+      for (int64_t j = a; j < e; ++j) {
+        const A w = s[j - j0];
+        const A* vd = v_rows[size_t(j - j0)];
         for (int64_t d = 0; d < Dv; ++d) out[d] += w * vd[d];
       }
     }
   }
   for (int64_t row = 0; row < rows; ++row) {
-    const int64_t h = g * G + row / (i1 - i0), i = i0 + row % (i1 - i0);
+    const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
     T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
     // Fully masked rows (every bias -inf) are exactly 0 (A17).
     const A inv = seen[row] != 0 && l[row] > 0 ? A(1) / l[row] : A(0);
