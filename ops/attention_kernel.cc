@@ -187,6 +187,32 @@ namespace {
 constexpr int64_t kKeyBlock = 64;
 constexpr int64_t kQueryBlock = 16;
 
+// Rows of 16-bit values to float, and float rows rounded to T's precision.
+inline void WidenRow(const Float16* in, float* out, int64_t n) { Float16ToFloat(in, out, n); }
+inline void WidenRow(const BFloat16* in, float* out, int64_t n) {
+  for (int64_t d = 0; d < n; ++d) {
+    const uint32_t bits = uint32_t(in[d].bits) << 16;
+    std::memcpy(&out[d], &bits, 4);
+  }
+}
+template <class T, class A>
+void RoundRow(A* row, int64_t n) {
+  if constexpr (std::is_same_v<T, Float16>) {
+    Float16 tmp[64];
+    for (int64_t d0 = 0; d0 < n; d0 += 64) {
+      const int64_t len = std::min<int64_t>(64, n - d0);
+      FloatToFloat16(row + d0, tmp, len);
+      Float16ToFloat(tmp, row + d0, len);
+    }
+  } else {
+    for (int64_t d = 0; d < n; ++d) row[d] = RoundTo<T>(row[d]);
+  }
+}
+template <class T, class A>
+void WidenRow(const T* in, A* out, int64_t n) {
+  for (int64_t d = 0; d < n; ++d) out[d] = A(Widen(in[d]));
+}
+
 // Dot product with 16 independent partial sums: vectorizes without
 // reassociating a single sum (no -ffast-math needed).
 template <class A>
@@ -277,8 +303,10 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
         const T* v = ValueRow<T>(p, b, g, j);
         A* kd = kb + (j - j0) * D;
         A* vd = vb + (j - j0) * Dv;
-        for (int64_t d = 0; d < D; ++d) kd[d] = RoundTo<T>(A(Widen(k[d])) * r);
-        for (int64_t d = 0; d < Dv; ++d) vd[d] = A(Widen(v[d]));
+        WidenRow(k, kd, D);
+        for (int64_t d = 0; d < D; ++d) kd[d] *= r;
+        RoundRow<T>(kd, D);
+        WidenRow(v, vd, Dv);
         k_rows[size_t(j - j0)] = kd;
         v_rows[size_t(j - j0)] = vd;
       }

@@ -1,6 +1,9 @@
 #include "runtime/dtype.h"
 
 #include <array>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -180,6 +183,25 @@ float ToFloat(Float8E8M0 v) {
   if (v.bits == 0xFF) return std::numeric_limits<float>::quiet_NaN();
   return std::ldexp(1.0f, int(v.bits) - 127);
 }
+void Float16ToFloat(const Float16* in, float* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+#endif
+  for (; i < n; ++i) out[i] = ToFloat(in[i]);
+}
+
+void FloatToFloat16(const float* in, Float16* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+  for (; i < n; ++i) out[i] = ToFloat16(in[i]);
+}
+
 float Float4E2M1ToFloat(uint8_t nibble) { return float(Decode(kE2M1, nibble & 0xF)); }
 
 Float16 ToFloat16(double v) { return {uint16_t(Encode(kF16, v, false))}; }

@@ -116,6 +116,11 @@ enum class E8M0Rounding { kUp, kDown, kNearest };
 Float8E8M0 ToFloat8E8M0(float v, E8M0Rounding rounding = E8M0Rounding::kUp,
                         bool saturate = true);
 
+// Bulk float16 <-> float conversions (round to nearest even), with the CPU's
+// F16C instructions where the build has them.
+void Float16ToFloat(const Float16* in, float* out, int64_t n);
+void FloatToFloat16(const float* in, Float16* out, int64_t n);
+
 // Reading and writing element `i` of a packed tensor (4-bit or 2-bit).
 // Signed types are sign-extended.
 int32_t GetPacked(DType dtype, const uint8_t* data, int64_t i);
