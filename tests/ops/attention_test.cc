@@ -264,6 +264,38 @@ TEST(Attention, QkOutputModesFollowThePipeline) {
   }
 }
 
+TEST(Attention, NumericMasksOfEveryTypeAreAddedAsValues) {
+  std::mt19937 rng(6);
+  Tensor q = Random(DType::kFloat, {1, 2, 3, 4}, rng), k = Random(DType::kFloat, {1, 2, 5, 4}, rng);
+  Tensor v = Random(DType::kFloat, {1, 2, 5, 4}, rng);
+  const std::vector<double> values = {0, -3, 2, 0, -1, 1, 0, 0, -2, 3, 1, 0, 0, -1, 2};
+  auto run = [&](DType mask_type) {
+    Tensor mask = Tensor::Zeros(mask_type, {3, 5});
+    for (int64_t i = 0; i < mask.size(); ++i) SetDouble(mask, i, values[size_t(i)]);
+    return OpCall(24).In("Q", q).In("K", k).In("V", v).In("M", mask).Go({"Y"});
+  };
+  absl::StatusOr<std::vector<Tensor>> want = run(DType::kFloat);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (DType t : {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kDouble, DType::kFloat16,
+                  DType::kBFloat16}) {
+    absl::StatusOr<std::vector<Tensor>> got = run(t);
+    ASSERT_TRUE(got.ok()) << LowerName(t) << ": " << got.status();
+    EXPECT_EQ(Values((*got)[0]), Values((*want)[0])) << LowerName(t);
+  }
+  // Unsigned masks hold only the non-negative values; compare against float again.
+  for (DType t : {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
+    Tensor mask = Tensor::Zeros(t, {3, 5}), fmask = Tensor::Zeros(DType::kFloat, {3, 5});
+    for (int64_t i = 0; i < mask.size(); ++i) {
+      SetDouble(mask, i, std::fabs(values[size_t(i)]));
+      SetDouble(fmask, i, std::fabs(values[size_t(i)]));
+    }
+    absl::StatusOr<std::vector<Tensor>> a = OpCall(24).In("Q", q).In("K", k).In("V", v).In("M", mask).Go({"Y"});
+    absl::StatusOr<std::vector<Tensor>> b = OpCall(24).In("Q", q).In("K", k).In("V", v).In("M", fmask).Go({"Y"});
+    ASSERT_TRUE(a.ok() && b.ok()) << LowerName(t);
+    EXPECT_EQ(Values((*a)[0]), Values((*b)[0])) << LowerName(t);
+  }
+}
+
 TEST(Attention, FullyMaskedRowsAreZeroNeverNan) {
   Tensor q = Tensor::FromVector<float>({1, 2, 3, 4}, {1, 1, 2, 2});
   Tensor kv = Tensor::FromVector<float>({1, 1, 2, 2}, {1, 1, 2, 2});
