@@ -1,5 +1,7 @@
-// Add, Sub, Mul, Div with NumPy broadcasting.
+// Elementwise ops over two (or, for Where, three) inputs with NumPy
+// broadcasting: Add, Sub, Mul, Div, Mod, Pow, the comparisons, And, Or, Where.
 #include <atomic>
+#include <cmath>
 #include <limits>
 
 #include "ops/common.h"
@@ -8,8 +10,41 @@
 namespace onnx_mini {
 namespace {
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+enum class BinaryOp {
+  kAdd, kSub, kMul, kDiv, kMod, kPow,                             // arithmetic
+  kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual,         // comparisons -> bool
+  kAnd, kOr,                                                      // bool -> bool
+};
+constexpr bool IsComparison(BinaryOp op) { return op >= BinaryOp::kEqual && op <= BinaryOp::kGreaterOrEqual; }
+constexpr bool IsLogical(BinaryOp op) { return op == BinaryOp::kAnd || op == BinaryOp::kOr; }
 
+absl::StatusOr<std::vector<Dim>> BroadcastInputs(const InferContext& ctx, size_t n) {
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < n; ++i) {
+    if (!ctx.input(i).dims) return absl::NotFoundError("rank unknown");
+    if (i == 0) {
+      dims = *ctx.input(0).dims;
+      continue;
+    }
+    absl::StatusOr<std::vector<Dim>> next = BroadcastDims(ctx, dims, *ctx.input(i).dims);
+    if (!next.ok()) return next.status();
+    dims = *std::move(next);
+  }
+  return dims;
+}
+
+// Sets output 0 to `dtype` with the broadcast of the first n inputs' shapes.
+absl::Status SetBroadcastOutput(InferContext& ctx, size_t n, DType dtype) {
+  ValueType out;
+  out.dtype = dtype;
+  absl::StatusOr<std::vector<Dim>> dims = BroadcastInputs(ctx, n);
+  if (dims.ok()) out.dims = *std::move(dims);
+  else if (!absl::IsNotFound(dims.status())) return dims.status();
+  ctx.set_output(0, out);
+  return absl::OkStatus();
+}
+
+template <BinaryOp Op>
 absl::Status InferBinary(InferContext& ctx) {
   absl::Status s = CheckArity(ctx, 2, 2);
   if (!s.ok()) return s;
@@ -17,46 +52,65 @@ absl::Status InferBinary(InferContext& ctx) {
   if (!a.ok()) return a.status();
   absl::StatusOr<DType> b = InputDType(ctx, 1);
   if (!b.ok()) return b.status();
-  if (*a != *b)
+  if (Op != BinaryOp::kPow && *a != *b)  // Pow's exponent has a type of its own
     return ctx.Error(absl::StrCat("inputs must have the same element type, got ", LowerName(*a),
                                   " and ", LowerName(*b)));
-  ValueType out;
-  out.dtype = *a;
-  if (ctx.input(0).dims && ctx.input(1).dims) {
-    absl::StatusOr<std::vector<Dim>> dims = BroadcastDims(ctx, *ctx.input(0).dims, *ctx.input(1).dims);
-    if (!dims.ok()) return dims.status();
-    out.dims = *std::move(dims);
+  return SetBroadcastOutput(ctx, 2, IsComparison(Op) || IsLogical(Op) ? DType::kBool : *a);
+}
+
+// Integer Mod: the sign of the divisor (Python's %), or of the dividend with fmod.
+template <class A>
+A IntegerMod(A x, A y, bool fmod) {
+  if constexpr (std::is_signed_v<A>) {
+    if (y == -1) return 0;  // avoids the MIN % -1 trap
+    A r = A(x % y);
+    if (!fmod && r != 0 && ((r < 0) != (y < 0))) r = A(r + y);
+    return r;
+  } else {
+    return A(x % y);
   }
-  ctx.set_output(0, out);
-  return absl::OkStatus();
 }
 
 template <BinaryOp Op, class A>
-A Apply(A x, A y, std::atomic<bool>& divided_by_zero) {
-  if constexpr (Op == BinaryOp::kAdd) {
-    return x + y;
-  } else if constexpr (Op == BinaryOp::kSub) {
-    return x - y;
-  } else if constexpr (Op == BinaryOp::kMul) {
-    return x * y;
-  } else if constexpr (std::is_integral_v<A>) {
-    // Integer division truncates; it must not trap on 0 or MIN / -1.
+A Arithmetic(A x, A y, bool fmod, std::atomic<bool>& divided_by_zero) {
+  if constexpr (Op == BinaryOp::kAdd) return x + y;
+  else if constexpr (Op == BinaryOp::kSub) return x - y;
+  else if constexpr (Op == BinaryOp::kMul) return x * y;
+  else if constexpr (std::is_integral_v<A>) {
+    // Integer division and modulo must not trap on 0 or MIN / -1.
     if (y == 0) {
       divided_by_zero = true;
       return 0;
     }
+    if constexpr (Op == BinaryOp::kMod) return IntegerMod(x, y, fmod);
     if constexpr (std::is_signed_v<A>)
-      if (y == -1) return A(0) - x;  // wraps for MIN, like NumPy
-    return x / y;
+      if (y == -1) return A(A(0) - x);  // wraps for MIN, like NumPy
+    return A(x / y);
+  } else if constexpr (Op == BinaryOp::kMod) {
+    // Floats require fmod = 1: the C fmod, sign of the dividend.
+    return A(std::fmod(x, y));
   } else {
     return x / y;
   }
 }
 
+template <BinaryOp Op, class A>
+bool Compare(A x, A y) {
+  if constexpr (Op == BinaryOp::kEqual) return x == y;
+  else if constexpr (Op == BinaryOp::kLess) return x < y;
+  else if constexpr (Op == BinaryOp::kLessOrEqual) return x <= y;
+  else if constexpr (Op == BinaryOp::kGreater) return x > y;
+  else return x >= y;
+}
+
+template <class T> constexpr bool kArithmetic =
+    (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
+    std::is_same_v<T, BFloat16>;
+
 template <BinaryOp Op>
 class BinaryKernel : public OpKernel {
  public:
-  explicit BinaryKernel(const KernelInfo&) {}
+  explicit BinaryKernel(const KernelInfo& info) : fmod_(info.node.attr_int("fmod", 0) != 0) {}
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& a = *ctx.input(0);
     const Tensor& b = *ctx.input(1);
@@ -64,41 +118,148 @@ class BinaryKernel : public OpKernel {
     const std::vector<int64_t> sa = BroadcastStrides(a.shape(), out.shape());
     const std::vector<int64_t> sb = BroadcastStrides(b.shape(), out.shape());
     std::atomic<bool> divided_by_zero{false};
-    VisitDType(out.dtype(), [&](auto tag) {
+    VisitDType(a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
-                    std::is_same_v<T, BFloat16>) {
+      const T* pa = a.data<T>();
+      if constexpr (IsLogical(Op)) {
+        if constexpr (std::is_same_v<T, bool>) {
+          const bool* pb = b.data<bool>();
+          bool* po = out.data<bool>();
+          ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+            po[o] = Op == BinaryOp::kAnd ? (pa[i] && pb[j]) : (pa[i] || pb[j]);
+          });
+        }
+      } else if constexpr (IsComparison(Op)) {
+        if constexpr (kArithmetic<T> || ((std::is_same_v<T, bool> || std::is_same_v<T, std::string>) &&
+                                         Op == BinaryOp::kEqual)) {
+          const T* pb = b.data<T>();
+          bool* po = out.data<bool>();
+          ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+            po[o] = Compare<Op>(Widen(pa[i]), Widen(pb[j]));
+          });
+        }
+      } else if constexpr (Op == BinaryOp::kPow) {
+        if constexpr (kArithmetic<T>) {
+          T* po = out.data<T>();
+          VisitDType(b.dtype(), [&](auto exp_tag) {
+            using E = typename decltype(exp_tag)::type;
+            if constexpr (kArithmetic<E>) {
+              const E* pb = b.data<E>();
+              ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+                const double v = std::pow(double(Widen(pa[i])), double(Widen(pb[j])));
+                if constexpr (std::is_integral_v<T>) po[o] = T(int64_t(v));
+                else po[o] = Narrow<T>(typename Arith<T>::type(v));
+              });
+            }
+          });
+        }
+      } else if constexpr (kArithmetic<T>) {
         using A = typename Arith<T>::type;
-        const T* pa = a.data<T>();
         const T* pb = b.data<T>();
         T* po = out.data<T>();
         ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
-          po[o] = Narrow<T>(A(Apply<Op, A>(Widen(pa[i]), Widen(pb[j]), divided_by_zero)));
+          po[o] = Narrow<T>(A(Arithmetic<Op, A>(Widen(pa[i]), Widen(pb[j]), fmod_, divided_by_zero)));
         });
       }
     });
-    if (divided_by_zero) return absl::InvalidArgumentError("Div: integer division by zero");
+    if (divided_by_zero)
+      return absl::InvalidArgumentError(Op == BinaryOp::kMod ? "Mod: integer modulo by zero"
+                                                             : "Div: integer division by zero");
     return absl::OkStatus();
   }
+
+ private:
+  bool fmod_;
 };
 
 template <BinaryOp Op>
 absl::StatusOr<std::unique_ptr<OpKernel>> CreateBinary(const KernelInfo& info) {
-  absl::Status s = RequireDType(info, 0, kNumericTypes);
-  if (!s.ok()) return s;
+  const DType dtype = info.inputs[0]->dtype;
+  bool ok = OneOf(dtype, kNumericTypes);
+  if (IsLogical(Op)) ok = dtype == DType::kBool;
+  if (Op == BinaryOp::kEqual) ok = ok || dtype == DType::kBool || dtype == DType::kString;
+  if (Op == BinaryOp::kPow) ok = ok && OneOf(info.inputs[1]->dtype, kNumericTypes);
+  if (Op == BinaryOp::kMod && Info(dtype).kind == DTypeKind::kFloat && info.node.attr_int("fmod", 0) == 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat(info.node.Describe(), ": Mod of floating-point inputs requires fmod = 1"));
+  if (!ok) return NotImplemented(info.node, dtype);
   return MakeKernel<BinaryKernel<Op>>(info);
+}
+
+// ---- Where(condition, X, Y) ----
+
+absl::Status InferWhere(InferContext& ctx) {
+  absl::Status s = CheckArity(ctx, 3, 3);
+  if (!s.ok()) return s;
+  absl::StatusOr<DType> c = InputDType(ctx, 0);
+  if (!c.ok()) return c.status();
+  absl::StatusOr<DType> x = InputDType(ctx, 1);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<DType> y = InputDType(ctx, 2);
+  if (!y.ok()) return y.status();
+  if (*c != DType::kBool) return ctx.Error(absl::StrCat("condition must be bool, got ", LowerName(*c)));
+  if (*x != *y)
+    return ctx.Error(absl::StrCat("X and Y must have the same element type, got ", LowerName(*x), " and ",
+                                  LowerName(*y)));
+  return SetBroadcastOutput(ctx, 3, *x);
+}
+
+class WhereKernel : public OpKernel {
+ public:
+  explicit WhereKernel(const KernelInfo&) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& c = *ctx.input(0);
+    const Tensor& x = *ctx.input(1);
+    const Tensor& y = *ctx.input(2);
+    Tensor& out = ctx.output(0);
+    const std::vector<int64_t> sc = BroadcastStrides(c.shape(), out.shape());
+    const std::vector<int64_t> sx = BroadcastStrides(x.shape(), out.shape());
+    const std::vector<int64_t> sy = BroadcastStrides(y.shape(), out.shape());
+    // Two passes over the two-input iterator: X where true, then Y where false.
+    VisitDType(out.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!kIsPacked<T> && !std::is_same_v<T, void>) {
+        const bool* pc = c.data<bool>();
+        T* po = out.data<T>();
+        const T* px = x.data<T>();
+        const T* py = y.data<T>();
+        ForEachBroadcast(out.shape(), sc, sx, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+          if (pc[i]) po[o] = px[j];
+        });
+        ForEachBroadcast(out.shape(), sc, sy, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+          if (!pc[i]) po[o] = py[j];
+        });
+      }
+    });
+    return absl::OkStatus();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<OpKernel>> CreateWhere(const KernelInfo& info) {
+  if (Info(info.inputs[1]->dtype).packed()) return NotImplemented(info.node, info.inputs[1]->dtype);
+  return MakeKernel<WhereKernel>(info);
 }
 
 }  // namespace
 
 std::vector<OpDef> BinaryOps() {
-  // Versions 7, 13 and 14 differ only in the types they allow; one kernel
-  // serves them all, and opsets 1 to 6 (legacy broadcast attribute) are not implemented.
+  // Versions differ only in the types they allow; one kernel serves each op.
+  // Opsets before 7 (the legacy broadcast attribute) are not implemented.
   return {
-      {"", "Add", 7, 0, InferBinary, CreateBinary<BinaryOp::kAdd>, 0},
-      {"", "Sub", 7, 0, InferBinary, CreateBinary<BinaryOp::kSub>, 0},
-      {"", "Mul", 7, 0, InferBinary, CreateBinary<BinaryOp::kMul>, 0},
-      {"", "Div", 7, 0, InferBinary, CreateBinary<BinaryOp::kDiv>, 0},
+      {"", "Add", 7, 0, InferBinary<BinaryOp::kAdd>, CreateBinary<BinaryOp::kAdd>, 0},
+      {"", "Sub", 7, 0, InferBinary<BinaryOp::kSub>, CreateBinary<BinaryOp::kSub>, 0},
+      {"", "Mul", 7, 0, InferBinary<BinaryOp::kMul>, CreateBinary<BinaryOp::kMul>, 0},
+      {"", "Div", 7, 0, InferBinary<BinaryOp::kDiv>, CreateBinary<BinaryOp::kDiv>, 0},
+      {"", "Mod", 10, 0, InferBinary<BinaryOp::kMod>, CreateBinary<BinaryOp::kMod>, 0},
+      {"", "Pow", 7, 0, InferBinary<BinaryOp::kPow>, CreateBinary<BinaryOp::kPow>},
+      {"", "Equal", 7, 0, InferBinary<BinaryOp::kEqual>, CreateBinary<BinaryOp::kEqual>},
+      {"", "Less", 7, 0, InferBinary<BinaryOp::kLess>, CreateBinary<BinaryOp::kLess>},
+      {"", "LessOrEqual", 12, 0, InferBinary<BinaryOp::kLessOrEqual>, CreateBinary<BinaryOp::kLessOrEqual>},
+      {"", "Greater", 7, 0, InferBinary<BinaryOp::kGreater>, CreateBinary<BinaryOp::kGreater>},
+      {"", "GreaterOrEqual", 12, 0, InferBinary<BinaryOp::kGreaterOrEqual>, CreateBinary<BinaryOp::kGreaterOrEqual>},
+      {"", "And", 7, 0, InferBinary<BinaryOp::kAnd>, CreateBinary<BinaryOp::kAnd>},
+      {"", "Or", 7, 0, InferBinary<BinaryOp::kOr>, CreateBinary<BinaryOp::kOr>},
+      {"", "Where", 9, 0, InferWhere, CreateWhere},
   };
 }
 

@@ -25,6 +25,20 @@ absl::Status InferCast(InferContext& ctx) {
   return absl::OkStatus();
 }
 
+// CastLike: Cast to the element type of the second input.
+absl::Status InferCastLike(InferContext& ctx) {
+  absl::Status s = CheckArity(ctx, 2, 2);
+  if (!s.ok()) return s;
+  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  if (!in.ok()) return in.status();
+  absl::StatusOr<DType> target = InputDType(ctx, 1);
+  if (!target.ok()) return target.status();
+  ValueType out = ctx.input(0);
+  out.dtype = *target;
+  ctx.set_output(0, out);
+  return absl::OkStatus();
+}
+
 class CastKernel : public OpKernel {
  public:
   explicit CastKernel(const KernelInfo& info) {
@@ -90,7 +104,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateCast(const KernelInfo& info) {
 std::vector<OpDef> CastOps() {
   // Versions 6 to 25 add types (float8 with `saturate` in 19, 4-bit in 21,
   // float8e8m0 with `round_mode` in 24, 2-bit in 25); one kernel handles all.
-  return {{"", "Cast", 6, 0, InferCast, CreateCast}};
+  return {{"", "Cast", 6, 0, InferCast, CreateCast}, {"", "CastLike", 15, 0, InferCastLike, CreateCast}};
 }
 
 }  // namespace onnx_mini

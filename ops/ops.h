@@ -8,15 +8,20 @@
 
 namespace onnx_mini {
 
-std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div
-std::vector<OpDef> CastOps();       // Cast
+std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div, Mod, Pow, comparisons, And, Or, Where
+std::vector<OpDef> UnaryOps();      // Neg, Abs, Sqrt, Exp, Log, Tanh, Erf, Sigmoid, Reciprocal, Gelu, Not
+std::vector<OpDef> MovementOps();   // Concat, Expand, Squeeze, Unsqueeze, Gather, Slice, Range, ConstantOfShape, Pad, Trilu
+std::vector<OpDef> ReduceOps();     // ReduceMax/Sum/Mean, ArgMax, Softmax
+std::vector<OpDef> MatMulOps();     // MatMul
+std::vector<OpDef> CastOps();       // Cast, CastLike
 std::vector<OpDef> ShapingOps();    // Identity, Reshape, Shape, Transpose
 std::vector<OpDef> ConstantOps();   // Constant
 std::vector<OpDef> TensorScatterOps();  // TensorScatter
 std::vector<OpDef> AttentionOps();      // Attention
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
-    BinaryOps, CastOps, ShapingOps, ConstantOps, TensorScatterOps, AttentionOps,
+    BinaryOps, UnaryOps, CastOps, ShapingOps, MovementOps, ConstantOps, ReduceOps, MatMulOps,
+    TensorScatterOps, AttentionOps,
 };
 
 }  // namespace onnx_mini

@@ -100,39 +100,16 @@ absl::Status InferReshape(InferContext& ctx) {
   return absl::OkStatus();
 }
 
-// Reshape and Identity share a kernel: the output views the input's storage
-// with the inferred shape.
-class ReshapeKernel : public OpKernel {
+// Reshape and Identity: the output views the input's storage with the shape
+// the shape function derived.
+class ViewKernel : public OpKernel {
  public:
-  explicit ReshapeKernel(bool allow_zero) : allow_zero_(allow_zero) {}
+  explicit ViewKernel(const KernelInfo&) {}
   absl::Status Compute(KernelContext& ctx) const override {
-    const Tensor& in = *ctx.input(0);
-    Shape shape = in.shape();
-    if (ctx.num_inputs() > 1 && ctx.input(1) != nullptr) {
-      // Validated by InferReshape: resolve 0 and -1 again against the real input.
-      const Tensor& target = *ctx.input(1);
-      shape.assign(target.data<int64_t>(), target.data<int64_t>() + target.size());
-      int64_t known = 1;
-      int inferred_at = -1;
-      for (size_t i = 0; i < shape.size(); ++i) {
-        if (shape[i] == 0 && !allow_zero_) shape[i] = in.shape()[i];
-        if (shape[i] == -1) inferred_at = int(i);
-        else known *= shape[i];
-      }
-      if (inferred_at >= 0) shape[size_t(inferred_at)] = known == 0 ? 0 : in.size() / known;
-    }
-    ctx.set_output(0, in.Reshaped(shape));
+    ctx.set_output(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
     return absl::OkStatus();
   }
-
- private:
-  bool allow_zero_ = false;
 };
-
-absl::StatusOr<std::unique_ptr<OpKernel>> CreateView(const KernelInfo& info) {
-  const bool allow_zero = info.node.opset >= 14 && info.node.attr_int("allowzero", 0) != 0;
-  return std::unique_ptr<OpKernel>(new ReshapeKernel(allow_zero));
-}
 
 // ---- Shape ----
 
@@ -261,8 +238,8 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateTranspose(const KernelInfo& info
 
 std::vector<OpDef> ShapingOps() {
   return {
-      {"", "Identity", 1, 0, InferIdentity, CreateView},
-      {"", "Reshape", 5, 0, InferReshape, CreateView},
+      {"", "Identity", 1, 0, InferIdentity, MakeKernel<ViewKernel>},
+      {"", "Reshape", 5, 0, InferReshape, MakeKernel<ViewKernel>},
       {"", "Shape", 1, 0, InferShape, MakeKernel<ShapeKernel>},
       {"", "Transpose", 1, 0, InferTranspose, CreateTranspose},
   };

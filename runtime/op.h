@@ -70,6 +70,8 @@ class KernelContext {
   virtual Tensor& output(size_t i) = 0;
   // Makes output i a view of an existing tensor instead (no copy).
   virtual void set_output(size_t i, Tensor view) = 0;
+  // The shape the shape function derived for output i.
+  virtual Shape output_shape(size_t i) const = 0;
   virtual int threads() const = 0;
 };
 

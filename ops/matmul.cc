@@ -1,0 +1,111 @@
+// MatMul with NumPy semantics (1-D promotion, broadcast batch dims): a plain
+// reference kernel, accumulating in float for 16-bit types and in the type
+// itself otherwise.
+#include "ops/common.h"
+#include "ops/ops.h"
+
+namespace onnx_mini {
+namespace {
+
+absl::Status InferMatMul(InferContext& ctx) {
+  absl::Status s = CheckArity(ctx, 2, 2);
+  if (!s.ok()) return s;
+  absl::StatusOr<DType> a = InputDType(ctx, 0);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<DType> b = InputDType(ctx, 1);
+  if (!b.ok()) return b.status();
+  if (*a != *b)
+    return ctx.Error(absl::StrCat("inputs must have the same element type, got ", LowerName(*a), " and ", LowerName(*b)));
+  ValueType out;
+  out.dtype = *a;
+  const ValueType& ta = ctx.input(0);
+  const ValueType& tb = ctx.input(1);
+  if (ta.dims && tb.dims) {
+    std::vector<Dim> da = *ta.dims, db = *tb.dims;
+    if (da.empty() || db.empty()) return ctx.Error("MatMul inputs must have rank >= 1");
+    const bool a_vec = da.size() == 1, b_vec = db.size() == 1;
+    if (a_vec) da.insert(da.begin(), Dim::Known(1));
+    if (b_vec) db.push_back(Dim::Known(1));
+    const Dim& k1 = da.back();
+    const Dim& k2 = db[db.size() - 2];
+    if (k1.known() && k2.known() && k1.value != k2.value)
+      return ctx.Error(absl::StrCat("inner dimensions differ: ", ta.ToString(), " x ", tb.ToString()));
+    absl::StatusOr<std::vector<Dim>> batch =
+        BroadcastDims(ctx, std::vector<Dim>(da.begin(), da.end() - 2), std::vector<Dim>(db.begin(), db.end() - 2));
+    if (!batch.ok()) return batch.status();
+    out.dims = *batch;
+    if (!a_vec) out.dims->push_back(da[da.size() - 2]);
+    if (!b_vec) out.dims->push_back(db.back());
+  }
+  ctx.set_output(0, out);
+  return absl::OkStatus();
+}
+
+class MatMulKernel : public OpKernel {
+ public:
+  explicit MatMulKernel(const KernelInfo&) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& a = *ctx.input(0);
+    const Tensor& b = *ctx.input(1);
+    Tensor& out = ctx.output(0);
+    Shape sa = a.shape(), sb = b.shape();
+    if (sa.size() == 1) sa.insert(sa.begin(), 1);
+    if (sb.size() == 1) sb.push_back(1);
+    const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
+    Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
+    Shape batch(std::max(batch_a.size(), batch_b.size()), 1);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const size_t ia = i + batch_a.size() - batch.size(), ib = i + batch_b.size() - batch.size();
+      const int64_t x = i + batch_a.size() >= batch.size() ? batch_a[ia] : 1;
+      const int64_t y = i + batch_b.size() >= batch.size() ? batch_b[ib] : 1;
+      batch[i] = x == 1 ? y : x;
+    }
+    const std::vector<int64_t> stride_a = BroadcastStrides(batch_a, batch);
+    const std::vector<int64_t> stride_b = BroadcastStrides(batch_b, batch);
+    const int64_t batches = ElementCount(batch);
+    VisitDType(a.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
+                    std::is_same_v<T, BFloat16>) {
+        using A = typename Arith<T>::type;
+        const T* pa = a.data<T>();
+        const T* pb = b.data<T>();
+        T* po = out.data<T>();
+#pragma omp parallel for num_threads(ctx.threads()) if (batches * M * N * K > (1 << 18))
+        for (int64_t t = 0; t < batches * M; ++t) {
+          const int64_t bi = t / M, m = t % M;
+          int64_t off_a = 0, off_b = 0, rem = bi;
+          for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
+            const int64_t idx = rem % batch[size_t(d)];
+            rem /= batch[size_t(d)];
+            off_a += idx * stride_a[size_t(d)];
+            off_b += idx * stride_b[size_t(d)];
+          }
+          const T* row = pa + (off_a * M + m) * K;
+          const T* mat = pb + off_b * K * N;
+          std::vector<A> acc(size_t(N), A(0));
+          for (int64_t k = 0; k < K; ++k) {
+            const A x = A(Widen(row[k]));
+            const T* brow = mat + k * N;
+            for (int64_t n = 0; n < N; ++n) acc[size_t(n)] += x * A(Widen(brow[n]));
+          }
+          for (int64_t n = 0; n < N; ++n) po[(bi * M + m) * N + n] = Narrow<T>(acc[size_t(n)]);
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<OpKernel>> CreateMatMul(const KernelInfo& info) {
+  absl::Status s = RequireDType(info, 0, {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16,
+                                          DType::kInt32, DType::kInt64, DType::kUInt32, DType::kUInt64});
+  if (!s.ok()) return s;
+  return MakeKernel<MatMulKernel>(info);
+}
+
+}  // namespace
+
+std::vector<OpDef> MatMulOps() { return {{"", "MatMul", 1, 0, InferMatMul, CreateMatMul}}; }
+
+}  // namespace onnx_mini
