@@ -104,8 +104,85 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateMatMul(const KernelInfo& info) {
   return MakeKernel<MatMulKernel>(info);
 }
 
+// ---- Gemm: Y = alpha * A' B' + beta * C ----
+
+absl::Status InferGemm(InferContext& ctx) {
+  absl::Status s = CheckArity(ctx, 2, 3);
+  if (!s.ok()) return s;
+  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  if (!dtype.ok()) return dtype.status();
+  ValueType out;
+  out.dtype = *dtype;
+  const ValueType& a = ctx.input(0);
+  const ValueType& b = ctx.input(1);
+  if (a.dims && b.dims) {
+    if (a.rank() != 2 || b.rank() != 2) return ctx.Error(absl::StrCat("A and B must be 2-D, got ", a.ToString(), " and ", b.ToString()));
+    const bool ta = ctx.node().attr_int("transA", 0) != 0, tb = ctx.node().attr_int("transB", 0) != 0;
+    const Dim m = (*a.dims)[ta ? 1 : 0], ka = (*a.dims)[ta ? 0 : 1];
+    const Dim kb = (*b.dims)[tb ? 1 : 0], n = (*b.dims)[tb ? 0 : 1];
+    if (ka.known() && kb.known() && ka.value != kb.value)
+      return ctx.Error(absl::StrCat("inner dimensions differ: ", a.ToString(), " x ", b.ToString()));
+    out.dims = std::vector<Dim>{m, n};
+    if (ctx.has_input(2) && ctx.input(2).dims) {
+      absl::StatusOr<std::vector<Dim>> dims = BroadcastDims(ctx, *out.dims, *ctx.input(2).dims);
+      if (!dims.ok()) return dims.status();
+      if (dims->size() != 2) return ctx.Error("C must broadcast to (M, N)");
+    }
+  }
+  ctx.set_output(0, out);
+  return absl::OkStatus();
+}
+
+class GemmKernel : public OpKernel {
+ public:
+  explicit GemmKernel(const KernelInfo& info)
+      : alpha_(info.node.attr_float("alpha", 1)), beta_(info.node.attr_float("beta", 1)),
+        trans_a_(info.node.attr_int("transA", 0) != 0), trans_b_(info.node.attr_int("transB", 0) != 0) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& a = *ctx.input(0);
+    const Tensor& b = *ctx.input(1);
+    const Tensor* c = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+    Tensor& y = ctx.output(0);
+    const int64_t M = y.dim(0), N = y.dim(1), K = trans_a_ ? a.dim(0) : a.dim(1);
+    const std::vector<int64_t> cs = c ? BroadcastStrides(c->shape(), y.shape()) : std::vector<int64_t>{0, 0};
+    VisitDType(a.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
+                    std::is_same_v<T, BFloat16>) {
+        using A = typename Arith<T>::type;
+        const T* pa = a.data<T>();
+        const T* pb = b.data<T>();
+#pragma omp parallel for num_threads(ctx.threads()) if (M * N * K > (1 << 18))
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            A acc = 0;
+            for (int64_t k = 0; k < K; ++k)
+              acc += A(Widen(pa[trans_a_ ? k * M + m : m * K + k])) * A(Widen(pb[trans_b_ ? n * K + k : k * N + n]));
+            A v = A(alpha_) * acc;
+            if (c) v += A(beta_) * A(Widen(c->data<T>()[m * cs[0] + n * cs[1]]));
+            y.data<T>()[m * N + n] = Narrow<T>(v);
+          }
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  float alpha_, beta_;
+  bool trans_a_, trans_b_;
+};
+
+absl::StatusOr<std::unique_ptr<OpKernel>> CreateGemm(const KernelInfo& info) {
+  absl::Status s = RequireDType(info, 0, {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16,
+                                          DType::kInt32, DType::kInt64, DType::kUInt32, DType::kUInt64});
+  if (!s.ok()) return s;
+  return MakeKernel<GemmKernel>(info);
+}
+
 }  // namespace
 
-std::vector<OpDef> MatMulOps() { return {{"", "MatMul", 1, 0, InferMatMul, CreateMatMul}}; }
+std::vector<OpDef> MatMulOps() {
+  return {{"", "MatMul", 1, 0, InferMatMul, CreateMatMul}, {"", "Gemm", 7, 0, InferGemm, CreateGemm}};
+}
 
 }  // namespace onnx_mini

@@ -725,6 +725,97 @@ class TriluKernel : public OpKernel {
   bool upper_;
 };
 
+// ---- Split ----
+
+// The sizes of the pieces along the axis: the `split` input (13+) or
+// attribute, else num_outputs (18+) or the output count, as even as possible.
+absl::StatusOr<std::vector<int64_t>> SplitSizes(const InferContext& ctx, int64_t dim, bool& known) {
+  known = true;
+  std::vector<int64_t> sizes;
+  if (ctx.opset() >= 13 && ctx.has_input(1)) {
+    const Tensor* t = ctx.value(1);
+    if (!t) {
+      known = false;
+      return sizes;
+    }
+    sizes = Int64s(*t);
+  } else if (ctx.opset() < 13 && ctx.node().attr("split")) {
+    sizes = ctx.node().attr_ints("split");
+  }
+  const int64_t outputs = int64_t(ctx.num_outputs());
+  if (!sizes.empty()) {
+    int64_t total = 0;
+    for (int64_t v : sizes) {
+      if (v < 0) return ctx.Error(absl::StrCat("split sizes must be >= 0, got ", v));
+      total += v;
+    }
+    if (int64_t(sizes.size()) != outputs || total != dim)
+      return ctx.Error(absl::StrCat("split sizes sum to ", total, " in ", sizes.size(), " parts; the axis has ", dim,
+                                    " and the node ", outputs, " outputs"));
+    return sizes;
+  }
+  const int64_t parts = ctx.node().attr_int("num_outputs", outputs);
+  if (parts != outputs || parts <= 0)
+    return ctx.Error(absl::StrCat("num_outputs ", parts, " does not match the ", outputs, " outputs"));
+  const int64_t chunk = (dim + parts - 1) / parts;  // the last part may be smaller
+  for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
+  return sizes;
+}
+
+absl::Status InferSplit(InferContext& ctx) {
+  absl::Status s = CheckArity(ctx, 1, 2, 1, 1 << 16);
+  if (!s.ok()) return s;
+  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  if (!dtype.ok()) return dtype.status();
+  const ValueType& in = ctx.input(0);
+  std::vector<ValueType> outs(ctx.num_outputs());
+  for (ValueType& o : outs) o.dtype = *dtype;
+  if (in.dims) {
+    absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, ctx.node().attr_int("axis", 0), in.rank(), "axis");
+    if (!axis.ok()) return axis.status();
+    const Dim& d = (*in.dims)[size_t(*axis)];
+    bool known = d.known();
+    absl::StatusOr<std::vector<int64_t>> sizes = known ? SplitSizes(ctx, d.value, known) : std::vector<int64_t>{};
+    if (!sizes.ok()) return sizes.status();
+    for (size_t i = 0; i < outs.size(); ++i) {
+      outs[i].dims = *in.dims;
+      (*outs[i].dims)[size_t(*axis)] = known ? Dim::Known((*sizes)[i]) : Dim{};
+    }
+  }
+  for (size_t i = 0; i < outs.size(); ++i) ctx.set_output(i, outs[i]);
+  return absl::OkStatus();
+}
+
+class SplitKernel : public OpKernel {
+ public:
+  explicit SplitKernel(const KernelInfo& info) : axis_(info.node.attr_int("axis", 0)) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& in = *ctx.input(0);
+    const int64_t axis = axis_ < 0 ? axis_ + in.rank() : axis_;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= in.dim(d);
+    for (int64_t d = axis + 1; d < in.rank(); ++d) inner *= in.dim(d);
+    const int64_t in_row = in.dim(axis) * inner;
+    VisitMovable(in.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      int64_t offset = 0;
+      for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+        const int64_t row = ctx.output_shape(i)[size_t(axis)] * inner;
+        if (ctx.output_requested(i)) {
+          T* dst = ctx.output(i).data<T>();
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t e = 0; e < row; ++e) dst[o * row + e] = in.data<T>()[o * in_row + offset + e];
+        }
+        offset += row;
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t axis_;
+};
+
 template <class K>
 absl::StatusOr<std::unique_ptr<OpKernel>> CreateMovable(const KernelInfo& info) {
   return RequireMovable(info, MakeKernel<K>);
@@ -744,6 +835,7 @@ std::vector<OpDef> MovementOps() {
       {"", "ConstantOfShape", 9, 0, InferConstantOfShape, CreateConstantOfShape},
       {"", "Pad", 2, 0, InferPad, CreateMovable<PadKernel>},
       {"", "Trilu", 14, 0, InferTrilu, CreateMovable<TriluKernel>},
+      {"", "Split", 2, 0, InferSplit, CreateMovable<SplitKernel>},
   };
 }
 

@@ -12,7 +12,8 @@ std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div, Mod, Pow, comparisons
 std::vector<OpDef> UnaryOps();      // Neg, Abs, Sqrt, Exp, Log, Tanh, Erf, Sigmoid, Reciprocal, Gelu, Not
 std::vector<OpDef> MovementOps();   // Concat, Expand, Squeeze, Unsqueeze, Gather, Slice, Range, ConstantOfShape, Pad, Trilu
 std::vector<OpDef> ReduceOps();     // ReduceMax/Sum/Mean, ArgMax, Softmax
-std::vector<OpDef> MatMulOps();     // MatMul
+std::vector<OpDef> MatMulOps();     // MatMul, Gemm
+std::vector<OpDef> NormalizationOps();  // LayerNormalization, RMSNormalization, RotaryEmbedding
 std::vector<OpDef> CastOps();       // Cast, CastLike
 std::vector<OpDef> ShapingOps();    // Identity, Reshape, Shape, Transpose
 std::vector<OpDef> ConstantOps();   // Constant
@@ -20,7 +21,7 @@ std::vector<OpDef> TensorScatterOps();  // TensorScatter
 std::vector<OpDef> AttentionOps();      // Attention
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
-    BinaryOps, UnaryOps, CastOps, ShapingOps, MovementOps, ConstantOps, ReduceOps, MatMulOps,
+    BinaryOps, UnaryOps, CastOps, ShapingOps, MovementOps, ConstantOps, ReduceOps, MatMulOps, NormalizationOps,
     TensorScatterOps, AttentionOps,
 };
 

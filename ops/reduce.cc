@@ -1,6 +1,8 @@
 // Reductions and the ops built on them: ReduceMax, ReduceSum, ReduceMean,
 // ArgMax, Softmax, LayerNormalization.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ops/common.h"
@@ -268,6 +270,86 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateSoftmax(const KernelInfo& info) 
   return MakeKernel<SoftmaxKernel>(info);
 }
 
+// ---- TopK ----
+
+absl::Status InferTopK(InferContext& ctx) {
+  absl::Status s = CheckArity(ctx, 2, 2, 2, 2);
+  if (!s.ok()) return s;
+  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  if (!dtype.ok()) return dtype.status();
+  ValueType values, indices;
+  values.dtype = *dtype;
+  indices.dtype = DType::kInt64;
+  const ValueType& in = ctx.input(0);
+  if (in.dims) {
+    const int64_t rank = in.rank(), axis_attr = ctx.node().attr_int("axis", -1);
+    if (axis_attr < -rank || axis_attr >= rank)
+      return ctx.Error(absl::StrCat("axis ", axis_attr, " is out of range for rank ", rank));
+    const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+    values.dims = *in.dims;
+    (*values.dims)[size_t(axis)] = Dim{};
+    if (const Tensor* k = ctx.value(1)) {
+      if (k->size() != 1 || k->dtype() != DType::kInt64) return ctx.Error("K must be a one-element int64 tensor");
+      const int64_t kv = k->data<int64_t>()[0];
+      const Dim& n = (*in.dims)[size_t(axis)];
+      if (kv < 0 || (n.known() && kv > n.value))
+        return ctx.Error(absl::StrCat("K = ", kv, " is outside [0, ", n.known() ? n.value : -1, "]"));
+      (*values.dims)[size_t(axis)] = Dim::Known(kv);
+    }
+    indices.dims = values.dims;
+  }
+  ctx.set_output(0, values);
+  ctx.set_output(1, indices);
+  return absl::OkStatus();
+}
+
+class TopKKernel : public OpKernel {
+ public:
+  explicit TopKKernel(const KernelInfo& info)
+      : axis_(info.node.attr_int("axis", -1)), largest_(info.node.attr_int("largest", 1) != 0) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& in = *ctx.input(0);
+    const int64_t k = ctx.input(1)->data<int64_t>()[0];
+    const int64_t axis = axis_ < 0 ? axis_ + in.rank() : axis_;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= in.dim(d);
+    for (int64_t d = axis + 1; d < in.rank(); ++d) inner *= in.dim(d);
+    const int64_t n = in.dim(axis);
+    Tensor& values = ctx.output(0);
+    Tensor& indices = ctx.output(1);
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::vector<double> key(static_cast<size_t>(n));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t e = 0; e < inner; ++e) {
+        for (int64_t j = 0; j < n; ++j) {
+          order[size_t(j)] = j;
+          key[size_t(j)] = GetDouble(in, (o * n + j) * inner + e);
+        }
+        // Sorted by value; equal values keep the lower index first.
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          return largest_ ? key[size_t(a)] > key[size_t(b)] : key[size_t(a)] < key[size_t(b)];
+        });
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t src = (o * n + order[size_t(j)]) * inner + e, dst = (o * k + j) * inner + e;
+          indices.data<int64_t>()[dst] = order[size_t(j)];
+          std::memcpy(values.data<char>() + size_t(dst) * (Info(in.dtype()).bits / 8),
+                      in.data<char>() + size_t(src) * (Info(in.dtype()).bits / 8), size_t(Info(in.dtype()).bits / 8));
+        }
+      }
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t axis_;
+  bool largest_;
+};
+
+absl::StatusOr<std::unique_ptr<OpKernel>> CreateTopK(const KernelInfo& info) {
+  absl::Status s = RequireDType(info, 0, kNumericTypes);
+  if (!s.ok()) return s;
+  return MakeKernel<TopKKernel>(info);
+}
+
 }  // namespace
 
 std::vector<OpDef> ReduceOps() {
@@ -277,6 +359,7 @@ std::vector<OpDef> ReduceOps() {
       {"", "ReduceMean", 1, 0, InferReduce<ReduceOp::kMean>, CreateReduce<ReduceOp::kMean>},
       {"", "ArgMax", 1, 0, InferArgMax, CreateArgMax},
       {"", "Softmax", 1, 0, InferSoftmax, CreateSoftmax},
+      {"", "TopK", 10, 0, InferTopK, CreateTopK},
   };
 }
 

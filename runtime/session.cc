@@ -284,7 +284,7 @@ class StepContext : public KernelContext {
     return out;
   }
   void set_output(size_t i, Tensor view) override { *outputs_[i] = std::move(view); }
-  Shape output_shape(size_t i) const override { return *types_[i].concrete_shape(); }
+  Shape output_shape(size_t i) const override { return types_[i].concrete_shape().value_or(Shape{}); }
   int threads() const override { return threads_; }
 
  private:
