@@ -1,7 +1,9 @@
-// MatMul with NumPy semantics (1-D promotion, broadcast batch dims): a plain
-// reference kernel, accumulating in float for 16-bit types and in the type
-// itself otherwise.
+// MatMul with NumPy semantics (1-D promotion, broadcast batch dims) and Gemm.
+// float and bfloat16 run on oneDNN when the batch dims allow one call; every
+// other case runs the plain reference kernel, accumulating in float for
+// 16-bit types and in the type itself otherwise.
 #include "ops/common.h"
+#include "ops/onednn.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
@@ -63,6 +65,14 @@ class MatMulKernel : public OpKernel {
     const std::vector<int64_t> stride_a = BroadcastStrides(batch_a, batch);
     const std::vector<int64_t> stride_b = BroadcastStrides(batch_b, batch);
     const int64_t batches = ElementCount(batch);
+    // oneDNN takes each side's batch as either complete or a single matrix.
+    const int64_t count_a = ElementCount(batch_a), count_b = ElementCount(batch_b);
+    const bool whole_a = count_a == 1 || batch_a == batch;
+    const bool whole_b = count_b == 1 || batch_b == batch;
+    if (whole_a && whole_b &&
+        OneDnnMatMul(a.dtype(), a.raw(), b.raw(), out.raw(), batches, count_a, count_b, M, K, N, false, false,
+                     ctx.threads()))
+      return absl::OkStatus();
     VisitDType(a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
@@ -145,6 +155,22 @@ class GemmKernel : public OpKernel {
     Tensor& y = ctx.output(0);
     const int64_t M = y.dim(0), N = y.dim(1), K = trans_a_ ? a.dim(0) : a.dim(1);
     const std::vector<int64_t> cs = c ? BroadcastStrides(c->shape(), y.shape()) : std::vector<int64_t>{0, 0};
+    if (OneDnnMatMul(a.dtype(), a.raw(), b.raw(), y.raw(), 1, 1, 1, M, K, N, trans_a_, trans_b_, ctx.threads())) {
+      if (alpha_ == 1 && (c == nullptr || beta_ == 0)) return absl::OkStatus();
+      VisitDType(a.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+          T* py = y.data<T>();
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              float v = alpha_ * float(Widen(py[m * N + n]));
+              if (c) v += beta_ * float(Widen(c->data<T>()[m * cs[0] + n * cs[1]]));
+              py[m * N + n] = Narrow<T>(v);
+            }
+        }
+      });
+      return absl::OkStatus();
+    }
     VisitDType(a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
