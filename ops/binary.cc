@@ -186,6 +186,52 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateBinary(const KernelInfo& info) {
   return MakeKernel<BinaryKernel<Op>>(info);
 }
 
+// ---- Sum: the broadcast sum of any number of inputs ----
+
+absl::Status InferSum(InferContext& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.Error("needs at least one input");
+  absl::Status s = CheckArity(ctx, 1, ctx.num_inputs());
+  if (!s.ok()) return s;
+  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  if (!dtype.ok()) return dtype.status();
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    absl::StatusOr<DType> t = InputDType(ctx, i);
+    if (!t.ok()) return t.status();
+    if (*t != *dtype) return ctx.Error(absl::StrCat("input ", i, " is ", LowerName(*t), ", input 0 is ", LowerName(*dtype)));
+  }
+  return SetBroadcastOutput(ctx, ctx.num_inputs(), *dtype);
+}
+
+class SumKernel : public OpKernel {
+ public:
+  explicit SumKernel(const KernelInfo&) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    Tensor& out = ctx.output(0);
+    const std::vector<int64_t> zero(out.shape().size(), 0);
+    VisitDType(out.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (kArithmetic<T>) {
+        using A = typename Arith<T>::type;
+        std::vector<A> acc(static_cast<size_t>(out.size()), A(0));
+        for (size_t k = 0; k < ctx.num_inputs(); ++k) {
+          const Tensor& in = *ctx.input(k);
+          const T* src = in.data<T>();
+          ForEachBroadcast(out.shape(), BroadcastStrides(in.shape(), out.shape()), zero, ctx.threads(),
+                           [&](int64_t o, int64_t i, int64_t) { acc[size_t(o)] += A(Widen(src[i])); });
+        }
+        for (int64_t o = 0; o < out.size(); ++o) out.data<T>()[o] = Narrow<T>(acc[size_t(o)]);
+      }
+    });
+    return absl::OkStatus();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<OpKernel>> CreateSum(const KernelInfo& info) {
+  absl::Status s = RequireDType(info, 0, kNumericTypes);
+  if (!s.ok()) return s;
+  return MakeKernel<SumKernel>(info);
+}
+
 // ---- Where(condition, X, Y) ----
 
 absl::Status InferWhere(InferContext& ctx) {
@@ -260,6 +306,7 @@ std::vector<OpDef> BinaryOps() {
       {"", "And", 7, 0, InferBinary<BinaryOp::kAnd>, CreateBinary<BinaryOp::kAnd>},
       {"", "Or", 7, 0, InferBinary<BinaryOp::kOr>, CreateBinary<BinaryOp::kOr>},
       {"", "Where", 9, 0, InferWhere, CreateWhere},
+      {"", "Sum", 8, 0, InferSum, CreateSum},
   };
 }
 

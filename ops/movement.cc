@@ -494,6 +494,10 @@ class RangeKernel : public OpKernel {
                     std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
         const T start = ctx.input(0)->data<T>()[0], delta = ctx.input(2)->data<T>()[0];
         for (int64_t i = 0; i < out.size(); ++i) out.data<T>()[i] = T(start + T(i) * delta);
+      } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+        // Range-27: 16-bit values step in float and round each element.
+        const float start = Widen(ctx.input(0)->data<T>()[0]), delta = Widen(ctx.input(2)->data<T>()[0]);
+        for (int64_t i = 0; i < out.size(); ++i) out.data<T>()[i] = Narrow<T>(start + float(i) * delta);
       }
     });
     return absl::OkStatus();
@@ -501,7 +505,8 @@ class RangeKernel : public OpKernel {
 };
 
 absl::StatusOr<std::unique_ptr<OpKernel>> CreateRange(const KernelInfo& info) {
-  if (!OneOf(info.inputs[0]->dtype, {DType::kFloat, DType::kDouble, DType::kInt16, DType::kInt32, DType::kInt64}))
+  const bool half = OneOf(info.inputs[0]->dtype, {DType::kFloat16, DType::kBFloat16}) && info.node.opset >= 27;
+  if (!half && !OneOf(info.inputs[0]->dtype, {DType::kFloat, DType::kDouble, DType::kInt16, DType::kInt32, DType::kInt64}))
     return NotImplemented(info.node, info.inputs[0]->dtype);
   return MakeKernel<RangeKernel>(info);
 }

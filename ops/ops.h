@@ -8,14 +8,14 @@
 
 namespace onnx_mini {
 
-std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div, Mod, Pow, comparisons, And, Or, Where
-std::vector<OpDef> UnaryOps();      // Neg, Abs, Sqrt, Exp, Log, Tanh, Erf, Sigmoid, Reciprocal, Gelu, Not
+std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div, Mod, Pow, comparisons, And, Or, Where, Sum
+std::vector<OpDef> UnaryOps();      // Neg, Abs, Relu, Ceil, Floor, Sqrt, Exp, Log, Tanh, Erf, Sigmoid, Reciprocal, Gelu, Not
 std::vector<OpDef> MovementOps();   // Concat, Expand, Squeeze, Unsqueeze, Gather, Slice, Range, ConstantOfShape, Pad, Trilu
 std::vector<OpDef> ReduceOps();     // ReduceMax/Sum/Mean, ArgMax, Softmax
 std::vector<OpDef> MatMulOps();     // MatMul, Gemm
 std::vector<OpDef> NormalizationOps();  // LayerNormalization, RMSNormalization, RotaryEmbedding
 std::vector<OpDef> CastOps();       // Cast, CastLike
-std::vector<OpDef> ShapingOps();    // Identity, Reshape, Shape, Transpose
+std::vector<OpDef> ShapingOps();    // Identity, Reshape, Flatten, Shape, Size, Transpose
 std::vector<OpDef> ConstantOps();   // Constant
 std::vector<OpDef> TensorScatterOps();  // TensorScatter
 std::vector<OpDef> AttentionOps();      // Attention

@@ -101,10 +101,11 @@ class ReduceKernel : public OpKernel {
     const int64_t count = out.size() > 0 ? in.size() / std::max<int64_t>(out.size(), 1) : 0;
     VisitDType(in.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
-                    std::is_same_v<T, BFloat16>) {
-        using A = std::conditional_t<std::is_integral_v<T>, T, double>;
-        std::vector<A> acc(size_t(out.size()), Op == ReduceOp::kMax ? std::numeric_limits<A>::lowest() : A(0));
+      if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+        // bool (ReduceMax-20 only) reduces as 0/1 integers: max is "any".
+        using A = std::conditional_t<std::is_same_v<T, bool>, int64_t, std::conditional_t<std::is_integral_v<T>, T, double>>;
+        std::vector<A> acc(size_t(out.size()), Op == ReduceOp::kMax && !std::is_same_v<T, bool>
+                                                   ? std::numeric_limits<A>::lowest() : A(0));
         if constexpr (Op == ReduceOp::kMax && !std::is_integral_v<T>)
           std::fill(acc.begin(), acc.end(), -std::numeric_limits<A>::infinity());
         const T* src = in.data<T>();
@@ -122,7 +123,7 @@ class ReduceKernel : public OpKernel {
         for (int64_t o = 0; o < out.size(); ++o) {
           A v = acc[size_t(o)];
           if constexpr (Op == ReduceOp::kMean) v = count > 0 ? A(v / A(count)) : A(NAN);
-          if constexpr (std::is_integral_v<T>) dst[o] = v;
+          if constexpr (std::is_integral_v<T>) dst[o] = T(v);
           else dst[o] = Narrow<T>(typename Arith<T>::type(v));
         }
       }
@@ -136,6 +137,8 @@ class ReduceKernel : public OpKernel {
 
 template <ReduceOp Op>
 absl::StatusOr<std::unique_ptr<OpKernel>> CreateReduce(const KernelInfo& info) {
+  if (Op == ReduceOp::kMax && info.inputs[0]->dtype == DType::kBool && info.node.opset >= 20)
+    return MakeKernel<ReduceKernel<Op>>(info);  // ReduceMax-20 on bool: any
   absl::Status s = RequireDType(info, 0, kNumericTypes);
   if (!s.ok()) return s;
   return MakeKernel<ReduceKernel<Op>>(info);

@@ -1,5 +1,5 @@
-// Ops that move or relabel data without arithmetic: Identity, Reshape, Shape,
-// Transpose.
+// Ops that move or relabel data without arithmetic: Identity, Reshape,
+// Flatten, Shape, Size, Transpose.
 #include <cstring>
 #include <numeric>
 
@@ -107,6 +107,57 @@ class ViewKernel : public OpKernel {
   explicit ViewKernel(const KernelInfo&) {}
   absl::Status Compute(KernelContext& ctx) const override {
     ctx.set_output(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
+    return absl::OkStatus();
+  }
+};
+
+// ---- Flatten: a view as 2-D, the dims before `axis` times the rest ----
+
+absl::Status InferFlatten(InferContext& ctx) {
+  absl::Status s = CheckArity(ctx, 1, 1);
+  if (!s.ok()) return s;
+  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  if (!in.ok()) return in.status();
+  ValueType out;
+  out.dtype = *in;
+  out.dims = std::vector<Dim>(2);
+  const ValueType& t = ctx.input(0);
+  if (t.dims) {
+    const int64_t rank = t.rank(), axis_attr = ctx.node().attr_int("axis", 1);
+    if (axis_attr < -rank || axis_attr > rank)
+      return ctx.Error(absl::StrCat("axis ", axis_attr, " is out of range for rank ", rank));
+    const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+    int64_t outer = 1, inner = 1;
+    bool known_outer = true, known_inner = true;
+    for (int64_t k = 0; k < rank; ++k) {
+      const Dim& d = (*t.dims)[size_t(k)];
+      bool& known = k < axis ? known_outer : known_inner;
+      if (!d.known()) known = false;
+      else (k < axis ? outer : inner) *= d.value;
+    }
+    (*out.dims)[0] = known_outer ? Dim::Known(outer) : Dim{};
+    (*out.dims)[1] = known_inner ? Dim::Known(inner) : Dim{};
+  }
+  ctx.set_output(0, out);
+  return absl::OkStatus();
+}
+
+// ---- Size: the element count as an int64 scalar ----
+
+absl::Status InferSize(InferContext& ctx) {
+  absl::Status s = CheckArity(ctx, 1, 1);
+  if (!s.ok()) return s;
+  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  if (!in.ok()) return in.status();
+  ctx.set_output(0, ValueType::Of(DType::kInt64, {}));
+  return absl::OkStatus();
+}
+
+class SizeKernel : public OpKernel {
+ public:
+  explicit SizeKernel(const KernelInfo&) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    ctx.output(0).data<int64_t>()[0] = ctx.input(0)->size();
     return absl::OkStatus();
   }
 };
@@ -241,6 +292,8 @@ std::vector<OpDef> ShapingOps() {
       {"", "Identity", 1, 0, InferIdentity, MakeKernel<ViewKernel>},
       {"", "Reshape", 5, 0, InferReshape, MakeKernel<ViewKernel>},
       {"", "Shape", 1, 0, InferShape, MakeKernel<ShapeKernel>},
+      {"", "Flatten", 1, 0, InferFlatten, MakeKernel<ViewKernel>},
+      {"", "Size", 1, 0, InferSize, MakeKernel<SizeKernel>},
       {"", "Transpose", 1, 0, InferTranspose, CreateTranspose},
   };
 }

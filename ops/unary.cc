@@ -1,5 +1,5 @@
 // Elementwise ops of one input: Neg, Abs, Sqrt, Exp, Log, Tanh, Erf, Sigmoid,
-// Reciprocal, Gelu, Not. 16-bit floats compute in float.
+// Reciprocal, Gelu, Relu, Ceil, Floor, Not. 16-bit floats compute in float.
 #include <cmath>
 
 #include "ops/common.h"
@@ -8,7 +8,7 @@
 namespace onnx_mini {
 namespace {
 
-enum class UnaryOp { kNeg, kAbs, kSqrt, kExp, kLog, kTanh, kErf, kSigmoid, kReciprocal, kGelu, kNot };
+enum class UnaryOp { kNeg, kAbs, kRelu, kCeil, kFloor, kSqrt, kExp, kLog, kTanh, kErf, kSigmoid, kReciprocal, kGelu, kNot };
 
 constexpr std::initializer_list<DType> kFloatTypes = {DType::kFloat, DType::kDouble, DType::kFloat16,
                                                       DType::kBFloat16};
@@ -20,6 +20,9 @@ template <UnaryOp Op, class A>
 A Apply(A x, bool tanh_gelu) {
   if constexpr (Op == UnaryOp::kNeg) return A(-x);
   else if constexpr (Op == UnaryOp::kAbs) return x < 0 ? A(-x) : x;
+  else if constexpr (Op == UnaryOp::kRelu) return x > 0 ? x : A(0);
+  else if constexpr (Op == UnaryOp::kCeil) return std::ceil(x);
+  else if constexpr (Op == UnaryOp::kFloor) return std::floor(x);
   else if constexpr (Op == UnaryOp::kSqrt) return std::sqrt(x);
   else if constexpr (Op == UnaryOp::kExp) return std::exp(x);
   else if constexpr (Op == UnaryOp::kLog) return std::log(x);
@@ -76,7 +79,7 @@ template <UnaryOp Op>
 absl::StatusOr<std::unique_ptr<OpKernel>> CreateUnary(const KernelInfo& info) {
   const DType dtype = info.inputs[0]->dtype;
   bool ok = OneOf(dtype, kFloatTypes);
-  if (Op == UnaryOp::kNeg || Op == UnaryOp::kAbs) ok = OneOf(dtype, kSignedTypes);
+  if (Op == UnaryOp::kNeg || Op == UnaryOp::kAbs || Op == UnaryOp::kRelu) ok = OneOf(dtype, kSignedTypes);
   if (Op == UnaryOp::kAbs) ok = ok || OneOf(dtype, kNumericTypes);
   if (Op == UnaryOp::kNot) ok = dtype == DType::kBool;
   if (!ok) return NotImplemented(info.node, dtype);
@@ -89,6 +92,9 @@ std::vector<OpDef> UnaryOps() {
   return {
       {"", "Neg", 6, 0, InferUnary, CreateUnary<UnaryOp::kNeg>, 0},
       {"", "Abs", 6, 0, InferUnary, CreateUnary<UnaryOp::kAbs>, 0},
+      {"", "Relu", 6, 0, InferUnary, CreateUnary<UnaryOp::kRelu>, 0},
+      {"", "Ceil", 6, 0, InferUnary, CreateUnary<UnaryOp::kCeil>, 0},
+      {"", "Floor", 6, 0, InferUnary, CreateUnary<UnaryOp::kFloor>, 0},
       {"", "Sqrt", 6, 0, InferUnary, CreateUnary<UnaryOp::kSqrt>, 0},
       {"", "Exp", 6, 0, InferUnary, CreateUnary<UnaryOp::kExp>, 0},
       {"", "Log", 6, 0, InferUnary, CreateUnary<UnaryOp::kLog>, 0},
