@@ -46,9 +46,7 @@ absl::Status SetBroadcastOutput(InferContext& ctx, size_t n, DType dtype) {
 
 template <BinaryOp Op>
 absl::Status InferBinary(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 2, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> a = InputDType(ctx, 0);
+  absl::StatusOr<DType> a = CheckInputs(ctx, 2, 2);
   if (!a.ok()) return a.status();
   absl::StatusOr<DType> b = InputDType(ctx, 1);
   if (!b.ok()) return b.status();
@@ -104,8 +102,7 @@ bool Compare(A x, A y) {
 }
 
 template <class T> constexpr bool kArithmetic =
-    (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
-    std::is_same_v<T, BFloat16>;
+    kIsArithmetic<T>;
 
 template <BinaryOp Op>
 class BinaryKernel : public OpKernel {
@@ -130,7 +127,7 @@ class BinaryKernel : public OpKernel {
           });
         }
       } else if constexpr (IsComparison(Op)) {
-        if constexpr (kArithmetic<T> || ((std::is_same_v<T, bool> || std::is_same_v<T, std::string>) &&
+        if constexpr (kIsArithmetic<T> || ((std::is_same_v<T, bool> || std::is_same_v<T, std::string>) &&
                                          Op == BinaryOp::kEqual)) {
           const T* pb = b.data<T>();
           bool* po = out.data<bool>();
@@ -139,11 +136,11 @@ class BinaryKernel : public OpKernel {
           });
         }
       } else if constexpr (Op == BinaryOp::kPow) {
-        if constexpr (kArithmetic<T>) {
+        if constexpr (kIsArithmetic<T>) {
           T* po = out.data<T>();
           VisitDType(b.dtype(), [&](auto exp_tag) {
             using E = typename decltype(exp_tag)::type;
-            if constexpr (kArithmetic<E>) {
+            if constexpr (kIsArithmetic<E>) {
               const E* pb = b.data<E>();
               ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
                 const double v = std::pow(double(Widen(pa[i])), double(Widen(pb[j])));
@@ -153,7 +150,7 @@ class BinaryKernel : public OpKernel {
             }
           });
         }
-      } else if constexpr (kArithmetic<T>) {
+      } else if constexpr (kIsArithmetic<T>) {
         using A = typename Arith<T>::type;
         const T* pb = b.data<T>();
         T* po = out.data<T>();
@@ -190,9 +187,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateBinary(const KernelInfo& info) {
 
 absl::Status InferSum(InferContext& ctx) {
   if (ctx.num_inputs() == 0) return ctx.Error("needs at least one input");
-  absl::Status s = CheckArity(ctx, 1, ctx.num_inputs());
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, ctx.num_inputs());
   if (!dtype.ok()) return dtype.status();
   for (size_t i = 1; i < ctx.num_inputs(); ++i) {
     absl::StatusOr<DType> t = InputDType(ctx, i);
@@ -210,7 +205,7 @@ class SumKernel : public OpKernel {
     const std::vector<int64_t> zero(out.shape().size(), 0);
     VisitDType(out.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (kArithmetic<T>) {
+      if constexpr (kIsArithmetic<T>) {
         using A = typename Arith<T>::type;
         std::vector<A> acc(static_cast<size_t>(out.size()), A(0));
         for (size_t k = 0; k < ctx.num_inputs(); ++k) {
@@ -235,9 +230,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateSum(const KernelInfo& info) {
 // ---- Where(condition, X, Y) ----
 
 absl::Status InferWhere(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 3, 3);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> c = InputDType(ctx, 0);
+  absl::StatusOr<DType> c = CheckInputs(ctx, 3, 3);
   if (!c.ok()) return c.status();
   absl::StatusOr<DType> x = InputDType(ctx, 1);
   if (!x.ok()) return x.status();

@@ -11,9 +11,7 @@ namespace onnx_mini {
 namespace {
 
 absl::Status InferCast(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
   if (!in.ok()) return in.status();
   const Attribute* to = ctx.node().attr("to");
   if (to == nullptr) return ctx.Error("attribute 'to' is required");
@@ -27,9 +25,7 @@ absl::Status InferCast(InferContext& ctx) {
 
 // CastLike: Cast to the element type of the second input.
 absl::Status InferCastLike(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 2, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  absl::StatusOr<DType> in = CheckInputs(ctx, 2, 2);
   if (!in.ok()) return in.status();
   absl::StatusOr<DType> target = InputDType(ctx, 1);
   if (!target.ok()) return target.status();

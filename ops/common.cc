@@ -26,6 +26,13 @@ absl::Status CheckArity(const InferContext& ctx, size_t min_inputs, size_t max_i
   return absl::OkStatus();
 }
 
+absl::StatusOr<DType> CheckInputs(const InferContext& ctx, size_t min_inputs, size_t max_inputs,
+                                  size_t min_outputs, size_t max_outputs) {
+  absl::Status s = CheckArity(ctx, min_inputs, max_inputs, min_outputs, max_outputs);
+  if (!s.ok()) return s;
+  return InputDType(ctx, 0);
+}
+
 absl::StatusOr<DType> InputDType(const InferContext& ctx, size_t i) {
   if (!ctx.has_input(i)) return ctx.Error(absl::StrCat("input ", i, " is required"));
   const ValueType& t = ctx.input(i);

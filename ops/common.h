@@ -19,6 +19,9 @@ bool OneOf(DType dtype, std::initializer_list<DType> set);
 // Checks the node's input and output counts against the schema.
 absl::Status CheckArity(const InferContext& ctx, size_t min_inputs, size_t max_inputs,
                         size_t min_outputs = 1, size_t max_outputs = 1);
+// CheckArity, then the element type of input 0 (the common opening of a shape function).
+absl::StatusOr<DType> CheckInputs(const InferContext& ctx, size_t min_inputs, size_t max_inputs,
+                                  size_t min_outputs = 1, size_t max_outputs = 1);
 // Checks that input i is present and has a known dtype, and returns it.
 absl::StatusOr<DType> InputDType(const InferContext& ctx, size_t i);
 // Fails with "not implemented: ... for <dtype>" unless the dtype is in the set.
@@ -56,6 +59,22 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& sa,
     for (int64_t k = 0; k < inner; ++k) f(base + k, a + k * ia, b + k * ib);
   }
 }
+
+// The element types with arithmetic: numbers and the 16-bit floats (not bool).
+template <class T> constexpr bool kIsArithmetic =
+    (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
+    std::is_same_v<T, BFloat16>;
+
+// The kernel of ops whose output is input 0 relabelled with the shape the
+// shape function derived (Identity, Reshape, Flatten, Squeeze, Unsqueeze): no copy.
+class ViewKernel : public OpKernel {
+ public:
+  explicit ViewKernel(const KernelInfo&) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    ctx.set_output(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
+    return absl::OkStatus();
+  }
+};
 
 // Arithmetic view of element types: 16-bit floats compute in float.
 template <class T> struct Arith { using type = T; };

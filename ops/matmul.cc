@@ -10,9 +10,7 @@ namespace onnx_mini {
 namespace {
 
 absl::Status InferMatMul(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 2, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> a = InputDType(ctx, 0);
+  absl::StatusOr<DType> a = CheckInputs(ctx, 2, 2);
   if (!a.ok()) return a.status();
   absl::StatusOr<DType> b = InputDType(ctx, 1);
   if (!b.ok()) return b.status();
@@ -73,10 +71,28 @@ class MatMulKernel : public OpKernel {
         OneDnnMatMul(a.dtype(), a.raw(), b.raw(), out.raw(), batches, count_a, count_b, M, K, N, false, false,
                      ctx.threads()))
       return absl::OkStatus();
+    // Mixed broadcasting (e.g. (4,1,M,K) x (2,K,N)): one oneDNN call per output batch.
+    if (batches > 0 && OneOf(a.dtype(), {DType::kFloat, DType::kBFloat16})) {
+      const size_t elem = size_t(Info(a.dtype()).bits / 8);
+      bool done = true;
+      for (int64_t t = 0; t < batches && done; ++t) {
+        int64_t off_a = 0, off_b = 0, rem = t;
+        for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
+          const int64_t idx = rem % batch[size_t(d)];
+          rem /= batch[size_t(d)];
+          off_a += idx * stride_a[size_t(d)];
+          off_b += idx * stride_b[size_t(d)];
+        }
+        done = OneDnnMatMul(a.dtype(), static_cast<const char*>(a.raw()) + size_t(off_a * M * K) * elem,
+                            static_cast<const char*>(b.raw()) + size_t(off_b * K * N) * elem,
+                            static_cast<char*>(out.raw()) + size_t(t * M * N) * elem, 1, 1, 1, M, K, N, false, false,
+                            ctx.threads());
+      }
+      if (done) return absl::OkStatus();
+    }
     VisitDType(a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
-                    std::is_same_v<T, BFloat16>) {
+      if constexpr (kIsArithmetic<T>) {
         using A = typename Arith<T>::type;
         const T* pa = a.data<T>();
         const T* pb = b.data<T>();
@@ -117,9 +133,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateMatMul(const KernelInfo& info) {
 // ---- Gemm: Y = alpha * A' B' + beta * C ----
 
 absl::Status InferGemm(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 2, 3);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 2, 3);
   if (!dtype.ok()) return dtype.status();
   ValueType out;
   out.dtype = *dtype;
@@ -173,8 +187,7 @@ class GemmKernel : public OpKernel {
     }
     VisitDType(a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
-                    std::is_same_v<T, BFloat16>) {
+      if constexpr (kIsArithmetic<T>) {
         using A = typename Arith<T>::type;
         const T* pa = a.data<T>();
         const T* pb = b.data<T>();

@@ -127,9 +127,7 @@ class ConcatKernel : public OpKernel {
 // ---- Expand ----
 
 absl::Status InferExpand(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 2, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 2, 2);
   if (!dtype.ok()) return dtype.status();
   ValueType out;
   out.dtype = *dtype;
@@ -193,9 +191,7 @@ absl::StatusOr<std::vector<int64_t>> AxesOf(const InferContext& ctx, bool& given
 }
 
 absl::Status InferSqueeze(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, 2);
   if (!dtype.ok()) return dtype.status();
   ValueType out;
   out.dtype = *dtype;
@@ -230,9 +226,7 @@ absl::Status InferSqueeze(InferContext& ctx) {
 }
 
 absl::Status InferUnsqueeze(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, 2);
   if (!dtype.ok()) return dtype.status();
   ValueType out;
   out.dtype = *dtype;
@@ -258,24 +252,10 @@ absl::Status InferUnsqueeze(InferContext& ctx) {
   return absl::OkStatus();
 }
 
-// The output of Squeeze/Unsqueeze is the input relabelled with the shape the
-// shape function derived; the executor passes it as the output's type.
-class RelabelKernel : public OpKernel {
- public:
-  explicit RelabelKernel(const KernelInfo&) {}
-  absl::Status Compute(KernelContext& ctx) const override {
-    const Tensor& in = *ctx.input(0);
-    ctx.set_output(0, in.Reshaped(ctx.output_shape(0)));
-    return absl::OkStatus();
-  }
-};
-
 // ---- Gather ----
 
 absl::Status InferGather(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 2, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 2, 2);
   if (!dtype.ok()) return dtype.status();
   absl::StatusOr<DType> itype = InputDType(ctx, 1);
   if (!itype.ok()) return itype.status();
@@ -457,9 +437,7 @@ class SliceKernel : public OpKernel {
 // ---- Range ----
 
 absl::Status InferRange(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 3, 3);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 3, 3);
   if (!dtype.ok()) return dtype.status();
   for (size_t i = 1; i < 3; ++i) {
     absl::StatusOr<DType> t = InputDType(ctx, i);
@@ -520,9 +498,7 @@ Tensor FillValue(const Node& node) {
 }
 
 absl::Status InferConstantOfShape(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, 1);
   if (!dtype.ok()) return dtype.status();
   if (*dtype != DType::kInt64) return ctx.Error(absl::StrCat("the shape input must be int64, got ", LowerName(*dtype)));
   const Attribute* value = ctx.node().attr("value");
@@ -698,9 +674,7 @@ class PadKernel : public OpKernel {
 // ---- Trilu ----
 
 absl::Status InferTrilu(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, 2);
   if (!dtype.ok()) return dtype.status();
   if (ctx.input(0).dims && ctx.input(0).rank() < 2) return ctx.Error("the input must have rank >= 2");
   ctx.set_output(0, ctx.input(0));
@@ -768,9 +742,7 @@ absl::StatusOr<std::vector<int64_t>> SplitSizes(const InferContext& ctx, int64_t
 }
 
 absl::Status InferSplit(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 2, 1, 1 << 16);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, 2, 1, 1 << 16);
   if (!dtype.ok()) return dtype.status();
   const ValueType& in = ctx.input(0);
   std::vector<ValueType> outs(ctx.num_outputs());
@@ -832,8 +804,8 @@ std::vector<OpDef> MovementOps() {
   return {
       {"", "Concat", 4, 0, InferConcat, CreateMovable<ConcatKernel>},
       {"", "Expand", 8, 0, InferExpand, CreateMovable<ExpandKernel>},
-      {"", "Squeeze", 1, 0, InferSqueeze, MakeKernel<RelabelKernel>},
-      {"", "Unsqueeze", 1, 0, InferUnsqueeze, MakeKernel<RelabelKernel>},
+      {"", "Squeeze", 1, 0, InferSqueeze, MakeKernel<ViewKernel>},
+      {"", "Unsqueeze", 1, 0, InferUnsqueeze, MakeKernel<ViewKernel>},
       {"", "Gather", 1, 0, InferGather, CreateMovable<GatherKernel>},
       {"", "Slice", 1, 0, InferSlice, CreateMovable<SliceKernel>},
       {"", "Range", 11, 0, InferRange, CreateRange},

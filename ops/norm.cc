@@ -183,9 +183,7 @@ absl::StatusOr<RotaryLayout> ResolveRotary(const InferContext& ctx, const Shape&
 }
 
 absl::Status InferRotary(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 3, 4);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 3, 4);
   if (!dtype.ok()) return dtype.status();
   for (size_t i = 1; i < 3; ++i) {
     absl::StatusOr<DType> t = InputDType(ctx, i);

@@ -46,9 +46,7 @@ absl::StatusOr<std::vector<bool>> ReducedDims(const InferContext& ctx, int64_t r
 
 template <ReduceOp Op>
 absl::Status InferReduce(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, 2);
   if (!dtype.ok()) return dtype.status();
   ValueType out;
   out.dtype = *dtype;
@@ -147,9 +145,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateReduce(const KernelInfo& info) {
 // ---- ArgMax ----
 
 absl::Status InferArgMax(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, 1);
   if (!dtype.ok()) return dtype.status();
   ValueType out;
   out.dtype = DType::kInt64;
@@ -208,9 +204,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateArgMax(const KernelInfo& info) {
 // ---- Softmax ----
 
 absl::Status InferSoftmax(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, 1);
   if (!dtype.ok()) return dtype.status();
   const ValueType& in = ctx.input(0);
   if (in.dims) {
@@ -276,9 +270,7 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateSoftmax(const KernelInfo& info) 
 // ---- TopK ----
 
 absl::Status InferTopK(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 2, 2, 2, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> dtype = InputDType(ctx, 0);
+  absl::StatusOr<DType> dtype = CheckInputs(ctx, 2, 2, 2, 2);
   if (!dtype.ok()) return dtype.status();
   ValueType values, indices;
   values.dtype = *dtype;

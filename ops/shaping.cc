@@ -12,9 +12,7 @@ namespace {
 // ---- Identity: the output is a view of the input ----
 
 absl::Status InferIdentity(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
   if (!in.ok()) return in.status();
   ctx.set_output(0, ctx.input(0));
   return absl::OkStatus();
@@ -23,9 +21,7 @@ absl::Status InferIdentity(InferContext& ctx) {
 // ---- Reshape ----
 
 absl::Status InferReshape(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 2, 2);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  absl::StatusOr<DType> in = CheckInputs(ctx, 2, 2);
   if (!in.ok()) return in.status();
   absl::StatusOr<DType> shape_type = InputDType(ctx, 1);
   if (!shape_type.ok()) return shape_type.status();
@@ -100,23 +96,10 @@ absl::Status InferReshape(InferContext& ctx) {
   return absl::OkStatus();
 }
 
-// Reshape and Identity: the output views the input's storage with the shape
-// the shape function derived.
-class ViewKernel : public OpKernel {
- public:
-  explicit ViewKernel(const KernelInfo&) {}
-  absl::Status Compute(KernelContext& ctx) const override {
-    ctx.set_output(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
-    return absl::OkStatus();
-  }
-};
-
 // ---- Flatten: a view as 2-D, the dims before `axis` times the rest ----
 
 absl::Status InferFlatten(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
   if (!in.ok()) return in.status();
   ValueType out;
   out.dtype = *in;
@@ -145,9 +128,7 @@ absl::Status InferFlatten(InferContext& ctx) {
 // ---- Size: the element count as an int64 scalar ----
 
 absl::Status InferSize(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
   if (!in.ok()) return in.status();
   ctx.set_output(0, ValueType::Of(DType::kInt64, {}));
   return absl::OkStatus();
@@ -175,9 +156,7 @@ void ShapeRange(const InferContext& ctx, int64_t rank, int64_t& start, int64_t& 
 }
 
 absl::Status InferShape(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
   if (!in.ok()) return in.status();
   ValueType out;
   out.dtype = DType::kInt64;
@@ -232,9 +211,7 @@ absl::StatusOr<std::vector<int64_t>> Permutation(const InferContext& ctx, int64_
 }
 
 absl::Status InferTranspose(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
   if (!in.ok()) return in.status();
   ValueType out;
   out.dtype = *in;

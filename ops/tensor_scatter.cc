@@ -15,9 +15,7 @@ namespace {
 bool ScatterType(DType d) { return IsValidDType(int32_t(d)) && d != DType::kUInt2 && d != DType::kInt2; }
 
 absl::Status InferTensorScatter(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 2, 3);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> past_type = InputDType(ctx, 0);
+  absl::StatusOr<DType> past_type = CheckInputs(ctx, 2, 3);
   if (!past_type.ok()) return past_type.status();
   absl::StatusOr<DType> update_type = InputDType(ctx, 1);
   if (!update_type.ok()) return update_type.status();

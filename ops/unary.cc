@@ -37,9 +37,7 @@ A Apply(A x, bool tanh_gelu) {
 }
 
 absl::Status InferUnary(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 1, 1);
-  if (!s.ok()) return s;
-  absl::StatusOr<DType> in = InputDType(ctx, 0);
+  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
   if (!in.ok()) return in.status();
   ctx.set_output(0, ctx.input(0));
   return absl::OkStatus();
@@ -61,8 +59,7 @@ class UnaryKernel : public OpKernel {
       if constexpr (Op == UnaryOp::kNot) {
         if constexpr (std::is_same_v<T, bool>)
           for (int64_t i = 0; i < n; ++i) dst[i] = !src[i];
-      } else if constexpr ((std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) ||
-                           std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+      } else if constexpr (kIsArithmetic<T>) {
         using A = typename Arith<T>::type;
 #pragma omp parallel for num_threads(ctx.threads()) if (n > (1 << 15))
         for (int64_t i = 0; i < n; ++i) dst[i] = Narrow<T>(Apply<Op, A>(Widen(src[i]), tanh_gelu_));
