@@ -63,6 +63,16 @@ class MatMulKernel : public OpKernel {
     const std::vector<int64_t> stride_a = BroadcastStrides(batch_a, batch);
     const std::vector<int64_t> stride_b = BroadcastStrides(batch_b, batch);
     const int64_t batches = ElementCount(batch);
+    // The matrices of A and B that output batch t multiplies.
+    auto batch_offsets = [&](int64_t t, int64_t& off_a, int64_t& off_b) {
+      off_a = off_b = 0;
+      for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
+        const int64_t idx = t % batch[size_t(d)];
+        t /= batch[size_t(d)];
+        off_a += idx * stride_a[size_t(d)];
+        off_b += idx * stride_b[size_t(d)];
+      }
+    };
     // oneDNN takes each side's batch as either complete or a single matrix.
     const int64_t count_a = ElementCount(batch_a), count_b = ElementCount(batch_b);
     const bool whole_a = count_a == 1 || batch_a == batch;
@@ -76,13 +86,8 @@ class MatMulKernel : public OpKernel {
       const size_t elem = size_t(Info(a.dtype()).bits / 8);
       bool done = true;
       for (int64_t t = 0; t < batches && done; ++t) {
-        int64_t off_a = 0, off_b = 0, rem = t;
-        for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
-          const int64_t idx = rem % batch[size_t(d)];
-          rem /= batch[size_t(d)];
-          off_a += idx * stride_a[size_t(d)];
-          off_b += idx * stride_b[size_t(d)];
-        }
+        int64_t off_a, off_b;
+        batch_offsets(t, off_a, off_b);
         done = OneDnnMatMul(a.dtype(), static_cast<const char*>(a.raw()) + size_t(off_a * M * K) * elem,
                             static_cast<const char*>(b.raw()) + size_t(off_b * K * N) * elem,
                             static_cast<char*>(out.raw()) + size_t(t * M * N) * elem, 1, 1, 1, M, K, N, false, false,
@@ -100,13 +105,8 @@ class MatMulKernel : public OpKernel {
 #pragma omp parallel for num_threads(ctx.threads()) if (batches * M * N * K > (1 << 18))
         for (int64_t t = 0; t < batches * M; ++t) {
           const int64_t bi = t / M, m = t % M;
-          int64_t off_a = 0, off_b = 0, rem = bi;
-          for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
-            const int64_t idx = rem % batch[size_t(d)];
-            rem /= batch[size_t(d)];
-            off_a += idx * stride_a[size_t(d)];
-            off_b += idx * stride_b[size_t(d)];
-          }
+          int64_t off_a, off_b;
+          batch_offsets(bi, off_a, off_b);
           const T* row = pa + (off_a * M + m) * K;
           const T* mat = pb + off_b * K * N;
           std::vector<A> acc(size_t(N), A(0));
