@@ -8,6 +8,10 @@
 
 #include "ops/common.h"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace onnx_mini {
 namespace {
 
@@ -186,6 +190,7 @@ namespace {
 
 constexpr int64_t kKeyBlock = 64;
 constexpr int64_t kQueryBlock = 16;
+constexpr int64_t kTiledRows = 16;
 
 // Rows of 16-bit values to float, and float rows rounded to T's precision.
 inline void WidenRow(const Float16* in, float* out, int64_t n) { Float16ToFloat(in, out, n); }
@@ -211,6 +216,36 @@ void RoundRow(A* row, int64_t n) {
 template <class T, class A>
 void WidenRow(const T* in, A* out, int64_t n) {
   for (int64_t d = 0; d < n; ++d) out[d] = A(Widen(in[d]));
+}
+
+// Scores of one query row against a transposed block of kKeyBlock keys:
+// s[j] = sum_d q[d] * kt[d][j]. Four 16-key accumulators stay in registers.
+inline void ScoreTile(const float* q, const float* kt, int64_t d_len, float* s) {
+#if defined(__AVX512F__)
+  static_assert(kKeyBlock == 64, "the tile covers 64 keys");
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t d = 0; d < d_len; ++d) {
+    const __m512 qd = _mm512_set1_ps(q[d]);
+    const float* k = kt + d * kKeyBlock;
+    a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k), a0);
+    a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 16), a1);
+    a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 32), a2);
+    a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 48), a3);
+  }
+  _mm512_storeu_ps(s, a0);
+  _mm512_storeu_ps(s + 16, a1);
+  _mm512_storeu_ps(s + 32, a2);
+  _mm512_storeu_ps(s + 48, a3);
+#else
+  for (int64_t j = 0; j < kKeyBlock; ++j) s[j] = 0;
+  for (int64_t d = 0; d < d_len; ++d)
+    for (int64_t j = 0; j < kKeyBlock; ++j) s[j] += q[d] * kt[d * kKeyBlock + j];
+#endif
+}
+inline void ScoreTile(const double* q, const double* kt, int64_t d_len, double* s) {
+  for (int64_t j = 0; j < kKeyBlock; ++j) s[j] = 0;
+  for (int64_t d = 0; d < d_len; ++d)
+    for (int64_t j = 0; j < kKeyBlock; ++j) s[j] += q[d] * kt[d * kKeyBlock + j];
 }
 
 // Dot product with 16 independent partial sums: vectorizes without
@@ -262,14 +297,15 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
   const A r = ScaleRoot<T>(p);
   // Direct rows are unscaled, so the query carries both factors of r.
   const A q_factor = kDirect ? r * r : r;
-  scratch.resize(size_t(rows * D + rows * Dv + 3 * rows + kKeyBlock * (1 + (kDirect ? 0 : D + Dv))));
+  scratch.resize(size_t(rows * D + rows * Dv + 3 * rows + kKeyBlock * (1 + D + (kDirect ? 0 : D + Dv))));
   A* q = scratch.data();
   A* acc = q + rows * D;
   A* m = acc + rows * Dv;
   A* l = m + rows;
   A* seen = l + rows;  // 1 once a key with a finite bias was seen
   A* s = seen + rows;
-  A* kb = s + kKeyBlock;
+  A* kt = s + kKeyBlock;  // the K block transposed, kt[d * kKeyBlock + j]
+  A* kb = kt + kKeyBlock * D;
   A* vb = kb + kKeyBlock * D;
   std::vector<int64_t> first(static_cast<size_t>(rows)), last(first);
   int64_t lo = p.total_len, hi = 0;
@@ -311,14 +347,25 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
         v_rows[size_t(j - j0)] = vd;
       }
     }
+    // Many rows per block (prefill): transpose the K block once, then each
+    // row's scores come 16 keys at a time from register accumulators with no
+    // horizontal sums. Few rows (decode): one dot product per key.
+    const bool tiled = rows >= kTiledRows;
+    if (tiled) {
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + (j - j0)] = k_rows[size_t(j - j0)][d];
+      for (int64_t j = j1 - j0; j < kKeyBlock; ++j)
+        for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + j] = 0;
+    }
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t a = std::max(j0, first[size_t(row)]), e = std::min(j1, last[size_t(row)]);
       if (a >= e) continue;
       const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
       const A* qr = q + row * D;
+      if (tiled) ScoreTile(qr, kt, D, s);
       A block_max = kMinusInf;
       for (int64_t j = a; j < e; ++j) {
-        A z = Dot(qr, k_rows[size_t(j - j0)], D);
+        A z = tiled ? s[j - j0] : Dot(qr, k_rows[size_t(j - j0)], D);
         if constexpr (!kDirect) z = RoundTo<T>(z);
         if (p.softcap != 0) {
           z = A(p.softcap) * std::tanh(z / A(p.softcap));
