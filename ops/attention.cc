@@ -305,7 +305,7 @@ class AttentionKernel : public OpKernel {
       for (int64_t i = 0; i < mask->size(); ++i) {
         const double v = GetDouble(*mask, i);
         bias[size_t(i)] = is_bool ? (v != 0 ? 0.0 : -std::numeric_limits<double>::infinity())
-                                  : RoundForT1(p.dtype, v);
+                                  : RoundToDType(p.dtype, v);
       }
       p.mask = bias.data();
     }
@@ -320,11 +320,6 @@ class AttentionKernel : public OpKernel {
   }
 
  private:
-  static double RoundForT1(DType t1, double v) {
-    Tensor one = Tensor::Zeros(t1, {1});
-    SetDouble(one, 0, v);
-    return GetDouble(one, 0);
-  }
   const Node& node_;
   AttentionAttributes attrs_;
 };

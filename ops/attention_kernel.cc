@@ -21,20 +21,13 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 template <class T> using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 // Rounds a value to T's precision (the function body's Cast points).
+// From a double the 16-bit encoders round directly (no double rounding via float).
 template <class T, class V>
 V RoundTo(V x) {
-  if constexpr (std::is_same_v<T, Float16>) return V(ToFloat(ToFloat16(float(x))));
-  else if constexpr (std::is_same_v<T, BFloat16>) return V(ToFloat(ToBFloat16(float(x))));
+  if constexpr (std::is_same_v<T, Float16>) return V(ToFloat(ToFloat16(x)));
+  else if constexpr (std::is_same_v<T, BFloat16>) return V(ToFloat(ToBFloat16(x)));
   else if constexpr (std::is_same_v<T, float>) return V(float(x));
   else return x;
-}
-double RoundToDType(DType d, double x) {
-  switch (d) {
-    case DType::kFloat16: return RoundTo<Float16>(x);
-    case DType::kBFloat16: return RoundTo<BFloat16>(x);
-    case DType::kFloat: return RoundTo<float>(x);
-    default: return x;
-  }
 }
 
 // Calls f(TypeTag<T>) for the four attention element types.
@@ -82,6 +75,15 @@ double BiasAt(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_
 }
 
 }  // namespace
+
+double RoundToDType(DType dtype, double x) {
+  switch (dtype) {
+    case DType::kFloat16: return RoundTo<Float16>(x);
+    case DType::kBFloat16: return RoundTo<BFloat16>(x);
+    case DType::kFloat: return RoundTo<float>(x);
+    default: return x;
+  }
+}
 
 void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t& last) const {
   first = 0;

@@ -78,6 +78,9 @@ struct AttentionProblem {
   void VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t& last) const;
 };
 
+// x rounded to the precision of a float type (float16, bfloat16, float; double unchanged).
+double RoundToDType(DType dtype, double x);
+
 // Fills present_key/present_value (if requested) from past and new keys.
 void WritePresent(const AttentionProblem& p, int threads);
 

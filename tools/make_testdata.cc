@@ -26,7 +26,7 @@ void Write(const fs::path& path, const std::string& bytes) {
 void WriteCase(const fs::path& dir, const ModelBuilder& m, const std::vector<Tensor>& inputs,
                const std::vector<Tensor>& outputs) {
   Write(dir / "model.onnx", m.Serialize());
-  const auto& g = const_cast<ModelBuilder&>(m).graph();
+  const onnx::GraphProto& g = m.graph();
   for (size_t k = 0; k < inputs.size(); ++k)
     Write(dir / "test_data_set_0" / absl::StrCat("input_", k, ".pb"),
           SerializeTensorProto(inputs[k], g.input(int(k)).name()));

@@ -27,6 +27,7 @@ class ModelBuilder {
 
   onnx::ModelProto& proto() { return model_; }
   onnx::GraphProto& graph() { return *model_.mutable_graph(); }
+  const onnx::GraphProto& graph() const { return model_.graph(); }
   std::string Serialize() const { return model_.SerializeAsString(); }
   // Loads the model from its bytes (no external data) and creates a session.
   absl::StatusOr<std::unique_ptr<Session>> Build(const SessionOptions& options = {}) const;
