@@ -6,6 +6,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "runtime/element.h"
 
 namespace onnx_mini {
 namespace {
@@ -26,9 +27,7 @@ absl::StatusOr<std::vector<Dim>> BroadcastInputs(const InferContext& ctx, size_t
       dims = *ctx.input(0).dims;
       continue;
     }
-    absl::StatusOr<std::vector<Dim>> next = BroadcastDims(ctx, dims, *ctx.input(i).dims);
-    if (!next.ok()) return next.status();
-    dims = *std::move(next);
+    ASSIGN_OR_RETURN(dims, BroadcastDims(ctx, dims, *ctx.input(i).dims));
   }
   return dims;
 }
@@ -44,18 +43,6 @@ absl::Status SetBroadcastOutput(InferContext& ctx, size_t n, DType dtype) {
   return absl::OkStatus();
 }
 
-template <BinaryOp Op>
-absl::Status InferBinary(InferContext& ctx) {
-  absl::StatusOr<DType> a = CheckInputs(ctx, 2, 2);
-  if (!a.ok()) return a.status();
-  absl::StatusOr<DType> b = InputDType(ctx, 1);
-  if (!b.ok()) return b.status();
-  if (Op != BinaryOp::kPow && *a != *b)  // Pow's exponent has a type of its own
-    return ctx.Error(absl::StrCat("inputs must have the same element type, got ", LowerName(*a),
-                                  " and ", LowerName(*b)));
-  return SetBroadcastOutput(ctx, 2, IsComparison(Op) || IsLogical(Op) ? DType::kBool : *a);
-}
-
 // Integer Mod: the sign of the divisor (Python's %), or of the dividend with fmod.
 template <class A>
 A IntegerMod(A x, A y, bool fmod) {
@@ -69,22 +56,36 @@ A IntegerMod(A x, A y, bool fmod) {
   }
 }
 
-template <BinaryOp Op, class A>
+// Integer +, - and * wrap modulo 2^bits, as ONNX integer arithmetic does:
+// computed on the unsigned type, where wrapping is defined.
+template <class A, class F>
+A Wrapping(A x, A y, F f) {
+  if constexpr (std::is_integral_v<A> && std::is_signed_v<A>) {
+    using U = std::make_unsigned_t<std::conditional_t<sizeof(A) < sizeof(int), int, A>>;
+    return A(f(U(x), U(y)));
+  } else if constexpr (std::is_integral_v<A> && sizeof(A) < sizeof(int)) {
+    return A(f(unsigned(x), unsigned(y)));  // no promotion to signed int
+  } else {
+    return f(x, y);
+  }
+}
+
+template <BinaryOp Kind, class A>
 A Arithmetic(A x, A y, bool fmod, std::atomic<bool>& divided_by_zero) {
-  if constexpr (Op == BinaryOp::kAdd) return x + y;
-  else if constexpr (Op == BinaryOp::kSub) return x - y;
-  else if constexpr (Op == BinaryOp::kMul) return x * y;
+  if constexpr (Kind == BinaryOp::kAdd) return Wrapping(x, y, [](auto a, auto b) { return a + b; });
+  else if constexpr (Kind == BinaryOp::kSub) return Wrapping(x, y, [](auto a, auto b) { return a - b; });
+  else if constexpr (Kind == BinaryOp::kMul) return Wrapping(x, y, [](auto a, auto b) { return a * b; });
   else if constexpr (std::is_integral_v<A>) {
     // Integer division and modulo must not trap on 0 or MIN / -1.
     if (y == 0) {
       divided_by_zero = true;
       return 0;
     }
-    if constexpr (Op == BinaryOp::kMod) return IntegerMod(x, y, fmod);
+    if constexpr (Kind == BinaryOp::kMod) return IntegerMod(x, y, fmod);
     if constexpr (std::is_signed_v<A>)
-      if (y == -1) return A(A(0) - x);  // wraps for MIN, like NumPy
+      if (y == -1) return Wrapping(A(0), x, [](auto a, auto b) { return a - b; });  // MIN / -1 wraps to MIN
     return A(x / y);
-  } else if constexpr (Op == BinaryOp::kMod) {
+  } else if constexpr (Kind == BinaryOp::kMod) {
     // Floats require fmod = 1: the C fmod, sign of the dividend.
     return A(std::fmod(x, y));
   } else {
@@ -92,22 +93,36 @@ A Arithmetic(A x, A y, bool fmod, std::atomic<bool>& divided_by_zero) {
   }
 }
 
-template <BinaryOp Op, class A>
-bool Compare(A x, A y) {
-  if constexpr (Op == BinaryOp::kEqual) return x == y;
-  else if constexpr (Op == BinaryOp::kLess) return x < y;
-  else if constexpr (Op == BinaryOp::kLessOrEqual) return x <= y;
-  else if constexpr (Op == BinaryOp::kGreater) return x > y;
+template <BinaryOp Kind, class A>
+bool Compare(const A& x, const A& y) {
+  if constexpr (Kind == BinaryOp::kEqual) return x == y;
+  else if constexpr (Kind == BinaryOp::kLess) return x < y;
+  else if constexpr (Kind == BinaryOp::kLessOrEqual) return x <= y;
+  else if constexpr (Kind == BinaryOp::kGreater) return x > y;
   else return x >= y;
 }
 
-template <class T> constexpr bool kArithmetic =
-    kIsArithmetic<T>;
 
-template <BinaryOp Op>
-class BinaryKernel : public OpKernel {
+// The element types each kind of binary op computes on (its row's type sets).
+template <BinaryOp Kind> struct BinaryTypes { using type = NumericTypes; };
+template <> struct BinaryTypes<BinaryOp::kEqual> { using type = Join<NumericTypes, TypeList<bool, std::string>>; };
+template <> struct BinaryTypes<BinaryOp::kAnd> { using type = TypeList<bool>; };
+template <> struct BinaryTypes<BinaryOp::kOr> { using type = TypeList<bool>; };
+using PowBaseTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t>;
+template <> struct BinaryTypes<BinaryOp::kPow> { using type = PowBaseTypes; };
+
+template <BinaryOp Kind>
+class BinaryOpKernel : public Op {
  public:
-  explicit BinaryKernel(const KernelInfo& info) : fmod_(info.node.attr_int("fmod", 0) != 0) {}
+  explicit BinaryOpKernel(const Node& node) : fmod_(node.attr_int("fmod", 0) != 0) {}
+
+  absl::Status Infer(InferContext& ctx) const override {
+    const DType a = ctx.input(0).dtype;
+    if (Kind == BinaryOp::kMod && Info(a).kind == DTypeKind::kFloat && !fmod_)
+      return ctx.Error("Mod of floating-point inputs requires fmod = 1");
+    return SetBroadcastOutput(ctx, 2, IsComparison(Kind) || IsLogical(Kind) ? DType::kBool : a);
+  }
+
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& a = *ctx.input(0);
     const Tensor& b = *ctx.input(1);
@@ -115,53 +130,44 @@ class BinaryKernel : public OpKernel {
     const std::vector<int64_t> sa = BroadcastStrides(a.shape(), out.shape());
     const std::vector<int64_t> sb = BroadcastStrides(b.shape(), out.shape());
     std::atomic<bool> divided_by_zero{false};
-    VisitDType(a.dtype(), [&](auto tag) {
+    RETURN_IF_ERROR(Dispatch<typename BinaryTypes<Kind>::type>(ctx, a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* pa = a.data<T>();
-      if constexpr (IsLogical(Op)) {
-        if constexpr (std::is_same_v<T, bool>) {
-          const bool* pb = b.data<bool>();
-          bool* po = out.data<bool>();
+      if constexpr (IsLogical(Kind)) {
+        const bool* pb = b.data<bool>();
+        bool* po = out.data<bool>();
+        ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+          po[o] = Kind == BinaryOp::kAnd ? (pa[i] && pb[j]) : (pa[i] || pb[j]);
+        });
+      } else if constexpr (IsComparison(Kind)) {
+        const T* pb = b.data<T>();
+        bool* po = out.data<bool>();
+        ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+          if constexpr (kIsArithmetic<T>) po[o] = Compare<Kind>(Widen(pa[i]), Widen(pb[j]));
+          else po[o] = Compare<Kind>(pa[i], pb[j]);
+        });
+      } else if constexpr (Kind == BinaryOp::kPow) {
+        T* po = out.data<T>();
+        VisitTypes<NumericTypes>(b.dtype(), [&](auto exp_tag) {
+          using E = typename decltype(exp_tag)::type;
+          const E* pb = b.data<E>();
           ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
-            po[o] = Op == BinaryOp::kAnd ? (pa[i] && pb[j]) : (pa[i] || pb[j]);
+            const double v = std::pow(double(Widen(pa[i])), double(Widen(pb[j])));
+            if constexpr (std::is_integral_v<T>) po[o] = T(FloatToInt64(v));  // NaN/inf: defined, never UB
+            else po[o] = Narrow<T>(typename Arith<T>::type(v));
           });
-        }
-      } else if constexpr (IsComparison(Op)) {
-        if constexpr (kIsArithmetic<T> || ((std::is_same_v<T, bool> || std::is_same_v<T, std::string>) &&
-                                         Op == BinaryOp::kEqual)) {
-          const T* pb = b.data<T>();
-          bool* po = out.data<bool>();
-          ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
-            po[o] = Compare<Op>(Widen(pa[i]), Widen(pb[j]));
-          });
-        }
-      } else if constexpr (Op == BinaryOp::kPow) {
-        if constexpr (kIsArithmetic<T>) {
-          T* po = out.data<T>();
-          VisitDType(b.dtype(), [&](auto exp_tag) {
-            using E = typename decltype(exp_tag)::type;
-            if constexpr (kIsArithmetic<E>) {
-              const E* pb = b.data<E>();
-              ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
-                const double v = std::pow(double(Widen(pa[i])), double(Widen(pb[j])));
-                if constexpr (std::is_integral_v<T>) po[o] = T(int64_t(v));
-                else po[o] = Narrow<T>(typename Arith<T>::type(v));
-              });
-            }
-          });
-        }
-      } else if constexpr (kIsArithmetic<T>) {
+        });
+      } else {
         using A = typename Arith<T>::type;
         const T* pb = b.data<T>();
         T* po = out.data<T>();
         ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
-          po[o] = Narrow<T>(A(Arithmetic<Op, A>(Widen(pa[i]), Widen(pb[j]), fmod_, divided_by_zero)));
+          po[o] = Narrow<T>(A(Arithmetic<Kind, A>(Widen(pa[i]), Widen(pb[j]), fmod_, divided_by_zero)));
         });
       }
-    });
+    }));
     if (divided_by_zero)
-      return absl::InvalidArgumentError(Op == BinaryOp::kMod ? "Mod: integer modulo by zero"
-                                                             : "Div: integer division by zero");
+      return ctx.Error(Kind == BinaryOp::kMod ? "integer modulo by zero" : "integer division by zero");
     return absl::OkStatus();
   }
 
@@ -169,83 +175,40 @@ class BinaryKernel : public OpKernel {
   bool fmod_;
 };
 
-template <BinaryOp Op>
-absl::StatusOr<std::unique_ptr<OpKernel>> CreateBinary(const KernelInfo& info) {
-  const DType dtype = info.inputs[0]->dtype;
-  bool ok = OneOf(dtype, kNumericTypes);
-  if (IsLogical(Op)) ok = dtype == DType::kBool;
-  if (Op == BinaryOp::kEqual) ok = ok || dtype == DType::kBool || dtype == DType::kString;
-  if (Op == BinaryOp::kPow) ok = ok && OneOf(info.inputs[1]->dtype, kNumericTypes);
-  if (Op == BinaryOp::kMod && Info(dtype).kind == DTypeKind::kFloat && info.node.attr_int("fmod", 0) == 0)
-    return absl::InvalidArgumentError(
-        absl::StrCat(info.node.Describe(), ": Mod of floating-point inputs requires fmod = 1"));
-  if (!ok) return NotImplemented(info.node, dtype);
-  return MakeKernel<BinaryKernel<Op>>(info);
-}
-
 // ---- Sum: the broadcast sum of any number of inputs ----
 
-absl::Status InferSum(InferContext& ctx) {
-  if (ctx.num_inputs() == 0) return ctx.Error("needs at least one input");
-  absl::StatusOr<DType> dtype = CheckInputs(ctx, 1, ctx.num_inputs());
-  if (!dtype.ok()) return dtype.status();
-  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
-    absl::StatusOr<DType> t = InputDType(ctx, i);
-    if (!t.ok()) return t.status();
-    if (*t != *dtype) return ctx.Error(absl::StrCat("input ", i, " is ", LowerName(*t), ", input 0 is ", LowerName(*dtype)));
-  }
-  return SetBroadcastOutput(ctx, ctx.num_inputs(), *dtype);
-}
-
-class SumKernel : public OpKernel {
+class SumOp : public Op {
  public:
-  explicit SumKernel(const KernelInfo&) {}
+  explicit SumOp(const Node&) {}
+  absl::Status Infer(InferContext& ctx) const override {
+    return SetBroadcastOutput(ctx, ctx.num_inputs(), ctx.input(0).dtype);
+  }
   absl::Status Compute(KernelContext& ctx) const override {
     Tensor& out = ctx.output(0);
     const std::vector<int64_t> zero(out.shape().size(), 0);
-    VisitDType(out.dtype(), [&](auto tag) {
+    return Dispatch<FloatTypes>(ctx, out.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (kIsArithmetic<T>) {
-        using A = typename Arith<T>::type;
-        std::vector<A> acc(static_cast<size_t>(out.size()), A(0));
-        for (size_t k = 0; k < ctx.num_inputs(); ++k) {
-          const Tensor& in = *ctx.input(k);
-          const T* src = in.data<T>();
-          ForEachBroadcast(out.shape(), BroadcastStrides(in.shape(), out.shape()), zero, ctx.threads(),
-                           [&](int64_t o, int64_t i, int64_t) { acc[size_t(o)] += A(Widen(src[i])); });
-        }
-        for (int64_t o = 0; o < out.size(); ++o) out.data<T>()[o] = Narrow<T>(acc[size_t(o)]);
+      using A = typename Arith<T>::type;
+      std::vector<A> acc(static_cast<size_t>(out.size()), A(0));
+      for (size_t k = 0; k < ctx.num_inputs(); ++k) {
+        const Tensor& in = *ctx.input(k);
+        const T* src = in.data<T>();
+        ForEachBroadcast(out.shape(), BroadcastStrides(in.shape(), out.shape()), zero, ctx.threads(),
+                         [&](int64_t o, int64_t i, int64_t) { acc[size_t(o)] += A(Widen(src[i])); });
       }
+      for (int64_t o = 0; o < out.size(); ++o) out.data<T>()[o] = Narrow<T>(acc[size_t(o)]);
     });
-    return absl::OkStatus();
   }
 };
 
-absl::StatusOr<std::unique_ptr<OpKernel>> CreateSum(const KernelInfo& info) {
-  absl::Status s = RequireDType(info, 0, kNumericTypes);
-  if (!s.ok()) return s;
-  return MakeKernel<SumKernel>(info);
-}
-
 // ---- Where(condition, X, Y) ----
 
-absl::Status InferWhere(InferContext& ctx) {
-  absl::StatusOr<DType> c = CheckInputs(ctx, 3, 3);
-  if (!c.ok()) return c.status();
-  absl::StatusOr<DType> x = InputDType(ctx, 1);
-  if (!x.ok()) return x.status();
-  absl::StatusOr<DType> y = InputDType(ctx, 2);
-  if (!y.ok()) return y.status();
-  if (*c != DType::kBool) return ctx.Error(absl::StrCat("condition must be bool, got ", LowerName(*c)));
-  if (*x != *y)
-    return ctx.Error(absl::StrCat("X and Y must have the same element type, got ", LowerName(*x), " and ",
-                                  LowerName(*y)));
-  return SetBroadcastOutput(ctx, 3, *x);
-}
-
-class WhereKernel : public OpKernel {
+class WhereOp : public Op {
  public:
-  explicit WhereKernel(const KernelInfo&) {}
+  explicit WhereOp(const Node&) {}
+  absl::Status Infer(InferContext& ctx) const override {
+    return SetBroadcastOutput(ctx, 3, ctx.input(1).dtype);
+  }
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& c = *ctx.input(0);
     const Tensor& x = *ctx.input(1);
@@ -255,28 +218,28 @@ class WhereKernel : public OpKernel {
     const std::vector<int64_t> sx = BroadcastStrides(x.shape(), out.shape());
     const std::vector<int64_t> sy = BroadcastStrides(y.shape(), out.shape());
     // Two passes over the two-input iterator: X where true, then Y where false.
-    VisitDType(out.dtype(), [&](auto tag) {
+    return Dispatch<UnpackedTypes>(ctx, out.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (!kIsPacked<T> && !std::is_same_v<T, void>) {
-        const bool* pc = c.data<bool>();
-        T* po = out.data<T>();
-        const T* px = x.data<T>();
-        const T* py = y.data<T>();
-        ForEachBroadcast(out.shape(), sc, sx, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
-          if (pc[i]) po[o] = px[j];
-        });
-        ForEachBroadcast(out.shape(), sc, sy, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
-          if (!pc[i]) po[o] = py[j];
-        });
-      }
+      const bool* pc = c.data<bool>();
+      T* po = out.data<T>();
+      const T* px = x.data<T>();
+      const T* py = y.data<T>();
+      ForEachBroadcast(out.shape(), sc, sx, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+        if (pc[i]) po[o] = px[j];
+      });
+      ForEachBroadcast(out.shape(), sc, sy, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+        if (!pc[i]) po[o] = py[j];
+      });
     });
-    return absl::OkStatus();
   }
 };
 
-absl::StatusOr<std::unique_ptr<OpKernel>> CreateWhere(const KernelInfo& info) {
-  if (Info(info.inputs[1]->dtype).packed()) return NotImplemented(info.node, info.inputs[1]->dtype);
-  return MakeKernel<WhereKernel>(info);
+template <BinaryOp Kind>
+OpDef Binary(const char* name, int since, TypeSet types, bool boolean_output, bool in_place) {
+  OpDef d{"", name, since, 0, "T T", boolean_output ? "B" : "T", {{"T", types}}, MakeOp<BinaryOpKernel<Kind>>};
+  if (boolean_output) d.types.push_back({"B", kBool});
+  if (in_place) d.aliases = {{0, 0, Alias::kInPlace}};
+  return d;
 }
 
 }  // namespace
@@ -284,23 +247,27 @@ absl::StatusOr<std::unique_ptr<OpKernel>> CreateWhere(const KernelInfo& info) {
 std::vector<OpDef> BinaryOps() {
   // Versions differ only in the types they allow; one kernel serves each op.
   // Opsets before 7 (the legacy broadcast attribute) are not implemented.
-  return {
-      {"", "Add", 7, 0, InferBinary<BinaryOp::kAdd>, CreateBinary<BinaryOp::kAdd>, 0},
-      {"", "Sub", 7, 0, InferBinary<BinaryOp::kSub>, CreateBinary<BinaryOp::kSub>, 0},
-      {"", "Mul", 7, 0, InferBinary<BinaryOp::kMul>, CreateBinary<BinaryOp::kMul>, 0},
-      {"", "Div", 7, 0, InferBinary<BinaryOp::kDiv>, CreateBinary<BinaryOp::kDiv>, 0},
-      {"", "Mod", 10, 0, InferBinary<BinaryOp::kMod>, CreateBinary<BinaryOp::kMod>, 0},
-      {"", "Pow", 7, 0, InferBinary<BinaryOp::kPow>, CreateBinary<BinaryOp::kPow>},
-      {"", "Equal", 7, 0, InferBinary<BinaryOp::kEqual>, CreateBinary<BinaryOp::kEqual>},
-      {"", "Less", 7, 0, InferBinary<BinaryOp::kLess>, CreateBinary<BinaryOp::kLess>},
-      {"", "LessOrEqual", 12, 0, InferBinary<BinaryOp::kLessOrEqual>, CreateBinary<BinaryOp::kLessOrEqual>},
-      {"", "Greater", 7, 0, InferBinary<BinaryOp::kGreater>, CreateBinary<BinaryOp::kGreater>},
-      {"", "GreaterOrEqual", 12, 0, InferBinary<BinaryOp::kGreaterOrEqual>, CreateBinary<BinaryOp::kGreaterOrEqual>},
-      {"", "And", 7, 0, InferBinary<BinaryOp::kAnd>, CreateBinary<BinaryOp::kAnd>},
-      {"", "Or", 7, 0, InferBinary<BinaryOp::kOr>, CreateBinary<BinaryOp::kOr>},
-      {"", "Where", 9, 0, InferWhere, CreateWhere},
-      {"", "Sum", 8, 0, InferSum, CreateSum},
+  const TypeSet equal_types = BinaryTypes<BinaryOp::kEqual>::type::set();
+  std::vector<OpDef> rows = {
+      Binary<BinaryOp::kAdd>("Add", 7, kNumericTypes, false, true),
+      Binary<BinaryOp::kSub>("Sub", 7, kNumericTypes, false, true),
+      Binary<BinaryOp::kMul>("Mul", 7, kNumericTypes, false, true),
+      Binary<BinaryOp::kDiv>("Div", 7, kNumericTypes, false, true),
+      Binary<BinaryOp::kMod>("Mod", 10, kNumericTypes, false, true),
+      Binary<BinaryOp::kEqual>("Equal", 7, equal_types, true, false),
+      Binary<BinaryOp::kLess>("Less", 7, kNumericTypes, true, false),
+      Binary<BinaryOp::kLessOrEqual>("LessOrEqual", 12, kNumericTypes, true, false),
+      Binary<BinaryOp::kGreater>("Greater", 7, kNumericTypes, true, false),
+      Binary<BinaryOp::kGreaterOrEqual>("GreaterOrEqual", 12, kNumericTypes, true, false),
+      Binary<BinaryOp::kAnd>("And", 7, kBool, true, false),
+      Binary<BinaryOp::kOr>("Or", 7, kBool, true, false),
+      // Pow's exponent has a type of its own.
+      {"", "Pow", 7, 0, "T T1", "T", {{"T", PowBaseTypes::set()}, {"T1", kNumericTypes}},
+       MakeOp<BinaryOpKernel<BinaryOp::kPow>>, {{0, 0, Alias::kInPlace}}},
+      {"", "Where", 9, 0, "B T T", "T", {{"B", kBool}, {"T", kUnpackedTypes}}, MakeOp<WhereOp>},
+      {"", "Sum", 8, 0, "T*", "T", {{"T", kFloatTypes}}, MakeOp<SumOp>},
   };
+  return rows;
 }
 
 }  // namespace onnx_mini

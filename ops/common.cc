@@ -1,52 +1,21 @@
 #include "ops/common.h"
 
-#include "runtime/registry.h"
 
 namespace onnx_mini {
 
-bool OneOf(DType dtype, std::initializer_list<DType> set) {
-  for (DType d : set)
-    if (d == dtype) return true;
-  return false;
+std::vector<int64_t> IndexValues(const Tensor& t) {
+  std::vector<int64_t> v(size_t(t.size()));
+  VisitTypes<IndexTypes>(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t i = 0; i < t.size(); ++i) v[size_t(i)] = int64_t(t.data<T>()[i]);
+  });
+  return v;
 }
 
-absl::Status CheckArity(const InferContext& ctx, size_t min_inputs, size_t max_inputs,
-                        size_t min_outputs, size_t max_outputs) {
-  const Node& node = ctx.node();
-  size_t inputs = node.inputs.size();
-  while (inputs > 0 && node.inputs[inputs - 1].empty()) --inputs;
-  if (inputs < min_inputs || node.inputs.size() > max_inputs)
-    return ctx.Error(absl::StrCat("takes ", min_inputs, " to ", max_inputs, " inputs, got ",
-                                  node.inputs.size()));
-  for (size_t i = 0; i < min_inputs; ++i)
-    if (node.inputs[i].empty()) return ctx.Error(absl::StrCat("input ", i, " is required"));
-  if (node.outputs.size() < min_outputs || node.outputs.size() > max_outputs)
-    return ctx.Error(absl::StrCat("has ", min_outputs, " to ", max_outputs, " outputs, got ",
-                                  node.outputs.size()));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<DType> CheckInputs(const InferContext& ctx, size_t min_inputs, size_t max_inputs,
-                                  size_t min_outputs, size_t max_outputs) {
-  absl::Status s = CheckArity(ctx, min_inputs, max_inputs, min_outputs, max_outputs);
-  if (!s.ok()) return s;
-  return InputDType(ctx, 0);
-}
-
-absl::StatusOr<DType> InputDType(const InferContext& ctx, size_t i) {
-  if (!ctx.has_input(i)) return ctx.Error(absl::StrCat("input ", i, " is required"));
-  const ValueType& t = ctx.input(i);
-  if (t.kind != ValueType::Kind::kTensor)
-    return NotImplemented(ctx.node(), absl::StrCat("input ", i, " of type ", t.ToString()));
-  if (t.dtype == DType::kUndefined)
-    return ctx.Error(absl::StrCat("the element type of input ", i, " is unknown"));
-  return t.dtype;
-}
-
-absl::Status RequireDType(const KernelInfo& info, size_t input, std::initializer_list<DType> set) {
-  const DType dtype = info.inputs[input]->dtype;
-  if (!OneOf(dtype, set)) return NotImplemented(info.node, dtype);
-  return absl::OkStatus();
+absl::StatusOr<int64_t> NormalizeAxis(const InferContext& ctx, int64_t axis, int64_t rank, const char* what) {
+  if (axis < -rank || axis >= rank)
+    return ctx.Error(absl::StrCat(what, " ", axis, " is out of range for rank ", rank));
+  return axis < 0 ? axis + rank : axis;
 }
 
 absl::StatusOr<std::vector<Dim>> BroadcastDims(const InferContext& ctx, const std::vector<Dim>& a,

@@ -6,26 +6,34 @@
 #include <type_traits>
 
 #include "runtime/op.h"
+#include "runtime/type_set.h"
 
 namespace onnx_mini {
 
-inline constexpr std::initializer_list<DType> kNumericTypes = {
-    DType::kFloat,  DType::kDouble, DType::kFloat16, DType::kBFloat16, DType::kInt8,
-    DType::kInt16,  DType::kInt32,  DType::kInt64,   DType::kUInt8,    DType::kUInt16,
-    DType::kUInt32, DType::kUInt64};
+// Type sets for registry rows, from the lists kernels dispatch over.
+inline constexpr TypeSet kFloatTypes = FloatTypes::set();
+inline constexpr TypeSet kNumericTypes = NumericTypes::set();
+inline constexpr TypeSet kSignedTypes = SignedTypes::set();
+inline constexpr TypeSet kIndexTypes = IndexTypes::set();
+inline constexpr TypeSet kUnpackedTypes = UnpackedTypes::set();
+inline constexpr TypeSet kAllTypes = AllTypes::set();
+inline constexpr TypeSet kBool = {DType::kBool};
+inline constexpr TypeSet kInt64 = {DType::kInt64};
 
-bool OneOf(DType dtype, std::initializer_list<DType> set);
+// VisitTypes<List> for a kernel: the session admits only the row's declared
+// types, so a type outside List is an internal error, never silent zeros.
+template <class List, class F>
+absl::Status Dispatch(const KernelContext& ctx, DType dtype, F&& f) {
+  if (VisitTypes<List>(dtype, std::forward<F>(f))) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(ctx.node().Describe(), ": the kernel has no case for ", LowerName(dtype)));
+}
 
-// Checks the node's input and output counts against the schema.
-absl::Status CheckArity(const InferContext& ctx, size_t min_inputs, size_t max_inputs,
-                        size_t min_outputs = 1, size_t max_outputs = 1);
-// CheckArity, then the element type of input 0 (the common opening of a shape function).
-absl::StatusOr<DType> CheckInputs(const InferContext& ctx, size_t min_inputs, size_t max_inputs,
-                                  size_t min_outputs = 1, size_t max_outputs = 1);
-// Checks that input i is present and has a known dtype, and returns it.
-absl::StatusOr<DType> InputDType(const InferContext& ctx, size_t i);
-// Fails with "not implemented: ... for <dtype>" unless the dtype is in the set.
-absl::Status RequireDType(const KernelInfo& info, size_t input, std::initializer_list<DType> set);
+// The values of an int32 or int64 tensor (rows declare such inputs kIndexTypes).
+std::vector<int64_t> IndexValues(const Tensor& t);
+
+// `axis` in [-rank, rank) made non-negative, or an error naming `what`.
+absl::StatusOr<int64_t> NormalizeAxis(const InferContext& ctx, int64_t axis, int64_t rank, const char* what);
 
 // NumPy broadcasting of two shapes; dims may be unknown.
 absl::StatusOr<std::vector<Dim>> BroadcastDims(const InferContext& ctx, const std::vector<Dim>& a,
@@ -64,17 +72,6 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& sa,
 template <class T> constexpr bool kIsArithmetic =
     (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, Float16> ||
     std::is_same_v<T, BFloat16>;
-
-// The kernel of ops whose output is input 0 relabelled with the shape the
-// shape function derived (Identity, Reshape, Flatten, Squeeze, Unsqueeze): no copy.
-class ViewKernel : public OpKernel {
- public:
-  explicit ViewKernel(const KernelInfo&) {}
-  absl::Status Compute(KernelContext& ctx) const override {
-    ctx.set_output(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
-    return absl::OkStatus();
-  }
-};
 
 // Arithmetic view of element types: 16-bit floats compute in float.
 template <class T> struct Arith { using type = T; };

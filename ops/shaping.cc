@@ -1,5 +1,6 @@
-// Ops that move or relabel data without arithmetic: Identity, Reshape,
-// Flatten, Shape, Size, Transpose.
+// Ops that relabel or move data without arithmetic: the views Identity,
+// Reshape, Flatten, Squeeze and Unsqueeze (the output shares the input's
+// storage), and Shape, Size, Transpose.
 #include <cstring>
 #include <numeric>
 
@@ -9,37 +10,54 @@
 namespace onnx_mini {
 namespace {
 
-// ---- Identity: the output is a view of the input ----
+// The views: output 0 is input 0 with the shape Infer derived (no copy).
+class ViewOp : public Op {
+ public:
+  absl::Status Compute(KernelContext& ctx) const override {
+    ctx.set_output(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
+    return absl::OkStatus();
+  }
+};
 
-absl::Status InferIdentity(InferContext& ctx) {
-  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
-  if (!in.ok()) return in.status();
-  ctx.set_output(0, ctx.input(0));
-  return absl::OkStatus();
-}
+// ---- Identity ----
+
+class IdentityOp : public ViewOp {
+ public:
+  explicit IdentityOp(const Node&) {}
+  absl::Status Infer(InferContext& ctx) const override {
+    ctx.set_output(0, ctx.input(0));
+    return absl::OkStatus();
+  }
+};
 
 // ---- Reshape ----
 
-absl::Status InferReshape(InferContext& ctx) {
-  absl::StatusOr<DType> in = CheckInputs(ctx, 2, 2);
-  if (!in.ok()) return in.status();
-  absl::StatusOr<DType> shape_type = InputDType(ctx, 1);
-  if (!shape_type.ok()) return shape_type.status();
-  if (*shape_type != DType::kInt64)
-    return ctx.Error(absl::StrCat("the shape input must be int64, got ", LowerName(*shape_type)));
+class ReshapeOp : public ViewOp {
+ public:
+  explicit ReshapeOp(const Node& node) : allow_zero_(node.opset >= 14 && node.attr_int("allowzero", 0) != 0) {}
+  absl::Status Infer(InferContext& ctx) const override;
+
+ private:
+  bool allow_zero_;
+};
+
+absl::Status ReshapeOp::Infer(InferContext& ctx) const {
   ValueType out;
-  out.dtype = *in;
+  out.dtype = ctx.input(0).dtype;
   const Tensor* target = ctx.value(1);
   if (target == nullptr) {
     const ValueType& st = ctx.input(1);
-    if (st.dims && st.dims->size() == 1 && (*st.dims)[0].known())
+    // The rank is the shape input's length; refuse absurd ranks before allocating dims.
+    if (st.dims && st.dims->size() == 1 && (*st.dims)[0].known()) {
+      if ((*st.dims)[0].value > kMaxRank)
+        return ctx.Error(absl::StrCat("the shape input has ", (*st.dims)[0].value, " entries; the most is ", kMaxRank));
       out.dims = std::vector<Dim>(size_t((*st.dims)[0].value));
+    }
     ctx.set_output(0, out);
     return absl::OkStatus();
   }
   if (target->rank() != 1)
     return ctx.Error(absl::StrCat("the shape input must be 1-D, got shape ", ShapeToString(target->shape())));
-  const bool allow_zero = ctx.opset() >= 14 && ctx.node().attr_int("allowzero", 0) != 0;
   const int64_t* want = target->data<int64_t>();
   const ValueType& input = ctx.input(0);
   std::vector<Dim> dims;
@@ -50,7 +68,7 @@ absl::Status InferReshape(InferContext& ctx) {
       if (inferred_at >= 0) return ctx.Error("the shape has more than one -1");
       inferred_at = int(i);
       dims.emplace_back();
-    } else if (d == 0 && !allow_zero) {
+    } else if (d == 0 && !allow_zero_) {
       if (!input.dims) {
         dims.emplace_back();
       } else if (i >= input.rank()) {
@@ -65,29 +83,32 @@ absl::Status InferReshape(InferContext& ctx) {
       dims.push_back(Dim::Known(d));
     }
   }
-  if (allow_zero && inferred_at >= 0)
+  if (allow_zero_ && inferred_at >= 0)
     for (int64_t i = 0; i < target->size(); ++i)
       if (want[i] == 0) return ctx.Error("with allowzero=1 the shape cannot hold both 0 and -1");
   const std::optional<Shape> in_shape = input.concrete_shape();
   if (in_shape) {
     const int64_t count = ElementCount(*in_shape);
     int64_t known = 1;
-    bool all_known = true;
+    bool all_known = true, overflow = false;
     for (size_t i = 0; i < dims.size(); ++i) {
       if (int(i) == inferred_at) continue;
       if (!dims[i].known()) all_known = false;
-      else known *= dims[i].value;
+      else overflow = overflow || __builtin_mul_overflow(known, dims[i].value, &known);
     }
+    const std::string target_text = ShapeToString(Shape(want, want + target->size()));
+    if (all_known && overflow)
+      return ctx.Error(absl::StrCat("cannot reshape ", input.ToString(), " to ", target_text,
+                                    ": the element count overflows"));
     if (all_known) {
       if (inferred_at >= 0) {
         if (known == 0 ? count != 0 : count % known != 0)
           return ctx.Error(absl::StrCat("cannot reshape ", input.ToString(), " (", count,
-                                        " elements) to ", ShapeToString(Shape(want, want + target->size()))));
+                                        " elements) to ", target_text));
         dims[size_t(inferred_at)] = Dim::Known(known == 0 ? 0 : count / known);
       } else if (known != count) {
         return ctx.Error(absl::StrCat("cannot reshape ", input.ToString(), " (", count,
-                                      " elements) to ", ShapeToString(Shape(want, want + target->size())),
-                                      " (", known, " elements)"));
+                                      " elements) to ", target_text, " (", known, " elements)"));
       }
     }
   }
@@ -98,45 +119,143 @@ absl::Status InferReshape(InferContext& ctx) {
 
 // ---- Flatten: a view as 2-D, the dims before `axis` times the rest ----
 
-absl::Status InferFlatten(InferContext& ctx) {
-  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
-  if (!in.ok()) return in.status();
-  ValueType out;
-  out.dtype = *in;
-  out.dims = std::vector<Dim>(2);
-  const ValueType& t = ctx.input(0);
-  if (t.dims) {
-    const int64_t rank = t.rank(), axis_attr = ctx.node().attr_int("axis", 1);
-    if (axis_attr < -rank || axis_attr > rank)
-      return ctx.Error(absl::StrCat("axis ", axis_attr, " is out of range for rank ", rank));
-    const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
-    int64_t outer = 1, inner = 1;
-    bool known_outer = true, known_inner = true;
-    for (int64_t k = 0; k < rank; ++k) {
-      const Dim& d = (*t.dims)[size_t(k)];
-      bool& known = k < axis ? known_outer : known_inner;
-      if (!d.known()) known = false;
-      else (k < axis ? outer : inner) *= d.value;
+class FlattenOp : public ViewOp {
+ public:
+  explicit FlattenOp(const Node& node) : axis_(node.attr_int("axis", 1)) {}
+  absl::Status Infer(InferContext& ctx) const override {
+    ValueType out;
+    out.dtype = ctx.input(0).dtype;
+    out.dims = std::vector<Dim>(2);
+    const ValueType& t = ctx.input(0);
+    if (t.dims) {
+      const int64_t rank = t.rank();
+      if (axis_ < -rank || axis_ > rank)
+        return ctx.Error(absl::StrCat("axis ", axis_, " is out of range for rank ", rank));
+      const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+      int64_t outer = 1, inner = 1;
+      bool known_outer = true, known_inner = true;
+      for (int64_t k = 0; k < rank; ++k) {
+        const Dim& d = (*t.dims)[size_t(k)];
+        bool& known = k < axis ? known_outer : known_inner;
+        int64_t& product = k < axis ? outer : inner;
+        // Within a known shape the products cannot overflow (its element count did not).
+        if (!d.known() || __builtin_mul_overflow(product, d.value, &product)) known = false;
+      }
+      (*out.dims)[0] = known_outer ? Dim::Known(outer) : Dim{};
+      (*out.dims)[1] = known_inner ? Dim::Known(inner) : Dim{};
     }
-    (*out.dims)[0] = known_outer ? Dim::Known(outer) : Dim{};
-    (*out.dims)[1] = known_inner ? Dim::Known(inner) : Dim{};
+    ctx.set_output(0, out);
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t axis_;
+};
+
+// ---- Squeeze / Unsqueeze ----
+
+// The axes of Squeeze/Unsqueeze: an input from opset 13, an attribute before.
+// Returns false in `known` when the input's value is not known yet.
+absl::StatusOr<std::vector<int64_t>> AxesOf(const InferContext& ctx, bool& given, bool& known) {
+  given = true;
+  known = true;
+  if (ctx.opset() < 13) {
+    given = ctx.node().attr("axes") != nullptr;
+    return ctx.node().attr_ints("axes");
+  }
+  if (!ctx.has_input(1)) {
+    given = false;
+    return std::vector<int64_t>{};
+  }
+  const Tensor* axes = ctx.value(1);
+  if (axes == nullptr) {
+    known = false;
+    return std::vector<int64_t>{};
+  }
+  return IndexValues(*axes);
+}
+
+absl::Status InferSqueeze(InferContext& ctx) {
+  ValueType out;
+  out.dtype = ctx.input(0).dtype;
+  bool given, known;
+  absl::StatusOr<std::vector<int64_t>> axes = AxesOf(ctx, given, known);
+  if (!axes.ok()) return axes.status();
+  const ValueType& in = ctx.input(0);
+  if (known && in.dims) {
+    const int64_t rank = in.rank();
+    std::vector<bool> drop(size_t(rank), false);
+    for (int64_t a : *axes) {
+      absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, a, rank, "axis");
+      if (!axis.ok()) return axis.status();
+      const Dim& d = (*in.dims)[size_t(*axis)];
+      if (d.known() && d.value != 1)
+        return ctx.Error(absl::StrCat("cannot squeeze axis ", a, " of ", in.ToString(), ": its size is ", d.value));
+      drop[size_t(*axis)] = true;
+    }
+    out.dims.emplace();
+    for (int64_t k = 0; k < rank; ++k) {
+      const Dim& d = (*in.dims)[size_t(k)];
+      if (!given && !d.known()) {
+        out.dims.reset();  // which dims are 1 is not known yet
+        break;
+      }
+      if (given ? drop[size_t(k)] : d.value == 1) continue;
+      out.dims->push_back(d);
+    }
   }
   ctx.set_output(0, out);
   return absl::OkStatus();
 }
 
-// ---- Size: the element count as an int64 scalar ----
-
-absl::Status InferSize(InferContext& ctx) {
-  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
-  if (!in.ok()) return in.status();
-  ctx.set_output(0, ValueType::Of(DType::kInt64, {}));
+absl::Status InferUnsqueeze(InferContext& ctx) {
+  ValueType out;
+  out.dtype = ctx.input(0).dtype;
+  bool given, known;
+  absl::StatusOr<std::vector<int64_t>> axes = AxesOf(ctx, given, known);
+  if (!axes.ok()) return axes.status();
+  if (known && !given) return ctx.Error("axes are required");
+  const ValueType& in = ctx.input(0);
+  if (known && in.dims) {
+    if (int64_t(axes->size()) > kMaxRank)
+      return ctx.Error(absl::StrCat(axes->size(), " axes; the most is ", kMaxRank));
+    const int64_t rank = in.rank() + int64_t(axes->size());
+    std::vector<bool> inserted(size_t(rank), false);
+    for (int64_t a : *axes) {
+      absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, a, rank, "axis");
+      if (!axis.ok()) return axis.status();
+      if (inserted[size_t(*axis)]) return ctx.Error(absl::StrCat("axis ", a, " is repeated"));
+      inserted[size_t(*axis)] = true;
+    }
+    out.dims.emplace();
+    size_t next = 0;
+    for (int64_t k = 0; k < rank; ++k) out.dims->push_back(inserted[size_t(k)] ? Dim::Known(1) : (*in.dims)[next++]);
+  }
+  ctx.set_output(0, out);
   return absl::OkStatus();
 }
 
-class SizeKernel : public OpKernel {
+class SqueezeOp : public ViewOp {
  public:
-  explicit SizeKernel(const KernelInfo&) {}
+  explicit SqueezeOp(const Node&) {}
+  absl::Status Infer(InferContext& ctx) const override { return InferSqueeze(ctx); }
+};
+
+class UnsqueezeOp : public ViewOp {
+ public:
+  explicit UnsqueezeOp(const Node&) {}
+  absl::Status Infer(InferContext& ctx) const override { return InferUnsqueeze(ctx); }
+};
+
+// ---- Size: the element count as an int64 scalar ----
+
+class SizeOp : public Op {
+ public:
+  explicit SizeOp(const Node&) {}
+  absl::Status Infer(InferContext& ctx) const override {
+    ctx.set_output(0, ValueType::Of(DType::kInt64, {}));
+    return absl::OkStatus();
+  }
   absl::Status Compute(KernelContext& ctx) const override {
     ctx.output(0).data<int64_t>()[0] = ctx.input(0)->size();
     return absl::OkStatus();
@@ -145,39 +264,34 @@ class SizeKernel : public OpKernel {
 
 // ---- Shape ----
 
-void ShapeRange(const InferContext& ctx, int64_t rank, int64_t& start, int64_t& end) {
-  start = ctx.opset() >= 15 ? ctx.node().attr_int("start", 0) : 0;
-  end = ctx.opset() >= 15 ? ctx.node().attr_int("end", rank) : rank;
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::min(std::max<int64_t>(start, 0), rank);
-  end = std::min(std::max<int64_t>(end, 0), rank);
-  if (end < start) end = start;
-}
+struct ShapePlan : OpPlan {
+  int64_t start = 0;
+};
 
-absl::Status InferShape(InferContext& ctx) {
-  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
-  if (!in.ok()) return in.status();
-  ValueType out;
-  out.dtype = DType::kInt64;
-  if (ctx.input(0).dims) {
-    int64_t start, end;
-    ShapeRange(ctx, ctx.input(0).rank(), start, end);
-    out.dims = std::vector<Dim>{Dim::Known(end - start)};
-  } else {
-    out.dims = std::vector<Dim>(1);
-  }
-  ctx.set_output(0, out);
-  return absl::OkStatus();
-}
-
-class ShapeKernel : public OpKernel {
+class ShapeOp : public Op {
  public:
-  explicit ShapeKernel(const KernelInfo& info) : node_(info.node) {}
+  explicit ShapeOp(const Node& node)
+      : start_(node.opset >= 15 ? node.attr_int("start", 0) : 0),
+        end_(node.opset >= 15 && node.attr("end") ? std::optional<int64_t>(node.attr_int("end", 0)) : std::nullopt) {}
+  absl::Status Infer(InferContext& ctx) const override {
+    ValueType out;
+    out.dtype = DType::kInt64;
+    out.dims = std::vector<Dim>(1);
+    if (ctx.input(0).dims) {
+      const int64_t rank = ctx.input(0).rank();
+      const int64_t start = Clamp(start_, rank), end = std::max(start, Clamp(end_.value_or(rank), rank));
+      (*out.dims)[0] = Dim::Known(end - start);
+      auto plan = std::make_shared<ShapePlan>();
+      plan->start = start;
+      ctx.set_plan(std::move(plan));
+    }
+    ctx.set_output(0, out);
+    return absl::OkStatus();
+  }
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
-    const int64_t start = node_.opset >= 15 ? Clamp(node_.attr_int("start", 0), in.rank()) : 0;
+    const int64_t start = ctx.plan<ShapePlan>().start;
     for (int64_t i = 0; i < out.size(); ++i) out.data<int64_t>()[i] = in.dim(start + i);
     return absl::OkStatus();
   }
@@ -187,91 +301,95 @@ class ShapeKernel : public OpKernel {
     if (v < 0) v += rank;
     return std::min(std::max<int64_t>(v, 0), rank);
   }
-  const Node& node_;
+  int64_t start_;
+  std::optional<int64_t> end_;
 };
 
 // ---- Transpose ----
 
-absl::StatusOr<std::vector<int64_t>> Permutation(const InferContext& ctx, int64_t rank) {
-  std::vector<int64_t> perm = ctx.node().attr_ints("perm");
-  if (ctx.node().attr("perm") == nullptr) {
-    perm.resize(size_t(rank));
-    for (int64_t i = 0; i < rank; ++i) perm[size_t(i)] = rank - 1 - i;
-    return perm;
-  }
-  if (int64_t(perm.size()) != rank)
-    return ctx.Error(absl::StrCat("perm has ", perm.size(), " entries but the input has rank ", rank));
-  std::vector<bool> seen(size_t(rank), false);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= rank || seen[size_t(p)])
-      return ctx.Error(absl::StrCat("perm is not a permutation of 0..", rank - 1));
-    seen[size_t(p)] = true;
-  }
-  return perm;
-}
+// The input strides in output-dim order.
+struct TransposePlan : OpPlan {
+  std::vector<int64_t> strides;
+};
 
-absl::Status InferTranspose(InferContext& ctx) {
-  absl::StatusOr<DType> in = CheckInputs(ctx, 1, 1);
-  if (!in.ok()) return in.status();
-  ValueType out;
-  out.dtype = *in;
-  if (ctx.input(0).dims) {
-    absl::StatusOr<std::vector<int64_t>> perm = Permutation(ctx, ctx.input(0).rank());
-    if (!perm.ok()) return perm.status();
-    out.dims.emplace();
-    for (int64_t p : *perm) out.dims->push_back((*ctx.input(0).dims)[size_t(p)]);
-  }
-  ctx.set_output(0, out);
-  return absl::OkStatus();
-}
-
-class TransposeKernel : public OpKernel {
+class TransposeOp : public Op {
  public:
-  explicit TransposeKernel(const KernelInfo& info) : perm_attr_(info.node.attr_ints("perm")) {}
-  absl::Status Compute(KernelContext& ctx) const override {
-    const Tensor& in = *ctx.input(0);
-    Tensor& out = ctx.output(0);
-    const int64_t rank = in.rank();
-    std::vector<int64_t> perm = perm_attr_;
-    if (perm.empty())
-      for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
-    // Input strides, in output-dim order.
-    std::vector<int64_t> in_strides(size_t(rank), 1);
-    std::vector<int64_t> strides(size_t(rank), 0);
-    for (int64_t d = rank - 2; d >= 0; --d) in_strides[size_t(d)] = in_strides[size_t(d + 1)] * in.dim(d + 1);
-    for (int64_t d = 0; d < rank; ++d) strides[size_t(d)] = in_strides[size_t(perm[size_t(d)])];
-    const std::vector<int64_t> zero(size_t(rank), 0);
-    VisitDType(in.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      if constexpr (!kIsPacked<T> && !std::is_same_v<T, void>) {
-        const T* src = in.data<T>();
-        T* dst = out.data<T>();
-        ForEachBroadcast(out.shape(), strides, zero, ctx.threads(),
-                         [&](int64_t o, int64_t i, int64_t) { dst[o] = src[i]; });
+  explicit TransposeOp(const Node& node) : perm_(node.attr_ints("perm")), has_perm_(node.attr("perm") != nullptr) {}
+
+  absl::Status Infer(InferContext& ctx) const override {
+    ValueType out;
+    out.dtype = ctx.input(0).dtype;
+    const ValueType& in = ctx.input(0);
+    if (in.dims) {
+      const int64_t rank = in.rank();
+      ASSIGN_OR_RETURN(std::vector<int64_t> perm, Permutation(ctx, rank));
+      out.dims.emplace();
+      for (int64_t p : perm) out.dims->push_back((*in.dims)[size_t(p)]);
+      if (std::optional<Shape> shape = in.concrete_shape()) {
+        auto plan = std::make_shared<TransposePlan>();
+        std::vector<int64_t> in_strides(size_t(rank), 1);
+        for (int64_t d = rank - 2; d >= 0; --d) in_strides[size_t(d)] = in_strides[size_t(d + 1)] * (*shape)[size_t(d + 1)];
+        for (int64_t d = 0; d < rank; ++d) plan->strides.push_back(in_strides[size_t(perm[size_t(d)])]);
+        ctx.set_plan(std::move(plan));
       }
-    });
+    }
+    ctx.set_output(0, out);
     return absl::OkStatus();
   }
 
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& in = *ctx.input(0);
+    Tensor& out = ctx.output(0);
+    const std::vector<int64_t>& strides = ctx.plan<TransposePlan>().strides;
+    const std::vector<int64_t> zero(strides.size(), 0);
+    return Dispatch<UnpackedTypes>(ctx, in.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* src = in.data<T>();
+      T* dst = out.data<T>();
+      ForEachBroadcast(out.shape(), strides, zero, ctx.threads(),
+                       [&](int64_t o, int64_t i, int64_t) { dst[o] = src[i]; });
+    });
+  }
+
  private:
-  std::vector<int64_t> perm_attr_;
+  absl::StatusOr<std::vector<int64_t>> Permutation(const InferContext& ctx, int64_t rank) const {
+    std::vector<int64_t> perm = perm_;
+    if (!has_perm_) {
+      perm.resize(size_t(rank));
+      for (int64_t i = 0; i < rank; ++i) perm[size_t(i)] = rank - 1 - i;
+      return perm;
+    }
+    if (int64_t(perm.size()) != rank)
+      return ctx.Error(absl::StrCat("perm has ", perm.size(), " entries but the input has rank ", rank));
+    std::vector<bool> seen(size_t(rank), false);
+    for (int64_t p : perm) {
+      if (p < 0 || p >= rank || seen[size_t(p)])
+        return ctx.Error(absl::StrCat("perm is not a permutation of 0..", rank - 1));
+      seen[size_t(p)] = true;
+    }
+    return perm;
+  }
+  std::vector<int64_t> perm_;
+  bool has_perm_;
 };
 
-absl::StatusOr<std::unique_ptr<OpKernel>> CreateTranspose(const KernelInfo& info) {
-  if (Info(info.inputs[0]->dtype).packed()) return NotImplemented(info.node, info.inputs[0]->dtype);
-  return MakeKernel<TransposeKernel>(info);
-}
+constexpr Alias kOutputViewsInput = {0, 0, Alias::kView};
 
 }  // namespace
 
 std::vector<OpDef> ShapingOps() {
+  const std::vector<TypeConstraint> any = {{"T", kAllTypes}};
   return {
-      {"", "Identity", 1, 0, InferIdentity, MakeKernel<ViewKernel>},
-      {"", "Reshape", 5, 0, InferReshape, MakeKernel<ViewKernel>},
-      {"", "Shape", 1, 0, InferShape, MakeKernel<ShapeKernel>},
-      {"", "Flatten", 1, 0, InferFlatten, MakeKernel<ViewKernel>},
-      {"", "Size", 1, 0, InferSize, MakeKernel<SizeKernel>},
-      {"", "Transpose", 1, 0, InferTranspose, CreateTranspose},
+      {"", "Identity", 1, 0, "T", "T", any, MakeOp<IdentityOp>, {kOutputViewsInput}},
+      {"", "Reshape", 5, 0, "T I", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<ReshapeOp>, {kOutputViewsInput}},
+      {"", "Flatten", 1, 0, "T", "T", any, MakeOp<FlattenOp>, {kOutputViewsInput}},
+      {"", "Squeeze", 1, 12, "T", "T", any, MakeOp<SqueezeOp>, {kOutputViewsInput}},
+      {"", "Squeeze", 13, 0, "T I?", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<SqueezeOp>, {kOutputViewsInput}},
+      {"", "Unsqueeze", 1, 12, "T", "T", any, MakeOp<UnsqueezeOp>, {kOutputViewsInput}},
+      {"", "Unsqueeze", 13, 0, "T I", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<UnsqueezeOp>, {kOutputViewsInput}},
+      {"", "Shape", 1, 0, "T", "I", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<ShapeOp>},
+      {"", "Size", 1, 0, "T", "I", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<SizeOp>},
+      {"", "Transpose", 1, 0, "T", "T", {{"T", kUnpackedTypes}}, MakeOp<TransposeOp>},
   };
 }
 

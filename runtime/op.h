@@ -1,10 +1,16 @@
-// What an operator provides: a shape function, which validates a node's inputs
-// and attributes and derives its outputs, and a kernel, which computes. The
-// shape function runs at session creation on what is known then, and again at
-// every run on the real inputs, so kernels only ever see validated inputs.
+// The op interface. The session turns every node into an Op once, through the
+// factory of its registry row, which parses and validates the attributes. The
+// row declares the node's signature (arity, the element-type constraints of
+// every input and output, which outputs alias which inputs), and the session
+// checks it before the op sees anything. Then:
+//   Infer   validates what the row cannot express (shapes, values, attribute
+//           combinations), derives the outputs' types and makes the plan the
+//           kernel needs (an OpPlan). With static shapes it runs once, at
+//           session creation; otherwise once per run, on the real inputs.
+//   Compute runs on validated inputs and the plan; it re-derives nothing.
 #pragma once
 
-#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,8 +19,16 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/graph.h"
+#include "runtime/status_macros.h"
+#include "runtime/type_set.h"
 
 namespace onnx_mini {
+
+// What Infer hands to Compute beyond the output types: slice ranges, pads,
+// reduced axes, the attention problem... Ops derive their own plan type.
+struct OpPlan {
+  virtual ~OpPlan() = default;
+};
 
 // Inputs and outputs of one node during shape inference.
 class InferContext {
@@ -28,19 +42,29 @@ class InferContext {
   int64_t opset() const { return node_.opset; }
   size_t num_inputs() const { return types_.size(); }
   bool has_input(size_t i) const { return i < types_.size() && types_[i] != nullptr; }
-  // The input's type; has_input(i) must hold.
+  // The input's type; has_input(i) must hold. The session has checked it
+  // against the row's type constraints; its dtype is known.
   const ValueType& input(size_t i) const { return *types_[i]; }
   // The input's value when known (always at run time; for initializers and
-  // constants at session creation), else nullptr.
-  const Tensor* value(size_t i) const { return i < values_.size() ? values_[i] : nullptr; }
-  bool running() const { return running_; }
-  void set_running(bool r) { running_ = r; }
+  // folded constants at session creation), else nullptr. Asking for a value
+  // that is not known yet makes the session infer this node again at every run.
+  const Tensor* value(size_t i) const {
+    const Tensor* v = i < values_.size() ? values_[i] : nullptr;
+    if (v == nullptr && has_input(i)) needs_values_ = true;
+    return v;
+  }
+  bool needs_values() const { return needs_values_; }
 
   size_t num_outputs() const { return outputs_.size(); }
+  bool output_requested(size_t i) const { return node_.has_output(i); }
   void set_output(size_t i, ValueType t) {
     if (i < outputs_.size()) outputs_[i] = std::move(t);
   }
-  std::vector<ValueType>& outputs() { return outputs_; }
+  const std::vector<ValueType>& outputs() const { return outputs_; }
+
+  // The plan for Compute (optional: ops that need only the output shapes set none).
+  void set_plan(std::shared_ptr<const OpPlan> plan) { plan_ = std::move(plan); }
+  const std::shared_ptr<const OpPlan>& plan() const { return plan_; }
 
   // An InvalidArgument error that names the node, the rule and the values.
   absl::Status Error(const std::string& rule) const {
@@ -52,68 +76,102 @@ class InferContext {
   std::vector<const ValueType*> types_;
   std::vector<const Tensor*> values_;
   std::vector<ValueType> outputs_;
-  bool running_ = false;
+  std::shared_ptr<const OpPlan> plan_;
+  mutable bool needs_values_ = false;
 };
 
 // Inputs and outputs of one node during a run.
 class KernelContext {
  public:
   virtual ~KernelContext() = default;
+  virtual const Node& node() const = 0;
   virtual size_t num_inputs() const = 0;
   // nullptr for an absent optional input.
   virtual const Tensor* input(size_t i) const = 0;
   virtual size_t num_outputs() const = 0;
   virtual bool output_requested(size_t i) const = 0;
-  // The output buffer, shaped as the shape function said. It may be a
-  // caller-provided buffer or, for kernels that declare in-place inputs, the
-  // storage of that input (compare raw() to tell).
+  // The output buffer, allocated before Compute with the shape Infer derived
+  // (uninitialized: the kernel writes it in full). It may be a caller's
+  // buffer or, for an output the row lets alias an input, that input's own
+  // storage (compare raw() to tell). Not for outputs the row declares views.
   virtual Tensor& output(size_t i) = 0;
-  // Makes output i a view of an existing tensor instead (no copy).
+  // Makes output i a view of existing storage (no copy); only for outputs the
+  // row declares as views (Alias::kView) of an input.
   virtual void set_output(size_t i, Tensor view) = 0;
-  // The shape the shape function derived for output i.
-  virtual Shape output_shape(size_t i) const = 0;
+  // The shape Infer derived for output i.
+  virtual const Shape& output_shape(size_t i) const = 0;
   virtual int threads() const = 0;
+  // The plan Infer made; Plan must be the type Infer set.
+  template <class Plan>
+  const Plan& plan() const {
+    return static_cast<const Plan&>(*plan_ptr());
+  }
+  // An InvalidArgument error that names the node and the rule (for checks
+  // that depend on data, such as index ranges).
+  absl::Status Error(const std::string& rule) const {
+    return absl::InvalidArgumentError(absl::StrCat(node().Describe(), ": ", rule));
+  }
+
+ protected:
+  virtual const OpPlan* plan_ptr() const = 0;
 };
 
-class OpKernel {
+// One node's op: made once per node by its row's factory, used by every run
+// (from several threads at once: Infer and Compute must not modify the op).
+class Op {
  public:
-  virtual ~OpKernel() = default;
+  virtual ~Op() = default;
+  virtual absl::Status Infer(InferContext& ctx) const = 0;
   virtual absl::Status Compute(KernelContext& ctx) const = 0;
 };
 
-// What a kernel factory sees: the node and what inference found.
-struct KernelInfo {
-  const Node& node;
-  std::vector<const ValueType*> inputs;   // nullptr for absent inputs
-  std::vector<const ValueType*> outputs;
-  std::vector<const Tensor*> constants;   // known input values, or nullptr
+// Parses and validates the node's attributes into an op.
+using OpFactory = absl::StatusOr<std::unique_ptr<Op>> (*)(const Node& node);
+
+// The factory of an op whose constructor O(const Node&) cannot fail.
+template <class O>
+absl::StatusOr<std::unique_ptr<Op>> MakeOp(const Node& node) {
+  return std::unique_ptr<Op>(new O(node));
+}
+
+// A named set of element types, as in an ONNX schema's type constraints.
+struct TypeConstraint {
+  std::string name;
+  TypeSet types;
 };
 
-using ShapeFn = absl::Status (*)(InferContext& ctx);
-using KernelFactory = absl::StatusOr<std::unique_ptr<OpKernel>> (*)(const KernelInfo& info);
+// Which output shares which input's storage.
+struct Alias {
+  enum Kind {
+    kInPlace,  // the kernel may be handed the input's storage as the output buffer
+    kView,     // the output is always a view of the input (set_output)
+  };
+  int output;
+  int input;
+  Kind kind;
+};
 
 // One row of the op registry: an implementation of (domain, op_type) for the
-// ONNX versions since_version..last_version (0 = no end).
+// opset versions since_version..last_version (0 = no end).
+//
+// `inputs` and `outputs` are signatures, one word per position naming a type
+// constraint, with a suffix: none for required, `?` for optional, `*` for a
+// variadic tail of one or more (homogeneous). "T T", "T1 T2? I*". Positions
+// that share a constraint share one element type, which must be in its set.
 struct OpDef {
-  const char* domain;
-  const char* op_type;
-  int since_version;
-  int last_version;
-  ShapeFn infer;
-  KernelFactory create;
-  // Input index whose storage the output 0 may reuse, or -1.
-  int inplace_input = -1;
+  std::string domain;  // "" for ai.onnx
+  std::string op_type;
+  int since_version = 1;
+  int last_version = 0;
+  std::string inputs;
+  std::string outputs;
+  std::vector<TypeConstraint> types;
+  OpFactory create = nullptr;
+  std::vector<Alias> aliases = {};
 };
 
-// "not implemented: ai.onnx::Op opset N for dtype".
-absl::Status NotImplemented(const Node& node, DType dtype);
+// "not implemented: ai.onnx::Op opset N for <what>".
 absl::Status NotImplemented(const Node& node, const std::string& what);
-
-// Builds a kernel of type K from a constructor K(const KernelInfo&) that
-// cannot fail.
-template <class K>
-absl::StatusOr<std::unique_ptr<OpKernel>> MakeKernel(const KernelInfo& info) {
-  return std::unique_ptr<OpKernel>(new K(info));
-}
+absl::Status NotImplemented(const Node& node, DType dtype);
 
 }  // namespace onnx_mini

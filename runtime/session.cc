@@ -17,14 +17,101 @@ namespace {
 // session creation, so shape functions downstream see their values.
 constexpr int64_t kFoldLimit = 1 << 16;
 
+// Where a value's storage comes from: the caller (graph inputs), the session's
+// constants, or a step's output. Views share their input's root.
+enum class RootKind { kCaller, kConstant, kSession };
+
 struct Step {
   const Node* node;
-  const OpDef* op;
-  std::unique_ptr<OpKernel> kernel;
+  const RegisteredOp* row;
+  std::unique_ptr<Op> op;
   std::vector<int> inputs;   // value index, -1 if absent
   std::vector<int> outputs;  // value index, -1 if not requested
   std::vector<int> release;  // values whose last use is this step
+  // The plan made at creation. When `is_static`, runs whose inputs have
+  // `input_shapes` use it as is; otherwise Infer runs again on the real inputs.
+  bool is_static = false;
+  std::vector<Shape> input_shapes;
+  std::vector<ValueType> output_types;
+  std::shared_ptr<const OpPlan> plan;
+  // Per output: the input position whose storage it takes (in place), or -1.
+  // Decided at creation; with dynamic shapes a run checks dtype and size too.
+  std::vector<int> reuse;
 };
+
+// Checks a node's arity and input element types against its row's signature.
+absl::Status CheckInputs(const Node& node, const RegisteredOp& row,
+                         const std::vector<const ValueType*>& types, std::vector<DType>& bound) {
+  size_t given = node.inputs.size();
+  while (given > 0 && node.inputs[given - 1].empty()) --given;
+  const auto error = [&](const std::string& rule) {
+    return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", rule));
+  };
+  const auto range = [](size_t lo, size_t hi) {
+    return hi == SIZE_MAX ? absl::StrCat(lo, " or more") : lo == hi ? absl::StrCat(lo) : absl::StrCat(lo, " to ", hi);
+  };
+  if (given < row.min_inputs || given > row.max_inputs)
+    return error(absl::StrCat("takes ", range(row.min_inputs, row.max_inputs), " inputs, got ", given));
+  if (node.outputs.size() < row.min_outputs || node.outputs.size() > row.max_outputs)
+    return error(absl::StrCat("has ", range(row.min_outputs, row.max_outputs), " outputs, got ",
+                              node.outputs.size()));
+  bound.assign(row.def.types.size(), DType::kUndefined);
+  std::vector<size_t> bound_by(row.def.types.size(), 0);
+  for (size_t i = 0; i < types.size(); ++i) {
+    const RegisteredOp::Formal* f = row.input(i);
+    if (types[i] == nullptr) {
+      if (f != nullptr && f->kind != RegisteredOp::Formal::kOptional && i < given)
+        return error(absl::StrCat("input ", i, " is required"));
+      continue;
+    }
+    const ValueType& t = *types[i];
+    if (t.kind != ValueType::Kind::kTensor)
+      return NotImplemented(node, absl::StrCat("input ", i, " of type ", t.ToString()));
+    if (t.dtype == DType::kUndefined) return error(absl::StrCat("the element type of input ", i, " is unknown"));
+    const TypeConstraint& c = row.def.types[size_t(f->constraint)];
+    if (!c.types.contains(t.dtype)) return NotImplemented(node, t.dtype);
+    DType& b = bound[size_t(f->constraint)];
+    if (b == DType::kUndefined) {
+      b = t.dtype;
+      bound_by[size_t(f->constraint)] = i;
+    } else if (b != t.dtype) {
+      return error(absl::StrCat("input ", i, " is ", LowerName(t.dtype), " but input ",
+                                bound_by[size_t(f->constraint)], " is ", LowerName(b),
+                                ": both have type ", c.name));
+    }
+  }
+  for (size_t i = 0; i < row.min_inputs && i < node.inputs.size(); ++i)
+    if (node.inputs[i].empty()) return error(absl::StrCat("input ", i, " is required"));
+  return absl::OkStatus();
+}
+
+// Checks the element types Infer gave the outputs against the signature.
+absl::Status CheckOutputs(const Node& node, const RegisteredOp& row, const std::vector<ValueType>& outputs,
+                          std::vector<DType>& bound) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!node.has_output(i)) continue;
+    const RegisteredOp::Formal* f = row.output(i);
+    const DType d = outputs[i].dtype;
+    if (d == DType::kUndefined) continue;  // an op that cannot tell yet
+    const TypeConstraint& c = row.def.types[size_t(f->constraint)];
+    if (!c.types.contains(d)) return NotImplemented(node, d);
+    DType& b = bound[size_t(f->constraint)];
+    if (b == DType::kUndefined) b = d;
+    else if (b != d)
+      return absl::InternalError(absl::StrCat(node.Describe(), ": output ", i, " is ", LowerName(d),
+                                              " but its type ", c.name, " is ", LowerName(b)));
+  }
+  return absl::OkStatus();
+}
+
+// Refuses an output too large to allocate, before any kernel could ask for it.
+absl::Status CheckOutputSize(const Node& node, size_t i, DType dtype, const Shape& shape) {
+  const int64_t count = ElementCount(shape);
+  if (count < 0 || StorageBytes(dtype, count) > kMaxTensorBytes)
+    return absl::InvalidArgumentError(
+        absl::StrCat(node.Describe(), ": output ", i, " of shape ", ShapeToString(shape), " is too large"));
+  return absl::OkStatus();
+}
 
 // Merges a declared type into an inferred one; a contradiction is an error.
 absl::Status MergeDeclared(const Node& node, const std::string& name, const ValueType& declared,
@@ -64,10 +151,17 @@ bool Overlaps(const Tensor& a, const Tensor& b) {
   return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
 }
 
+std::vector<ValueType> TypesOf(const std::vector<Shape>& shapes, const std::vector<ValueType>& like) {
+  std::vector<ValueType> out(like);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = ValueType::Of(like[i].dtype, shapes[i]);
+  return out;
+}
+
 }  // namespace
 
 struct Session::Impl {
   Graph graph;
+  const OpRegistry* ops = nullptr;
   SessionOptions options;
   int threads = 1;
   std::vector<ValueInfo> inputs, outputs;
@@ -76,8 +170,15 @@ struct Session::Impl {
   std::vector<ValueType> value_types;
   std::vector<Tensor> constants;  // by value index; undefined if not constant
   std::vector<int> input_values, output_values;
-  std::vector<bool> is_graph_output;
   std::vector<Step> steps;
+  // The storage plan, by value index: each value's storage root and where
+  // the root's storage comes from.
+  std::vector<int> root;
+  std::vector<RootKind> root_kind;
+  // Per graph output: the step producing it (-1: a constant or graph input),
+  // and the input position whose memory a caller's buffer for it may share
+  // (the op updates that input in place and no later step reads it), or -1.
+  std::vector<int> output_step, output_position, bound_in_place;
 
   int Intern(const std::string& name) {
     auto [it, inserted] = value_index.emplace(name, int(value_names.size()));
@@ -90,10 +191,10 @@ struct Session::Impl {
   }
 
   absl::Status Build();
-  // Runs one step on `values`; `outputs` and `caller_bound` describe
-  // caller-provided graph output buffers (may be null/empty).
-  absl::Status RunStep(const Step& step, std::vector<Tensor>& values, std::vector<Tensor>* outputs,
-                       const std::vector<bool>& caller_bound) const;
+  void PlanStorage();
+  // Runs one step on `values`. `bound` holds, per step output, a caller's
+  // buffer to write into directly (or an undefined tensor).
+  absl::Status RunStep(const Step& step, std::vector<Tensor>& values, const std::vector<Tensor>& bound) const;
 };
 
 absl::Status Session::Impl::Build() {
@@ -163,23 +264,23 @@ absl::Status Session::Impl::Build() {
     for (const std::string& o : node.outputs)
       if (!o.empty()) Intern(o);
 
-  // Inference, kernel creation and constant folding, node by node.
+  // Per node: its row, its op, the signature check, inference, and constant folding.
   for (size_t n : order) {
     const Node& node = graph.nodes[n];
-    absl::StatusOr<const OpDef*> op = FindOp(node);
-    if (!op.ok()) return op.status();
+    ASSIGN_OR_RETURN(const RegisteredOp* row, ops->Find(node.domain, node.op_type, node.opset));
     Step step;
     step.node = &node;
-    step.op = *op;
+    step.row = row;
     std::vector<const ValueType*> in_types;
     std::vector<const Tensor*> in_values;
-    bool all_constant = true;
+    bool all_constant = true, shapes_known = true;
     int64_t constant_elements = 0;
     for (const std::string& in : node.inputs) {
       if (in.empty()) {
         step.inputs.push_back(-1);
         in_types.push_back(nullptr);
         in_values.push_back(nullptr);
+        step.input_shapes.emplace_back();
         continue;
       }
       int v = value_index.at(in);
@@ -189,40 +290,44 @@ absl::Status Session::Impl::Build() {
       in_values.push_back(c.defined() ? &c : nullptr);
       all_constant = all_constant && c.defined();
       if (c.defined()) constant_elements += c.size();
+      std::optional<Shape> shape = value_types[size_t(v)].concrete_shape();
+      shapes_known = shapes_known && shape.has_value();
+      step.input_shapes.push_back(shape.value_or(Shape{}));
     }
+    std::vector<DType> bound;
+    RETURN_IF_ERROR(CheckInputs(node, *row, in_types, bound));
+    ASSIGN_OR_RETURN(step.op, row->def.create(node));
     InferContext ictx(node, in_types, in_values);
-    absl::Status s = step.op->infer(ictx);
-    if (!s.ok()) return s;
-    std::vector<const ValueType*> out_types;
+    RETURN_IF_ERROR(step.op->Infer(ictx));
+    RETURN_IF_ERROR(CheckOutputs(node, *row, ictx.outputs(), bound));
+    step.is_static = shapes_known && !ictx.needs_values();
+    step.output_types = ictx.outputs();
     for (size_t i = 0; i < node.outputs.size(); ++i) {
-      if (node.outputs[i].empty()) {
+      if (!node.has_output(i)) continue;
+      const ValueType& t = step.output_types[i];
+      std::optional<Shape> shape = t.concrete_shape();
+      if (!shape || t.dtype == DType::kUndefined) step.is_static = false;
+      else RETURN_IF_ERROR(CheckOutputSize(node, i, t.dtype, *shape));
+    }
+    if (step.is_static) step.plan = ictx.plan();
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (!node.has_output(i)) {
         step.outputs.push_back(-1);
-        out_types.push_back(nullptr);
         continue;
       }
       int v = value_index.at(node.outputs[i]);
       ValueType t = ictx.outputs()[i];
       auto declared = graph.value_types.find(node.outputs[i]);
-      if (declared != graph.value_types.end()) {
-        s = MergeDeclared(node, node.outputs[i], declared->second, t);
-        if (!s.ok()) return s;
-      }
+      if (declared != graph.value_types.end())
+        RETURN_IF_ERROR(MergeDeclared(node, node.outputs[i], declared->second, t));
       for (const ValueInfo& out : graph.outputs)
-        if (out.name == node.outputs[i]) {
-          s = MergeDeclared(node, out.name, out.type, t);
-          if (!s.ok()) return s;
-        }
+        if (out.name == node.outputs[i]) RETURN_IF_ERROR(MergeDeclared(node, out.name, out.type, t));
       value_types[size_t(v)] = std::move(t);
       step.outputs.push_back(v);
-      out_types.push_back(&value_types[size_t(v)]);
     }
-    KernelInfo info{node, in_types, out_types, in_values};
-    absl::StatusOr<std::unique_ptr<OpKernel>> kernel = step.op->create(info);
-    if (!kernel.ok()) return kernel.status();
-    step.kernel = *std::move(kernel);
     if (all_constant && constant_elements <= kFoldLimit) {
       std::vector<Tensor> values(constants);
-      if (RunStep(step, values, nullptr, {}).ok()) {
+      if (RunStep(step, values, {}).ok()) {
         for (int v : step.outputs)
           if (v >= 0) constants[size_t(v)] = values[size_t(v)];
         continue;
@@ -241,181 +346,236 @@ absl::Status Session::Impl::Build() {
   for (const ValueInfo& in : graph.inputs) inputs.push_back({in.name, value_types[size_t(value_index.at(in.name))]});
   for (size_t i = 0; i < graph.outputs.size(); ++i)
     outputs.push_back({graph.outputs[i].name, value_types[size_t(output_values[i])]});
-
-  // Last uses: a value is released after the last step that reads it,
-  // unless it is a graph output or a constant.
-  is_graph_output.assign(value_names.size(), false);
-  for (int v : output_values) is_graph_output[size_t(v)] = true;
-  std::vector<int> last_use(value_names.size(), -1);
-  for (size_t s2 = 0; s2 < steps.size(); ++s2)
-    for (int v : steps[s2].inputs)
-      if (v >= 0) last_use[size_t(v)] = int(s2);
-  for (size_t v = 0; v < last_use.size(); ++v)
-    if (last_use[v] >= 0 && !is_graph_output[v] && !constants[v].defined())
-      steps[size_t(last_use[v])].release.push_back(int(v));
+  PlanStorage();
   return absl::OkStatus();
+}
+
+// The static memory plan: storage roots, last uses, in-place reuse, and which
+// caller-bound outputs may share an input's memory.
+void Session::Impl::PlanStorage() {
+  const size_t n_values = value_names.size();
+  root.resize(n_values);
+  root_kind.assign(n_values, RootKind::kSession);
+  for (size_t v = 0; v < n_values; ++v) {
+    root[v] = int(v);
+    if (constants[v].defined()) root_kind[v] = RootKind::kConstant;
+  }
+  for (int v : input_values) root_kind[size_t(v)] = RootKind::kCaller;
+  std::vector<int> producer(n_values, -1);
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (size_t o = 0; o < steps[s].outputs.size(); ++o) {
+      const int v = steps[s].outputs[o];
+      if (v < 0) continue;
+      producer[size_t(v)] = int(s);
+      const Alias* a = steps[s].row->alias(o);
+      if (a && a->kind == Alias::kView && size_t(a->input) < steps[s].inputs.size() &&
+          steps[s].inputs[size_t(a->input)] >= 0) {
+        root[size_t(v)] = root[size_t(steps[s].inputs[size_t(a->input)])];  // steps are in order
+      }
+    }
+  // The last step that reads each root's storage, through any of its views;
+  // whether a graph output lives in it.
+  std::vector<int> last_read(n_values, -1), last_use(n_values, -1);
+  std::vector<bool> is_output(n_values, false), root_is_output(n_values, false);
+  for (int v : output_values) {
+    is_output[size_t(v)] = true;
+    root_is_output[size_t(root[size_t(v)])] = true;
+  }
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (int v : steps[s].inputs)
+      if (v >= 0) {
+        last_use[size_t(v)] = int(s);
+        last_read[size_t(root[size_t(v)])] = int(s);
+      }
+  for (size_t v = 0; v < n_values; ++v)
+    if (last_use[v] >= 0 && !is_output[v] && !constants[v].defined())
+      steps[size_t(last_use[v])].release.push_back(int(v));
+  // An input's storage may be taken only when this step is the last to read it
+  // and it reads it through that input alone.
+  const auto may_take = [&](size_t s, size_t position) {
+    const int v = steps[s].inputs[position];
+    if (v < 0) return false;
+    const int r = root[size_t(v)];
+    if (last_read[size_t(r)] != int(s) || root_is_output[size_t(r)]) return false;
+    for (size_t j = 0; j < steps[s].inputs.size(); ++j)
+      if (j != position && steps[s].inputs[j] >= 0 && root[size_t(steps[s].inputs[j])] == r) return false;
+    return true;
+  };
+  for (size_t s = 0; s < steps.size(); ++s) {
+    Step& step = steps[s];
+    step.reuse.assign(step.outputs.size(), -1);
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      const Alias* a = step.row->alias(o);
+      if (!a || a->kind != Alias::kInPlace || step.outputs[o] < 0 || size_t(a->input) >= step.inputs.size())
+        continue;
+      const int v = step.inputs[size_t(a->input)];
+      if (v < 0 || root_kind[size_t(root[size_t(v)])] != RootKind::kSession || !may_take(s, size_t(a->input)))
+        continue;
+      bool taken = false;  // one output per input
+      for (int other : step.reuse) taken = taken || other == a->input;
+      if (!taken) step.reuse[o] = a->input;
+    }
+  }
+  for (int v : output_values) {
+    const int s = producer[size_t(v)];
+    output_step.push_back(s);
+    int position = -1, in_place = -1;
+    if (s >= 0) {
+      for (size_t o = 0; o < steps[size_t(s)].outputs.size(); ++o)
+        if (steps[size_t(s)].outputs[o] == v) position = int(o);
+      const Alias* a = steps[size_t(s)].row->alias(size_t(position));
+      if (a && a->kind == Alias::kInPlace && size_t(a->input) < steps[size_t(s)].inputs.size()) {
+        const int in = steps[size_t(s)].inputs[size_t(a->input)];
+        if (in >= 0 && root_kind[size_t(root[size_t(in)])] == RootKind::kCaller && may_take(size_t(s), size_t(a->input)))
+          in_place = a->input;
+      }
+    }
+    output_position.push_back(position);
+    bound_in_place.push_back(in_place);
+  }
 }
 
 namespace {
 
 class StepContext : public KernelContext {
  public:
-  StepContext(std::vector<const Tensor*> inputs, std::vector<Tensor*> outputs,
-              std::vector<ValueType> output_types, int threads, const Tensor* reusable)
-      : inputs_(std::move(inputs)), outputs_(std::move(outputs)),
-        types_(std::move(output_types)), threads_(threads), reusable_(reusable) {}
+  StepContext(const Node& node, std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs,
+              const std::vector<ValueType>& types, const RegisteredOp& row, const OpPlan* plan, int threads)
+      : node_(node), inputs_(std::move(inputs)), outputs_(outputs), types_(types), row_(row),
+        plan_(plan), threads_(threads) {
+    for (const ValueType& t : types_) shapes_.push_back(t.concrete_shape().value_or(Shape{}));
+  }
 
+  const Node& node() const override { return node_; }
   size_t num_inputs() const override { return inputs_.size(); }
   const Tensor* input(size_t i) const override { return i < inputs_.size() ? inputs_[i] : nullptr; }
   size_t num_outputs() const override { return outputs_.size(); }
-  bool output_requested(size_t i) const override { return i < outputs_.size() && outputs_[i]; }
-  Tensor& output(size_t i) override {
-    Tensor& out = *outputs_[i];
-    if (!out.defined()) {
-      const Shape shape = *types_[i].concrete_shape();
-      if (i == 0 && reusable_ != nullptr) {
-        out = reusable_->Reshaped(shape);
-      } else {
-        // Kernels write their outputs in full; the size was checked before.
-        absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(types_[i].dtype, shape);
-        if (t.ok()) out = *std::move(t);
-      }
-    }
-    return out;
+  bool output_requested(size_t i) const override { return node_.has_output(i); }
+  Tensor& output(size_t i) override { return outputs_[i]; }
+  void set_output(size_t i, Tensor view) override {
+    const Alias* a = row_.alias(i);
+    if (a && a->kind == Alias::kView) outputs_[i] = std::move(view);
+    else misused_ = true;
   }
-  void set_output(size_t i, Tensor view) override { *outputs_[i] = std::move(view); }
-  Shape output_shape(size_t i) const override { return types_[i].concrete_shape().value_or(Shape{}); }
+  const Shape& output_shape(size_t i) const override { return shapes_[i]; }
   int threads() const override { return threads_; }
+  bool misused() const { return misused_; }
+
+ protected:
+  const OpPlan* plan_ptr() const override { return plan_; }
 
  private:
+  const Node& node_;
   std::vector<const Tensor*> inputs_;
-  std::vector<Tensor*> outputs_;
-  std::vector<ValueType> types_;
+  std::vector<Tensor>& outputs_;
+  const std::vector<ValueType>& types_;
+  std::vector<Shape> shapes_;
+  const RegisteredOp& row_;
+  const OpPlan* plan_;
   int threads_;
-  const Tensor* reusable_;
+  bool misused_ = false;
 };
 
 }  // namespace
 
 absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& values,
-                                    std::vector<Tensor>* graph_out,
-                                    const std::vector<bool>& caller_bound) const {
-  {
-    const Node& node = *step.node;
-    std::vector<const Tensor*> in_ptrs;
+                                    const std::vector<Tensor>& bound) const {
+  const Node& node = *step.node;
+  std::vector<const Tensor*> in_ptrs(step.inputs.size(), nullptr);
+  bool planned = step.is_static;
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    const int v = step.inputs[i];
+    if (v < 0 || !values[size_t(v)].defined()) continue;
+    in_ptrs[i] = &values[size_t(v)];
+    planned = planned && in_ptrs[i]->shape() == step.input_shapes[i];
+  }
+  // The plan: made at creation, or made now from the real inputs.
+  const std::vector<ValueType>* types = &step.output_types;
+  const OpPlan* plan = step.plan.get();
+  std::vector<ValueType> run_types;
+  std::shared_ptr<const OpPlan> run_plan;
+  if (!planned) {
     std::vector<ValueType> in_types(step.inputs.size());
-    std::vector<const ValueType*> in_type_ptrs;
-    for (size_t i = 0; i < step.inputs.size(); ++i) {
-      int v = step.inputs[i];
-      if (v < 0 || !values[size_t(v)].defined()) {
-        in_ptrs.push_back(nullptr);
-        in_type_ptrs.push_back(nullptr);
-        continue;
+    std::vector<const ValueType*> in_type_ptrs(step.inputs.size(), nullptr);
+    for (size_t i = 0; i < step.inputs.size(); ++i)
+      if (in_ptrs[i]) {
+        in_types[i] = ValueType::Of(in_ptrs[i]->dtype(), in_ptrs[i]->shape());
+        in_type_ptrs[i] = &in_types[i];
       }
-      const Tensor& t = values[size_t(v)];
-      in_ptrs.push_back(&t);
-      in_types[i] = ValueType::Of(t.dtype(), t.shape());
-      in_type_ptrs.push_back(&in_types[i]);
-    }
     InferContext ictx(node, in_type_ptrs, in_ptrs);
-    ictx.set_running(true);
-    absl::Status s = step.op->infer(ictx);
-    if (!s.ok()) return s;
-
-    // Output buffers: caller-bound graph outputs, else allocated on demand.
-    std::vector<Tensor> results(step.outputs.size());
-    std::vector<Tensor*> out_ptrs(step.outputs.size(), nullptr);
-    std::vector<int> bound_to(step.outputs.size(), -1);
+    RETURN_IF_ERROR(step.op->Infer(ictx));
+    run_types = ictx.outputs();
+    run_plan = ictx.plan();
     for (size_t i = 0; i < step.outputs.size(); ++i) {
-      int v = step.outputs[i];
-      if (v < 0) continue;
-      const ValueType& t = ictx.outputs()[i];
+      if (step.outputs[i] < 0) continue;
+      const ValueType& t = run_types[i];
       std::optional<Shape> shape = t.concrete_shape();
       if (!shape || t.dtype == DType::kUndefined)
         return absl::InternalError(absl::StrCat(node.Describe(), ": output ", i,
                                                 " has no concrete type at run time: ", t.ToString()));
-      // Refuse absurd sizes here, before a kernel could ask for the buffer.
-      const int64_t count = ElementCount(*shape);
-      if (count < 0 || StorageBytes(t.dtype, count) > kMaxTensorBytes)
-        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": output ", i, " of shape ",
-                                                       ShapeToString(*shape), " is too large"));
-      out_ptrs[i] = &results[i];
-      if (graph_out == nullptr) continue;
-      for (size_t k = 0; k < output_values.size(); ++k) {
-        if (output_values[k] != v || !caller_bound[k]) continue;
-        const Tensor& buf = (*graph_out)[k];
-        if (buf.dtype() != t.dtype || buf.shape() != *shape)
-          return absl::InvalidArgumentError(absl::StrCat(
-              "output '", value_names[size_t(v)], "': the caller's buffer is ", LowerName(buf.dtype()),
-              ShapeToString(buf.shape()), " but the result is ", LowerName(t.dtype), ShapeToString(*shape)));
-        // A caller buffer that overlaps an input is safe only for the input
-        // the kernel declares it can update in place.
-        bool unsafe = false;
-        for (size_t j = 0; j < in_ptrs.size(); ++j)
-          if (in_ptrs[j] && Overlaps(buf, *in_ptrs[j]) &&
-              !(i == 0 && int(j) == step.op->inplace_input && buf.raw() == in_ptrs[j]->raw()))
-            unsafe = true;
-        if (!unsafe) results[i] = buf;
-        bound_to[i] = int(k);
-      }
+      RETURN_IF_ERROR(CheckOutputSize(node, i, t.dtype, *shape));
     }
-    // In-place reuse of an input whose last use is here and that nobody else holds.
-    const Tensor* reusable = nullptr;
-    const int in_place = step.op->inplace_input;
-    if (in_place >= 0 && size_t(in_place) < step.inputs.size() && step.outputs.size() > 0 &&
-        step.outputs[0] >= 0 && !results[0].defined()) {
-      int v = step.inputs[size_t(in_place)];
-      const ValueType& t = ictx.outputs()[0];
-      if (v >= 0 && std::find(step.release.begin(), step.release.end(), v) != step.release.end() &&
-          values[size_t(v)].defined() &&
-          values[size_t(v)].storage()->owned() && values[size_t(v)].storage().use_count() == 1 &&
-          values[size_t(v)].dtype() == t.dtype &&
-          values[size_t(v)].size() == ElementCount(*t.concrete_shape())) {
-        bool used_twice = false;
-        for (size_t j = 0; j < step.inputs.size(); ++j)
-          if (int(j) != in_place && step.inputs[j] == v) used_twice = true;
-        if (!used_twice) reusable = &values[size_t(v)];
-      }
-    }
-    StepContext ctx(in_ptrs, out_ptrs, ictx.outputs(), threads, reusable);
-    s = step.kernel->Compute(ctx);
-    if (!s.ok()) return s;
-
-    for (size_t i = 0; i < step.outputs.size(); ++i) {
-      int v = step.outputs[i];
-      if (v < 0) continue;
-      Tensor& r = results[i];
-      if (!r.defined())  // the kernel did not produce it: zeros, never stale memory
-        r = Tensor::Zeros(ictx.outputs()[i].dtype, *ictx.outputs()[i].concrete_shape());
-      if (bound_to[i] >= 0) {
-        Tensor& buf = (*graph_out)[size_t(bound_to[i])];
-        if (r.raw() != buf.raw()) CopyElements(r, buf, threads);
-        r = buf;
-      }
-      values[size_t(v)] = std::move(r);
-    }
-    for (int v : step.release) values[size_t(v)] = Tensor();
+    types = &run_types;
+    plan = run_plan.get();
   }
+
+  // Every requested output's buffer exists before the kernel runs: a caller's
+  // buffer, an input's storage taken in place, or a new allocation.
+  std::vector<Tensor> results(step.outputs.size());
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    if (step.outputs[i] < 0) continue;
+    const Alias* alias = step.row->alias(i);
+    if (alias && alias->kind == Alias::kView) continue;  // the kernel sets a view
+    const DType dtype = (*types)[i].dtype;
+    const Shape shape = *(*types)[i].concrete_shape();
+    if (i < bound.size() && bound[i].defined()) {
+      if (bound[i].dtype() != dtype || bound[i].shape() != shape)
+        return absl::InvalidArgumentError(absl::StrCat(
+            "output '", node.outputs[i], "': the caller's buffer is ", LowerName(bound[i].dtype()),
+            ShapeToString(bound[i].shape()), " but the result is ", LowerName(dtype), ShapeToString(shape)));
+      results[i] = bound[i];
+      continue;
+    }
+    const int take = i < step.reuse.size() ? step.reuse[i] : -1;
+    if (take >= 0 && in_ptrs[size_t(take)] && in_ptrs[size_t(take)]->dtype() == dtype &&
+        in_ptrs[size_t(take)]->size() == ElementCount(shape)) {
+      results[i] = in_ptrs[size_t(take)]->Reshaped(shape);
+      continue;
+    }
+    ASSIGN_OR_RETURN(results[i], Tensor::MakeUninitialized(dtype, shape));
+  }
+  StepContext ctx(node, in_ptrs, results, *types, *step.row, plan, threads);
+  RETURN_IF_ERROR(step.op->Compute(ctx));
+  if (ctx.misused())
+    return absl::InternalError(absl::StrCat(node.Describe(), ": the kernel set a view its row does not declare"));
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    const int v = step.outputs[i];
+    if (v < 0) continue;
+    if (!results[i].defined())
+      return absl::InternalError(absl::StrCat(node.Describe(), ": the kernel produced no output ", i));
+    values[size_t(v)] = std::move(results[i]);
+  }
+  for (int v : step.release) values[size_t(v)] = Tensor();
   return absl::OkStatus();
 }
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const SessionOptions& options) {
+absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRegistry& ops,
+                                                         const SessionOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->graph = std::move(graph);
+  impl->ops = &ops;
   impl->options = options;
-  absl::Status s = impl->Build();
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(impl->Build());
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
-absl::StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path,
+absl::StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path, const OpRegistry& ops,
                                                        const SessionOptions& options) {
-  absl::StatusOr<Graph> g = LoadModel(path);
-  if (!g.ok()) return g.status();
-  return Create(*std::move(g), options);
+  ASSIGN_OR_RETURN(Graph g, LoadModel(path));
+  return Create(std::move(g), ops, options);
 }
 
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
@@ -457,29 +617,57 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
     if (!given.count(vi.name))
       return absl::InvalidArgumentError(absl::StrCat("input '", vi.name, "' is missing"));
 
+  // Caller buffers: written directly by the producing step unless the buffer
+  // overlaps an input's memory; then only an op updating that very input in
+  // place, with no later reader, may write it. Otherwise the result is copied
+  // into it after the last step.
   outputs->resize(im.output_values.size());
-  std::vector<bool> caller_bound(outputs->size());
-  for (size_t k = 0; k < outputs->size(); ++k) caller_bound[k] = (*outputs)[k].defined();
-  for (const Step& step : im.steps) {
-    absl::Status s = im.RunStep(step, values, outputs, caller_bound);
-    if (!s.ok()) return s;
-  }
-  for (size_t k = 0; k < im.output_values.size(); ++k) {
-    if (caller_bound[k]) {
-      // A graph output that is a constant or a graph input never passed
-      // through a step: copy it into the caller's buffer here.
-      const Tensor& v = values[size_t(im.output_values[k])];
-      if (v.raw() != (*outputs)[k].raw()) {
-        if (v.dtype() != (*outputs)[k].dtype() || v.shape() != (*outputs)[k].shape())
-          return absl::InvalidArgumentError(absl::StrCat("output '", im.value_names[size_t(im.output_values[k])],
-                                                         "': the caller's buffer does not match"));
-        CopyElements(v, (*outputs)[k]);
-      }
+  std::vector<std::vector<Tensor>> direct(im.steps.size());
+  std::vector<bool> copy_at_end(outputs->size(), false);
+  for (size_t k = 0; k < outputs->size(); ++k) {
+    const Tensor& buffer = (*outputs)[k];
+    if (!buffer.defined()) continue;
+    const int s = im.output_step[k];
+    const int position = im.output_position[k];
+    bool safe = s >= 0;
+    if (safe) {
+      const Alias* a = im.steps[size_t(s)].row->alias(size_t(position));
+      safe = !(a && a->kind == Alias::kView);
+    }
+    for (const NamedTensor& in : inputs) {
+      if (!safe || !Overlaps(buffer, in.tensor)) continue;
+      const int taken = im.bound_in_place[k];
+      const Step& step = im.steps[size_t(s)];
+      safe = taken >= 0 && buffer.raw() == in.tensor.raw() && buffer.bytes() == in.tensor.bytes() &&
+             im.root[size_t(step.inputs[size_t(taken)])] == im.value_index.at(in.name);
+    }
+    if (!safe) {
+      copy_at_end[k] = true;
       continue;
     }
+    std::vector<Tensor>& slots = direct[size_t(s)];
+    slots.resize(im.steps[size_t(s)].outputs.size());
+    slots[size_t(position)] = buffer;
+  }
+  for (size_t s = 0; s < im.steps.size(); ++s) RETURN_IF_ERROR(im.RunStep(im.steps[s], values, direct[s]));
+  // Check every caller buffer before writing any: a mismatch writes nothing.
+  for (size_t k = 0; k < im.output_values.size(); ++k) {
+    if (!copy_at_end[k]) continue;
     const Tensor& v = values[size_t(im.output_values[k])];
-    // Never hand out a view of an input or constant that the caller might
-    // not expect to alias; borrowed inputs are the caller's own memory.
+    const Tensor& buffer = (*outputs)[k];
+    if (v.dtype() != buffer.dtype() || v.shape() != buffer.shape())
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", im.value_names[size_t(im.output_values[k])], "': the caller's buffer is ",
+          LowerName(buffer.dtype()), ShapeToString(buffer.shape()), " but the result is ", LowerName(v.dtype()),
+          ShapeToString(v.shape())));
+  }
+  for (size_t k = 0; k < im.output_values.size(); ++k) {
+    const Tensor& v = values[size_t(im.output_values[k])];
+    if (copy_at_end[k]) {
+      CopyElements(v, (*outputs)[k], im.threads);
+      continue;
+    }
+    if ((*outputs)[k].defined()) continue;  // written directly
     // Hand out only memory the session allocated for this run: an output that
     // views a constant or a caller's input is copied.
     bool shared = v.storage() && !v.storage()->owned();
@@ -492,8 +680,7 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
 
 absl::StatusOr<std::vector<Tensor>> Session::Run(const std::vector<NamedTensor>& inputs) const {
   std::vector<Tensor> outputs;
-  absl::Status s = Run(inputs, &outputs);
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(Run(inputs, &outputs));
   return outputs;
 }
 

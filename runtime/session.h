@@ -8,9 +8,10 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/graph.h"
-#include "runtime/op.h"
 
 namespace onnx_mini {
+
+class OpRegistry;
 
 struct SessionOptions {
   // Intra-op threads for the kernels; 0 means all cores.
@@ -24,12 +25,14 @@ struct NamedTensor {
 
 class Session {
  public:
-  // Validates the graph (types, shapes, ops, dtypes) and plans its execution.
+  // Validates the graph (types, shapes, ops, dtypes) and plans its execution,
+  // with the ops of `ops` (BuiltinOps() from ops/ops.h, or a registry of the
+  // embedder's that falls back to it; it must outlive the session).
   // Unsupported ops or dtypes fail here with "not implemented: ...".
-  static absl::StatusOr<std::unique_ptr<Session>> Create(Graph graph,
+  static absl::StatusOr<std::unique_ptr<Session>> Create(Graph graph, const OpRegistry& ops,
                                                          const SessionOptions& options = {});
   // LoadModel + Create.
-  static absl::StatusOr<std::unique_ptr<Session>> Load(const std::string& path,
+  static absl::StatusOr<std::unique_ptr<Session>> Load(const std::string& path, const OpRegistry& ops,
                                                        const SessionOptions& options = {});
   ~Session();
 
@@ -43,7 +46,9 @@ class Session {
   // shape. `outputs` is resized to the number of graph outputs; an entry that
   // is already defined is a caller-provided buffer that the output is written
   // into (its dtype and shape must match the result). A caller buffer may be
-  // the same memory as an input: ops that can update in place then do so.
+  // the same memory as an input: an op that can update that input in place
+  // does so when no later step reads the input; otherwise the result is
+  // computed elsewhere and copied into the buffer after the last step.
   absl::Status Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const;
 
   // Convenience: runs and returns fresh outputs.

@@ -17,6 +17,10 @@ using Shape = std::vector<int64_t>;
 // The largest tensor onnx-mini will allocate (1 TiB); larger shapes are errors.
 constexpr size_t kMaxTensorBytes = size_t(1) << 40;
 
+// The largest rank a shape function will build (shape inputs longer than this
+// are refused before anything is allocated).
+constexpr int64_t kMaxRank = 4096;
+
 // Number of elements of a shape; -1 if a dim is negative or the product overflows.
 int64_t ElementCount(const Shape& shape);
 std::string ShapeToString(const Shape& shape);

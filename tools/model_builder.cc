@@ -1,6 +1,7 @@
 #include "tools/model_builder.h"
 
 #include "absl/strings/str_cat.h"
+#include "ops/ops.h"
 #include "runtime/loader.h"
 
 namespace onnx_mini {
@@ -75,7 +76,7 @@ onnx::NodeProto& ModelBuilder::Node(const std::string& op, const std::vector<std
 absl::StatusOr<std::unique_ptr<Session>> ModelBuilder::Build(const SessionOptions& options) const {
   absl::StatusOr<Graph> g = LoadModelFromBytes(Serialize(), "");
   if (!g.ok()) return g.status();
-  return Session::Create(*std::move(g), options);
+  return Session::Create(*std::move(g), BuiltinOps(), options);
 }
 
 void SetAttr(onnx::NodeProto& node, const std::string& name, int64_t value) {

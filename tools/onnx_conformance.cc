@@ -28,6 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "runtime/element.h"
+#include "ops/ops.h"
 #include "runtime/loader.h"
 #include "runtime/session.h"
 #include "runtime/tensor_io.h"
@@ -130,7 +131,7 @@ CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
   for (const Node& n : graph->nodes) r.node_ops.push_back(n.op_type);
   SessionOptions options;
   options.threads = threads;
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*std::move(graph), options);
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*std::move(graph), BuiltinOps(), options);
   if (!session.ok()) {
     r.status = absl::IsUnimplemented(session.status()) ? "UNSUPPORTED" : "ERROR";
     r.message = std::string(session.status().message());

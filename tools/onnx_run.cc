@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ops/ops.h"
 #include "runtime/element.h"
 #include "runtime/session.h"
 #include "runtime/tensor_io.h"
@@ -152,7 +153,7 @@ int Main(int argc, char** argv) {
   const Options& o = *parsed;
   SessionOptions so;
   so.threads = o.threads;
-  absl::StatusOr<std::unique_ptr<Session>> session = Session::Load(o.model, so);
+  absl::StatusOr<std::unique_ptr<Session>> session = Session::Load(o.model, BuiltinOps(), so);
   if (!session.ok()) return Fail(std::string(session.status().message()));
 
   // Inputs: explicit files, then the input_K.pb layout, then random values.

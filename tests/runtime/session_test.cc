@@ -35,19 +35,6 @@ TEST(Registry, UnsupportedDtypeFailsAtCreation) {
   EXPECT_EQ(Message(s.status()), "not implemented: ai.onnx::Add opset 17 for string");
 }
 
-TEST(Registry, OpsetPicksTheVersionRange) {
-  Node add;
-  add.op_type = "Add";
-  add.opset = 14;
-  ASSERT_TRUE(FindOp(add).ok());
-  EXPECT_EQ((*FindOp(add))->since_version, 7);
-  add.opset = 6;  // the legacy broadcast attribute era: not implemented
-  EXPECT_TRUE(absl::IsUnimplemented(FindOp(add).status()));
-  add.domain = "com.other";
-  add.opset = 14;
-  EXPECT_EQ(Message(FindOp(add).status()), "not implemented: com.other::Add opset 14");
-}
-
 TEST(Inference, BroadcastContradictionNamesNodeAndShapes) {
   ModelBuilder m(17);
   m.Input("a", DType::kFloat, {2, 3}).Input("b", DType::kFloat, {4}).Output("y", DType::kFloat, {}, false);

@@ -1,0 +1,118 @@
+// ops/binary.cc: the broadcasting elementwise ops against plain reference computations.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ops/common.h"
+#include "runtime/element.h"
+#include "tests/ops/op_tester.h"
+
+namespace onnx_mini {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// The reference: explicit multi-index broadcasting in double.
+double ReferenceBinary(const std::string& op, double a, double b, bool integer) {
+  if (op == "Add") return a + b;
+  if (op == "Sub") return a - b;
+  if (op == "Mul") return a * b;
+  return integer ? std::trunc(a / b) : a / b;
+}
+
+TEST(BinaryOps, BroadcastingAcrossDtypesAndShapes) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{3, 5}, {3, 5}}, {{2, 3, 5}, {5}}, {{2, 1, 5}, {3, 1}}, {{1}, {4, 1, 3}},
+      {{}, {7}}, {{2, 0, 3}, {1, 3}}, {{7, 1}, {1, 9}}, {{1, 1, 1}, {}}};
+  const std::vector<DType> dtypes = {DType::kFloat, DType::kDouble, DType::kInt32, DType::kInt64,
+                                     DType::kUInt8, DType::kInt8, DType::kUInt64, DType::kFloat16,
+                                     DType::kBFloat16, DType::kInt16, DType::kUInt16, DType::kUInt32};
+  uint32_t seed = 1;
+  for (const std::string op : {"Add", "Sub", "Mul", "Div"})
+    for (DType dtype : dtypes)
+      for (const auto& [sa, sb] : shapes) {
+        Tensor a = Random(dtype, sa, seed++), b = Random(dtype, sb, seed++);
+        absl::StatusOr<Tensor> out = RunOne(14, op, {a, b});
+        ASSERT_TRUE(out.ok()) << op << " " << LowerName(dtype) << ": " << out.status();
+        const Shape& os = out->shape();
+        const std::vector<int64_t> ia = BroadcastStrides(sa, os), ib = BroadcastStrides(sb, os);
+        const bool integer = Info(dtype).kind != DTypeKind::kFloat;
+        Tensor expected = Tensor::Zeros(dtype, os);
+        for (int64_t o = 0; o < ElementCount(os); ++o) {
+          int64_t rem = o, pa = 0, pb = 0;
+          for (int64_t d = int64_t(os.size()) - 1; d >= 0; --d) {
+            const int64_t idx = rem % os[size_t(d)];
+            rem /= os[size_t(d)];
+            pa += idx * ia[size_t(d)];
+            pb += idx * ib[size_t(d)];
+          }
+          SetDouble(expected, o, ReferenceBinary(op, GetDouble(a, pa), GetDouble(b, pb), integer));
+        }
+        for (int64_t o = 0; o < ElementCount(os); ++o) {
+          if (integer && (op == "Sub" || op == "Mul")) {
+            // Unsigned and narrow types wrap: compare in the type.
+            EXPECT_EQ(GetDouble(*out, o), GetDouble(expected, o)) << op << " " << LowerName(dtype);
+          } else {
+            EXPECT_NEAR(GetDouble(*out, o), GetDouble(expected, o),
+                        1e-6 * std::fabs(GetDouble(expected, o)) + 1e-9)
+                << op << " " << LowerName(dtype) << " at " << o;
+          }
+        }
+      }
+}
+
+TEST(BinaryOps, LargeInputsTakeTheThreadedPathAndAgree) {
+  Tensor a = Random(DType::kFloat, {300, 1, 513}, 5), b = Random(DType::kFloat, {7, 513}, 6);
+  absl::StatusOr<Tensor> one = RunOne(14, "Mul", {a, b}, {}, 1);
+  absl::StatusOr<Tensor> two = RunOne(14, "Mul", {a, b}, {}, 2);
+  ASSERT_TRUE(one.ok() && two.ok());
+  ASSERT_EQ(one->shape(), Shape({300, 7, 513}));
+  EXPECT_EQ(std::memcmp(one->raw(), two->raw(), one->bytes()), 0);
+  EXPECT_EQ(one->data<float>()[(299 * 7 + 6) * 513 + 512],
+            a.data<float>()[299 * 513 + 512] * b.data<float>()[6 * 513 + 512]);
+}
+
+TEST(BinaryOps, MismatchedDtypesAreRejected) {
+  absl::StatusOr<Tensor> out = RunOne(14, "Add", {Random(DType::kFloat, {2}, 1), Random(DType::kDouble, {2}, 2)});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("input 1 is double but input 0 is float: both have type T"));
+}
+
+TEST(Elementwise, WhereBroadcastsThreeWays) {
+  auto out = RunNode(16, "Where", {B({true, false}, {2, 1, 1}), F({1, 2, 3}, {1, 3}), F({-1}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({2, 1, 3}));
+  EXPECT_THAT(Values((*out)[0]), ElementsAre(1, 2, 3, -1, -1, -1));
+  auto strings = RunNode(16, "Where", {B({true, false}, {2}), Tensor::FromVector<std::string>({"a", "b"}, {2}),
+                                       Tensor::FromVector<std::string>({"x"}, {1})});
+  ASSERT_TRUE(strings.ok()) << strings.status();
+  EXPECT_EQ((*strings)[0].data<std::string>()[1], "x");
+}
+
+TEST(Elementwise, ComparisonsLogicAndModPow) {
+  auto less = RunNode(13, "Less", {F({1, 5}, {2, 1}), F({2, 3, 6}, {3})});
+  ASSERT_TRUE(less.ok());
+  EXPECT_EQ((*less)[0].dtype(), DType::kBool);
+  EXPECT_THAT(Values((*less)[0]), ElementsAre(1, 1, 1, 0, 0, 1));
+  auto equal = RunNode(19, "Equal", {Tensor::FromVector<std::string>({"a", "b"}, {2}),
+                                     Tensor::FromVector<std::string>({"b"}, {1})});
+  ASSERT_TRUE(equal.ok());
+  EXPECT_THAT(Values((*equal)[0]), ElementsAre(0, 1));
+  auto both = RunNode(7, "And", {B({true, true, false}, {3}), B({true}, {1})});
+  EXPECT_THAT(Values((*both)[0]), ElementsAre(1, 1, 0));
+  // Integer Mod follows the divisor's sign; fmod the dividend's.
+  Tensor x = I({-7, 7, -7, 7}, {4}), y = I({3, -3, -3, 3}, {4});
+  EXPECT_THAT(Values((*RunNode(13, "Mod", {x, y}))[0]), ElementsAre(2, -2, -1, 1));
+  EXPECT_THAT(Values((*RunNode(13, "Mod", {x, y}, 1, [](onnx::NodeProto& n) { SetAttr(n, "fmod", int64_t(1)); }))[0]),
+              ElementsAre(-1, 1, -1, 1));
+  EXPECT_THAT(Message(RunNode(13, "Mod", {x, I({0, 1, 1, 1}, {4})}).status()), HasSubstr("modulo by zero"));
+  EXPECT_THAT(Message(RunNode(13, "Mod", {F({1}, {1}), F({1}, {1})}).status()), HasSubstr("requires fmod = 1"));
+  // Pow with an exponent of another type.
+  EXPECT_THAT(Values((*RunNode(15, "Pow", {F({2, 3}, {2}), I({3}, {1})}))[0]), ElementsAre(8, 27));
+}
+
+}  // namespace
+}  // namespace onnx_mini

@@ -1,0 +1,53 @@
+// ops/matmul.cc: MatMul and Gemm, oneDNN against a naive product.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "runtime/element.h"
+#include "tests/ops/op_tester.h"
+
+namespace onnx_mini {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(MatMul, OneDnnAndReferenceAgreeWithANaiveProduct) {
+  struct Case { Shape a, b; };
+  const std::vector<Case> cases = {{{3, 5}, {5, 7}}, {{2, 4, 33, 17}, {2, 4, 17, 65}}, {{5}, {5, 3}},
+                                   {{4, 1, 3, 5}, {2, 5, 2}}, {{1, 6, 8}, {3, 8, 4}}, {{2, 3}, {3}}};
+  for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kDouble, DType::kFloat16, DType::kInt32}) {
+    uint32_t seed = 1;
+    for (const Case& c : cases) {
+      Tensor a = RandomUniform(dt, c.a, seed++), b = RandomUniform(dt, c.b, seed++);
+      auto out = RunNode(13, "MatMul", {a, b});
+      ASSERT_TRUE(out.ok()) << LowerName(dt) << ": " << out.status();
+      // Naive product over explicit NumPy batching.
+      Shape sa = c.a, sb = c.b;
+      if (sa.size() == 1) sa.insert(sa.begin(), 1);
+      if (sb.size() == 1) sb.push_back(1);
+      const int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
+      const int64_t ba = ElementCount(Shape(sa.begin(), sa.end() - 2)), bb = ElementCount(Shape(sb.begin(), sb.end() - 2));
+      const int64_t batches = (*out)[0].size() / (M * N);
+      for (int64_t t = 0; t < batches; ++t)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            // Batch t maps to (t mod ba, t mod bb) for these right-aligned cases.
+            const int64_t ta = ba == 1 ? 0 : (c.a.size() == 4 && c.b.size() == 3 ? t / 2 : t % ba);
+            const int64_t tb = bb == 1 ? 0 : t % bb;
+            double want = 0;
+            for (int64_t k = 0; k < K; ++k) want += GetDouble(a, (ta * M + m) * K + k) * GetDouble(b, (tb * K + k) * N + n);
+            const double tol = dt == DType::kBFloat16 ? 0.1 : dt == DType::kFloat16 ? 0.02 : 1e-4;
+            ASSERT_NEAR(GetDouble((*out)[0], (t * M + m) * N + n), dt == DType::kInt32 ? double(int64_t(want)) : want,
+                        tol * (1 + std::fabs(want)))
+                << LowerName(dt) << " case " << ShapeToString(c.a) << "x" << ShapeToString(c.b);
+          }
+    }
+  }
+  EXPECT_THAT(Message(RunNode(13, "MatMul", {F({1, 2}, {1, 2}), F({1, 2, 3}, {3, 1})}).status()), HasSubstr("inner dimensions differ"));
+}
+
+}  // namespace
+}  // namespace onnx_mini

@@ -1,0 +1,51 @@
+// ops/norm.cc (and Gemm): LayerNormalization, RMSNormalization, RotaryEmbedding.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "runtime/element.h"
+#include "tests/ops/op_tester.h"
+
+namespace onnx_mini {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(Decoder, GemmLayerNormRmsNormRotary) {
+  auto gemm = RunNode(13, "Gemm", {F({1, 2, 3, 4}, {2, 2}), F({1, 0, 0, 1}, {2, 2}), F({10}, {1})}, 1, [](onnx::NodeProto& n) {
+    SetAttr(n, "transA", int64_t(1));
+    SetAttr(n, "alpha", 2.0f);
+    SetAttr(n, "beta", 0.5f);
+  });
+  ASSERT_TRUE(gemm.ok()) << gemm.status();
+  EXPECT_THAT(Values((*gemm)[0]), ElementsAre(7, 11, 9, 13));  // 2 * A^T + 5
+  Tensor x = F({1, 2, 3, 4, 5, 6}, {2, 3});
+  auto ln = RunNode(17, "LayerNormalization", {x, F({1, 1, 1}, {3}), F({0, 0, 1}, {3})}, 3,
+                    [](onnx::NodeProto& n) { SetAttr(n, "epsilon", 0.0f); });
+  ASSERT_TRUE(ln.ok()) << ln.status();
+  const double s = std::sqrt(2.0 / 3);  // row [1, 2, 3]: variance 2/3
+  EXPECT_NEAR((*ln)[0].data<float>()[0], -1 / s, 1e-5);
+  EXPECT_NEAR((*ln)[0].data<float>()[5], 1 / s + 1, 1e-5);
+  EXPECT_THAT(Values((*ln)[1]), ElementsAre(2, 5));  // Mean, shape (2, 1)
+  EXPECT_EQ((*ln)[2].shape(), Shape({2, 1}));
+  auto rms = RunNode(23, "RMSNormalization", {F({3, 4}, {1, 2}), F({1, 2}, {2})}, 1, [](onnx::NodeProto& n) { SetAttr(n, "epsilon", 0.0f); });
+  ASSERT_TRUE(rms.ok()) << rms.status();
+  EXPECT_NEAR((*rms)[0].data<float>()[1], 2 * 4 / std::sqrt(12.5), 1e-5);
+  // RoPE on one head of size 4 at position 1 with angle 90 degrees for both pairs.
+  Tensor v = F({1, 2, 3, 4}, {1, 1, 1, 4});
+  Tensor cos = F({1, 1, 0, 0}, {2, 2}), sin = F({0, 0, 1, 1}, {2, 2});
+  auto rope = RunNode(23, "RotaryEmbedding", {v, cos, sin, I({1}, {1, 1})});
+  ASSERT_TRUE(rope.ok()) << rope.status();
+  EXPECT_THAT(Values((*rope)[0]), ElementsAre(-3, -4, 1, 2));  // halves: (x1, x2) -> (-x2, x1)
+  auto inter = RunNode(23, "RotaryEmbedding", {v, cos, sin, I({1}, {1, 1})}, 1,
+                       [](onnx::NodeProto& n) { SetAttr(n, "interleaved", int64_t(1)); });
+  EXPECT_THAT(Values((*inter)[0]), ElementsAre(-2, 1, -4, 3));
+  EXPECT_THAT(Message(RunNode(23, "RotaryEmbedding", {v, cos, sin, I({2}, {1, 1})}).status()),
+              HasSubstr("outside the cache of 2 positions"));
+}
+
+}  // namespace
+}  // namespace onnx_mini

@@ -1,0 +1,82 @@
+// ops/shaping.cc: views, Shape, Size and Transpose.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "runtime/element.h"
+#include "tests/ops/op_tester.h"
+
+namespace onnx_mini {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(Transpose, AllPermutationsOfARank4TensorAndStrings) {
+  Tensor x = Random(DType::kInt64, {2, 3, 1, 5}, 3);
+  std::vector<int64_t> perm = {0, 1, 2, 3};
+  do {
+    absl::StatusOr<Tensor> out = RunOne(21, "Transpose", {x}, [&](onnx::NodeProto& n) { SetAttr(n, "perm", perm); });
+    ASSERT_TRUE(out.ok()) << out.status();
+    Shape expected_shape;
+    for (int64_t p : perm) expected_shape.push_back(x.dim(p));
+    ASSERT_EQ(out->shape(), expected_shape);
+    // out[i0,i1,i2,i3] = x[i_{perm^-1}...]: walk x and place.
+    for (int64_t a = 0; a < 2; ++a)
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t d = 0; d < 5; ++d) {
+          const int64_t idx[4] = {a, b, 0, d};
+          int64_t o = 0;
+          for (int k = 0; k < 4; ++k) o = o * expected_shape[size_t(k)] + idx[perm[size_t(k)]];
+          EXPECT_EQ(out->data<int64_t>()[o], x.data<int64_t>()[((a * 3 + b) * 1) * 5 + d]);
+        }
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  Tensor s = Tensor::FromVector<std::string>({"a", "b", "c", "d", "e", "f"}, {2, 3});
+  absl::StatusOr<Tensor> st = RunOne(21, "Transpose", {s});
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->data<std::string>()[1], "d");
+  absl::StatusOr<Tensor> bad = RunOne(21, "Transpose", {s}, [](onnx::NodeProto& n) { SetAttr(n, "perm", std::vector<int64_t>{0, 0}); });
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("not a permutation"));
+}
+
+TEST(Shape, StartAndEndClamp) {
+  Tensor x = Random(DType::kFloat, {2, 3, 4, 5}, 1);
+  auto shape_of = [&](int64_t opset, std::optional<int64_t> start, std::optional<int64_t> end) {
+    absl::StatusOr<Tensor> out = RunOne(opset, "Shape", {x}, [&](onnx::NodeProto& n) {
+      if (start) SetAttr(n, "start", *start);
+      if (end) SetAttr(n, "end", *end);
+    });
+    EXPECT_TRUE(out.ok()) << out.status();
+    return std::vector<int64_t>(out->data<int64_t>(), out->data<int64_t>() + out->size());
+  };
+  EXPECT_EQ(shape_of(15, {}, {}), std::vector<int64_t>({2, 3, 4, 5}));
+  EXPECT_EQ(shape_of(15, -2, {}), std::vector<int64_t>({4, 5}));
+  EXPECT_EQ(shape_of(15, 1, -1), std::vector<int64_t>({3, 4}));
+  EXPECT_EQ(shape_of(15, -10, 10), std::vector<int64_t>({2, 3, 4, 5}));
+  EXPECT_EQ(shape_of(15, 3, 1), std::vector<int64_t>({}));
+}
+
+TEST(Reshape, ZeroMinusOneAllowZeroAndEmpty) {
+  Tensor x = Random(DType::kFloat, {2, 3, 4}, 1);
+  auto reshape = [&](const Tensor& in, std::vector<int64_t> shape, int64_t allowzero) {
+    Tensor s = Tensor::FromVector<int64_t>(shape, {int64_t(shape.size())});
+    return RunOne(14, "Reshape", {in, s}, [&](onnx::NodeProto& n) { SetAttr(n, "allowzero", allowzero); });
+  };
+  EXPECT_EQ(reshape(x, {0, -1}, 0)->shape(), Shape({2, 12}));
+  EXPECT_EQ(reshape(x, {-1}, 0)->shape(), Shape({24}));
+  EXPECT_EQ(reshape(x, {4, 0, 2}, 0)->shape(), Shape({4, 3, 2}));
+  absl::StatusOr<Tensor> two = reshape(x, {-1, -1}, 0);
+  EXPECT_THAT(std::string(two.status().message()), HasSubstr("more than one -1"));
+  Tensor empty = Random(DType::kFloat, {0, 3}, 1);
+  EXPECT_EQ(reshape(empty, {3, 0}, 1)->shape(), Shape({3, 0}));
+  absl::StatusOr<Tensor> both = reshape(empty, {0, -1}, 1);
+  EXPECT_THAT(std::string(both.status().message()), HasSubstr("both 0 and -1"));
+  absl::StatusOr<Tensor> data = reshape(x, {6, 4}, 0);
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(std::memcmp(data->raw(), x.raw(), x.bytes()), 0);
+}
+
+}  // namespace
+}  // namespace onnx_mini
