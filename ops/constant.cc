@@ -29,35 +29,31 @@ absl::StatusOr<Tensor> ConstantValue(const Node& node) {
   return error(absl::StrCat("unknown attribute '", key, "'"));
 }
 
-absl::Status InferConstant(InferContext& ctx) {
-  absl::Status s = CheckArity(ctx, 0, 0);
-  if (!s.ok()) return s;
-  absl::StatusOr<Tensor> value = ConstantValue(ctx.node());
-  if (!value.ok()) return value.status();
-  ctx.set_output(0, ValueType::Of(value->dtype(), value->shape()));
-  return absl::OkStatus();
-}
-
-class ConstantKernel : public OpKernel {
+// The value is parsed once; sessions fold the node at creation.
+class ConstantOp : public Op {
  public:
-  explicit ConstantKernel(Tensor value) : value_(std::move(value)) {}
+  static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
+    ASSIGN_OR_RETURN(Tensor value, ConstantValue(node));
+    return std::unique_ptr<Op>(new ConstantOp(std::move(value)));
+  }
+  absl::Status Infer(InferContext& ctx) const override {
+    ctx.set_output(0, ValueType::Of(value_.dtype(), value_.shape()));
+    return absl::OkStatus();
+  }
   absl::Status Compute(KernelContext& ctx) const override {
-    ctx.set_output(0, value_);
+    CopyElements(value_, ctx.output(0));
     return absl::OkStatus();
   }
 
  private:
+  explicit ConstantOp(Tensor value) : value_(std::move(value)) {}
   Tensor value_;
 };
 
-absl::StatusOr<std::unique_ptr<OpKernel>> CreateConstant(const KernelInfo& info) {
-  absl::StatusOr<Tensor> value = ConstantValue(info.node);
-  if (!value.ok()) return value.status();
-  return std::unique_ptr<OpKernel>(new ConstantKernel(*std::move(value)));
-}
-
 }  // namespace
 
-std::vector<OpDef> ConstantOps() { return {{"", "Constant", 1, 0, InferConstant, CreateConstant}}; }
+std::vector<OpDef> ConstantOps() {
+  return {{"", "Constant", 1, 0, "", "T", {{"T", kUnpackedTypes}}, ConstantOp::Create}};
+}
 
 }  // namespace onnx_mini

@@ -158,8 +158,14 @@ const DTypeInfo& Info(DType dtype) {
 
 size_t StorageBytes(DType dtype, int64_t count) {
   const DTypeInfo& info = Info(dtype);
-  if (info.packed()) return size_t((count * info.bits + 7) / 8);
-  return size_t(count) * size_t(info.bits / 8);
+  if (count <= 0) return 0;
+  const size_t n = size_t(count);
+  if (info.packed()) {
+    const size_t per_byte = size_t(info.elements_per_byte());
+    return n / per_byte + (n % per_byte != 0);
+  }
+  const size_t width = size_t(info.bits / 8);
+  return n > SIZE_MAX / width ? SIZE_MAX : n * width;  // saturates: callers compare with a limit
 }
 
 std::string LowerName(DType dtype) {

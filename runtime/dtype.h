@@ -60,7 +60,8 @@ bool IsValidDType(int32_t code);
 // The table row of a valid dtype; kUndefined and invalid codes get a row named "UNDEFINED".
 const DTypeInfo& Info(DType dtype);
 inline const char* Name(DType dtype) { return Info(dtype).name; }
-// Bytes needed to store `count` elements (packed types round up to whole bytes).
+// Bytes needed to store `count` elements (packed types round up to whole
+// bytes; 0 for count <= 0; SIZE_MAX when the product overflows).
 size_t StorageBytes(DType dtype, int64_t count);
 // Lower-case name as used in error messages ("float16").
 std::string LowerName(DType dtype);

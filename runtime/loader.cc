@@ -331,8 +331,8 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::st
   if (count < 0)
     return Invalid(absl::StrCat("tensor '", p.name(), "' has invalid dims ", ShapeToString(shape)));
   const size_t expected = StorageBytes(dtype, count);
-  if (count > 0 && expected / size_t(count) > 64)  // guards overflow in StorageBytes
-    return Invalid(absl::StrCat("tensor '", p.name(), "' is too large"));
+  if (expected > kMaxTensorBytes)
+    return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(shape), " is too large"));
 
   // Decide where the bytes are before allocating, so a lying shape cannot
   // make us allocate more than the file holds.

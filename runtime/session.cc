@@ -673,7 +673,11 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
     bool shared = v.storage() && !v.storage()->owned();
     for (const Tensor& c : im.constants) shared = shared || (c.defined() && c.storage() == v.storage());
     for (const NamedTensor& in : inputs) shared = shared || in.tensor.storage() == v.storage();
-    (*outputs)[k] = shared ? v.Clone() : v;
+    if (shared) {
+      ASSIGN_OR_RETURN((*outputs)[k], v.Clone());
+    } else {
+      (*outputs)[k] = v;
+    }
   }
   return absl::OkStatus();
 }

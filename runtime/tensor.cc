@@ -1,5 +1,7 @@
 #include "runtime/tensor.h"
 
+#include "runtime/status_macros.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -162,9 +164,9 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return t;
 }
 
-Tensor Tensor::Clone() const {
+absl::StatusOr<Tensor> Tensor::Clone() const {
   if (!defined()) return Tensor();
-  Tensor t = Zeros(dtype_, shape_);
+  ASSIGN_OR_RETURN(Tensor t, MakeUninitialized(dtype_, shape_));
   CopyElements(*this, t);
   return t;
 }

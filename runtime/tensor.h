@@ -61,8 +61,9 @@ class Tensor {
   // Like Make, but numeric memory is left uninitialized: for outputs that a
   // kernel writes in full.
   static absl::StatusOr<Tensor> MakeUninitialized(DType dtype, Shape shape);
-  // Like Make, for shapes already known to be valid (aborts the run otherwise
-  // with an exception-free fallback: an undefined tensor).
+  // Like Make, for tests and tools with small known-valid shapes: an invalid
+  // shape or a failed allocation gives an undefined tensor. Runtime code
+  // uses Make, which reports the failure.
   static Tensor Zeros(DType dtype, Shape shape);
   // A tensor over caller-owned memory of at least StorageBytes(dtype, count)
   // bytes (for strings: an array of that many std::string).
@@ -87,8 +88,8 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   // A view with another shape of the same element count, sharing storage.
   Tensor Reshaped(Shape shape) const;
-  // A deep copy into new owned storage.
-  Tensor Clone() const;
+  // A deep copy into new owned storage (fails when memory runs out).
+  absl::StatusOr<Tensor> Clone() const;
 
  private:
   static absl::StatusOr<Tensor> Create(DType dtype, Shape shape, bool zero);

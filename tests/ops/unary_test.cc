@@ -19,7 +19,7 @@ TEST(Elementwise, UnaryOpsOnLargeInputsAgreeAcrossThreadCounts) {
   for (const char* op : {"Tanh", "Sigmoid", "Erf", "Neg", "Sqrt"}) {
     Tensor in = x;
     if (std::string(op) == "Sqrt") {
-      in = x.Clone();
+      in = *x.Clone();
       for (int64_t i = 0; i < in.size(); ++i) in.data<float>()[i] = std::fabs(in.data<float>()[i]);
     }
     auto one = RunNode(13, op, {in}, 1, {}, {}, 1);

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <thread>
 
 #include "runtime/registry.h"
@@ -214,6 +216,124 @@ TEST(Executor, IntegerDivisionByZeroIsAnErrorNotACrash) {
   EXPECT_EQ((*out)[0].data<int32_t>()[1], INT32_MIN);  // wraps, no trap
   Tensor zero = Tensor::FromVector<int32_t>({1, 0}, {2});
   EXPECT_THAT(Message(s->Run({{"a", a}, {"b", zero}}).status()), HasSubstr("division by zero"));
+}
+
+TEST(Signature, ArityAndSharedTypesAreCheckedFromTheRow) {
+  ModelBuilder m(17);
+  m.Input("a", DType::kFloat, {2}).Input("b", DType::kFloat, {2}).Input("c", DType::kFloat, {2});
+  m.Output("y", DType::kFloat, {2});
+  m.Node("Add", {"a", "b", "c"}, {"y"});
+  EXPECT_THAT(Message(m.Build().status()), HasSubstr("Add node 'Add_1': takes 2 inputs, got 3"));
+  ModelBuilder w(17);
+  w.Input("c", DType::kFloat, {2}).Input("x", DType::kFloat, {2}).Input("y", DType::kFloat, {2});
+  w.Output("z", DType::kFloat, {2});
+  w.Node("Where", {"c", "x", "y"}, {"z"});
+  EXPECT_EQ(Message(w.Build().status()), "not implemented: ai.onnx::Where opset 17 for float");
+}
+
+// The review's repro: output A of Neg(X) bound to X's memory while a later
+// step B = Sub(X, 1) still reads X. B must see the original X.
+TEST(Plan, BoundOutputOverAnInputReadLaterIsCopiedAtTheEnd) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {4}).Output("a", DType::kFloat, {4}).Output("b", DType::kFloat, {4});
+  m.Initializer("one", Tensor::FromVector<float>({1}, {}));
+  m.Node("Neg", {"x"}, {"a"});
+  m.Node("Sub", {"x", "one"}, {"b"});
+  std::unique_ptr<Session> s = *m.Build();
+  float x[4] = {1, 2, 3, 4};
+  std::vector<Tensor> outputs = {Tensor::Borrow(DType::kFloat, {4}, x), Tensor()};
+  ASSERT_TRUE(s->Run({{"x", Tensor::Borrow(DType::kFloat, {4}, x)}}, &outputs).ok());
+  const float* b = outputs[1].data<float>();
+  EXPECT_EQ(b[0], 0.0f);
+  EXPECT_EQ(b[3], 3.0f);
+  EXPECT_EQ(x[0], -1.0f);  // A landed in the caller's buffer after the last reader
+  EXPECT_EQ(x[3], -4.0f);
+}
+
+TEST(Plan, BoundOutputOverItsOwnInputIsUpdatedInPlaceWhenNothingReadsItLater) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {3}).Output("a", DType::kFloat, {3});
+  m.Node("Neg", {"x"}, {"a"});
+  std::unique_ptr<Session> s = *m.Build();
+  float x[3] = {1, 2, 3};
+  std::vector<Tensor> outputs = {Tensor::Borrow(DType::kFloat, {3}, x)};
+  ASSERT_TRUE(s->Run({{"x", Tensor::Borrow(DType::kFloat, {3}, x)}}, &outputs).ok());
+  EXPECT_EQ(outputs[0].raw(), static_cast<void*>(x));
+  EXPECT_EQ(x[0], -1.0f);
+  EXPECT_EQ(x[2], -3.0f);
+  // Partly overlapping the input is never in place: computed elsewhere, then copied.
+  float y[4] = {1, 2, 3, 4};
+  outputs = {Tensor::Borrow(DType::kFloat, {3}, y + 1)};
+  ASSERT_TRUE(s->Run({{"x", Tensor::Borrow(DType::kFloat, {3}, y)}}, &outputs).ok());
+  EXPECT_EQ(y[1], -1.0f);
+  EXPECT_EQ(y[3], -3.0f);
+}
+
+TEST(Plan, InPlaceNeverTakesStorageAViewStillReads) {
+  // z views y; Neg(y) is y's last direct use, but z is read after it.
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {4}).Output("w", DType::kFloat, {4}).Output("v", DType::kFloat, {2, 2});
+  m.Initializer("shape", Tensor::FromVector<int64_t>({2, 2}, {2}));
+  m.Initializer("one", Tensor::FromVector<float>({1}, {}));
+  m.Node("Add", {"x", "x"}, {"y"});
+  m.Node("Reshape", {"y", "shape"}, {"z"});
+  m.Node("Neg", {"y"}, {"w"});
+  m.Node("Sub", {"z", "one"}, {"v"});
+  std::unique_ptr<Session> s = *m.Build();
+  absl::StatusOr<std::vector<Tensor>> out = s->Run({{"x", Tensor::FromVector<float>({1, 2, 3, 4}, {4})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<float>()[3], -8.0f);
+  EXPECT_EQ((*out)[1].data<float>()[0], 1.0f);
+  EXPECT_EQ((*out)[1].data<float>()[3], 7.0f);
+}
+
+TEST(Plan, DynamicShapesAreInferredPerRun) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {-1, 3}).Output("y", DType::kFloat, {}, false);
+  m.Node("Transpose", {"x"}, {"t"});
+  m.Node("Neg", {"t"}, {"y"});
+  std::unique_ptr<Session> s = *m.Build();
+  for (int64_t n : {2, 5, 1}) {
+    std::vector<float> v;
+    for (int64_t i = 0; i < n * 3; ++i) v.push_back(float(i));
+    absl::StatusOr<std::vector<Tensor>> out = s->Run({{"x", Tensor::FromVector<float>(v, {n, 3})}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), (Shape{3, n}));
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < n; ++j) EXPECT_EQ((*out)[0].data<float>()[i * n + j], -v[size_t(j * 3 + i)]);
+  }
+}
+
+TEST(Plan, AnOutputThatCannotBeAllocatedIsAnErrorAndTheSessionStaysUsable) {
+  ModelBuilder m(17);
+  m.Input("a", DType::kFloat, {-1, 1}).Input("b", DType::kFloat, {1, -1}).Output("y", DType::kFloat, {}, false);
+  m.Node("Add", {"a", "b"}, {"y"});
+  std::unique_ptr<Session> s = *m.Build();
+  // 300000 x 300000 floats (360 GB) is under the size limit but cannot be allocated
+  // here; the address-space limit makes sure of it.
+  rlimit saved{};
+  getrlimit(RLIMIT_AS, &saved);
+  rlimit tight = saved;
+  tight.rlim_cur = rlim_t(64) << 30;
+  setrlimit(RLIMIT_AS, &tight);
+  absl::StatusOr<std::vector<Tensor>> big = s->Run({{"a", Tensor::Zeros(DType::kFloat, {300000, 1})},
+                                                     {"b", Tensor::Zeros(DType::kFloat, {1, 300000})}});
+  setrlimit(RLIMIT_AS, &saved);
+  ASSERT_FALSE(big.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(big.status())) << big.status();
+  EXPECT_THAT(Message(big.status()), HasSubstr("out of memory"));
+  absl::StatusOr<std::vector<Tensor>> small = s->Run({{"a", Tensor::FromVector<float>({1, 2}, {2, 1})},
+                                                       {"b", Tensor::FromVector<float>({10, 20}, {1, 2})}});
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ((*small)[0].data<float>()[3], 22.0f);
+}
+
+TEST(Tensor, StorageBytesNeverOverflows) {
+  EXPECT_EQ(StorageBytes(DType::kInt4, 5), 3u);
+  EXPECT_EQ(StorageBytes(DType::kUInt2, 9), 3u);
+  EXPECT_EQ(StorageBytes(DType::kInt4, INT64_MAX), size_t(INT64_MAX) / 2 + 1);
+  EXPECT_EQ(StorageBytes(DType::kComplex128, INT64_MAX), SIZE_MAX);
+  EXPECT_EQ(StorageBytes(DType::kFloat, -3), 0u);
 }
 
 }  // namespace
