@@ -1,0 +1,152 @@
+// The built-in op table (ops/ops.cc): every row runs a tiny case for every
+// element type it declares, so a row never promises a type its kernel does
+// not handle (that would be an internal "no case" error, or a crash).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "ops/ops.h"
+#include "tests/ops/op_tester.h"
+
+namespace onnx_mini {
+namespace {
+
+// One input of a tiny case: its shape and values (empty: all ones; one value: filled).
+struct In {
+  Shape shape;
+  std::vector<double> values = {};
+};
+
+// What a tiny case needs beyond the row: its inputs, outputs and attributes.
+struct Tiny {
+  std::vector<In> inputs;
+  size_t outputs = 1;
+  std::function<void(onnx::NodeProto&)> attrs = {};
+};
+
+// The element types chosen for one case: one per type constraint.
+using Chosen = std::vector<DType>;
+
+Tensor Filled(DType dtype, const In& in) {
+  Tensor t = Tensor::Zeros(dtype, in.shape);
+  if (dtype == DType::kString) return t;
+  for (int64_t i = 0; i < t.size(); ++i)
+    SetDouble(t, i, in.values.empty() ? 1.0 : in.values[size_t(i) % in.values.size()]);
+  return t;
+}
+
+// The tiny case of each op. `out` is the element type of output 0.
+Tiny CaseFor(const RegisteredOp& row, DType out) {
+  const std::string& op = row.def.op_type;
+  const int64_t opset = row.def.since_version;
+  const bool attrs_form = row.inputs.size() == 1;  // an old row whose extra inputs were attributes
+  static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Mod", "Pow", "Equal", "Less",
+                                               "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Sum"};
+  if (kBinary.count(op)) {
+    Tiny t{{{{2, 3}, {2}}, {{3}, {1}}}};
+    if (op == "Mod") t.attrs = [](onnx::NodeProto& n) { SetAttr(n, "fmod", int64_t(1)); };
+    return t;
+  }
+  if (op == "Where") return {{{{2, 3}}, {{2, 3}}, {{3}}}};
+  if (op == "Cast") return {{{{2, 3}}}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "to", int64_t(out)); }};
+  if (op == "CastLike") return {{{{2, 3}}, {{1}}}};
+  if (op == "Constant")
+    return {{}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "value", Filled(out, {{2}})); }};
+  if (op == "Reshape") return {{{{2, 3}}, {{2}, {3, 2}}}};
+  if (op == "Squeeze") return {{{{1, 3}}}};
+  if (op == "Unsqueeze") {
+    if (attrs_form) return {{{{3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "axes", std::vector<int64_t>{0}); }};
+    return {{{{3}}, {{1}, {0}}}};
+  }
+  if (op == "Concat") return {{{{2, 3}}, {{1, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "axis", int64_t(0)); }};
+  if (op == "Expand") return {{{{1, 3}}, {{2}, {2, 3}}}};
+  if (op == "Gather") return {{{{3, 2}}, {{2}, {0, 2}}}};
+  if (op == "Slice") {
+    if (attrs_form)
+      return {{{{4}}}, 1, [](onnx::NodeProto& n) {
+                SetAttr(n, "starts", std::vector<int64_t>{1});
+                SetAttr(n, "ends", std::vector<int64_t>{3});
+              }};
+    return {{{{4}}, {{1}, {1}}, {{1}, {3}}}};
+  }
+  if (op == "Range") return {{{{}, {0}}, {{}, {3}}, {{}, {1}}}};
+  if (op == "ConstantOfShape")
+    return {{{{2}, {2, 3}}}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "value", Filled(out, {{1}})); }};
+  if (op == "Pad") {
+    if (attrs_form)
+      return {{{{2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "pads", std::vector<int64_t>{0, 1, 0, 1}); }};
+    return {{{{2, 3}}, {{4}, {0, 1, 0, 1}}}};
+  }
+  if (op == "Trilu") return {{{{3, 3}}}};
+  if (op == "Split") return {{{{4, 2}}}, 2};
+  if (op == "TopK") {
+    if (attrs_form) return {{{{2, 3}}}, 2, [](onnx::NodeProto& n) { SetAttr(n, "k", int64_t(2)); }};
+    return {{{{2, 3}}, {{1}, {2}}}, 2};
+  }
+  if (op == "MatMul") return {{{{2, 3}}, {{3, 2}}}};
+  if (op == "Gemm") return {{{{2, 3}}, {{3, 2}}}};
+  if (op == "LayerNormalization") return {{{{2, 3}}, {{3}}, {{3}}}};
+  if (op == "RMSNormalization") return {{{{2, 3}}, {{3}}}};
+  if (op == "RotaryEmbedding") return {{{{1, 2, 3, 4}}, {{1, 3, 2}}, {{1, 3, 2}}}};
+  if (op == "TensorScatter") return {{{{1, 2, 4, 3}}, {{1, 2, 1, 3}}, {{1}, {0}}}};
+  if (op == "Attention") return {{{{1, 2, 3, 4}}, {{1, 2, 3, 4}}, {{1, 2, 3, 4}}, {{3, 3}, {0}}}};
+  (void)opset;
+  // Everything else is elementwise over one input (the unary ops, Identity,
+  // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
+  return {{{{2, 3}}}};
+}
+
+// The default type of a constraint that is not the one under test.
+DType Default(const TypeSet& set) {
+  for (DType d : {DType::kFloat, DType::kInt64, DType::kBool, DType::kInt32, DType::kUInt8})
+    if (set.contains(d)) return d;
+  for (int code = 1; code <= kMaxDTypeCode; ++code)
+    if (set.contains(DType(code))) return DType(code);
+  return DType::kUndefined;
+}
+
+absl::Status RunTiny(const RegisteredOp& row, const Chosen& chosen) {
+  const RegisteredOp::Formal* out = row.output(0);
+  const DType out_type = out ? chosen[size_t(out->constraint)] : DType::kUndefined;
+  Tiny tiny = CaseFor(row, out_type);
+  OpTester t;
+  t.op = row.def.op_type;
+  t.domain = row.def.domain;
+  t.opset = row.def.since_version;
+  for (size_t i = 0; i < tiny.inputs.size(); ++i) {
+    const RegisteredOp::Formal* f = row.input(i);
+    if (f == nullptr) return absl::InvalidArgumentError("the tiny case has too many inputs");
+    t.inputs.push_back(Filled(chosen[size_t(f->constraint)], tiny.inputs[i]));
+  }
+  t.outputs = tiny.outputs;
+  t.attrs = tiny.attrs;
+  return t.Run().status();
+}
+
+TEST(BuiltinOps, EveryRowRunsEveryTypeItDeclares) {
+  OpRegistry registry;
+  ASSERT_TRUE(RegisterBuiltinOps(registry).ok());
+  int cases = 0;
+  for (const RegisteredOp* row : registry.rows()) {
+    Chosen defaults;
+    for (const TypeConstraint& c : row->def.types) defaults.push_back(Default(c.types));
+    for (size_t c = 0; c < row->def.types.size(); ++c) {
+      for (int code = 1; code <= kMaxDTypeCode; ++code) {
+        if (!row->def.types[c].types.contains(DType(code))) continue;
+        Chosen chosen = defaults;
+        chosen[c] = DType(code);
+        const absl::Status s = RunTiny(*row, chosen);
+        EXPECT_TRUE(s.ok()) << row->def.op_type << "-" << row->def.since_version << " with "
+                            << row->def.types[c].name << " = " << LowerName(DType(code)) << ": " << s;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_GT(cases, 300);
+}
+
+}  // namespace
+}  // namespace onnx_mini
