@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "ops/common.h"
@@ -112,6 +113,42 @@ TEST(Elementwise, ComparisonsLogicAndModPow) {
   EXPECT_THAT(Message(RunNode(13, "Mod", {F({1}, {1}), F({1}, {1})}).status()), HasSubstr("requires fmod = 1"));
   // Pow with an exponent of another type.
   EXPECT_THAT(Values((*RunNode(15, "Pow", {F({2, 3}, {2}), I({3}, {1})}))[0]), ElementsAre(8, 27));
+}
+
+TEST(BinaryOps, IntegerArithmeticWrapsWithoutUndefinedBehaviour) {
+  const int32_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
+  Tensor a = Tensor::FromVector<int32_t>({kMax, kMin, kMin, 7}, {4});
+  Tensor b = Tensor::FromVector<int32_t>({1, -1, -1, -2}, {4});
+  absl::StatusOr<Tensor> sum = RunOne(14, "Add", {a, b});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(sum->data<int32_t>()[0], kMin);  // MAX + 1 wraps
+  absl::StatusOr<Tensor> quotient = RunOne(14, "Div", {a, b});
+  ASSERT_TRUE(quotient.ok()) << quotient.status();
+  EXPECT_EQ(quotient->data<int32_t>()[1], kMin);  // MIN / -1 wraps to MIN
+  EXPECT_EQ(quotient->data<int32_t>()[3], -3);    // truncates toward zero
+  absl::StatusOr<Tensor> product = RunOne(14, "Mul", {Tensor::FromVector<int8_t>({100}, {1}), Tensor::FromVector<int8_t>({3}, {1})});
+  ASSERT_TRUE(product.ok()) << product.status();
+  EXPECT_EQ(product->data<int8_t>()[0], int8_t(44));  // 300 mod 256
+}
+
+TEST(BinaryOps, IntegerPowOfANanOrHugeResultIsDefined) {
+  // The float result is converted without UB: NaN gives 0, out of range saturates
+  // to int64 and keeps the low bits.
+  Tensor base = Tensor::FromVector<int32_t>({2, 2, 3}, {3});
+  Tensor exponent = Tensor::FromVector<float>({std::nanf(""), 100.0f, 2.0f}, {3});
+  absl::StatusOr<Tensor> out = RunOne(15, "Pow", {base, exponent});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->data<int32_t>()[0], 0);
+  EXPECT_EQ(out->data<int32_t>()[1], int32_t(std::numeric_limits<int64_t>::max()));
+  EXPECT_EQ(out->data<int32_t>()[2], 9);
+}
+
+TEST(BinaryOps, TypesOutsideTheRowFailAtCreation) {
+  // Pow-15's base is int32/int64/floats: int8 is not implemented, up front.
+  absl::StatusOr<Tensor> out = RunOne(15, "Pow", {Tensor::FromVector<int8_t>({2}, {1}), Tensor::FromVector<float>({2}, {1})});
+  EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::Pow opset 15 for int8");
+  out = RunOne(14, "And", {Tensor::FromVector<float>({1}, {1}), Tensor::FromVector<float>({1}, {1})});
+  EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::And opset 14 for float");
 }
 
 }  // namespace

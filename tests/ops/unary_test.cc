@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "runtime/element.h"
@@ -33,6 +34,19 @@ TEST(Elementwise, UnaryOpsOnLargeInputsAgreeAcrossThreadCounts) {
   }
   auto gelu = RunNode(20, "Gelu", {F({-1, 0, 2}, {3})}, 1, [](onnx::NodeProto& n) { SetAttr(n, "approximate", std::string("tanh")); });
   EXPECT_NEAR((*gelu)[0].data<float>()[2], 1.9545977, 1e-5);
+}
+
+TEST(Elementwise, IntegerNegAndAbsOfMinWrap) {
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  Tensor x = Tensor::FromVector<int64_t>({kMin, -5, 5}, {3});
+  absl::StatusOr<Tensor> neg = RunOne(13, "Neg", {x});
+  ASSERT_TRUE(neg.ok()) << neg.status();
+  EXPECT_EQ(neg->data<int64_t>()[0], kMin);
+  EXPECT_EQ(neg->data<int64_t>()[1], 5);
+  absl::StatusOr<Tensor> abs = RunOne(13, "Abs", {x});
+  ASSERT_TRUE(abs.ok()) << abs.status();
+  EXPECT_EQ(abs->data<int64_t>()[0], kMin);
+  EXPECT_EQ(abs->data<int64_t>()[1], 5);
 }
 
 }  // namespace
