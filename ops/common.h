@@ -1,5 +1,6 @@
-// Helpers shared by the op families: arity and dtype checks, broadcasting,
-// and conversions between the arithmetic types.
+// Helpers shared by the op families: the type sets rows declare and the
+// dispatch kernels use, index inputs and axes, broadcasting, and conversions
+// between the arithmetic types.
 #pragma once
 
 #include <initializer_list>
