@@ -151,12 +151,6 @@ bool Overlaps(const Tensor& a, const Tensor& b) {
   return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
 }
 
-std::vector<ValueType> TypesOf(const std::vector<Shape>& shapes, const std::vector<ValueType>& like) {
-  std::vector<ValueType> out(like);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = ValueType::Of(like[i].dtype, shapes[i]);
-  return out;
-}
-
 }  // namespace
 
 struct Session::Impl {
