@@ -8,10 +8,6 @@
 
 #include "ops/common.h"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 namespace onnx_mini {
 namespace {
 
@@ -127,6 +123,7 @@ void AttentionReference(const AttentionProblem& p) {
     const double r = double(ScaleRoot<T>(p));
     const int64_t T_ = p.total_len, D = p.head_size, Dv = p.v_head_size;
     std::vector<double> qk(static_cast<size_t>(T_)), logits(qk), z(qk), prob(qk);
+    std::vector<char> hidden(static_cast<size_t>(T_));  // bias -inf
     for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t h = 0; h < p.q_heads; ++h)
         for (int64_t i = 0; i < p.q_len; ++i) {
@@ -141,25 +138,39 @@ void AttentionReference(const AttentionProblem& p) {
             logits[size_t(j)] = p.softcap != 0 ? R(double(p.softcap) * R(std::tanh(R(qk[size_t(j)] / p.softcap))))
                                                : qk[size_t(j)];
             const double bias = R(BiasAt(p, b, h, i, j));
-            if (bias != kNegInf) all_masked = false;
+            hidden[size_t(j)] = bias == kNegInf;
+            if (!hidden[size_t(j)]) all_masked = false;
             z[size_t(j)] = R(logits[size_t(j)] + bias);
           }
-          // Softmax in the softmax precision, then cast to T1 (A17).
+          // Softmax in the softmax precision, then cast to T1 (A17). Keys the
+          // bias hides (-inf) weigh 0 and their values are not read, even if
+          // their score or value is NaN or infinite (the fast kernel never
+          // looks at them); a NaN score at a visible key makes the whole row
+          // NaN, as Softmax does.
           double max = kNegInf;
-          for (int64_t j = 0; j < T_; ++j) max = std::max(max, Rsp(z[size_t(j)]));
+          bool nan = false;
+          for (int64_t j = 0; j < T_; ++j) {
+            if (hidden[size_t(j)]) continue;
+            const double zj = Rsp(z[size_t(j)]);
+            nan = nan || std::isnan(zj);
+            max = std::max(max, zj);
+          }
           double sum = 0;
           for (int64_t j = 0; j < T_; ++j) {
-            prob[size_t(j)] = max == kNegInf ? 0 : Rsp(std::exp(Rsp(Rsp(z[size_t(j)]) - max)));
+            prob[size_t(j)] = hidden[size_t(j)] || max == kNegInf ? 0 : Rsp(std::exp(Rsp(Rsp(z[size_t(j)]) - max)));
             sum += prob[size_t(j)];
           }
           sum = Rsp(sum);
           for (int64_t j = 0; j < T_; ++j)
-            prob[size_t(j)] = all_masked || sum == 0 ? 0 : R(Rsp(prob[size_t(j)] / sum));
+            prob[size_t(j)] = nan ? std::numeric_limits<double>::quiet_NaN()
+                              : all_masked || sum == 0 ? 0
+                                                       : R(Rsp(prob[size_t(j)] / sum));
           if (p.y_data) {
             T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
             for (int64_t d = 0; d < Dv; ++d) {
               double acc = 0;
-              for (int64_t j = 0; j < T_; ++j) acc += prob[size_t(j)] * double(Widen(ValueRow<T>(p, b, g, j)[d]));
+              for (int64_t j = 0; j < T_; ++j)
+                if (!hidden[size_t(j)]) acc += prob[size_t(j)] * double(Widen(ValueRow<T>(p, b, g, j)[d]));
               y[d] = Narrow<T>(Acc<T>(acc));
             }
           }
@@ -194,16 +205,22 @@ constexpr int64_t kKeyBlock = 64;
 constexpr int64_t kQueryBlock = 16;
 constexpr int64_t kTiledRows = 16;
 
+// The fast kernel is one source compiled for each CPU target: FastBlockBody
+// and the helpers it runs per element are always inlined into the entry
+// points at the end of this section, which carry the target attributes, so
+// every hot loop is compiled (and vectorized) for that target. Anything not
+// inlined stays a plain x86-64 function, safe on every CPU.
+
 // Rows of 16-bit values to float, and float rows rounded to T's precision.
-inline void WidenRow(const Float16* in, float* out, int64_t n) { Float16ToFloat(in, out, n); }
-inline void WidenRow(const BFloat16* in, float* out, int64_t n) {
+[[gnu::always_inline]] inline void WidenRow(const Float16* in, float* out, int64_t n) { Float16ToFloat(in, out, n); }
+[[gnu::always_inline]] inline void WidenRow(const BFloat16* in, float* out, int64_t n) {
   for (int64_t d = 0; d < n; ++d) {
     const uint32_t bits = uint32_t(in[d].bits) << 16;
     std::memcpy(&out[d], &bits, 4);
   }
 }
 template <class T, class A>
-void RoundRow(A* row, int64_t n) {
+[[gnu::always_inline]] inline void RoundRow(A* row, int64_t n) {
   if constexpr (std::is_same_v<T, Float16>) {
     Float16 tmp[64];
     for (int64_t d0 = 0; d0 < n; d0 += 64) {
@@ -216,44 +233,36 @@ void RoundRow(A* row, int64_t n) {
   }
 }
 template <class T, class A>
-void WidenRow(const T* in, A* out, int64_t n) {
+[[gnu::always_inline]] inline void WidenRow(const T* in, A* out, int64_t n) {
   for (int64_t d = 0; d < n; ++d) out[d] = A(Widen(in[d]));
 }
 
 // Scores of one query row against a transposed block of kKeyBlock keys:
-// s[j] = sum_d q[d] * kt[d][j]. Four 16-key accumulators stay in registers.
-inline void ScoreTile(const float* q, const float* kt, int64_t d_len, float* s) {
-#if defined(__AVX512F__)
-  static_assert(kKeyBlock == 64, "the tile covers 64 keys");
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+// s[j] = sum_d q[d] * kt[d][j]. Four 16-key accumulators stay in registers
+// (GCC vectors: one zmm each with AVX-512, split into ymm or xmm registers
+// on the smaller targets); no horizontal sums.
+template <class A>
+[[gnu::always_inline]] inline void ScoreTile(const A* q, const A* kt, int64_t d_len, A* s) {
+  constexpr int kLanes = 16;
+  typedef A Vec __attribute__((vector_size(kLanes * sizeof(A))));
+  static_assert(kKeyBlock == 4 * kLanes, "the tile covers 64 keys");
+  Vec acc[4] = {};
   for (int64_t d = 0; d < d_len; ++d) {
-    const __m512 qd = _mm512_set1_ps(q[d]);
-    const float* k = kt + d * kKeyBlock;
-    a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k), a0);
-    a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 16), a1);
-    a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 32), a2);
-    a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 48), a3);
+    const A qd = q[d];
+    const A* k = kt + d * kKeyBlock;
+    for (int c = 0; c < 4; ++c) {
+      Vec kv;
+      std::memcpy(&kv, k + c * kLanes, sizeof(Vec));
+      acc[c] += qd * kv;
+    }
   }
-  _mm512_storeu_ps(s, a0);
-  _mm512_storeu_ps(s + 16, a1);
-  _mm512_storeu_ps(s + 32, a2);
-  _mm512_storeu_ps(s + 48, a3);
-#else
-  for (int64_t j = 0; j < kKeyBlock; ++j) s[j] = 0;
-  for (int64_t d = 0; d < d_len; ++d)
-    for (int64_t j = 0; j < kKeyBlock; ++j) s[j] += q[d] * kt[d * kKeyBlock + j];
-#endif
-}
-inline void ScoreTile(const double* q, const double* kt, int64_t d_len, double* s) {
-  for (int64_t j = 0; j < kKeyBlock; ++j) s[j] = 0;
-  for (int64_t d = 0; d < d_len; ++d)
-    for (int64_t j = 0; j < kKeyBlock; ++j) s[j] += q[d] * kt[d * kKeyBlock + j];
+  std::memcpy(s, acc, sizeof(acc));
 }
 
 // Dot product with 16 independent partial sums: vectorizes without
 // reassociating a single sum (no -ffast-math needed).
 template <class A>
-inline A Dot(const A* a, const A* b, int64_t n) {
+[[gnu::always_inline]] inline A Dot(const A* a, const A* b, int64_t n) {
   constexpr int kLanes = 16;
   A part[kLanes] = {};
   int64_t d = 0;
@@ -267,9 +276,12 @@ inline A Dot(const A* a, const A* b, int64_t n) {
 
 // e^x for x <= 0 (softmax weights), branch-free so loops over it vectorize:
 // x = n ln2 + r, e^r by its degree-6 Taylor polynomial (|r| <= ln2/2, error
-// below 2e-7 relative), 2^n from the exponent bits; x < -87 (and -inf) gives 0.
-inline float ExpNonPositive(float x) {
-  const float clamped = std::max(x, -87.0f);
+// below 2e-7 relative), 2^n from the exponent bits; x < -87 (and -inf) gives
+// 0 and NaN gives NaN. The argument is clamped to [-87, 0] with comparisons
+// that also send NaN to a bound, so the float->int conversion below only
+// ever sees n in [-126, 0].
+[[gnu::always_inline]] inline float ExpNonPositive(float x) {
+  const float clamped = x > -87.0f ? (x < 0.0f ? x : 0.0f) : -87.0f;
   const float n = std::nearbyint(clamped * 1.44269504088896341f);
   const float r = (clamped - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
   float p = 1.0f / 720;
@@ -279,16 +291,16 @@ inline float ExpNonPositive(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t bits = (int32_t(n) + 127) << 23;
+  const uint32_t bits = uint32_t(int32_t(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
-  return x < -87.0f ? 0.0f : p * scale;
+  return x < -87.0f ? 0.0f : std::isnan(x) ? x : p * scale;
 }
-inline double ExpNonPositive(double x) { return std::exp(x); }
+[[gnu::always_inline]] inline double ExpNonPositive(double x) { return std::exp(x); }
 
 template <class T>
-void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1,
-               std::vector<Acc<T>>& scratch) {
+[[gnu::always_inline]] inline void FastBlockBody(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
+                                                 int64_t i1, std::vector<Acc<T>>& scratch) {
   using A = Acc<T>;
   constexpr A kMinusInf = -std::numeric_limits<A>::infinity();
   // float and double K/V rows are read in place; 16-bit rows are widened
@@ -299,13 +311,14 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
   const A r = ScaleRoot<T>(p);
   // Direct rows are unscaled, so the query carries both factors of r.
   const A q_factor = kDirect ? r * r : r;
-  scratch.resize(size_t(rows * D + rows * Dv + 3 * rows + kKeyBlock * (1 + D + (kDirect ? 0 : D + Dv))));
+  scratch.resize(size_t(rows * D + rows * Dv + 4 * rows + kKeyBlock * (1 + D + (kDirect ? 0 : D + Dv))));
   A* q = scratch.data();
   A* acc = q + rows * D;
   A* m = acc + rows * Dv;
   A* l = m + rows;
   A* seen = l + rows;  // 1 once a key with a finite bias was seen
-  A* s = seen + rows;
+  A* nan = seen + rows;  // 1 once a visible key scored NaN: the row is NaN
+  A* s = nan + rows;
   A* kt = s + kKeyBlock;  // the K block transposed, kt[d * kKeyBlock + j]
   A* kb = kt + kKeyBlock * D;
   A* vb = kb + kKeyBlock * D;
@@ -326,9 +339,11 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
     m[row] = kMinusInf;
     l[row] = 0;
     seen[row] = 0;
+    nan[row] = 0;
     std::fill(acc + row * Dv, acc + (row + 1) * Dv, A(0));
   }
   std::vector<const A*> k_rows(kKeyBlock), v_rows(kKeyBlock);
+  int32_t keys[kKeyBlock];  // the keys of the block the mask leaves visible to a row
   for (int64_t j0 = lo; j0 < hi; j0 += kKeyBlock) {
     const int64_t j1 = std::min(hi, j0 + kKeyBlock);
     // Each K/V row of the block is loaded once for every query head of the group.
@@ -361,11 +376,16 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
     }
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t a = std::max(j0, first[size_t(row)]), e = std::min(j1, last[size_t(row)]);
-      if (a >= e) continue;
+      if (a >= e || nan[row] != 0) continue;
       const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
       const A* qr = q + row * D;
       if (tiled) ScoreTile(qr, kt, D, s);
+      // The scores of the keys the mask leaves visible, compacted: s[0, n)
+      // for the keys j0 + keys[0, n). Masked keys (-inf) take no part, even
+      // if their score or value is NaN.
+      int64_t n = 0;
       A block_max = kMinusInf;
+      bool nan_score = false;
       for (int64_t j = a; j < e; ++j) {
         A z = tiled ? s[j - j0] : Dot(qr, k_rows[size_t(j - j0)], D);
         if constexpr (!kDirect) z = RoundTo<T>(z);
@@ -375,15 +395,18 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
         }
         if (p.mask) {
           const A bias = A(MaskAt(p, b, h, i, j));
-          if (bias == kMinusInf) {
-            s[j - j0] = kMinusInf;
-            continue;
-          }
+          if (bias == kMinusInf) continue;
           z += bias;
           if constexpr (!kDirect) z = RoundTo<T>(z);
         }
-        s[j - j0] = z;
+        s[n] = z;
+        keys[n++] = int32_t(j - j0);
+        nan_score = nan_score || std::isnan(z);
         block_max = std::max(block_max, z);
+      }
+      if (nan_score) {
+        nan[row] = 1;
+        continue;
       }
       if (block_max == kMinusInf) continue;
       seen[row] = 1;
@@ -397,14 +420,14 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
       }
       const A mr = m[row];
       A sum = 0;
-      for (int64_t j = a; j < e; ++j) {
-        s[j - j0] = ExpNonPositive(s[j - j0] - mr);  // masked keys (-inf) give 0
-        sum += s[j - j0];
+      for (int64_t t = 0; t < n; ++t) {
+        s[t] = ExpNonPositive(s[t] - mr);  // NaN if a score is +inf (inf - inf)
+        sum += s[t];
       }
       l[row] += sum;
-      for (int64_t j = a; j < e; ++j) {
-        const A w = s[j - j0];
-        const A* vd = v_rows[size_t(j - j0)];
+      for (int64_t t = 0; t < n; ++t) {
+        const A w = s[t];
+        const A* vd = v_rows[size_t(keys[t])];
         for (int64_t d = 0; d < Dv; ++d) out[d] += w * vd[d];
       }
     }
@@ -412,9 +435,46 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
     T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
-    // Fully masked rows (every bias -inf) are exactly 0 (A17).
-    const A inv = seen[row] != 0 && l[row] > 0 ? A(1) / l[row] : A(0);
+    // A NaN score (or a NaN sum, from an infinite score) makes the row NaN;
+    // fully masked rows (every bias -inf) are exactly 0 (A17).
+    const A inv = nan[row] != 0 || std::isnan(l[row]) ? std::numeric_limits<A>::quiet_NaN()
+                  : seen[row] != 0 && l[row] > 0      ? A(1) / l[row]
+                                                      : A(0);
     for (int64_t d = 0; d < Dv; ++d) y[d] = Narrow<T>(acc[row * Dv + d] * inv);
+  }
+}
+
+// One entry point per CPU target, each with FastBlockBody inlined.
+template <class T>
+void FastBlockBaseline(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1,
+                       std::vector<Acc<T>>& scratch) {
+  FastBlockBody<T>(p, b, g, i0, i1, scratch);
+}
+#if defined(__x86_64__) || defined(__i386__)
+template <class T>
+[[gnu::target("avx2,fma,f16c")]] void FastBlockAvx2(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
+                                                   int64_t i1, std::vector<Acc<T>>& scratch) {
+  FastBlockBody<T>(p, b, g, i0, i1, scratch);
+}
+template <class T>
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void FastBlockAvx512(
+    const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, std::vector<Acc<T>>& scratch) {
+  FastBlockBody<T>(p, b, g, i0, i1, scratch);
+}
+#endif
+
+template <class T>
+using FastBlockFn = void (*)(const AttentionProblem&, int64_t, int64_t, int64_t, int64_t, std::vector<Acc<T>>&);
+
+// The entry point for the active CPU target (ActiveCpuTarget(), chosen once).
+template <class T>
+FastBlockFn<T> SelectFastBlock() {
+  switch (ActiveCpuTarget()) {
+#if defined(__x86_64__) || defined(__i386__)
+    case CpuTarget::kAvx512: return &FastBlockAvx512<T>;
+    case CpuTarget::kAvx2: return &FastBlockAvx2<T>;
+#endif
+    default: return &FastBlockBaseline<T>;
   }
 }
 
@@ -424,6 +484,7 @@ void AttentionFast(const AttentionProblem& p, int threads) {
   if (!p.y_data) return;
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    const FastBlockFn<T> fast_block = SelectFastBlock<T>();
     const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
     const int64_t tasks = p.batch * p.kv_heads * q_blocks;
 #pragma omp parallel num_threads(threads) if (tasks > 1)
@@ -433,7 +494,7 @@ void AttentionFast(const AttentionProblem& p, int threads) {
       for (int64_t t = 0; t < tasks; ++t) {
         const int64_t qb = t % q_blocks, g = (t / q_blocks) % p.kv_heads, b = t / (q_blocks * p.kv_heads);
         const int64_t i0 = qb * kQueryBlock, i1 = std::min(p.q_len, i0 + kQueryBlock);
-        FastBlock<T>(p, b, g, i0, i1, scratch);
+        fast_block(p, b, g, i0, i1, scratch);
       }
     }
   });
