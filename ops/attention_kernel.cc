@@ -277,9 +277,9 @@ template <class A>
 // e^x for x <= 0 (softmax weights), branch-free so loops over it vectorize:
 // x = n ln2 + r, e^r by its degree-6 Taylor polynomial (|r| <= ln2/2, error
 // below 2e-7 relative), 2^n from the exponent bits; x < -87 (and -inf) gives
-// 0 and NaN gives NaN. The argument is clamped to [-87, 0] with comparisons
-// that also send NaN to a bound, so the float->int conversion below only
-// ever sees n in [-126, 0].
+// 0 and NaN gives NaN (x > 0 is outside the domain and gives 1). The
+// argument is clamped to [-87, 0] with comparisons that also send NaN to a
+// bound, so the float->int conversion below only ever sees n in [-126, 0].
 [[gnu::always_inline]] inline float ExpNonPositive(float x) {
   const float clamped = x > -87.0f ? (x < 0.0f ? x : 0.0f) : -87.0f;
   const float n = std::nearbyint(clamped * 1.44269504088896341f);
