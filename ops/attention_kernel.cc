@@ -311,14 +311,13 @@ template <class T>
   const A r = ScaleRoot<T>(p);
   // Direct rows are unscaled, so the query carries both factors of r.
   const A q_factor = kDirect ? r * r : r;
-  scratch.resize(size_t(rows * D + rows * Dv + 4 * rows + kKeyBlock * (1 + D + (kDirect ? 0 : D + Dv))));
+  scratch.resize(size_t(rows * D + rows * Dv + 3 * rows + kKeyBlock * (1 + D + (kDirect ? 0 : D + Dv))));
   A* q = scratch.data();
   A* acc = q + rows * D;
   A* m = acc + rows * Dv;
-  A* l = m + rows;
+  A* l = m + rows;  // NaN (for good) once a visible key scored NaN
   A* seen = l + rows;  // 1 once a key with a finite bias was seen
-  A* nan = seen + rows;  // 1 once a visible key scored NaN: the row is NaN
-  A* s = nan + rows;
+  A* s = seen + rows;
   A* kt = s + kKeyBlock;  // the K block transposed, kt[d * kKeyBlock + j]
   A* kb = kt + kKeyBlock * D;
   A* vb = kb + kKeyBlock * D;
@@ -339,7 +338,6 @@ template <class T>
     m[row] = kMinusInf;
     l[row] = 0;
     seen[row] = 0;
-    nan[row] = 0;
     std::fill(acc + row * Dv, acc + (row + 1) * Dv, A(0));
   }
   std::vector<const A*> k_rows(kKeyBlock), v_rows(kKeyBlock);
@@ -376,7 +374,7 @@ template <class T>
     }
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t a = std::max(j0, first[size_t(row)]), e = std::min(j1, last[size_t(row)]);
-      if (a >= e || nan[row] != 0) continue;
+      if (a >= e) continue;
       const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
       const A* qr = q + row * D;
       if (tiled) ScoreTile(qr, kt, D, s);
@@ -385,7 +383,6 @@ template <class T>
       // if their score or value is NaN.
       int64_t n = 0;
       A block_max = kMinusInf;
-      bool nan_score = false;
       for (int64_t j = a; j < e; ++j) {
         A z = tiled ? s[j - j0] : Dot(qr, k_rows[size_t(j - j0)], D);
         if constexpr (!kDirect) z = RoundTo<T>(z);
@@ -401,14 +398,15 @@ template <class T>
         }
         s[n] = z;
         keys[n++] = int32_t(j - j0);
-        nan_score = nan_score || std::isnan(z);
-        block_max = std::max(block_max, z);
+        block_max = std::max(block_max, z);  // NaN scores do not count here
       }
-      if (nan_score) {
-        nan[row] = 1;
+      // A NaN score makes l NaN: through its weight below, or here when no
+      // score of the block is above -inf.
+      if (block_max == kMinusInf) {
+        for (int64_t t = 0; t < n; ++t)
+          if (std::isnan(s[t])) l[row] = std::numeric_limits<A>::quiet_NaN();
         continue;
       }
-      if (block_max == kMinusInf) continue;
       seen[row] = 1;
       // Online softmax: rescale what was accumulated if the maximum grew.
       A* out = acc + row * Dv;
@@ -421,7 +419,7 @@ template <class T>
       const A mr = m[row];
       A sum = 0;
       for (int64_t t = 0; t < n; ++t) {
-        s[t] = ExpNonPositive(s[t] - mr);  // NaN if a score is +inf (inf - inf)
+        s[t] = ExpNonPositive(s[t] - mr);  // NaN for a NaN score (and +inf: inf - inf)
         sum += s[t];
       }
       l[row] += sum;
@@ -435,9 +433,9 @@ template <class T>
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
     T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
-    // A NaN score (or a NaN sum, from an infinite score) makes the row NaN;
-    // fully masked rows (every bias -inf) are exactly 0 (A17).
-    const A inv = nan[row] != 0 || std::isnan(l[row]) ? std::numeric_limits<A>::quiet_NaN()
+    // A NaN score (l NaN) makes the row NaN; fully masked rows (every bias
+    // -inf) are exactly 0 (A17).
+    const A inv = std::isnan(l[row]) ? std::numeric_limits<A>::quiet_NaN()
                   : seen[row] != 0 && l[row] > 0      ? A(1) / l[row]
                                                       : A(0);
     for (int64_t d = 0; d < Dv; ++d) y[d] = Narrow<T>(acc[row * Dv + d] * inv);
