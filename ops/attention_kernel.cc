@@ -238,25 +238,29 @@ template <class T, class A>
 }
 
 // Scores of one query row against a transposed block of kKeyBlock keys:
-// s[j] = sum_d q[d] * kt[d][j]. Four 16-key accumulators stay in registers
-// (GCC vectors: one zmm each with AVX-512, split into ymm or xmm registers
-// on the smaller targets); no horizontal sums.
-template <class A>
+// s[j] = sum_d q[d] * kt[d][j], with GCC vectors of the target's width
+// (kVectorBytes: 64 for AVX-512, 32 for AVX2, 16 for SSE2) as accumulators
+// that stay in registers, at most 8 at a time; no horizontal sums.
+template <int kVectorBytes, class A>
 [[gnu::always_inline]] inline void ScoreTile(const A* q, const A* kt, int64_t d_len, A* s) {
-  constexpr int kLanes = 16;
-  typedef A Vec __attribute__((vector_size(kLanes * sizeof(A))));
-  static_assert(kKeyBlock == 4 * kLanes, "the tile covers 64 keys");
-  Vec acc[4] = {};
-  for (int64_t d = 0; d < d_len; ++d) {
-    const A qd = q[d];
-    const A* k = kt + d * kKeyBlock;
-    for (int c = 0; c < 4; ++c) {
-      Vec kv;
-      std::memcpy(&kv, k + c * kLanes, sizeof(Vec));
-      acc[c] += qd * kv;
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  constexpr int kVectors = int(kKeyBlock) / kLanes;  // accumulators for the whole tile
+  constexpr int kChunk = kVectors < 8 ? kVectors : 8;  // accumulators per pass over d
+  static_assert(kKeyBlock % kLanes == 0 && kVectors % kChunk == 0, "the tile is whole vectors");
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  for (int c0 = 0; c0 < kVectors; c0 += kChunk) {
+    Vec acc[kChunk] = {};
+    for (int64_t d = 0; d < d_len; ++d) {
+      const A qd = q[d];
+      const A* k = kt + d * kKeyBlock + c0 * kLanes;
+      for (int c = 0; c < kChunk; ++c) {
+        Vec kv;
+        std::memcpy(&kv, k + c * kLanes, sizeof(Vec));
+        acc[c] += qd * kv;
+      }
     }
+    std::memcpy(s + c0 * kLanes, acc, sizeof(acc));
   }
-  std::memcpy(s, acc, sizeof(acc));
 }
 
 // Dot product with 16 independent partial sums: vectorizes without
@@ -298,7 +302,8 @@ template <class A>
 }
 [[gnu::always_inline]] inline double ExpNonPositive(double x) { return std::exp(x); }
 
-template <class T>
+// kVectorBytes: the target's vector width (for ScoreTile).
+template <class T, int kVectorBytes>
 [[gnu::always_inline]] inline void FastBlockBody(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
                                                  int64_t i1, std::vector<Acc<T>>& scratch) {
   using A = Acc<T>;
@@ -377,7 +382,7 @@ template <class T>
       if (a >= e) continue;
       const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
       const A* qr = q + row * D;
-      if (tiled) ScoreTile(qr, kt, D, s);
+      if (tiled) ScoreTile<kVectorBytes>(qr, kt, D, s);
       // The scores of the keys the mask leaves visible, compacted: s[0, n)
       // for the keys j0 + keys[0, n). Masked keys (-inf) take no part, even
       // if their score or value is NaN.
@@ -446,18 +451,18 @@ template <class T>
 template <class T>
 void FastBlockBaseline(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1,
                        std::vector<Acc<T>>& scratch) {
-  FastBlockBody<T>(p, b, g, i0, i1, scratch);
+  FastBlockBody<T, 16>(p, b, g, i0, i1, scratch);
 }
 #if defined(__x86_64__) || defined(__i386__)
 template <class T>
 [[gnu::target("avx2,fma,f16c")]] void FastBlockAvx2(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
                                                    int64_t i1, std::vector<Acc<T>>& scratch) {
-  FastBlockBody<T>(p, b, g, i0, i1, scratch);
+  FastBlockBody<T, 32>(p, b, g, i0, i1, scratch);
 }
 template <class T>
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void FastBlockAvx512(
     const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, std::vector<Acc<T>>& scratch) {
-  FastBlockBody<T>(p, b, g, i0, i1, scratch);
+  FastBlockBody<T, 64>(p, b, g, i0, i1, scratch);
 }
 #endif
 
