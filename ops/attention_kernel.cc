@@ -8,10 +8,6 @@
 
 #include "ops/common.h"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 namespace onnx_mini {
 namespace {
 
@@ -127,6 +123,7 @@ void AttentionReference(const AttentionProblem& p) {
     const double r = double(ScaleRoot<T>(p));
     const int64_t T_ = p.total_len, D = p.head_size, Dv = p.v_head_size;
     std::vector<double> qk(static_cast<size_t>(T_)), logits(qk), z(qk), prob(qk);
+    std::vector<char> hidden(static_cast<size_t>(T_));  // bias -inf
     for (int64_t b = 0; b < p.batch; ++b)
       for (int64_t h = 0; h < p.q_heads; ++h)
         for (int64_t i = 0; i < p.q_len; ++i) {
@@ -141,25 +138,39 @@ void AttentionReference(const AttentionProblem& p) {
             logits[size_t(j)] = p.softcap != 0 ? R(double(p.softcap) * R(std::tanh(R(qk[size_t(j)] / p.softcap))))
                                                : qk[size_t(j)];
             const double bias = R(BiasAt(p, b, h, i, j));
-            if (bias != kNegInf) all_masked = false;
+            hidden[size_t(j)] = bias == kNegInf;
+            if (!hidden[size_t(j)]) all_masked = false;
             z[size_t(j)] = R(logits[size_t(j)] + bias);
           }
-          // Softmax in the softmax precision, then cast to T1 (A17).
+          // Softmax in the softmax precision, then cast to T1 (A17). Keys the
+          // bias hides (-inf) weigh 0 and their values are not read, even if
+          // their score or value is NaN or infinite (the fast kernel never
+          // looks at them); a NaN score at a visible key makes the whole row
+          // NaN, as Softmax does.
           double max = kNegInf;
-          for (int64_t j = 0; j < T_; ++j) max = std::max(max, Rsp(z[size_t(j)]));
+          bool nan = false;
+          for (int64_t j = 0; j < T_; ++j) {
+            if (hidden[size_t(j)]) continue;
+            const double zj = Rsp(z[size_t(j)]);
+            nan = nan || std::isnan(zj);
+            max = std::max(max, zj);
+          }
           double sum = 0;
           for (int64_t j = 0; j < T_; ++j) {
-            prob[size_t(j)] = max == kNegInf ? 0 : Rsp(std::exp(Rsp(Rsp(z[size_t(j)]) - max)));
+            prob[size_t(j)] = hidden[size_t(j)] || max == kNegInf ? 0 : Rsp(std::exp(Rsp(Rsp(z[size_t(j)]) - max)));
             sum += prob[size_t(j)];
           }
           sum = Rsp(sum);
           for (int64_t j = 0; j < T_; ++j)
-            prob[size_t(j)] = all_masked || sum == 0 ? 0 : R(Rsp(prob[size_t(j)] / sum));
+            prob[size_t(j)] = nan ? std::numeric_limits<double>::quiet_NaN()
+                              : all_masked || sum == 0 ? 0
+                                                       : R(Rsp(prob[size_t(j)] / sum));
           if (p.y_data) {
             T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
             for (int64_t d = 0; d < Dv; ++d) {
               double acc = 0;
-              for (int64_t j = 0; j < T_; ++j) acc += prob[size_t(j)] * double(Widen(ValueRow<T>(p, b, g, j)[d]));
+              for (int64_t j = 0; j < T_; ++j)
+                if (!hidden[size_t(j)]) acc += prob[size_t(j)] * double(Widen(ValueRow<T>(p, b, g, j)[d]));
               y[d] = Narrow<T>(Acc<T>(acc));
             }
           }
@@ -194,16 +205,22 @@ constexpr int64_t kKeyBlock = 64;
 constexpr int64_t kQueryBlock = 16;
 constexpr int64_t kTiledRows = 16;
 
+// The fast kernel is one source compiled for each CPU target: FastBlockBody
+// and the helpers it runs per element are always inlined into the entry
+// points at the end of this section, which carry the target attributes, so
+// every hot loop is compiled (and vectorized) for that target. Anything not
+// inlined stays a plain x86-64 function, safe on every CPU.
+
 // Rows of 16-bit values to float, and float rows rounded to T's precision.
-inline void WidenRow(const Float16* in, float* out, int64_t n) { Float16ToFloat(in, out, n); }
-inline void WidenRow(const BFloat16* in, float* out, int64_t n) {
+[[gnu::always_inline]] inline void WidenRow(const Float16* in, float* out, int64_t n) { Float16ToFloat(in, out, n); }
+[[gnu::always_inline]] inline void WidenRow(const BFloat16* in, float* out, int64_t n) {
   for (int64_t d = 0; d < n; ++d) {
     const uint32_t bits = uint32_t(in[d].bits) << 16;
     std::memcpy(&out[d], &bits, 4);
   }
 }
 template <class T, class A>
-void RoundRow(A* row, int64_t n) {
+[[gnu::always_inline]] inline void RoundRow(A* row, int64_t n) {
   if constexpr (std::is_same_v<T, Float16>) {
     Float16 tmp[64];
     for (int64_t d0 = 0; d0 < n; d0 += 64) {
@@ -216,44 +233,40 @@ void RoundRow(A* row, int64_t n) {
   }
 }
 template <class T, class A>
-void WidenRow(const T* in, A* out, int64_t n) {
+[[gnu::always_inline]] inline void WidenRow(const T* in, A* out, int64_t n) {
   for (int64_t d = 0; d < n; ++d) out[d] = A(Widen(in[d]));
 }
 
 // Scores of one query row against a transposed block of kKeyBlock keys:
-// s[j] = sum_d q[d] * kt[d][j]. Four 16-key accumulators stay in registers.
-inline void ScoreTile(const float* q, const float* kt, int64_t d_len, float* s) {
-#if defined(__AVX512F__)
-  static_assert(kKeyBlock == 64, "the tile covers 64 keys");
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t d = 0; d < d_len; ++d) {
-    const __m512 qd = _mm512_set1_ps(q[d]);
-    const float* k = kt + d * kKeyBlock;
-    a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k), a0);
-    a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 16), a1);
-    a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 32), a2);
-    a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 48), a3);
+// s[j] = sum_d q[d] * kt[d][j], with GCC vectors of the target's width
+// (kVectorBytes: 64 for AVX-512, 32 for AVX2, 16 for SSE2) as accumulators
+// that stay in registers, at most 8 at a time; no horizontal sums.
+template <int kVectorBytes, class A>
+[[gnu::always_inline]] inline void ScoreTile(const A* q, const A* kt, int64_t d_len, A* s) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  constexpr int kVectors = int(kKeyBlock) / kLanes;  // accumulators for the whole tile
+  constexpr int kChunk = kVectors < 8 ? kVectors : 8;  // accumulators per pass over d
+  static_assert(kKeyBlock % kLanes == 0 && kVectors % kChunk == 0, "the tile is whole vectors");
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  for (int c0 = 0; c0 < kVectors; c0 += kChunk) {
+    Vec acc[kChunk] = {};
+    for (int64_t d = 0; d < d_len; ++d) {
+      const A qd = q[d];
+      const A* k = kt + d * kKeyBlock + c0 * kLanes;
+      for (int c = 0; c < kChunk; ++c) {
+        Vec kv;
+        std::memcpy(&kv, k + c * kLanes, sizeof(Vec));
+        acc[c] += qd * kv;
+      }
+    }
+    std::memcpy(s + c0 * kLanes, acc, sizeof(acc));
   }
-  _mm512_storeu_ps(s, a0);
-  _mm512_storeu_ps(s + 16, a1);
-  _mm512_storeu_ps(s + 32, a2);
-  _mm512_storeu_ps(s + 48, a3);
-#else
-  for (int64_t j = 0; j < kKeyBlock; ++j) s[j] = 0;
-  for (int64_t d = 0; d < d_len; ++d)
-    for (int64_t j = 0; j < kKeyBlock; ++j) s[j] += q[d] * kt[d * kKeyBlock + j];
-#endif
-}
-inline void ScoreTile(const double* q, const double* kt, int64_t d_len, double* s) {
-  for (int64_t j = 0; j < kKeyBlock; ++j) s[j] = 0;
-  for (int64_t d = 0; d < d_len; ++d)
-    for (int64_t j = 0; j < kKeyBlock; ++j) s[j] += q[d] * kt[d * kKeyBlock + j];
 }
 
 // Dot product with 16 independent partial sums: vectorizes without
 // reassociating a single sum (no -ffast-math needed).
 template <class A>
-inline A Dot(const A* a, const A* b, int64_t n) {
+[[gnu::always_inline]] inline A Dot(const A* a, const A* b, int64_t n) {
   constexpr int kLanes = 16;
   A part[kLanes] = {};
   int64_t d = 0;
@@ -267,9 +280,12 @@ inline A Dot(const A* a, const A* b, int64_t n) {
 
 // e^x for x <= 0 (softmax weights), branch-free so loops over it vectorize:
 // x = n ln2 + r, e^r by its degree-6 Taylor polynomial (|r| <= ln2/2, error
-// below 2e-7 relative), 2^n from the exponent bits; x < -87 (and -inf) gives 0.
-inline float ExpNonPositive(float x) {
-  const float clamped = std::max(x, -87.0f);
+// below 2e-7 relative), 2^n from the exponent bits; x < -87 (and -inf) gives
+// 0 and NaN gives NaN (x > 0 is outside the domain and gives 1). The
+// argument is clamped to [-87, 0] with comparisons that also send NaN to a
+// bound, so the float->int conversion below only ever sees n in [-126, 0].
+[[gnu::always_inline]] inline float ExpNonPositive(float x) {
+  const float clamped = x > -87.0f ? (x < 0.0f ? x : 0.0f) : -87.0f;
   const float n = std::nearbyint(clamped * 1.44269504088896341f);
   const float r = (clamped - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
   float p = 1.0f / 720;
@@ -279,16 +295,17 @@ inline float ExpNonPositive(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t bits = (int32_t(n) + 127) << 23;
+  const uint32_t bits = uint32_t(int32_t(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
-  return x < -87.0f ? 0.0f : p * scale;
+  return x < -87.0f ? 0.0f : std::isnan(x) ? x : p * scale;
 }
-inline double ExpNonPositive(double x) { return std::exp(x); }
+[[gnu::always_inline]] inline double ExpNonPositive(double x) { return std::exp(x); }
 
-template <class T>
-void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1,
-               std::vector<Acc<T>>& scratch) {
+// kVectorBytes: the target's vector width (for ScoreTile).
+template <class T, int kVectorBytes>
+[[gnu::always_inline]] inline void FastBlockBody(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
+                                                 int64_t i1, std::vector<Acc<T>>& scratch) {
   using A = Acc<T>;
   constexpr A kMinusInf = -std::numeric_limits<A>::infinity();
   // float and double K/V rows are read in place; 16-bit rows are widened
@@ -303,7 +320,7 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
   A* q = scratch.data();
   A* acc = q + rows * D;
   A* m = acc + rows * Dv;
-  A* l = m + rows;
+  A* l = m + rows;  // NaN (for good) once a visible key scored NaN
   A* seen = l + rows;  // 1 once a key with a finite bias was seen
   A* s = seen + rows;
   A* kt = s + kKeyBlock;  // the K block transposed, kt[d * kKeyBlock + j]
@@ -329,6 +346,7 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
     std::fill(acc + row * Dv, acc + (row + 1) * Dv, A(0));
   }
   std::vector<const A*> k_rows(kKeyBlock), v_rows(kKeyBlock);
+  int32_t keys[kKeyBlock];  // the keys of the block the mask leaves visible to a row
   for (int64_t j0 = lo; j0 < hi; j0 += kKeyBlock) {
     const int64_t j1 = std::min(hi, j0 + kKeyBlock);
     // Each K/V row of the block is loaded once for every query head of the group.
@@ -364,7 +382,11 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
       if (a >= e) continue;
       const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
       const A* qr = q + row * D;
-      if (tiled) ScoreTile(qr, kt, D, s);
+      if (tiled) ScoreTile<kVectorBytes>(qr, kt, D, s);
+      // The scores of the keys the mask leaves visible, compacted: s[0, n)
+      // for the keys j0 + keys[0, n). Masked keys (-inf) take no part, even
+      // if their score or value is NaN.
+      int64_t n = 0;
       A block_max = kMinusInf;
       for (int64_t j = a; j < e; ++j) {
         A z = tiled ? s[j - j0] : Dot(qr, k_rows[size_t(j - j0)], D);
@@ -375,17 +397,21 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
         }
         if (p.mask) {
           const A bias = A(MaskAt(p, b, h, i, j));
-          if (bias == kMinusInf) {
-            s[j - j0] = kMinusInf;
-            continue;
-          }
+          if (bias == kMinusInf) continue;
           z += bias;
           if constexpr (!kDirect) z = RoundTo<T>(z);
         }
-        s[j - j0] = z;
-        block_max = std::max(block_max, z);
+        s[n] = z;
+        keys[n++] = int32_t(j - j0);
+        block_max = std::max(block_max, z);  // NaN scores do not count here
       }
-      if (block_max == kMinusInf) continue;
+      // A NaN score makes l NaN: through its weight below, or here when no
+      // score of the block is above -inf.
+      if (block_max == kMinusInf) {
+        for (int64_t t = 0; t < n; ++t)
+          if (std::isnan(s[t])) l[row] = std::numeric_limits<A>::quiet_NaN();
+        continue;
+      }
       seen[row] = 1;
       // Online softmax: rescale what was accumulated if the maximum grew.
       A* out = acc + row * Dv;
@@ -397,14 +423,14 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
       }
       const A mr = m[row];
       A sum = 0;
-      for (int64_t j = a; j < e; ++j) {
-        s[j - j0] = ExpNonPositive(s[j - j0] - mr);  // masked keys (-inf) give 0
-        sum += s[j - j0];
+      for (int64_t t = 0; t < n; ++t) {
+        s[t] = ExpNonPositive(s[t] - mr);  // NaN for a NaN score (and +inf: inf - inf)
+        sum += s[t];
       }
       l[row] += sum;
-      for (int64_t j = a; j < e; ++j) {
-        const A w = s[j - j0];
-        const A* vd = v_rows[size_t(j - j0)];
+      for (int64_t t = 0; t < n; ++t) {
+        const A w = s[t];
+        const A* vd = v_rows[size_t(keys[t])];
         for (int64_t d = 0; d < Dv; ++d) out[d] += w * vd[d];
       }
     }
@@ -412,9 +438,46 @@ void FastBlock(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int6
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
     T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
-    // Fully masked rows (every bias -inf) are exactly 0 (A17).
-    const A inv = seen[row] != 0 && l[row] > 0 ? A(1) / l[row] : A(0);
+    // A NaN score (l NaN) makes the row NaN; fully masked rows (every bias
+    // -inf) are exactly 0 (A17).
+    const A inv = std::isnan(l[row]) ? std::numeric_limits<A>::quiet_NaN()
+                  : seen[row] != 0 && l[row] > 0      ? A(1) / l[row]
+                                                      : A(0);
     for (int64_t d = 0; d < Dv; ++d) y[d] = Narrow<T>(acc[row * Dv + d] * inv);
+  }
+}
+
+// One entry point per CPU target, each with FastBlockBody inlined.
+template <class T>
+void FastBlockBaseline(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1,
+                       std::vector<Acc<T>>& scratch) {
+  FastBlockBody<T, 16>(p, b, g, i0, i1, scratch);
+}
+#if defined(__x86_64__) || defined(__i386__)
+template <class T>
+[[gnu::target("avx2,fma,f16c")]] void FastBlockAvx2(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
+                                                   int64_t i1, std::vector<Acc<T>>& scratch) {
+  FastBlockBody<T, 32>(p, b, g, i0, i1, scratch);
+}
+template <class T>
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void FastBlockAvx512(
+    const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, std::vector<Acc<T>>& scratch) {
+  FastBlockBody<T, 64>(p, b, g, i0, i1, scratch);
+}
+#endif
+
+template <class T>
+using FastBlockFn = void (*)(const AttentionProblem&, int64_t, int64_t, int64_t, int64_t, std::vector<Acc<T>>&);
+
+// The entry point for the active CPU target (ActiveCpuTarget(), chosen once).
+template <class T>
+FastBlockFn<T> SelectFastBlock() {
+  switch (ActiveCpuTarget()) {
+#if defined(__x86_64__) || defined(__i386__)
+    case CpuTarget::kAvx512: return &FastBlockAvx512<T>;
+    case CpuTarget::kAvx2: return &FastBlockAvx2<T>;
+#endif
+    default: return &FastBlockBaseline<T>;
   }
 }
 
@@ -424,6 +487,7 @@ void AttentionFast(const AttentionProblem& p, int threads) {
   if (!p.y_data) return;
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    const FastBlockFn<T> fast_block = SelectFastBlock<T>();
     const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
     const int64_t tasks = p.batch * p.kv_heads * q_blocks;
 #pragma omp parallel num_threads(threads) if (tasks > 1)
@@ -433,7 +497,7 @@ void AttentionFast(const AttentionProblem& p, int threads) {
       for (int64_t t = 0; t < tasks; ++t) {
         const int64_t qb = t % q_blocks, g = (t / q_blocks) % p.kv_heads, b = t / (q_blocks * p.kv_heads);
         const int64_t i0 = qb * kQueryBlock, i1 = std::min(p.q_len, i0 + kQueryBlock);
-        FastBlock<T>(p, b, g, i0, i1, scratch);
+        fast_block(p, b, g, i0, i1, scratch);
       }
     }
   });

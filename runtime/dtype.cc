@@ -1,13 +1,18 @@
 #include "runtime/dtype.h"
 
+#include <algorithm>
 #include <array>
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
+#include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <vector>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace onnx_mini {
 namespace {
@@ -189,23 +194,110 @@ float ToFloat(Float8E8M0 v) {
   if (v.bits == 0xFF) return std::numeric_limits<float>::quiet_NaN();
   return std::ldexp(1.0f, int(v.bits) - 127);
 }
-void Float16ToFloat(const Float16* in, float* out, int64_t n) {
+
+namespace {
+#if defined(__x86_64__) || defined(__i386__)
+// F16C: 8 values per instruction; returns how many were converted (the
+// callers finish the tail with the exact scalar conversions). Every target
+// from kAvx2 up has F16C.
+[[gnu::target("avx,f16c")]] int64_t Float16ToFloatF16c(const Float16* in, float* out, int64_t n) {
   int64_t i = 0;
-#if defined(__F16C__)
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  return i;
+}
+[[gnu::target("avx,f16c")]] int64_t FloatToFloat16F16c(const float* in, Float16* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return i;
+}
+#endif
+}  // namespace
+
+void Float16ToFloat(const Float16* in, float* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (ActiveCpuTarget() >= CpuTarget::kAvx2) i = Float16ToFloatF16c(in, out, n);
 #endif
   for (; i < n; ++i) out[i] = ToFloat(in[i]);
 }
 
 void FloatToFloat16(const float* in, Float16* out, int64_t n) {
   int64_t i = 0;
-#if defined(__F16C__)
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#if defined(__x86_64__) || defined(__i386__)
+  if (ActiveCpuTarget() >= CpuTarget::kAvx2) i = FloatToFloat16F16c(in, out, n);
 #endif
   for (; i < n; ++i) out[i] = ToFloat16(in[i]);
+}
+
+// ---- CPU targets ----
+
+namespace {
+
+constexpr CpuTarget kCpuTargets[] = {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512};
+
+CpuTarget DetectCpuTarget() {
+#if defined(__x86_64__) || defined(__i386__)
+  // libgcc's cpu model also checks that the OS saves the AVX / AVX-512 state.
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi") &&
+                    __builtin_cpu_supports("bmi2");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return avx512 ? CpuTarget::kAvx512 : avx2 ? CpuTarget::kAvx2 : CpuTarget::kBaseline;
+#else
+  return CpuTarget::kBaseline;
+#endif
+}
+
+// BestCpuTarget() capped by ONNX_MINI_CPU.
+CpuTarget ChooseCpuTarget() {
+  const CpuTarget best = BestCpuTarget();
+  const char* env = std::getenv("ONNX_MINI_CPU");
+  if (env == nullptr) return best;
+  const std::string_view want(env);
+  CpuTarget chosen = best;
+  bool known = want.empty() || want == "auto";
+  for (CpuTarget t : kCpuTargets)
+    if (want == CpuTargetName(t)) {
+      chosen = std::min(t, best);
+      known = true;
+    }
+  if (!known)
+    std::fprintf(stderr, "onnx-mini: ONNX_MINI_CPU=%s is not auto, baseline, avx2 or avx512; ignored\n", env);
+  std::fprintf(stderr, "onnx-mini: CPU target %s (best supported: %s)\n", CpuTargetName(chosen),
+               CpuTargetName(best));
+  return chosen;
+}
+
+std::atomic<int>& ActiveCpuTargetSlot() {
+  static std::atomic<int> slot{int(ChooseCpuTarget())};
+  return slot;
+}
+
+}  // namespace
+
+const char* CpuTargetName(CpuTarget target) {
+  switch (target) {
+    case CpuTarget::kBaseline: return "baseline";
+    case CpuTarget::kAvx2: return "avx2";
+    case CpuTarget::kAvx512: return "avx512";
+  }
+  return "unknown";
+}
+
+CpuTarget BestCpuTarget() {
+  static const CpuTarget best = DetectCpuTarget();
+  return best;
+}
+
+CpuTarget ActiveCpuTarget() { return CpuTarget(ActiveCpuTargetSlot().load(std::memory_order_relaxed)); }
+
+CpuTarget SetCpuTargetForTesting(CpuTarget target) {
+  return CpuTarget(ActiveCpuTargetSlot().exchange(int(std::min(target, BestCpuTarget())), std::memory_order_relaxed));
 }
 
 float Float4E2M1ToFloat(uint8_t nibble) { return float(Decode(kE2M1, nibble & 0xF)); }

@@ -126,6 +126,79 @@ TEST(AttentionKernels, FastMatchesReference) {
     for (const Case& c : cases) CompareFastAndReference(c, dtype, seed++);
 }
 
+// Each CPU target's build of the fast kernel (baseline, AVX2, AVX-512, as far
+// as this CPU goes) against the reference: head sizes that fill the vectors,
+// the tiled (prefill) and dot-product (decode) paths, odd sizes and a mask.
+TEST(AttentionKernels, EveryCpuTargetMatchesReference) {
+  const std::vector<Case> cases = {
+      {1, 8, 2, 1, 200, 0, 64, 64},                                   // GQA decode
+      {1, 4, 2, 40, 130, 0, 64, 64, false, true},                     // causal prefill, tiled
+      {2, 2, 1, 6, 9, 0, 20, 12, false, false, 0, 0.01f, -1, -1, 2},  // odd sizes, float mask
+  };
+  const CpuTarget before = ActiveCpuTarget();
+  uint32_t seed = 100;
+  for (int t = 0; t <= int(BestCpuTarget()); ++t) {
+    SetCpuTargetForTesting(CpuTarget(t));
+    SCOPED_TRACE(CpuTargetName(CpuTarget(t)));
+    for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
+      for (const Case& c : cases) CompareFastAndReference(c, dtype, seed++);
+  }
+  SetCpuTargetForTesting(before);
+}
+
+// NaN scores: a NaN score at a visible key makes the whole row NaN, as
+// Softmax does (a NaN query row too, where every score is NaN); keys hidden
+// by the mask or the causal rule take no part even with NaN keys and values.
+// Both kernels agree on every target, on the tiled and the dot-product paths.
+// (The fast kernel's exp used to convert NaN to int: undefined behaviour.)
+TEST(AttentionKernels, NanScoresAgree) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const CpuTarget before = ActiveCpuTarget();
+  for (int t = 0; t <= int(BestCpuTarget()); ++t)
+    for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
+      for (int64_t sq : {20, 1}) {  // 20: one tiled and one dot-product query block
+        SetCpuTargetForTesting(CpuTarget(t));
+        SCOPED_TRACE(std::string(CpuTargetName(CpuTarget(t))) + " " + LowerName(dtype) + " Sq " + std::to_string(sq));
+        std::mt19937 rng(7);
+        const int64_t Hq = 2, P = 50, Skv = 20, T = P + Skv, D = 8;
+        AttentionProblem p;
+        p.batch = 1, p.q_heads = Hq, p.kv_heads = 1, p.q_len = sq, p.kv_len = Skv, p.past_len = P, p.total_len = T;
+        p.head_size = D, p.v_head_size = D, p.dtype = dtype, p.softmax_dtype = dtype;
+        p.q = HeadView::Of4D(Hq, sq, D), p.k = HeadView::Of4D(1, Skv, D), p.v = p.k, p.y = HeadView::Of4D(Hq, sq, D);
+        Tensor q = Random(dtype, {Hq * sq * D}, rng), k = Random(dtype, {Skv * D}, rng), v = Random(dtype, {Skv * D}, rng);
+        Tensor pk = Random(dtype, {P * D}, rng), pv = Random(dtype, {P * D}, rng);
+        const int64_t nan_row = std::min<int64_t>(3, sq - 1);
+        SetDouble(q, (1 * sq + nan_row) * D + 2, nan);  // head 1: every score of this row is NaN
+        SetDouble(k, 5 * D, nan);                        // key 55: NaN score for rows i >= 5 (causal)
+        for (int64_t d = 0; d < D; ++d) SetDouble(pk, 10 * D + d, nan), SetDouble(pv, 10 * D + d, nan);  // key 10, masked
+        std::vector<double> mask(size_t(T), 0.0);
+        mask[10] = -kInf;
+        p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw(), p.past_key = pk.raw(), p.past_value = pv.raw();
+        p.scale = 1.0f / std::sqrt(float(D));
+        p.causal = true;
+        p.mask = mask.data(), p.mask_stride[3] = 1, p.mask_len = T;
+        Tensor y_ref = Tensor::Zeros(dtype, {Hq * sq * D}), y_fast = y_ref.Clone();
+        p.y_data = y_ref.raw();
+        AttentionReference(p);
+        ASSERT_TRUE(UsesFastPath(p));
+        p.y_data = y_fast.raw();
+        AttentionFast(p, 2);
+        for (int64_t h = 0; h < Hq; ++h)
+          for (int64_t i = 0; i < sq; ++i)
+            for (int64_t d = 0; d < D; ++d) {
+              const int64_t e = (h * sq + i) * D + d;
+              const double want = GetDouble(y_ref, e), got = GetDouble(y_fast, e);
+              const bool nan_expected = (h == 1 && i == nan_row) || i >= 5;
+              EXPECT_EQ(std::isnan(want), nan_expected) << "reference h " << h << " i " << i;
+              EXPECT_EQ(std::isnan(got), nan_expected) << "fast h " << h << " i " << i;
+              if (!nan_expected) {
+                EXPECT_NEAR(got, want, Tolerance(dtype) * (1 + std::fabs(want)));
+              }
+            }
+      }
+  SetCpuTargetForTesting(before);
+}
+
 // ---- Through the op ----
 
 struct OpCall {

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 namespace onnx_mini {
 namespace {
@@ -175,6 +179,62 @@ TEST(Float16, FloatAndDoublePathsAgree) {
   EXPECT_EQ(ToFloat16(65520.0f).bits, 0x7C00);
   EXPECT_EQ(ToFloat16(INFINITY).bits, 0x7C00);
   EXPECT_TRUE(std::isnan(ToFloat(ToFloat16(NAN))));
+}
+
+TEST(CpuTarget, ActiveIsTheBestUnlessCapped) {
+  // Reports the choice (the portable build must reach avx512 on AVX-512 machines).
+  std::printf("CPU target: active %s, best %s\n", CpuTargetName(ActiveCpuTarget()), CpuTargetName(BestCpuTarget()));
+  if (std::getenv("ONNX_MINI_CPU") == nullptr) {
+    EXPECT_EQ(ActiveCpuTarget(), BestCpuTarget());
+  }
+  EXPECT_LE(ActiveCpuTarget(), BestCpuTarget());
+  const CpuTarget before = SetCpuTargetForTesting(CpuTarget::kAvx512);
+  EXPECT_EQ(ActiveCpuTarget(), BestCpuTarget());  // never above what the CPU has
+  SetCpuTargetForTesting(CpuTarget::kBaseline);
+  EXPECT_EQ(ActiveCpuTarget(), CpuTarget::kBaseline);
+  SetCpuTargetForTesting(before);
+}
+
+TEST(Float16, BulkConversionsMatchScalarOnEveryTarget) {
+  // Every float16 code, and floats around every float16 value, in runs whose
+  // lengths are not multiples of the vector width.
+  std::vector<Float16> codes(65536);
+  for (uint32_t c = 0; c < 65536; ++c) codes[c].bits = uint16_t(c);
+  std::vector<float> floats;
+  for (uint32_t c = 0; c < 0x7C00; ++c) {
+    const float v = ToFloat(Float16{uint16_t(c)}), next = ToFloat(Float16{uint16_t(c + 1)});
+    for (float x : {v, (v + next) / 2, std::nextafter((v + next) / 2, 0.0f), std::nextafter((v + next) / 2, 1e9f)})
+      floats.insert(floats.end(), {x, -x});
+  }
+  floats.insert(floats.end(), {65519.0f, 65520.0f, 1e30f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-45f});
+  const CpuTarget before = ActiveCpuTarget();
+  for (int t = 0; t <= int(BestCpuTarget()); ++t) {
+    SetCpuTargetForTesting(CpuTarget(t));
+    const char* name = CpuTargetName(CpuTarget(t));
+    std::vector<float> widened(codes.size());
+    for (size_t i0 = 0; i0 < codes.size(); i0 += 1001)
+      Float16ToFloat(codes.data() + i0, widened.data() + i0, int64_t(std::min<size_t>(1001, codes.size() - i0)));
+    for (uint32_t c = 0; c < 65536; ++c) {
+      const float want = ToFloat(codes[c]);
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(widened[c])) << name << " code " << c;
+      } else {
+        ASSERT_EQ(std::memcmp(&want, &widened[c], 4), 0) << name << " code " << c;
+      }
+    }
+    std::vector<Float16> narrowed(floats.size());
+    for (size_t i0 = 0; i0 < floats.size(); i0 += 1001)
+      FloatToFloat16(floats.data() + i0, narrowed.data() + i0, int64_t(std::min<size_t>(1001, floats.size() - i0)));
+    for (size_t i = 0; i < floats.size(); ++i) {
+      const uint16_t want = ToFloat16(floats[i]).bits, got = narrowed[i].bits;
+      if (std::isnan(floats[i])) {
+        ASSERT_TRUE(std::isnan(ToFloat(Float16{got}))) << name;
+      } else {
+        ASSERT_EQ(got, want) << name << " " << floats[i];
+      }
+    }
+  }
+  SetCpuTargetForTesting(before);
 }
 
 TEST(BFloat16, FloatAndDoublePathsAgree) {
