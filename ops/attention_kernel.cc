@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "ops/common.h"
+#include "runtime/cpu.h"
 
 namespace onnx_mini {
 namespace {

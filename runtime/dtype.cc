@@ -1,5 +1,7 @@
 #include "runtime/dtype.h"
 
+#include "runtime/cpu.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -230,74 +232,6 @@ void FloatToFloat16(const float* in, Float16* out, int64_t n) {
   if (ActiveCpuTarget() >= CpuTarget::kAvx2) i = FloatToFloat16F16c(in, out, n);
 #endif
   for (; i < n; ++i) out[i] = ToFloat16(in[i]);
-}
-
-// ---- CPU targets ----
-
-namespace {
-
-constexpr CpuTarget kCpuTargets[] = {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512};
-
-CpuTarget DetectCpuTarget() {
-#if defined(__x86_64__) || defined(__i386__)
-  // libgcc's cpu model also checks that the OS saves the AVX / AVX-512 state.
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi") &&
-                    __builtin_cpu_supports("bmi2");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  return avx512 ? CpuTarget::kAvx512 : avx2 ? CpuTarget::kAvx2 : CpuTarget::kBaseline;
-#else
-  return CpuTarget::kBaseline;
-#endif
-}
-
-// BestCpuTarget() capped by ONNX_MINI_CPU.
-CpuTarget ChooseCpuTarget() {
-  const CpuTarget best = BestCpuTarget();
-  const char* env = std::getenv("ONNX_MINI_CPU");
-  if (env == nullptr) return best;
-  const std::string_view want(env);
-  CpuTarget chosen = best;
-  bool known = want.empty() || want == "auto";
-  for (CpuTarget t : kCpuTargets)
-    if (want == CpuTargetName(t)) {
-      chosen = std::min(t, best);
-      known = true;
-    }
-  if (!known)
-    std::fprintf(stderr, "onnx-mini: ONNX_MINI_CPU=%s is not auto, baseline, avx2 or avx512; ignored\n", env);
-  std::fprintf(stderr, "onnx-mini: CPU target %s (best supported: %s)\n", CpuTargetName(chosen),
-               CpuTargetName(best));
-  return chosen;
-}
-
-std::atomic<int>& ActiveCpuTargetSlot() {
-  static std::atomic<int> slot{int(ChooseCpuTarget())};
-  return slot;
-}
-
-}  // namespace
-
-const char* CpuTargetName(CpuTarget target) {
-  switch (target) {
-    case CpuTarget::kBaseline: return "baseline";
-    case CpuTarget::kAvx2: return "avx2";
-    case CpuTarget::kAvx512: return "avx512";
-  }
-  return "unknown";
-}
-
-CpuTarget BestCpuTarget() {
-  static const CpuTarget best = DetectCpuTarget();
-  return best;
-}
-
-CpuTarget ActiveCpuTarget() { return CpuTarget(ActiveCpuTargetSlot().load(std::memory_order_relaxed)); }
-
-CpuTarget SetCpuTargetForTesting(CpuTarget target) {
-  return CpuTarget(ActiveCpuTargetSlot().exchange(int(std::min(target, BestCpuTarget())), std::memory_order_relaxed));
 }
 
 float Float4E2M1ToFloat(uint8_t nibble) { return float(Decode(kE2M1, nibble & 0xF)); }

@@ -118,32 +118,9 @@ Float8E8M0 ToFloat8E8M0(float v, E8M0Rounding rounding = E8M0Rounding::kUp,
                         bool saturate = true);
 
 // Bulk float16 <-> float conversions (round to nearest even), with the CPU's
-// F16C instructions when the active CPU target has them (see below).
+// F16C instructions when the active CPU target has them (runtime/cpu.h).
 void Float16ToFloat(const Float16* in, float* out, int64_t n);
 void FloatToFloat16(const float* in, Float16* out, int64_t n);
-
-// ---- CPU targets (run-time dispatch) ----
-// The default build runs on any x86-64. Hot loops (the bulk conversions above,
-// the Attention fast kernel) are compiled once per target from one source and
-// the best target the CPU (and OS) supports is chosen at run time, once.
-// Each target includes the ones below it. Builds for other architectures
-// have only kBaseline.
-enum class CpuTarget : int {
-  kBaseline = 0,  // x86-64 (SSE2)
-  kAvx2 = 1,      // + AVX2, FMA, F16C, BMI1/2
-  kAvx512 = 2,    // + AVX-512 F, BW, VL, DQ
-};
-const char* CpuTargetName(CpuTarget target);  // "baseline", "avx2", "avx512"
-// The best target this CPU supports.
-CpuTarget BestCpuTarget();
-// The target the kernels use: BestCpuTarget(), or lower if the environment
-// variable ONNX_MINI_CPU names a lower one (baseline, avx2, avx512; "auto" or
-// empty: the best). When ONNX_MINI_CPU is set, the choice is reported once
-// on stderr. Read on first use, then cached.
-CpuTarget ActiveCpuTarget();
-// For tests: make the kernels use `target` (capped at BestCpuTarget()).
-// Returns the previous active target. Not for use while kernels run.
-CpuTarget SetCpuTargetForTesting(CpuTarget target);
 
 // Reading and writing element `i` of a packed tensor (4-bit or 2-bit).
 // Signed types are sign-extended.

@@ -11,6 +11,8 @@
 #include <random>
 #include <vector>
 
+#include "runtime/cpu.h"
+
 namespace onnx_mini {
 namespace {
 
