@@ -41,5 +41,49 @@ TEST(Reduce, AxesKeepdimsEmptyAndSoftmax) {
   EXPECT_NEAR(total, 1.0, 1e-5);
 }
 
+TEST(Reduce, AxesAreInt64AsTheSchemaSays) {
+  // int32 axes used to be read as int64; now they are refused up front.
+  absl::StatusOr<Tensor> out = RunOne(13, "ReduceSum", {F({1, 2, 3, 4}, {2, 2}), Tensor::FromVector<int32_t>({1}, {1})});
+  EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::ReduceSum opset 13 for int32");
+  out = RunOne(13, "ReduceSum", {F({1, 2, 3, 4}, {2, 2}), I({1}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values(*out), ElementsAre(3, 7));
+  // Axes given at run time (not constant) are read per run.
+  OpTester t;
+  t.op = "ReduceMax";
+  t.opset = 18;
+  t.inputs = {F({1, 5, 3, 4}, {2, 2}), I({0}, {1})};
+  absl::StatusOr<Tensor> max = t.RunOne();
+  ASSERT_TRUE(max.ok()) << max.status();
+  EXPECT_THAT(Values(*max), ElementsAre(3, 5));
+}
+
+TEST(Reduce, IntegerMeanOverNothingIsZeroAndIntegerSumsWrap) {
+  absl::StatusOr<Tensor> mean = RunOne(18, "ReduceMean", {Tensor::Zeros(DType::kInt32, {2, 0}), I({1}, {1})});
+  ASSERT_TRUE(mean.ok()) << mean.status();
+  EXPECT_EQ(mean->shape(), (Shape{2, 1}));
+  EXPECT_EQ(mean->data<int32_t>()[0], 0);
+  absl::StatusOr<Tensor> fmean = RunOne(18, "ReduceMean", {Tensor::Zeros(DType::kFloat, {2, 0}), I({1}, {1})});
+  ASSERT_TRUE(fmean.ok()) << fmean.status();
+  EXPECT_TRUE(std::isnan(fmean->data<float>()[0]));
+  const int8_t big = 100;
+  absl::StatusOr<Tensor> sum = RunOne(13, "ReduceSum", {Tensor::FromVector<int8_t>({big, big, big}, {3})});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(sum->data<int8_t>()[0], int8_t(44));  // 300 mod 256
+}
+
+TEST(TopK, NanRanksAboveEveryNumberAndTiesKeepTheLowerIndex) {
+  const float nan = std::nanf("");
+  Tensor x = F({3, nan, 5, 3, nan, -1}, {6});
+  auto largest = RunNode(11, "TopK", {x, I({4}, {1})}, 2);
+  ASSERT_TRUE(largest.ok()) << largest.status();
+  EXPECT_THAT(Values((*largest)[1]), ElementsAre(1, 4, 2, 0));
+  EXPECT_TRUE(std::isnan((*largest)[0].data<float>()[0]));
+  EXPECT_EQ((*largest)[0].data<float>()[2], 5.0f);
+  auto smallest = RunNode(11, "TopK", {x, I({6}, {1})}, 2, [](onnx::NodeProto& n) { SetAttr(n, "largest", int64_t(0)); });
+  ASSERT_TRUE(smallest.ok()) << smallest.status();
+  EXPECT_THAT(Values((*smallest)[1]), ElementsAre(5, 0, 3, 2, 1, 4));
+}
+
 }  // namespace
 }  // namespace onnx_mini
