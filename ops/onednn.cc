@@ -11,6 +11,19 @@ dnnl::engine& Engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }
+// Sets this thread's OpenMP thread count for oneDNN and restores it on every
+// path out, exceptions included.
+class OmpThreadsScope {
+ public:
+  explicit OmpThreadsScope(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~OmpThreadsScope() { omp_set_num_threads(saved_); }
+  OmpThreadsScope(const OmpThreadsScope&) = delete;
+  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
+
+ private:
+  int saved_;
+};
+
 }  // namespace
 
 bool OneDnnMatMul(DType dtype, const void* a, const void* b, void* c, int64_t batch, int64_t batch_a,
@@ -33,11 +46,9 @@ bool OneDnnMatMul(DType dtype, const void* a, const void* b, void* c, int64_t ba
     memory a_mem(a_md, Engine(), const_cast<void*>(a));
     memory b_mem(b_md, Engine(), const_cast<void*>(b));
     memory c_mem(c_md, Engine(), c);
-    const int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);  // this thread's setting only
+    const OmpThreadsScope scope(threads);  // this thread's setting only
     primitive.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
     stream.wait();
-    omp_set_num_threads(saved);
     return true;
   } catch (const dnnl::error&) {
     return false;

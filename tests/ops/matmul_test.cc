@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <omp.h>
+
 #include <random>
 
 #include "runtime/element.h"
@@ -47,6 +49,25 @@ TEST(MatMul, OneDnnAndReferenceAgreeWithANaiveProduct) {
     }
   }
   EXPECT_THAT(Message(RunNode(13, "MatMul", {F({1, 2}, {1, 2}), F({1, 2, 3}, {3, 1})}).status()), HasSubstr("inner dimensions differ"));
+}
+
+TEST(Gemm, MixedElementTypesAreRefusedNotReinterpreted) {
+  // float x int64 used to multiply the int64 bits as floats.
+  absl::StatusOr<Tensor> out = RunOne(13, "Gemm", {F({1, 2, 3, 4}, {2, 2}), I({1, 0, 0, 1}, {2, 2})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(Message(out.status()), HasSubstr("input 1 is int64 but input 0 is float: both have type T"));
+  out = RunOne(13, "Gemm", {F({1, 2, 3, 4}, {2, 2}), F({1, 0, 0, 1}, {2, 2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values(*out), ElementsAre(1, 2, 3, 4));
+}
+
+TEST(MatMul, OneDnnLeavesTheCallersThreadCountAsItWas) {
+  omp_set_num_threads(2);
+  const int before = omp_get_max_threads();
+  absl::StatusOr<Tensor> out = RunOne(13, "MatMul", {RandomUniform(DType::kFloat, {64, 64}, 1),
+                                                    RandomUniform(DType::kFloat, {64, 64}, 2)}, {}, 1);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(omp_get_max_threads(), before);
 }
 
 }  // namespace
