@@ -14,12 +14,9 @@ namespace {
 enum Input { kQ = 0, kK, kV, kMask, kPastKey, kPastValue, kNonpad };
 enum Output { kY = 0, kPresentKey, kPresentValue, kQk };
 
-const std::initializer_list<DType> kAttentionTypes = {DType::kFloat, DType::kFloat16, DType::kBFloat16,
-                                                      DType::kDouble};
-const std::initializer_list<DType> kMaskTypes = {
-    DType::kBool,  DType::kUInt8,  DType::kUInt16, DType::kUInt32,  DType::kUInt64,   DType::kInt8,
-    DType::kInt16, DType::kInt32,  DType::kInt64,  DType::kFloat16, DType::kBFloat16, DType::kFloat,
-    DType::kDouble};
+using AttentionTypes = TypeList<float, Float16, BFloat16, double>;
+// The mask: bool or any number (A1).
+using MaskTypes = Join<NumericTypes, TypeList<bool>>;
 
 // The attributes, read and checked once.
 struct AttentionAttributes {
@@ -65,6 +62,17 @@ absl::StatusOr<AttentionAttributes> ReadAttributes(const Node& node) {
       return error(absl::StrCat("left_window_size ", a.left, " / right_window_size ", a.right,
                                 ": window sizes must be >= -1 (A15)"));
   }
+  // What the node's own inputs and outputs say, checked once (A7, A8, A20).
+  const bool past = node.has_input(kPastKey) || node.has_input(kPastValue);
+  if (node.has_input(kPastKey) != node.has_input(kPastValue))
+    return error("past_key and past_value must be given together (A7)");
+  if (node.opset >= 25) {
+    if (node.has_output(kPresentKey) != node.has_output(kPresentValue))
+      return error("present_key and present_value must be requested together (A7, A20)");
+    if (node.has_input(kNonpad) && (past || node.has_output(kPresentKey)))
+      return error("nonpad_kv_seqlen excludes past and present key/value (A8, A20)");
+  }
+  if (node.has_input(kNonpad) && past) return error("nonpad_kv_seqlen cannot be combined with past_key/past_value (A8)");
   return a;
 }
 
@@ -203,141 +211,110 @@ absl::Status Resolve(const Node& node, const AttentionAttributes& a,
   return absl::OkStatus();
 }
 
-absl::Status InferAttention(InferContext& ctx) {
-  const Node& node = ctx.node();
-  absl::Status s = CheckArity(ctx, 3, node.opset >= 24 ? 7 : 6, 1, 4);
-  if (!s.ok()) return s;
-  absl::StatusOr<AttentionAttributes> a = ReadAttributes(node);
-  if (!a.ok()) return a.status();
-  absl::StatusOr<DType> t1 = InputDType(ctx, kQ);
-  if (!t1.ok()) return t1.status();
-  for (size_t i : {kK, kV, kPastKey, kPastValue}) {
-    if (!ctx.has_input(i)) continue;
-    absl::StatusOr<DType> t = InputDType(ctx, i);
-    if (!t.ok()) return t.status();
-    if (*t != *t1)
-      return ctx.Error(absl::StrCat("input ", i, " is ", LowerName(*t), " but Q is ", LowerName(*t1),
-                                    " (A1: Q, K, V and the past share one type)"));
-  }
-  if (ctx.has_input(kNonpad)) {
-    absl::StatusOr<DType> t = InputDType(ctx, kNonpad);
-    if (!t.ok()) return t.status();
-    if (*t != DType::kInt64) return ctx.Error(absl::StrCat("nonpad_kv_seqlen must be int64, got ", LowerName(*t)));
-  }
-  if (ctx.has_input(kMask)) {
-    absl::StatusOr<DType> t = InputDType(ctx, kMask);
-    if (!t.ok()) return t.status();
-    if (!OneOf(*t, kMaskTypes))
-      return ctx.Error(absl::StrCat("attn_mask of type ", LowerName(*t), " is not bool or numeric (A1)"));
-  }
-  const bool past = ctx.has_input(kPastKey) || ctx.has_input(kPastValue);
-  if (ctx.has_input(kPastKey) != ctx.has_input(kPastValue))
-    return ctx.Error("past_key and past_value must be given together (A7)");
-  if (node.opset >= 25) {
-    if (node.has_output(kPresentKey) != node.has_output(kPresentValue))
-      return ctx.Error("present_key and present_value must be requested together (A7, A20)");
-    if (ctx.has_input(kNonpad) && (past || node.has_output(kPresentKey)))
-      return ctx.Error("nonpad_kv_seqlen excludes past and present key/value (A8, A20)");
-  }
-  if (ctx.has_input(kNonpad) && past) return ctx.Error("nonpad_kv_seqlen cannot be combined with past_key/past_value (A8)");
+// The problem without its data: geometry, mask layout and attributes.
+struct AttentionPlan : OpPlan {
+  AttentionProblem problem;
+};
 
-  // With every shape known: full validation and exact output shapes.
-  std::vector<std::optional<Shape>> concrete(ctx.num_inputs());
-  std::vector<const Shape*> shapes(std::max<size_t>(ctx.num_inputs(), kNonpad + 1), nullptr);
-  bool all_known = true;
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (!ctx.has_input(i)) continue;
-    concrete[i] = ctx.input(i).concrete_shape();
-    if (!concrete[i]) all_known = false;
-    else shapes[i] = &*concrete[i];
-  }
-  ValueType y, present_k, present_v, qk;
-  y.dtype = present_k.dtype = present_v.dtype = qk.dtype = *t1;
-  if (all_known) {
-    AttentionProblem p;
-    s = Resolve(node, *a, shapes, ctx.value(kNonpad), p);
-    if (!s.ok()) return s;
-    const Shape& q = *shapes[kQ];
-    y = ValueType::Of(*t1, q.size() == 3 ? Shape{p.batch, p.q_len, p.q_heads * p.v_head_size}
-                                          : Shape{p.batch, p.q_heads, p.q_len, p.v_head_size});
-    present_k = ValueType::Of(*t1, {p.batch, p.kv_heads, p.total_len, p.head_size});
-    present_v = ValueType::Of(*t1, {p.batch, p.kv_heads, p.total_len, p.v_head_size});
-    qk = ValueType::Of(*t1, {p.batch, p.q_heads, p.q_len, p.total_len});
-  } else if (ctx.input(kQ).dims) {
-    y.dims = std::vector<Dim>(ctx.input(kQ).dims->size());
-    present_k.dims = present_v.dims = qk.dims = std::vector<Dim>(4);
-  }
-  ctx.set_output(kY, y);
-  if (ctx.num_outputs() > kPresentKey) ctx.set_output(kPresentKey, present_k);
-  if (ctx.num_outputs() > kPresentValue) ctx.set_output(kPresentValue, present_v);
-  if (ctx.num_outputs() > kQk) ctx.set_output(kQk, qk);
-  return absl::OkStatus();
-}
-
-class AttentionKernel : public OpKernel {
+class AttentionOp : public Op {
  public:
-  AttentionKernel(const Node& node, AttentionAttributes attrs) : node_(node), attrs_(attrs) {}
+  static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
+    ASSIGN_OR_RETURN(AttentionAttributes a, ReadAttributes(node));
+    return std::unique_ptr<Op>(new AttentionOp(a));
+  }
+
+  absl::Status Infer(InferContext& ctx) const override {
+    const Node& node = ctx.node();
+    const DType t1 = ctx.input(kQ).dtype;
+    // With every shape known: full validation, exact output shapes and the plan.
+    std::vector<std::optional<Shape>> concrete(ctx.num_inputs());
+    std::vector<const Shape*> shapes(std::max<size_t>(ctx.num_inputs(), kNonpad + 1), nullptr);
+    bool all_known = true;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (!ctx.has_input(i)) continue;
+      concrete[i] = ctx.input(i).concrete_shape();
+      if (!concrete[i]) all_known = false;
+      else shapes[i] = &*concrete[i];
+    }
+    ValueType y, present_k, present_v, qk;
+    y.dtype = present_k.dtype = present_v.dtype = qk.dtype = t1;
+    if (all_known) {
+      auto plan = std::make_shared<AttentionPlan>();
+      AttentionProblem& p = plan->problem;
+      RETURN_IF_ERROR(Resolve(node, attrs_, shapes, ctx.value(kNonpad), p));
+      p.dtype = t1;
+      p.softmax_dtype = attrs_.has_softmax_precision ? attrs_.softmax_precision : t1;
+      const Shape& q = *shapes[kQ];
+      y = ValueType::Of(t1, q.size() == 3 ? Shape{p.batch, p.q_len, p.q_heads * p.v_head_size}
+                                          : Shape{p.batch, p.q_heads, p.q_len, p.v_head_size});
+      present_k = ValueType::Of(t1, {p.batch, p.kv_heads, p.total_len, p.head_size});
+      present_v = ValueType::Of(t1, {p.batch, p.kv_heads, p.total_len, p.v_head_size});
+      qk = ValueType::Of(t1, {p.batch, p.q_heads, p.q_len, p.total_len});
+      ctx.set_plan(std::move(plan));
+    } else if (ctx.input(kQ).dims) {
+      y.dims = std::vector<Dim>(ctx.input(kQ).dims->size());
+      present_k.dims = present_v.dims = qk.dims = std::vector<Dim>(4);
+    }
+    ctx.set_output(kY, y);
+    if (ctx.num_outputs() > kPresentKey) ctx.set_output(kPresentKey, present_k);
+    if (ctx.num_outputs() > kPresentValue) ctx.set_output(kPresentValue, present_v);
+    if (ctx.num_outputs() > kQk) ctx.set_output(kQk, qk);
+    return absl::OkStatus();
+  }
 
   absl::Status Compute(KernelContext& ctx) const override {
-    std::vector<const Shape*> shapes(kNonpad + 1, nullptr);
-    for (size_t i = 0; i < shapes.size() && i < ctx.num_inputs(); ++i)
-      if (ctx.input(i)) shapes[i] = &ctx.input(i)->shape();
-    AttentionProblem p;
-    absl::Status s = Resolve(node_, attrs_, shapes, ctx.num_inputs() > kNonpad ? ctx.input(kNonpad) : nullptr, p);
-    if (!s.ok()) return s;  // validated already; kept for safety
-    const Tensor& q = *ctx.input(kQ);
-    p.dtype = q.dtype();
-    p.softmax_dtype = attrs_.has_softmax_precision ? attrs_.softmax_precision : p.dtype;
-    p.q_data = q.raw();
+    AttentionProblem p = ctx.plan<AttentionPlan>().problem;
+    const auto input = [&](size_t i) { return i < ctx.num_inputs() ? ctx.input(i) : nullptr; };
+    p.q_data = ctx.input(kQ)->raw();
     p.k_data = ctx.input(kK)->raw();
     p.v_data = ctx.input(kV)->raw();
-    if (p.past_len > 0 || shapes[kPastKey]) {
-      p.past_key = ctx.input(kPastKey)->raw();
-      p.past_value = ctx.input(kPastValue)->raw();
+    if (const Tensor* pk = input(kPastKey)) {
+      p.past_key = pk->raw();
+      p.past_value = input(kPastValue)->raw();
     }
-    if (shapes[kNonpad]) p.nonpad = ctx.input(kNonpad)->data<int64_t>();
+    if (const Tensor* nonpad = input(kNonpad)) p.nonpad = nonpad->data<int64_t>();
     // The mask as a float bias: bool True -> 0, False -> -inf; numbers
     // rounded to T1, as the function body casts them (A11, A16).
     std::vector<double> bias;
-    if (const Tensor* mask = ctx.input(kMask)) {
+    if (const Tensor* mask = input(kMask)) {
       bias.resize(size_t(mask->size()));
-      const bool is_bool = mask->dtype() == DType::kBool;
-      for (int64_t i = 0; i < mask->size(); ++i) {
-        const double v = GetDouble(*mask, i);
-        bias[size_t(i)] = is_bool ? (v != 0 ? 0.0 : -std::numeric_limits<double>::infinity())
-                                  : RoundToDType(p.dtype, v);
-      }
+      RETURN_IF_ERROR(Dispatch<MaskTypes>(ctx, mask->dtype(), [&](auto tag) {
+        using M = typename decltype(tag)::type;
+        const M* m = mask->data<M>();
+        for (int64_t i = 0; i < mask->size(); ++i) {
+          if constexpr (std::is_same_v<M, bool>) bias[size_t(i)] = m[i] ? 0.0 : -std::numeric_limits<double>::infinity();
+          else bias[size_t(i)] = RoundToDType(p.dtype, double(Widen(m[i])));
+        }
+      }));
       p.mask = bias.data();
     }
     if (ctx.output_requested(kY)) p.y_data = ctx.output(kY).raw();
     if (ctx.output_requested(kPresentKey)) p.present_key = ctx.output(kPresentKey).raw();
     if (ctx.output_requested(kPresentValue)) p.present_value = ctx.output(kPresentValue).raw();
     if (ctx.output_requested(kQk)) p.qk_data = ctx.output(kQk).raw();
-    WritePresent(p, ctx.threads());
+    if (p.present_key || p.present_value) WritePresent(p, ctx.threads());
     if (UsesFastPath(p)) AttentionFast(p, ctx.threads());
     else AttentionReference(p);
     return absl::OkStatus();
   }
 
  private:
-  const Node& node_;
+  explicit AttentionOp(AttentionAttributes attrs) : attrs_(attrs) {}
   AttentionAttributes attrs_;
 };
-
-absl::StatusOr<std::unique_ptr<OpKernel>> CreateAttention(const KernelInfo& info) {
-  absl::Status s = RequireDType(info, kQ, kAttentionTypes);
-  if (!s.ok()) return s;
-  absl::StatusOr<AttentionAttributes> a = ReadAttributes(info.node);
-  if (!a.ok()) return a.status();
-  return std::unique_ptr<OpKernel>(new AttentionKernel(info.node, *a));
-}
 
 }  // namespace
 
 std::vector<OpDef> AttentionOps() {
-  // One kernel for 23, 24 and 25: the differences (nonpad, short-mask
-  // padding, windows, 25's stricter validation) are keyed on the node's opset.
-  return {{"", "Attention", 23, 0, InferAttention, CreateAttention}};
+  // One op for 23, 24 and 25: the differences (nonpad, short-mask padding,
+  // windows, 25's stricter validation) are keyed on the node's opset. ONNX
+  // lets K/V (T2) differ from Q (T1); here Q, K, V and the past share one type (A1).
+  const std::vector<TypeConstraint> types = {
+      {"T", AttentionTypes::set()}, {"U", MaskTypes::set()}, {"I", kInt64}};
+  return {
+      {"", "Attention", 23, 23, "T T T U? T? T?", "T T? T? T?", types, AttentionOp::Create},
+      {"", "Attention", 24, 0, "T T T U? T? T? I?", "T T? T? T?", types, AttentionOp::Create},
+  };
 }
 
 }  // namespace onnx_mini

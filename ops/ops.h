@@ -21,8 +21,7 @@ std::vector<OpDef> TensorScatterOps();  // TensorScatter
 std::vector<OpDef> AttentionOps();      // Attention
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
-    BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps,
-    // WIP-FAMILIES: TensorScatterOps, AttentionOps,
+    BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

@@ -12,82 +12,14 @@ namespace onnx_mini {
 namespace {
 
 // Every type except the 2-bit ones (TS8: all_tensor_types_ir12).
-bool ScatterType(DType d) { return IsValidDType(int32_t(d)) && d != DType::kUInt2 && d != DType::kInt2; }
+using ScatterTypes = Join<UnpackedTypes, TypeList<UInt4x2, Int4x2, Float4E2M1x2>>;
 
-absl::Status InferTensorScatter(InferContext& ctx) {
-  absl::StatusOr<DType> past_type = CheckInputs(ctx, 2, 3);
-  if (!past_type.ok()) return past_type.status();
-  absl::StatusOr<DType> update_type = InputDType(ctx, 1);
-  if (!update_type.ok()) return update_type.status();
-  if (*past_type != *update_type)
-    return ctx.Error(absl::StrCat("past_cache is ", LowerName(*past_type), " but update is ",
-                                  LowerName(*update_type), " (TS1: both are T)"));
-  const std::string mode = ctx.node().attr_string("mode", "linear");
-  if (mode != "linear" && mode != "circular")
-    return ctx.Error(absl::StrCat("mode '", mode, "' is not 'linear' or 'circular' (TS1)"));
-  const ValueType& past = ctx.input(0);
-  const ValueType& update = ctx.input(1);
-  ctx.set_output(0, past);
-  if (!past.dims) return absl::OkStatus();
-  const int64_t rank = past.rank();
-  int64_t axis = ctx.node().attr_int("axis", -2);
-  if (axis < 0) axis += rank;
-  if (rank < 2 || axis < 1 || axis >= rank)
-    return ctx.Error(absl::StrCat("axis ", ctx.node().attr_int("axis", -2),
-                                  " is invalid for past_cache of rank ", rank,
-                                  " (TS2: 1 <= axis < rank after adding rank to a negative axis; "
-                                  "axis 0 is the batch axis)"));
-  if (update.dims) {
-    if (update.rank() != rank)
-      return ctx.Error(absl::StrCat("update ", update.ToString(), " must have the rank of past_cache ",
-                                    past.ToString(), " (TS3)"));
-    for (int64_t d = 0; d < rank; ++d) {
-      const Dim& p = (*past.dims)[size_t(d)];
-      const Dim& u = (*update.dims)[size_t(d)];
-      if (!p.known() || !u.known()) continue;
-      if (d == axis ? u.value > p.value : u.value != p.value)
-        return ctx.Error(absl::StrCat(
-            "update ", update.ToString(), " does not fit past_cache ", past.ToString(), " along axis ",
-            axis, d == axis ? " (TS3: the update is longer than the cache)"
-                            : absl::StrCat(" (TS3: dim ", d, " differs)")));
-    }
-  }
-  if (ctx.has_input(2)) {
-    const ValueType& w = ctx.input(2);
-    if (w.dtype != DType::kInt64)
-      return ctx.Error(absl::StrCat("write_indices must be int64, got ", LowerName(w.dtype)));
-    if (w.dims) {
-      const Dim& batch = (*past.dims)[0];
-      if (w.rank() != 1 || ((*w.dims)[0].known() && batch.known() && (*w.dims)[0].value != batch.value))
-        return ctx.Error(absl::StrCat("write_indices ", w.ToString(), " must have shape [",
-                                      batch.known() ? absl::StrCat(batch.value) : "B",
-                                      "], one index per batch entry (TS3)"));
-    }
-  }
-  // With values at hand, check every write stays inside the cache (TS5, TS9).
-  const Tensor* indices = ctx.value(2);
-  const std::optional<Shape> past_shape = past.concrete_shape();
-  const std::optional<Shape> update_shape = update.concrete_shape();
-  if (indices == nullptr || !past_shape || !update_shape || mode != "linear") return absl::OkStatus();
-  const int64_t max_len = (*past_shape)[size_t(axis)];
-  const int64_t len = (*update_shape)[size_t(axis)];
-  for (int64_t b = 0; b < indices->size(); ++b) {
-    const int64_t w = indices->data<int64_t>()[b];
-    if (w < 0)
-      return ctx.Error(absl::StrCat("write_indices[", b, "] = ", w,
-                                    " is negative, which linear mode does not allow (TS5)"));
-    if (w > max_len - len)
-      return ctx.Error(absl::StrCat("write_indices[", b, "] = ", w, " + update length ", len,
-                                    " exceeds the cache length ", max_len, " (TS5, linear mode)"));
-  }
-  return absl::OkStatus();
-}
-
-struct ScatterGeometry {
-  int64_t axis, batch, max_len, update_len;
-  int64_t outer;  // product of the dims before axis (batch included)
-  int64_t inner;  // product of the dims after axis: one contiguous slab
-  bool circular;
+// The layout of one scatter, made once the shapes are known.
+struct ScatterGeometry : OpPlan {
+  int64_t axis = 0, batch = 0, max_len = 0, update_len = 0;
+  int64_t outer = 0;  // product of the dims before axis (batch included)
+  int64_t inner = 0;  // product of the dims after axis: one contiguous slab
+  bool circular = false;
 };
 
 int64_t ScatterPosition(const ScatterGeometry& g, int64_t start, int64_t s) {
@@ -153,48 +85,107 @@ void ScatterUpdate(const ScatterGeometry& g, const Tensor& update, const int64_t
   }
 }
 
-class TensorScatterKernel : public OpKernel {
+class TensorScatterOp : public Op {
  public:
-  explicit TensorScatterKernel(const KernelInfo& info)
-      : circular_(info.node.attr_string("mode", "linear") == "circular"),
-        axis_(info.node.attr_int("axis", -2)) {}
+  static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
+    const std::string mode = node.attr_string("mode", "linear");
+    if (mode != "linear" && mode != "circular")
+      return absl::InvalidArgumentError(
+          absl::StrCat(node.Describe(), ": mode '", mode, "' is not 'linear' or 'circular' (TS1)"));
+    return std::unique_ptr<Op>(new TensorScatterOp(mode == "circular", node.attr_int("axis", -2)));
+  }
+
+  absl::Status Infer(InferContext& ctx) const override {
+    const ValueType& past = ctx.input(0);
+    const ValueType& update = ctx.input(1);
+    ctx.set_output(0, past);
+    if (!past.dims) return absl::OkStatus();
+    const int64_t rank = past.rank();
+    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    if (rank < 2 || axis < 1 || axis >= rank)
+      return ctx.Error(absl::StrCat("axis ", axis_, " is invalid for past_cache of rank ", rank,
+                                    " (TS2: 1 <= axis < rank after adding rank to a negative axis; "
+                                    "axis 0 is the batch axis)"));
+    if (update.dims) {
+      if (update.rank() != rank)
+        return ctx.Error(absl::StrCat("update ", update.ToString(), " must have the rank of past_cache ",
+                                      past.ToString(), " (TS3)"));
+      for (int64_t d = 0; d < rank; ++d) {
+        const Dim& p = (*past.dims)[size_t(d)];
+        const Dim& u = (*update.dims)[size_t(d)];
+        if (!p.known() || !u.known()) continue;
+        if (d == axis ? u.value > p.value : u.value != p.value)
+          return ctx.Error(absl::StrCat(
+              "update ", update.ToString(), " does not fit past_cache ", past.ToString(), " along axis ", axis,
+              d == axis ? " (TS3: the update is longer than the cache)" : absl::StrCat(" (TS3: dim ", d, " differs)")));
+      }
+    }
+    if (ctx.has_input(2)) {
+      const ValueType& w = ctx.input(2);
+      if (w.dims) {
+        const Dim& batch = (*past.dims)[0];
+        if (w.rank() != 1 || ((*w.dims)[0].known() && batch.known() && (*w.dims)[0].value != batch.value))
+          return ctx.Error(absl::StrCat("write_indices ", w.ToString(), " must have shape [",
+                                        batch.known() ? absl::StrCat(batch.value) : "B",
+                                        "], one index per batch entry (TS3)"));
+      }
+    }
+    const std::optional<Shape> past_shape = past.concrete_shape();
+    const std::optional<Shape> update_shape = update.concrete_shape();
+    if (!past_shape || !update_shape) return absl::OkStatus();
+    auto g = std::make_shared<ScatterGeometry>();
+    g->axis = axis;
+    g->batch = (*past_shape)[0];
+    g->max_len = (*past_shape)[size_t(axis)];
+    g->update_len = (*update_shape)[size_t(axis)];
+    g->outer = 1;
+    for (int64_t d = 0; d < axis; ++d) g->outer *= (*past_shape)[size_t(d)];
+    g->inner = 1;
+    for (int64_t d = axis + 1; d < rank; ++d) g->inner *= (*past_shape)[size_t(d)];
+    g->circular = circular_;
+    // With the indices at hand (constant, or at each run), check every linear
+    // write stays inside the cache (TS5, TS9), before anything is written.
+    if (ctx.has_input(2) && !circular_) {
+      const Tensor* indices = ctx.value(2);
+      if (indices == nullptr) return absl::OkStatus();  // checked at run
+      const int64_t max_len = g->max_len, len = g->update_len;
+      for (int64_t b = 0; b < indices->size(); ++b) {
+        const int64_t w = indices->data<int64_t>()[b];
+        if (w < 0)
+          return ctx.Error(absl::StrCat("write_indices[", b, "] = ", w,
+                                        " is negative, which linear mode does not allow (TS5)"));
+        if (w > max_len - len)
+          return ctx.Error(absl::StrCat("write_indices[", b, "] = ", w, " + update length ", len,
+                                        " exceeds the cache length ", max_len, " (TS5, linear mode)"));
+      }
+    }
+    ctx.set_plan(std::move(g));
+    return absl::OkStatus();
+  }
 
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& past = *ctx.input(0);
     const Tensor& update = *ctx.input(1);
-    const Tensor* indices = ctx.input(2);
+    const Tensor* indices = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
     Tensor& out = ctx.output(0);
-    ScatterGeometry g{};
-    const int64_t rank = past.rank();
-    g.axis = axis_ < 0 ? axis_ + rank : axis_;
-    g.batch = past.dim(0);
-    g.max_len = past.dim(g.axis);
-    g.update_len = update.dim(g.axis);
-    g.outer = 1;
-    for (int64_t d = 0; d < g.axis; ++d) g.outer *= past.dim(d);
-    g.inner = 1;
-    for (int64_t d = g.axis + 1; d < rank; ++d) g.inner *= past.dim(d);
-    g.circular = circular_;
+    // In place when the session handed over past_cache's storage: only the update slices are written.
     if (out.raw() != past.raw()) CopyElements(past, out, ctx.threads());
-    ScatterUpdate(g, update, indices ? indices->data<int64_t>() : nullptr, out, ctx.threads());
+    ScatterUpdate(ctx.plan<ScatterGeometry>(), update, indices ? indices->data<int64_t>() : nullptr, out,
+                  ctx.threads());
     return absl::OkStatus();
   }
 
  private:
+  TensorScatterOp(bool circular, int64_t axis) : circular_(circular), axis_(axis) {}
   bool circular_;
   int64_t axis_;
 };
 
-absl::StatusOr<std::unique_ptr<OpKernel>> CreateTensorScatter(const KernelInfo& info) {
-  const DType dtype = info.inputs[0]->dtype;
-  if (!ScatterType(dtype)) return NotImplemented(info.node, dtype);
-  return MakeKernel<TensorScatterKernel>(info);
-}
-
 }  // namespace
 
 std::vector<OpDef> TensorScatterOps() {
-  return {{"", "TensorScatter", 24, 0, InferTensorScatter, CreateTensorScatter, 0}};
+  return {{"", "TensorScatter", 24, 0, "T T I?", "T", {{"T", ScatterTypes::set()}, {"I", kInt64}},
+           TensorScatterOp::Create, {{0, 0, Alias::kInPlace}}}};
 }
 
 }  // namespace onnx_mini

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "runtime/cpu.h"
+
 #include <cmath>
 #include <random>
 
@@ -177,7 +179,7 @@ TEST(AttentionKernels, NanScoresAgree) {
         p.scale = 1.0f / std::sqrt(float(D));
         p.causal = true;
         p.mask = mask.data(), p.mask_stride[3] = 1, p.mask_len = T;
-        Tensor y_ref = Tensor::Zeros(dtype, {Hq * sq * D}), y_fast = y_ref.Clone();
+        Tensor y_ref = Tensor::Zeros(dtype, {Hq * sq * D}), y_fast = *y_ref.Clone();
         p.y_data = y_ref.raw();
         AttentionReference(p);
         ASSERT_TRUE(UsesFastPath(p));

@@ -182,7 +182,7 @@ TEST(TensorScatter, InvalidInputsNameTheRuleAndValues) {
   Tensor bad_dim = RandomTensor(DType::kFloat, {2, 2, 2, 4}, rng);
   EXPECT_THAT(error(past, bad_dim, {0, 0}, {}, ""), HasSubstr("dim 1 differs"));
   Tensor bad_type = RandomTensor(DType::kDouble, {2, 3, 2, 4}, rng);
-  EXPECT_THAT(error(past, bad_type, {0, 0}, {}, ""), HasSubstr("past_cache is float but update is double"));
+  EXPECT_THAT(error(past, bad_type, {0, 0}, {}, ""), HasSubstr("input 1 is double but input 0 is float: both have type T"));
   Tensor i2 = RandomTensor(DType::kInt2, {2, 4}, rng);
   EXPECT_THAT(error(i2, i2, {0, 0}, 1, ""), HasSubstr("not implemented: ai.onnx::TensorScatter opset 24 for int2"));
 }
