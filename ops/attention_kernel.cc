@@ -27,15 +27,11 @@ V RoundTo(V x) {
   else return x;
 }
 
-// Calls f(TypeTag<T>) for the four attention element types.
+// Calls f(TypeTag<T>) for the four attention element types (Attention's rows
+// admit only these).
 template <class F>
 void VisitAttentionType(DType dtype, F&& f) {
-  VisitDType(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                  std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>)
-      f(tag);
-  });
+  VisitTypes<TypeList<float, double, Float16, BFloat16>>(dtype, std::forward<F>(f));
 }
 
 // r = Cast_T1(sqrt(scale)), applied to Q and K separately (A9).

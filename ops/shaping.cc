@@ -154,33 +154,35 @@ class FlattenOp : public ViewOp {
 
 // ---- Squeeze / Unsqueeze ----
 
-// The axes of Squeeze/Unsqueeze: an input from opset 13, an attribute before.
-// Returns false in `known` when the input's value is not known yet.
-absl::StatusOr<std::vector<int64_t>> AxesOf(const InferContext& ctx, bool& given, bool& known) {
-  given = true;
-  known = true;
-  if (ctx.opset() < 13) {
-    given = ctx.node().attr("axes") != nullptr;
-    return ctx.node().attr_ints("axes");
-  }
-  if (!ctx.has_input(1)) {
-    given = false;
-    return std::vector<int64_t>{};
-  }
-  const Tensor* axes = ctx.value(1);
-  if (axes == nullptr) {
-    known = false;
-    return std::vector<int64_t>{};
-  }
-  return IndexValues(*axes);
-}
+// The axes of Squeeze/Unsqueeze: an input from opset 13, an attribute before
+// (parsed once into `legacy`). `known` is false while the input's value is not.
+struct AxesSource {
+  bool from_input;                        // opset 13+
+  std::optional<std::vector<int64_t>> legacy;  // the attribute, when given
 
-absl::Status InferSqueeze(InferContext& ctx) {
+  explicit AxesSource(const Node& node) : from_input(node.opset >= 13) {
+    if (!from_input && node.attr("axes") != nullptr) legacy = node.attr_ints("axes");
+  }
+  std::vector<int64_t> Read(const InferContext& ctx, bool& given, bool& known) const {
+    known = true;
+    given = from_input ? ctx.has_input(1) : legacy.has_value();
+    if (!from_input) return legacy.value_or(std::vector<int64_t>{});
+    if (!given) return {};
+    const Tensor* axes = ctx.value(1);
+    if (axes == nullptr) {
+      known = false;
+      return {};
+    }
+    return IndexValues(*axes);
+  }
+};
+
+absl::Status InferSqueeze(InferContext& ctx, const AxesSource& source) {
   ValueType out;
   out.dtype = ctx.input(0).dtype;
   bool given, known;
-  absl::StatusOr<std::vector<int64_t>> axes = AxesOf(ctx, given, known);
-  if (!axes.ok()) return axes.status();
+  const std::vector<int64_t> axes_value = source.Read(ctx, given, known);
+  const std::vector<int64_t>* axes = &axes_value;
   const ValueType& in = ctx.input(0);
   if (known && in.dims) {
     const int64_t rank = in.rank();
@@ -208,12 +210,12 @@ absl::Status InferSqueeze(InferContext& ctx) {
   return absl::OkStatus();
 }
 
-absl::Status InferUnsqueeze(InferContext& ctx) {
+absl::Status InferUnsqueeze(InferContext& ctx, const AxesSource& source) {
   ValueType out;
   out.dtype = ctx.input(0).dtype;
   bool given, known;
-  absl::StatusOr<std::vector<int64_t>> axes = AxesOf(ctx, given, known);
-  if (!axes.ok()) return axes.status();
+  const std::vector<int64_t> axes_value = source.Read(ctx, given, known);
+  const std::vector<int64_t>* axes = &axes_value;
   if (known && !given) return ctx.Error("axes are required");
   const ValueType& in = ctx.input(0);
   if (known && in.dims) {
@@ -237,14 +239,20 @@ absl::Status InferUnsqueeze(InferContext& ctx) {
 
 class SqueezeOp : public ViewOp {
  public:
-  explicit SqueezeOp(const Node&) {}
-  absl::Status Infer(InferContext& ctx) const override { return InferSqueeze(ctx); }
+  explicit SqueezeOp(const Node& node) : axes_(node) {}
+  absl::Status Infer(InferContext& ctx) const override { return InferSqueeze(ctx, axes_); }
+
+ private:
+  AxesSource axes_;
 };
 
 class UnsqueezeOp : public ViewOp {
  public:
-  explicit UnsqueezeOp(const Node&) {}
-  absl::Status Infer(InferContext& ctx) const override { return InferUnsqueeze(ctx); }
+  explicit UnsqueezeOp(const Node& node) : axes_(node) {}
+  absl::Status Infer(InferContext& ctx) const override { return InferUnsqueeze(ctx, axes_); }
+
+ private:
+  AxesSource axes_;
 };
 
 // ---- Size: the element count as an int64 scalar ----
