@@ -4,14 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "runtime/cpu.h"
-
 #include <cmath>
 #include <random>
 
 #include "ops/attention_kernel.h"
 #include "ops/common.h"
+#include "runtime/cpu.h"
 #include "runtime/element.h"
+#include "tests/ops/op_tester.h"
 #include "tools/model_builder.h"
 
 namespace onnx_mini {
@@ -203,32 +203,27 @@ TEST(AttentionKernels, NanScoresAgree) {
 
 // ---- Through the op ----
 
+// Attention through a session, with named inputs and outputs for readability
+// (built on the shared OpTester).
 struct OpCall {
-  ModelBuilder model;
-  std::vector<NamedTensor> feeds;
-  std::vector<std::string> inputs;
-  explicit OpCall(int64_t opset) : model(opset) {}
+  OpTester tester;
+  explicit OpCall(int64_t opset) {
+    tester.op = "Attention";
+    tester.opset = opset;
+  }
   OpCall& In(const std::string& name, const Tensor& t) {
-    if (!name.empty()) {
-      model.Input(name, t.dtype(), t.shape());
-      feeds.push_back({name, t});
-    }
-    inputs.push_back(name);
+    tester.inputs.push_back(name.empty() ? Tensor() : t);
     return *this;
   }
   OpCall& Absent() {
-    inputs.push_back("");
+    tester.inputs.push_back(Tensor());
     return *this;
   }
   absl::StatusOr<std::vector<Tensor>> Go(const std::vector<std::string>& outputs,
                                          const std::function<void(onnx::NodeProto&)>& attrs = {}) {
-    for (const std::string& o : outputs)
-      if (!o.empty()) model.Output(o, DType::kUndefined, {}, false);
-    onnx::NodeProto& n = model.Node("Attention", inputs, outputs);
-    if (attrs) attrs(n);
-    absl::StatusOr<std::unique_ptr<Session>> s = model.Build();
-    if (!s.ok()) return s.status();
-    return (*s)->Run(feeds);
+    tester.output_names = outputs;
+    tester.attrs = attrs;
+    return tester.Run();
   }
 };
 
@@ -239,7 +234,7 @@ Tensor Iota(const Shape& shape) {
   return t;
 }
 
-std::vector<float> Values(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.size()); }
+std::vector<float> FloatValues(const Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.size()); }
 
 TEST(Attention25, BidirectionalWindow) {
   // Uniform scores (Q = K = 0), V = key index: each row averages the keys
@@ -251,7 +246,7 @@ TEST(Attention25, BidirectionalWindow) {
             SetAttr(n, "right_window_size", int64_t(2));
           });
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_THAT(Values((*out)[0]), ::testing::Pointwise(::testing::FloatEq(), {1.0f, 1.5f, 2.5f, 3.0f, 3.5f}));
+  EXPECT_THAT(FloatValues((*out)[0]), ::testing::Pointwise(::testing::FloatEq(), {1.0f, 1.5f, 2.5f, 3.0f, 3.5f}));
 }
 
 TEST(Attention25, WindowOffsetsFollowPastAndNonpad) {
@@ -265,7 +260,7 @@ TEST(Attention25, WindowOffsetsFollowPastAndNonpad) {
           });
   ASSERT_TRUE(past.ok()) << past.status();
   // V' = [0,1,2, 0,1]; row 0 sees keys 2..3 -> (2+0)/2; row 1 sees 3..4 -> (0+1)/2.
-  EXPECT_THAT(Values((*past)[0]), ::testing::Pointwise(::testing::FloatEq(), {1.0f, 0.5f}));
+  EXPECT_THAT(FloatValues((*past)[0]), ::testing::Pointwise(::testing::FloatEq(), {1.0f, 0.5f}));
   EXPECT_EQ((*past)[2].shape(), Shape({1, 1, 5, 1}));
   // External cache: n = 4, Sq = 2 puts the rows at 2 and 3, even without is_causal.
   Tensor n = Tensor::FromVector<int64_t>({4}, {1});
@@ -278,7 +273,7 @@ TEST(Attention25, WindowOffsetsFollowPastAndNonpad) {
           });
   ASSERT_TRUE(ext.ok()) << ext.status();
   // row 0 (pos 2) sees 2..3 (nonpad stops at 4): 2.5; row 1 (pos 3) sees 3: 3.
-  EXPECT_THAT(Values((*ext)[0]), ::testing::Pointwise(::testing::FloatEq(), {2.5f, 3.0f}));
+  EXPECT_THAT(FloatValues((*ext)[0]), ::testing::Pointwise(::testing::FloatEq(), {2.5f, 3.0f}));
 }
 
 TEST(Attention25, DefaultWindowsEqualOpset24) {
@@ -293,7 +288,7 @@ TEST(Attention25, DefaultWindowsEqualOpset24) {
     SetAttr(n, "right_window_size", int64_t(-1));
   });
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(Values((*a)[0]), Values((*b)[0]));
+  EXPECT_EQ(FloatValues((*a)[0]), FloatValues((*b)[0]));
 }
 
 TEST(Attention, QkOutputModesFollowThePipeline) {
@@ -310,7 +305,7 @@ TEST(Attention, QkOutputModesFollowThePipeline) {
           SetAttr(n, "qk_matmul_output_mode", int64_t(mode));
         });
     ASSERT_TRUE(out.ok()) << out.status();
-    const std::vector<float> qk = Values((*out)[1]);
+    const std::vector<float> qk = FloatValues((*out)[1]);
     for (int i = 0; i < 2; ++i) {
       double z[3], sum = 0;
       for (int j = 0; j < 3; ++j) {
@@ -355,7 +350,7 @@ TEST(Attention, NumericMasksOfEveryTypeAreAddedAsValues) {
                   DType::kBFloat16}) {
     absl::StatusOr<std::vector<Tensor>> got = run(t);
     ASSERT_TRUE(got.ok()) << LowerName(t) << ": " << got.status();
-    EXPECT_EQ(Values((*got)[0]), Values((*want)[0])) << LowerName(t);
+    EXPECT_EQ(FloatValues((*got)[0]), FloatValues((*want)[0])) << LowerName(t);
   }
   // Unsigned masks hold only the non-negative values; compare against float again.
   for (DType t : {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
@@ -367,7 +362,7 @@ TEST(Attention, NumericMasksOfEveryTypeAreAddedAsValues) {
     absl::StatusOr<std::vector<Tensor>> a = OpCall(24).In("Q", q).In("K", k).In("V", v).In("M", mask).Go({"Y"});
     absl::StatusOr<std::vector<Tensor>> b = OpCall(24).In("Q", q).In("K", k).In("V", v).In("M", fmask).Go({"Y"});
     ASSERT_TRUE(a.ok() && b.ok()) << LowerName(t);
-    EXPECT_EQ(Values((*a)[0]), Values((*b)[0])) << LowerName(t);
+    EXPECT_EQ(FloatValues((*a)[0]), FloatValues((*b)[0])) << LowerName(t);
   }
 }
 
@@ -378,15 +373,15 @@ TEST(Attention, FullyMaskedRowsAreZeroNeverNan) {
   absl::StatusOr<std::vector<Tensor>> out = OpCall(23).In("Q", q).In("K", kv).In("V", kv).In("M", mask).Go(
       {"Y", "", "", "QK"}, [](onnx::NodeProto& n) { SetAttr(n, "qk_matmul_output_mode", int64_t(3)); });
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_THAT(Values((*out)[0]), ::testing::ElementsAre(1.0f, 1.0f, 0.0f, 0.0f));
-  EXPECT_THAT(Values((*out)[1]), ::testing::ElementsAre(1.0f, 0.0f, 0.0f, 0.0f));
+  EXPECT_THAT(FloatValues((*out)[0]), ::testing::ElementsAre(1.0f, 1.0f, 0.0f, 0.0f));
+  EXPECT_THAT(FloatValues((*out)[1]), ::testing::ElementsAre(1.0f, 0.0f, 0.0f, 0.0f));
   // Causal with nonpad 2 and Sq 4: offset -2 leaves rows 0 and 1 with no key.
   Tensor n = Tensor::FromVector<int64_t>({2}, {1});
   absl::StatusOr<std::vector<Tensor>> off = OpCall(24).In("Q", Zeros({1, 1, 4, 2})).In("K", Zeros({1, 1, 4, 2}))
       .In("V", Iota({1, 1, 4, 1})).Absent().Absent().Absent().In("n", n)
       .Go({"Y"}, [](onnx::NodeProto& node) { SetAttr(node, "is_causal", int64_t(1)); });
   ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_THAT(Values((*off)[0]), ::testing::ElementsAre(0.0f, 0.0f, 0.0f, 0.5f));
+  EXPECT_THAT(FloatValues((*off)[0]), ::testing::ElementsAre(0.0f, 0.0f, 0.0f, 0.5f));
 }
 
 TEST(Attention, SoftmaxPrecisionIsHonoured) {
@@ -403,13 +398,13 @@ TEST(Attention, SoftmaxPrecisionIsHonoured) {
   absl::StatusOr<std::vector<Tensor>> f16 = run(10), f32 = run(1);
   ASSERT_TRUE(f16.ok() && f32.ok());
   bool differs = false;
-  for (float p : Values((*f16)[0])) {
+  for (float p : FloatValues((*f16)[0])) {
     EXPECT_EQ(ToFloat(ToFloat16(p)), p) << "not a float16 value";
     differs = differs || std::fabs(p - ToFloat(ToFloat16(p))) > 0;
   }
   for (size_t j = 0; j < 7; ++j) {
-    EXPECT_NEAR(Values((*f16)[0])[j], Values((*f32)[0])[j], 2e-3);
-    differs = differs || Values((*f16)[0])[j] != Values((*f32)[0])[j];
+    EXPECT_NEAR(FloatValues((*f16)[0])[j], FloatValues((*f32)[0])[j], 2e-3);
+    differs = differs || FloatValues((*f16)[0])[j] != FloatValues((*f32)[0])[j];
   }
   EXPECT_TRUE(differs);
 }

@@ -20,11 +20,11 @@ absl::StatusOr<std::vector<Tensor>> OpTester::Run() const {
       feeds.push_back({name, inputs[i]});
     }
   }
-  std::vector<std::string> outs;
-  for (size_t o = 0; o < outputs; ++o) {
-    outs.push_back("out" + std::to_string(o));
-    m.Output(outs.back(), DType::kUndefined, {}, false);
-  }
+  std::vector<std::string> outs = output_names;
+  if (outs.empty())
+    for (size_t o = 0; o < outputs; ++o) outs.push_back("out" + std::to_string(o));
+  for (const std::string& o : outs)
+    if (!o.empty()) m.Output(o, DType::kUndefined, {}, false);
   onnx::NodeProto& n = m.Node(op, names, outs, domain);
   if (attrs) attrs(n);
   SessionOptions options;

@@ -24,6 +24,9 @@ struct OpTester {
   std::vector<Tensor> inputs;        // an undefined tensor is an absent optional input
   std::vector<bool> constant;        // input i is an initializer instead of a graph input
   size_t outputs = 1;
+  // Instead of `outputs`: the node's output names, "" for one not requested.
+  // Run returns the requested ones, in order.
+  std::vector<std::string> output_names;
   std::function<void(onnx::NodeProto&)> attrs;  // sets the node's attributes
   int threads = 0;
   // Graph outputs the caller binds: index -> buffer (may be an input's tensor).

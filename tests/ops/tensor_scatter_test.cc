@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "tests/ops/op_tester.h"
 #include "tools/model_builder.h"
 
 namespace onnx_mini {
@@ -77,26 +78,17 @@ enum class Indices { kGiven, kOmitted, kEmptyName };
 
 absl::StatusOr<Tensor> RunScatter(const Tensor& past, const Tensor& update, const Tensor* w,
                                   Indices how, std::optional<int64_t> axis, const std::string& mode) {
-  ModelBuilder m(24);
-  m.Input("past", past.dtype(), past.shape()).Input("update", update.dtype(), update.shape());
-  std::vector<std::string> inputs = {"past", "update"};
-  std::vector<NamedTensor> feeds = {{"past", past}, {"update", update}};
-  if (how == Indices::kGiven) {
-    m.Input("w", DType::kInt64, w->shape());
-    inputs.push_back("w");
-    feeds.push_back({"w", *w});
-  } else if (how == Indices::kEmptyName) {
-    inputs.push_back("");
-  }
-  m.Output("present", past.dtype(), past.shape());
-  onnx::NodeProto& n = m.Node("TensorScatter", inputs, {"present"});
-  if (axis) SetAttr(n, "axis", *axis);
-  if (!mode.empty()) SetAttr(n, "mode", mode);
-  absl::StatusOr<std::unique_ptr<Session>> s = m.Build();
-  if (!s.ok()) return s.status();
-  absl::StatusOr<std::vector<Tensor>> out = (*s)->Run(feeds);
-  if (!out.ok()) return out.status();
-  return (*out)[0];
+  OpTester t;
+  t.op = "TensorScatter";
+  t.opset = 24;
+  t.inputs = {past, update};
+  if (how == Indices::kGiven) t.inputs.push_back(*w);
+  else if (how == Indices::kEmptyName) t.inputs.push_back(Tensor());  // an empty input name
+  t.attrs = [&](onnx::NodeProto& n) {
+    if (axis) SetAttr(n, "axis", *axis);
+    if (!mode.empty()) SetAttr(n, "mode", mode);
+  };
+  return t.RunOne();
 }
 
 const std::vector<DType> kAllScatterTypes = {
