@@ -13,8 +13,9 @@
 namespace onnx_mini {
 namespace {
 
-// Nodes whose inputs are all constants and this small are evaluated once at
-// session creation, so shape functions downstream see their values.
+// Nodes whose inputs are all constants and whose inputs and outputs are this
+// small are evaluated once at session creation, so shape functions downstream
+// see their values.
 constexpr int64_t kFoldLimit = 1 << 16;
 
 // Where a value's storage comes from: the caller (graph inputs), the session's
@@ -319,7 +320,17 @@ absl::Status Session::Impl::Build() {
       value_types[size_t(v)] = std::move(t);
       step.outputs.push_back(v);
     }
-    if (all_constant && constant_elements <= kFoldLimit) {
+    // Fold small constant subgraphs (their outputs too: a tiny shape input
+    // must not make the session build a huge tensor at creation).
+    int64_t output_elements = 0;
+    for (size_t i = 0; i < node.outputs.size(); ++i)
+      if (node.has_output(i)) {
+        const std::optional<Shape> shape = step.output_types[i].concrete_shape();
+        const int64_t count = shape ? ElementCount(*shape) : -1;
+        output_elements = count < 0 || output_elements > kFoldLimit ? kFoldLimit + 1 : output_elements + count;
+      }
+    // (A node without inputs, a Constant, holds its value already: always folded.)
+    if (all_constant && constant_elements <= kFoldLimit && (step.inputs.empty() || output_elements <= kFoldLimit)) {
       std::vector<Tensor> values(constants);
       if (RunStep(step, values, {}).ok()) {
         for (int v : step.outputs)
