@@ -188,12 +188,11 @@ absl::Status InferSqueeze(InferContext& ctx, const AxesSource& source) {
     const int64_t rank = in.rank();
     std::vector<bool> drop(size_t(rank), false);
     for (int64_t a : *axes) {
-      absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, a, rank, "axis");
-      if (!axis.ok()) return axis.status();
-      const Dim& d = (*in.dims)[size_t(*axis)];
+      ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, a, rank, "axis"));
+      const Dim& d = (*in.dims)[size_t(axis)];
       if (d.known() && d.value != 1)
         return ctx.Error(absl::StrCat("cannot squeeze axis ", a, " of ", in.ToString(), ": its size is ", d.value));
-      drop[size_t(*axis)] = true;
+      drop[size_t(axis)] = true;
     }
     out.dims.emplace();
     for (int64_t k = 0; k < rank; ++k) {
@@ -224,10 +223,9 @@ absl::Status InferUnsqueeze(InferContext& ctx, const AxesSource& source) {
     const int64_t rank = in.rank() + int64_t(axes->size());
     std::vector<bool> inserted(size_t(rank), false);
     for (int64_t a : *axes) {
-      absl::StatusOr<int64_t> axis = NormalizeAxis(ctx, a, rank, "axis");
-      if (!axis.ok()) return axis.status();
-      if (inserted[size_t(*axis)]) return ctx.Error(absl::StrCat("axis ", a, " is repeated"));
-      inserted[size_t(*axis)] = true;
+      ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx, a, rank, "axis"));
+      if (inserted[size_t(axis)]) return ctx.Error(absl::StrCat("axis ", a, " is repeated"));
+      inserted[size_t(axis)] = true;
     }
     out.dims.emplace();
     size_t next = 0;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "onnx.pb.h"
+#include "runtime/status_macros.h"
 
 namespace onnx_mini {
 namespace {
@@ -175,9 +176,8 @@ class GraphBuilder {
     g.opsets = opsets;
     for (const auto& init : gp.initializer()) {
       if (init.name().empty()) return Invalid("an initializer has no name");
-      absl::StatusOr<Tensor> t = TensorFromProto(init, base_dir_);
-      if (!t.ok()) return t.status();
-      g.initializers[init.name()] = *std::move(t);
+      ASSIGN_OR_RETURN(Tensor t, TensorFromProto(init, base_dir_));
+      g.initializers[init.name()] = std::move(t);
     }
     if (gp.sparse_initializer_size() > 0)
       return absl::UnimplementedError("not implemented: sparse initializers");
@@ -186,8 +186,7 @@ class GraphBuilder {
     for (const auto& vi : gp.output()) g.outputs.push_back({vi.name(), ConvertType(vi.type())});
     for (const auto& vi : gp.value_info()) g.value_types[vi.name()] = ConvertType(vi.type());
     for (const auto& np : gp.node()) {
-      absl::Status s = AddNode(np, opsets, {}, nullptr, depth, g.nodes);
-      if (!s.ok()) return s;
+      RETURN_IF_ERROR(AddNode(np, opsets, {}, nullptr, depth, g.nodes));
     }
     return g;
   }
@@ -218,24 +217,20 @@ class GraphBuilder {
     a.ints.assign(ap.ints().begin(), ap.ints().end());
     a.strings.assign(ap.strings().begin(), ap.strings().end());
     if (ap.has_t()) {
-      absl::StatusOr<Tensor> t = TensorFromProto(ap.t(), base_dir_);
-      if (!t.ok()) return t.status();
-      a.t = *std::move(t);
+      ASSIGN_OR_RETURN(Tensor t, TensorFromProto(ap.t(), base_dir_));
+      a.t = std::move(t);
     }
     for (const auto& tp : ap.tensors()) {
-      absl::StatusOr<Tensor> t = TensorFromProto(tp, base_dir_);
-      if (!t.ok()) return t.status();
-      a.tensors.push_back(*std::move(t));
+      ASSIGN_OR_RETURN(Tensor t, TensorFromProto(tp, base_dir_));
+      a.tensors.push_back(std::move(t));
     }
     if (ap.has_g()) {
-      absl::StatusOr<Graph> sub = Build(ap.g(), opsets, depth + 1);
-      if (!sub.ok()) return sub.status();
-      a.g = std::make_shared<Graph>(*std::move(sub));
+      ASSIGN_OR_RETURN(Graph sub, Build(ap.g(), opsets, depth + 1));
+      a.g = std::make_shared<Graph>(std::move(sub));
     }
     for (const auto& gp : ap.graphs()) {
-      absl::StatusOr<Graph> sub = Build(gp, opsets, depth + 1);
-      if (!sub.ok()) return sub.status();
-      a.graphs.push_back(std::make_shared<Graph>(*std::move(sub)));
+      ASSIGN_OR_RETURN(Graph sub, Build(gp, opsets, depth + 1));
+      a.graphs.push_back(std::make_shared<Graph>(std::move(sub)));
     }
     return a;
   }
@@ -270,9 +265,8 @@ class GraphBuilder {
         node.attributes[a.name] = std::move(a);
         continue;
       }
-      absl::StatusOr<Attribute> a = ConvertAttribute(ap, opsets, depth);
-      if (!a.ok()) return a.status();
-      node.attributes[ap.name()] = *std::move(a);
+      ASSIGN_OR_RETURN(Attribute a, ConvertAttribute(ap, opsets, depth));
+      node.attributes[ap.name()] = std::move(a);
     }
     auto opset_it = opsets.find(node.domain);
     node.opset = opset_it == opsets.end() ? 0 : opset_it->second;
@@ -293,9 +287,8 @@ class GraphBuilder {
       body_rename[f.output(i)] = i < int(node.outputs.size()) ? node.outputs[size_t(i)] : "";
     std::map<std::string, Attribute> call_attrs;
     for (const auto& def : f.attribute_proto()) {
-      absl::StatusOr<Attribute> a = ConvertAttribute(def, opsets, depth);
-      if (!a.ok()) return a.status();
-      call_attrs[def.name()] = *std::move(a);
+      ASSIGN_OR_RETURN(Attribute a, ConvertAttribute(def, opsets, depth));
+      call_attrs[def.name()] = std::move(a);
     }
     for (auto& [key, a] : node.attributes) call_attrs[key] = a;
     Opsets body_opsets = opsets;
@@ -348,9 +341,8 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::st
     }
     if (dtype == DType::kString)
       return Invalid(absl::StrCat("tensor '", p.name(), "': string tensors cannot use external data"));
-    absl::StatusOr<std::string> data = ReadExternal(location, offset, length, base_dir, p.name());
-    if (!data.ok()) return data.status();
-    external = *std::move(data);
+    ASSIGN_OR_RETURN(std::string data, ReadExternal(location, offset, length, base_dir, p.name()));
+    external = std::move(data);
     raw = &external;
   } else if (p.has_raw_data()) {
     if (dtype == DType::kString)
@@ -360,16 +352,14 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::st
   if (raw && raw->size() != expected)
     return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(shape), " (",
                                 Name(dtype), ") needs ", expected, " bytes, has ", raw->size()));
-  absl::StatusOr<Tensor> t = Tensor::Make(dtype, shape);
-  if (!t.ok()) return t.status();
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Make(dtype, shape));
   if (raw) {
-    if (!raw->empty()) std::memcpy(t->raw(), raw->data(), raw->size());
+    if (!raw->empty()) std::memcpy(t.raw(), raw->data(), raw->size());
     if (dtype == DType::kBool)  // normalise to 0/1 so bool reads are well defined
-      for (int64_t i = 0; i < count; ++i) t->data<uint8_t>()[i] = t->data<uint8_t>()[i] != 0;
+      for (int64_t i = 0; i < count; ++i) t.data<uint8_t>()[i] = t.data<uint8_t>()[i] != 0;
     return t;
   }
-  absl::Status s = FillFromTypedFields(p, *t);
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(FillFromTypedFields(p, t));
   return t;
 }
 
@@ -400,9 +390,8 @@ absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::st
   Opsets opsets = ConvertOpsets(model.opset_import());
   if (opsets.empty()) opsets[""] = 1;
   GraphBuilder builder(base_dir, functions);
-  absl::StatusOr<Graph> g = builder.Build(model.graph(), opsets, 0);
-  if (!g.ok()) return g.status();
-  g->ir_version = model.ir_version();
+  ASSIGN_OR_RETURN(Graph g, builder.Build(model.graph(), opsets, 0));
+  g.ir_version = model.ir_version();
   return g;
 }
 

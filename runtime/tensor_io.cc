@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "onnx.pb.h"
 #include "runtime/loader.h"
+#include "runtime/status_macros.h"
 
 namespace onnx_mini {
 namespace {
@@ -59,9 +60,8 @@ std::string HeaderField(const std::string& header, const std::string& key) {
 absl::StatusOr<NamedTensorFile> ParseTensorProto(const std::string& bytes) {
   onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes)) return absl::InvalidArgumentError("not a serialized TensorProto");
-  absl::StatusOr<Tensor> t = TensorFromProto(proto, "");
-  if (!t.ok()) return t.status();
-  return NamedTensorFile{proto.name(), *std::move(t)};
+  ASSIGN_OR_RETURN(Tensor t, TensorFromProto(proto, ""));
+  return NamedTensorFile{proto.name(), std::move(t)};
 }
 
 absl::StatusOr<Tensor> ParseNpy(const std::string& bytes) {
@@ -106,21 +106,19 @@ absl::StatusOr<Tensor> ParseNpy(const std::string& bytes) {
   if (bytes.size() - data_offset != StorageBytes(dtype, count))
     return bad(absl::StrCat("data holds ", bytes.size() - data_offset, " bytes, shape ",
                             ShapeToString(shape), " needs ", StorageBytes(dtype, count)));
-  absl::StatusOr<Tensor> t = Tensor::Make(dtype, shape);
-  if (!t.ok()) return t.status();
-  if (t->bytes()) std::memcpy(t->raw(), bytes.data() + data_offset, t->bytes());
+  ASSIGN_OR_RETURN(Tensor t, Tensor::Make(dtype, shape));
+  if (t.bytes()) std::memcpy(t.raw(), bytes.data() + data_offset, t.bytes());
   return t;
 }
 
 absl::StatusOr<NamedTensorFile> ReadTensorFile(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadFile(path);
-  if (!bytes.ok()) return bytes.status();
-  if (bytes->compare(0, 6, "\x93NUMPY") == 0) {
-    absl::StatusOr<Tensor> t = ParseNpy(*bytes);
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  if (bytes.compare(0, 6, "\x93NUMPY") == 0) {
+    absl::StatusOr<Tensor> t = ParseNpy(bytes);
     if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
     return NamedTensorFile{"", *std::move(t)};
   }
-  absl::StatusOr<NamedTensorFile> t = ParseTensorProto(*bytes);
+  absl::StatusOr<NamedTensorFile> t = ParseTensorProto(bytes);
   if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
   return t;
 }

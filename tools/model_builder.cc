@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "ops/ops.h"
 #include "runtime/loader.h"
+#include "runtime/status_macros.h"
 
 namespace onnx_mini {
 namespace {
@@ -74,9 +75,8 @@ onnx::NodeProto& ModelBuilder::Node(const std::string& op, const std::vector<std
 }
 
 absl::StatusOr<std::unique_ptr<Session>> ModelBuilder::Build(const SessionOptions& options) const {
-  absl::StatusOr<Graph> g = LoadModelFromBytes(Serialize(), "");
-  if (!g.ok()) return g.status();
-  return Session::Create(*std::move(g), BuiltinOps(), options);
+  ASSIGN_OR_RETURN(Graph g, LoadModelFromBytes(Serialize(), ""));
+  return Session::Create(std::move(g), BuiltinOps(), options);
 }
 
 void SetAttr(onnx::NodeProto& node, const std::string& name, int64_t value) {

@@ -16,6 +16,7 @@
 #include "ops/ops.h"
 #include "runtime/element.h"
 #include "runtime/session.h"
+#include "runtime/status_macros.h"
 #include "runtime/tensor_io.h"
 #include "tools/json.h"
 
@@ -62,28 +63,24 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
     };
     auto is = [&](const char* flag) { return arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0; };
     if (is("--input")) {
-      absl::StatusOr<std::string> v = value("--input");
-      if (!v.ok()) return v.status();
-      size_t eq = v->find('=');
+      ASSIGN_OR_RETURN(std::string v, value("--input"));
+      size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0)
         return absl::InvalidArgumentError("--input takes NAME=FILE");
-      o.inputs.push_back({v->substr(0, eq), v->substr(eq + 1)});
+      o.inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
     } else if (is("--input-dir")) {
-      absl::StatusOr<std::string> v = value("--input-dir");
-      if (!v.ok()) return v.status();
-      o.input_dir = *v;
+      ASSIGN_OR_RETURN(std::string v, value("--input-dir"));
+      o.input_dir = v;
     } else if (is("--output-dir")) {
-      absl::StatusOr<std::string> v = value("--output-dir");
-      if (!v.ok()) return v.status();
-      o.output_dir = *v;
+      ASSIGN_OR_RETURN(std::string v, value("--output-dir"));
+      o.output_dir = v;
     } else if (is("--repeat") || is("--threads")) {
       const bool repeat = is("--repeat");
-      absl::StatusOr<std::string> v = value(repeat ? "--repeat" : "--threads");
-      if (!v.ok()) return v.status();
+      ASSIGN_OR_RETURN(std::string v, value(repeat ? "--repeat" : "--threads"));
       int n;
-      if (!ParseInt(*v, n) || (repeat && n < 1))
+      if (!ParseInt(v, n) || (repeat && n < 1))
         return absl::InvalidArgumentError(absl::StrCat(repeat ? "--repeat" : "--threads",
-                                                       " takes a number, got '", *v, "'"));
+                                                       " takes a number, got '", v, "'"));
       (repeat ? o.repeat : o.threads) = n;
     } else if (arg == "--random-inputs") {
       o.random_inputs = true;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "runtime/element.h"
@@ -77,6 +78,55 @@ TEST(Movement, SqueezeUnsqueezeExpandPadRangeConstantOfShape) {
   auto zeros = RunNode(9, "ConstantOfShape", {I({2, 0}, {2})});
   EXPECT_EQ((*zeros)[0].shape(), Shape({2, 0}));
   EXPECT_EQ((*zeros)[0].dtype(), DType::kFloat);
+}
+
+TEST(Pad, TheConstantValueHasTheDataType) {
+  // A double constant on int8 data used to be reinterpreted (padding 0, not 7).
+  Tensor data = Tensor::FromVector<int8_t>({1, 2}, {2});
+  absl::StatusOr<Tensor> out =
+      RunOne(18, "Pad", {data, I({1, 1}, {2}), Tensor::FromVector<double>({7}, {})});
+  EXPECT_THAT(Message(out.status()), HasSubstr("input 2 is double but input 0 is int8: both have type T"));
+  out = RunOne(18, "Pad", {data, I({1, 1}, {2}), Tensor::FromVector<int8_t>({7}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values(*out), ElementsAre(7, 1, 2, 7));
+}
+
+TEST(Movement, IndexInputsOfOtherTypesAreRefusedNotReinterpreted) {
+  // Any non-int32 tensor used to be read as int64.
+  absl::StatusOr<Tensor> out = RunOne(13, "Expand", {F({1, 2}, {2}), Tensor::FromVector<int32_t>({2, 2}, {2})});
+  EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::Expand opset 13 for int32");
+  out = RunOne(13, "Gather", {F({1, 2, 3}, {3}), Tensor::FromVector<int32_t>({2, 0}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values(*out), ElementsAre(3, 1));
+  out = RunOne(13, "Gather", {F({1, 2, 3}, {3}), Tensor::FromVector<uint8_t>({2}, {1})});
+  EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::Gather opset 13 for uint8");
+}
+
+TEST(Trilu, AnEmptyKIsAClearError) {
+  absl::StatusOr<Tensor> out = RunOne(14, "Trilu", {F({1, 2, 3, 4}, {2, 2}), I({}, {0})});
+  EXPECT_THAT(Message(out.status()), HasSubstr("k must hold one value, got shape [0]"));
+  out = RunOne(14, "Trilu", {F({1, 2, 3, 4}, {2, 2}), I({1}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values(*out), ElementsAre(0, 2, 0, 0));
+}
+
+TEST(Movement, ExtremeParametersNeitherOverflowNorAllocate) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  // Slice with a step past the dim takes the first element.
+  absl::StatusOr<Tensor> out = RunOne(13, "Slice", {F({1, 2, 3}, {3}), I({0}, {1}), I({3}, {1}), I({0}, {1}), I({kMax}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values(*out), ElementsAre(1));
+  out = RunOne(13, "Slice", {F({1, 2, 3}, {3}), I({-1}, {1}), I({-kMax}, {1}), I({0}, {1}), I({-kMax}, {1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values(*out), ElementsAre(3));
+  // Pads that overflow the dim are an error, not a wrapped shape.
+  out = RunOne(13, "Pad", {F({1, 2}, {2}), I({kMax, kMax}, {2})});
+  EXPECT_THAT(Message(out.status()), HasSubstr("overflow"));
+  // A shape input declared with 10^12 entries is refused before anything is built.
+  ModelBuilder m(17);
+  m.Input("shape", DType::kInt64, {1000000000000}).Output("y", DType::kFloat, {}, false);
+  m.Node("ConstantOfShape", {"shape"}, {"y"});
+  EXPECT_THAT(Message(m.Build().status()), HasSubstr("the shape input has 1000000000000 entries; the most is 4096"));
 }
 
 }  // namespace
