@@ -38,6 +38,11 @@ struct Step {
   // Per output: the input position whose storage it takes (in place), or -1.
   // Decided at creation; with dynamic shapes a run checks dtype and size too.
   std::vector<int> reuse;
+  // Per output: not requested, but a required output of the op, so the kernel
+  // gets a scratch buffer for it (kernels check output_requested() only for
+  // optional outputs).
+  std::vector<bool> scratch;
+  bool has_buffer(size_t i) const { return outputs[i] >= 0 || scratch[i]; }
 };
 
 // Checks a node's arity and input element types against its row's signature.
@@ -297,8 +302,10 @@ absl::Status Session::Impl::Build() {
     RETURN_IF_ERROR(CheckOutputs(node, *row, ictx.outputs(), bound));
     step.is_static = shapes_known && !ictx.needs_values();
     step.output_types = ictx.outputs();
+    for (size_t i = 0; i < node.outputs.size(); ++i)
+      step.scratch.push_back(!node.has_output(i) && row->output(i)->kind == RegisteredOp::Formal::kRequired);
     for (size_t i = 0; i < node.outputs.size(); ++i) {
-      if (!node.has_output(i)) continue;
+      if (!node.has_output(i) && !step.scratch[i]) continue;
       const ValueType& t = step.output_types[i];
       std::optional<Shape> shape = t.concrete_shape();
       if (!shape || t.dtype == DType::kUndefined) step.is_static = false;
@@ -512,7 +519,7 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& value
     run_types = ictx.outputs();
     run_plan = ictx.plan();
     for (size_t i = 0; i < step.outputs.size(); ++i) {
-      if (step.outputs[i] < 0) continue;
+      if (!step.has_buffer(i)) continue;
       const ValueType& t = run_types[i];
       std::optional<Shape> shape = t.concrete_shape();
       if (!shape || t.dtype == DType::kUndefined)
@@ -524,11 +531,11 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& value
     plan = run_plan.get();
   }
 
-  // Every requested output's buffer exists before the kernel runs: a caller's
+  // Every buffer the kernel writes exists before it runs: a caller's
   // buffer, an input's storage taken in place, or a new allocation.
   std::vector<Tensor> results(step.outputs.size());
   for (size_t i = 0; i < step.outputs.size(); ++i) {
-    if (step.outputs[i] < 0) continue;
+    if (!step.has_buffer(i)) continue;
     const Alias* alias = step.row->alias(i);
     if (alias && alias->kind == Alias::kView) continue;  // the kernel sets a view
     const DType dtype = (*types)[i].dtype;

@@ -341,5 +341,27 @@ TEST(Tensor, StorageBytesNeverOverflows) {
   EXPECT_EQ(StorageBytes(DType::kFloat, -3), 0u);
 }
 
+TEST(Plan, AnUnrequestedRequiredOutputGetsAScratchBuffer) {
+  // LayerNormalization's Y is required; with its name left empty the kernel
+  // still writes it (into scratch), and the requested Mean comes out right.
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2, 2}).Input("s", DType::kFloat, {2}).Output("mean", DType::kFloat, {}, false);
+  m.Node("LayerNormalization", {"x", "s"}, {"", "mean"});
+  std::unique_ptr<Session> s = *m.Build();
+  absl::StatusOr<std::vector<Tensor>> out = s->Run({{"x", Tensor::FromVector<float>({1, 3, 5, 9}, {2, 2})},
+                                                     {"s", Tensor::FromVector<float>({1, 1}, {2})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<float>()[0], 2.0f);
+  EXPECT_EQ((*out)[0].data<float>()[1], 7.0f);
+  // A node whose only output is unnamed runs harmlessly.
+  ModelBuilder n(17);
+  n.Input("x", DType::kFloat, {2}).Output("y", DType::kFloat, {2});
+  n.Node("Neg", {"x"}, {""});
+  n.Node("Abs", {"x"}, {"y"});
+  absl::StatusOr<std::vector<Tensor>> y = (*n.Build())->Run({{"x", Tensor::FromVector<float>({-1, 2}, {2})}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->at(0).data<float>()[0], 1.0f);
+}
+
 }  // namespace
 }  // namespace onnx_mini
