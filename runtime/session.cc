@@ -659,6 +659,10 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
     }
     std::vector<Tensor>& slots = direct[size_t(s)];
     slots.resize(im.steps[size_t(s)].outputs.size());
+    if (slots[size_t(position)].defined()) {  // the same value listed twice as a graph output
+      copy_at_end[k] = true;
+      continue;
+    }
     slots[size_t(position)] = buffer;
   }
   for (size_t s = 0; s < im.steps.size(); ++s) RETURN_IF_ERROR(im.RunStep(im.steps[s], values, direct[s]));

@@ -363,5 +363,17 @@ TEST(Plan, AnUnrequestedRequiredOutputGetsAScratchBuffer) {
   EXPECT_EQ(y->at(0).data<float>()[0], 1.0f);
 }
 
+TEST(Plan, AValueListedTwiceAsAGraphOutputFillsBothCallerBuffers) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2}).Output("y", DType::kFloat, {2}).Output("y", DType::kFloat, {2});
+  m.Node("Neg", {"x"}, {"y"});
+  std::unique_ptr<Session> s = *m.Build();
+  float a[2] = {0, 0}, b[2] = {0, 0};
+  std::vector<Tensor> outputs = {Tensor::Borrow(DType::kFloat, {2}, a), Tensor::Borrow(DType::kFloat, {2}, b)};
+  ASSERT_TRUE(s->Run({{"x", Tensor::FromVector<float>({1, 2}, {2})}}, &outputs).ok());
+  EXPECT_EQ(a[1], -2.0f);
+  EXPECT_EQ(b[1], -2.0f);
+}
+
 }  // namespace
 }  // namespace onnx_mini
