@@ -27,7 +27,6 @@ inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.
 absl::Status RegisterBuiltinOps(OpRegistry& registry);
 
-// A registry holding the built-in ops, filled on first use.
-const OpRegistry& BuiltinOps();
+// BuiltinOps() (declared in runtime/registry.h) is defined in ops/ops.cc.
 
 }  // namespace onnx_mini

@@ -57,4 +57,9 @@ class OpRegistry {
   std::map<std::pair<std::string, std::string>, std::vector<std::unique_ptr<RegisteredOp>>> rows_;
 };
 
+// A registry holding the built-in ops, filled on first use. Defined by ops/
+// (ops/ops.cc), which the library links in: runtime/ names it without
+// depending on any op.
+const OpRegistry& BuiltinOps();
+
 }  // namespace onnx_mini

@@ -26,7 +26,7 @@ struct NamedTensor {
 class Session {
  public:
   // Validates the graph (types, shapes, ops, dtypes) and plans its execution,
-  // with the ops of `ops` (BuiltinOps() from ops/ops.h, or a registry of the
+  // with the ops of `ops` (BuiltinOps() from runtime/registry.h, or a registry of the
   // embedder's that falls back to it; it must outlive the session).
   // Unsupported ops or dtypes fail here with "not implemented: ...".
   static absl::StatusOr<std::unique_ptr<Session>> Create(Graph graph, const OpRegistry& ops,

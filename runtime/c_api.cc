@@ -1,0 +1,660 @@
+// The C API (runtime/onnx_mini.h) over Session, Tensor and OpRegistry. Every
+// entry point catches what C++ could throw, so nothing crosses the boundary.
+#include "runtime/onnx_mini.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/loader.h"
+#include "runtime/registry.h"
+#include "runtime/session.h"
+
+using namespace onnx_mini;
+
+struct om_status {
+  om_status_code code;
+  std::string message;
+};
+
+struct om_tensor {
+  Tensor tensor;
+};
+
+struct om_session_options {
+  SessionOptions options;
+};
+
+namespace {
+
+// Returned when even a status cannot be allocated; om_status_free ignores it.
+om_status kOutOfMemory{OM_OUT_OF_MEMORY, "out of memory"};
+
+om_status* MakeStatus(om_status_code code, std::string message) {
+  if (code == OM_OK) return nullptr;
+  try {
+    return new om_status{code, std::move(message)};
+  } catch (...) {
+    return &kOutOfMemory;
+  }
+}
+
+om_status* FromAbsl(const absl::Status& s) {
+  if (s.ok()) return nullptr;
+  om_status_code code = OM_INTERNAL;
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition:
+      code = OM_INVALID_ARGUMENT;
+      break;
+    case absl::StatusCode::kNotFound:
+      code = OM_NOT_FOUND;
+      break;
+    case absl::StatusCode::kUnimplemented:
+      code = OM_NOT_IMPLEMENTED;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      code = OM_OUT_OF_MEMORY;
+      break;
+    default:
+      break;
+  }
+  return MakeStatus(code, std::string(s.message()));
+}
+
+absl::Status ToAbsl(om_status* s) {
+  if (s == nullptr) return absl::OkStatus();
+  absl::Status out;
+  switch (s->code) {
+    case OM_INVALID_ARGUMENT: out = absl::InvalidArgumentError(s->message); break;
+    case OM_NOT_FOUND: out = absl::NotFoundError(s->message); break;
+    case OM_NOT_IMPLEMENTED: out = absl::UnimplementedError(s->message); break;
+    case OM_OUT_OF_MEMORY: out = absl::ResourceExhaustedError(s->message); break;
+    default: out = absl::InternalError(s->message); break;
+  }
+  om_status_free(s);
+  return out;
+}
+
+om_status* Invalid(std::string message) { return MakeStatus(OM_INVALID_ARGUMENT, std::move(message)); }
+
+// Runs `body` (returning om_status*) with every exception turned into a status.
+template <class F>
+om_status* Guard(F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return &kOutOfMemory;
+  } catch (const std::exception& e) {
+    return MakeStatus(OM_INTERNAL, absl::StrCat("internal error: ", e.what()));
+  } catch (...) {
+    return MakeStatus(OM_INTERNAL, "internal error");
+  }
+}
+
+#define OM_REQUIRE(arg) \
+  if ((arg) == nullptr) return Invalid(#arg " is NULL")
+
+absl::StatusOr<Shape> ShapeFrom(const int64_t* dims, size_t rank) {
+  if (rank > size_t(kMaxRank)) return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is too large"));
+  if (rank > 0 && dims == nullptr) return absl::InvalidArgumentError("dims is NULL");
+  Shape shape(dims, dims + rank);
+  for (size_t i = 0; i < rank; ++i)
+    if (shape[i] < 0)
+      return absl::InvalidArgumentError(absl::StrCat("dim ", i, " is ", shape[i], " (sizes are >= 0)"));
+  if (ElementCount(shape) < 0)
+    return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeToString(shape), " has too many elements"));
+  return shape;
+}
+
+absl::Status CheckElemType(int32_t code) {
+  if (!IsValidDType(code)) return absl::InvalidArgumentError(absl::StrCat("unknown element type ", code));
+  if (DType(code) == DType::kString)
+    return absl::UnimplementedError("not implemented: string tensors through the C API");
+  return absl::OkStatus();
+}
+
+// The custom ops, their rows in a registry that falls back to the built-in
+// one. Sessions are created under a shared lock, rows are added under an
+// exclusive one; rows are never removed, so sessions may keep pointers to them.
+struct CustomOps {
+  std::shared_mutex mutex;
+  OpRegistry registry{&BuiltinOps()};
+  // The registered definitions with their strings, by (domain, op_type).
+  struct Def {
+    om_custom_op op;
+    std::string domain, op_type;
+  };
+  std::map<std::pair<std::string, std::string>, std::vector<std::unique_ptr<Def>>> defs;
+};
+
+CustomOps& Custom() {
+  static CustomOps* custom = new CustomOps;  // never destroyed: sessions may outlive static destruction
+  return *custom;
+}
+
+}  // namespace
+
+// ---- Custom op contexts ----
+
+struct om_node {
+  const Node* node;
+};
+
+struct om_infer_context {
+  InferContext* ctx;
+  om_node node;
+  std::vector<std::vector<int64_t>> input_dims;
+};
+
+struct om_kernel_context {
+  KernelContext* ctx;
+  om_node node;
+  std::vector<om_tensor> inputs;
+  std::vector<om_tensor> outputs;
+};
+
+namespace {
+
+// A node of a custom op: forwards to the embedder's callbacks.
+class CustomOp : public Op {
+ public:
+  CustomOp(const Node& node, const om_custom_op& def) : def_(def) {}
+
+  static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
+    CustomOps& c = Custom();  // the caller (Session::Create) holds the shared lock
+    auto it = c.defs.find({node.domain, node.op_type});
+    if (it != c.defs.end())
+      for (const auto& d : it->second)
+        if (d->op.since_version <= node.opset && (d->op.last_version == 0 || node.opset <= d->op.last_version))
+          return std::unique_ptr<Op>(new CustomOp(node, d->op));
+    return NotImplemented(node, "custom op without a definition");
+  }
+
+  absl::Status Infer(InferContext& ctx) const override {
+    om_infer_context c{&ctx, {&ctx.node()}, {}};
+    c.input_dims.resize(ctx.num_inputs());
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (!ctx.has_input(i) || !ctx.input(i).dims) continue;
+      for (const Dim& d : *ctx.input(i).dims) c.input_dims[i].push_back(d.known() ? d.value : -1);
+    }
+    om_status* s = def_.infer(def_.user_data, &c);
+    if (s != nullptr) {
+      absl::Status e = ToAbsl(s);
+      return absl::Status(e.code(), absl::StrCat(ctx.node().Describe(), ": ", e.message()));
+    }
+    for (size_t i = 0; i < ctx.num_outputs(); ++i)
+      if (ctx.output_requested(i) && ctx.outputs()[i].dtype == DType::kUndefined)
+        return ctx.Error(absl::StrCat("the custom op's infer callback did not set output ", i));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    om_kernel_context c{&ctx, {&ctx.node()}, {}, {}};
+    c.inputs.resize(ctx.num_inputs());
+    for (size_t i = 0; i < ctx.num_inputs(); ++i)
+      if (const Tensor* t = ctx.input(i)) c.inputs[i].tensor = *t;
+    c.outputs.resize(ctx.num_outputs());
+    for (size_t i = 0; i < ctx.num_outputs(); ++i) c.outputs[i].tensor = ctx.output(i);
+    om_status* s = def_.compute(def_.user_data, &c);
+    if (s != nullptr) {
+      absl::Status e = ToAbsl(s);
+      return absl::Status(e.code(), absl::StrCat(ctx.node().Describe(), ": ", e.message()));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const om_custom_op& def_;
+};
+
+}  // namespace
+
+// ---- Sessions ----
+
+struct om_session {
+  std::unique_ptr<Session> session;
+  // The introspection answers, stable for the session's life.
+  struct Info {
+    std::string name;
+    int32_t elem_type = 0;
+    bool ranked = false;
+    std::vector<int64_t> dims;
+    std::vector<std::string> dim_names;
+    std::vector<const char*> dim_name_ptrs;
+  };
+  std::vector<Info> inputs, outputs;
+};
+
+namespace {
+
+std::vector<om_session::Info> Describe(const std::vector<ValueInfo>& values) {
+  std::vector<om_session::Info> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    om_session::Info& info = out[i];
+    info.name = values[i].name;
+    info.elem_type = int32_t(values[i].type.dtype);
+    info.ranked = values[i].type.dims.has_value();
+    if (info.ranked)
+      for (const Dim& d : *values[i].type.dims) {
+        info.dims.push_back(d.known() ? d.value : -1);
+        info.dim_names.push_back(d.symbol);
+      }
+    for (const std::string& n : info.dim_names) info.dim_name_ptrs.push_back(n.c_str());
+  }
+  return out;
+}
+
+om_status* FinishCreate(absl::StatusOr<Graph> graph, const om_session_options* options, om_session** out) {
+  if (!graph.ok()) return FromAbsl(graph.status());
+  const SessionOptions opts = options ? options->options : SessionOptions{};
+  CustomOps& c = Custom();
+  absl::StatusOr<std::unique_ptr<Session>> s;
+  {
+    std::shared_lock lock(c.mutex);
+    s = Session::Create(*std::move(graph), c.registry, opts);
+  }
+  if (!s.ok()) return FromAbsl(s.status());
+  auto session = std::make_unique<om_session>();
+  session->session = *std::move(s);
+  session->inputs = Describe(session->session->inputs());
+  session->outputs = Describe(session->session->outputs());
+  *out = session.release();
+  return nullptr;
+}
+
+om_status* Info(const std::vector<om_session::Info>& infos, size_t index, const char* what, om_value_info* info) {
+  if (index >= infos.size())
+    return Invalid(absl::StrCat(what, " index ", index, " is out of range (the model has ", infos.size(), ")"));
+  const om_session::Info& i = infos[index];
+  info->name = i.name.c_str();
+  info->elem_type = i.elem_type;
+  info->rank = i.ranked ? int64_t(i.dims.size()) : -1;
+  info->dims = i.ranked ? i.dims.data() : nullptr;
+  info->dim_names = i.ranked ? i.dim_name_ptrs.data() : nullptr;
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* om_version(void) { return "0.2.0"; }
+
+om_status* om_status_create(om_status_code code, const char* message) {
+  return MakeStatus(code, message ? message : "");
+}
+om_status_code om_status_get_code(const om_status* status) { return status ? status->code : OM_OK; }
+const char* om_status_message(const om_status* status) { return status ? status->message.c_str() : ""; }
+void om_status_free(om_status* status) {
+  if (status != &kOutOfMemory) delete status;
+}
+
+const char* om_elem_type_name(int32_t elem_type) {
+  return IsValidDType(elem_type) ? Name(DType(elem_type)) : "UNDEFINED";
+}
+
+// ---- Tensors ----
+
+om_status* om_tensor_create(int32_t elem_type, const int64_t* dims, size_t rank, om_tensor** out) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(out);
+    *out = nullptr;
+    if (absl::Status s = CheckElemType(elem_type); !s.ok()) return FromAbsl(s);
+    absl::StatusOr<Shape> shape = ShapeFrom(dims, rank);
+    if (!shape.ok()) return FromAbsl(shape.status());
+    absl::StatusOr<Tensor> t = Tensor::Make(DType(elem_type), *std::move(shape));
+    if (!t.ok()) return FromAbsl(t.status());
+    *out = new om_tensor{*std::move(t)};
+    return nullptr;
+  });
+}
+
+om_status* om_tensor_wrap(int32_t elem_type, const int64_t* dims, size_t rank, void* data, size_t byte_size,
+                          om_tensor** out) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(out);
+    *out = nullptr;
+    if (absl::Status s = CheckElemType(elem_type); !s.ok()) return FromAbsl(s);
+    absl::StatusOr<Shape> shape = ShapeFrom(dims, rank);
+    if (!shape.ok()) return FromAbsl(shape.status());
+    const size_t needed = StorageBytes(DType(elem_type), ElementCount(*shape));
+    if (byte_size < needed)
+      return Invalid(absl::StrCat("a ", LowerName(DType(elem_type)), ShapeToString(*shape), " tensor needs ", needed,
+                                  " bytes, the memory given holds ", byte_size));
+    if (data == nullptr && needed > 0) return Invalid("data is NULL");
+    *out = new om_tensor{Tensor::Borrow(DType(elem_type), *std::move(shape), data)};
+    return nullptr;
+  });
+}
+
+void om_tensor_free(om_tensor* tensor) { delete tensor; }
+
+om_status* om_tensor_elem_type(const om_tensor* tensor, int32_t* elem_type) {
+  OM_REQUIRE(tensor);
+  OM_REQUIRE(elem_type);
+  *elem_type = int32_t(tensor->tensor.dtype());
+  return nullptr;
+}
+
+om_status* om_tensor_shape(const om_tensor* tensor, const int64_t** dims, size_t* rank) {
+  OM_REQUIRE(tensor);
+  OM_REQUIRE(dims);
+  OM_REQUIRE(rank);
+  *dims = tensor->tensor.shape().data();
+  *rank = tensor->tensor.shape().size();
+  return nullptr;
+}
+
+om_status* om_tensor_element_count(const om_tensor* tensor, int64_t* count) {
+  OM_REQUIRE(tensor);
+  OM_REQUIRE(count);
+  *count = tensor->tensor.size();
+  return nullptr;
+}
+
+om_status* om_tensor_data(om_tensor* tensor, void** data) {
+  OM_REQUIRE(tensor);
+  OM_REQUIRE(data);
+  if (tensor->tensor.dtype() == DType::kString)
+    return MakeStatus(OM_NOT_IMPLEMENTED, "not implemented: string tensors through the C API");
+  *data = tensor->tensor.raw();
+  return nullptr;
+}
+
+om_status* om_tensor_byte_size(const om_tensor* tensor, size_t* bytes) {
+  OM_REQUIRE(tensor);
+  OM_REQUIRE(bytes);
+  *bytes = tensor->tensor.bytes();
+  return nullptr;
+}
+
+// ---- Options ----
+
+om_status* om_session_options_create(om_session_options** out) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(out);
+    *out = new om_session_options;
+    return nullptr;
+  });
+}
+
+om_status* om_session_options_set_intra_op_threads(om_session_options* options, int threads) {
+  OM_REQUIRE(options);
+  if (threads < 0) return Invalid(absl::StrCat("intra-op threads must be >= 0 (0 = all cores), got ", threads));
+  options->options.threads = threads;
+  return nullptr;
+}
+
+void om_session_options_free(om_session_options* options) { delete options; }
+
+// ---- Sessions ----
+
+om_status* om_session_create(const char* model_path, const om_session_options* options, om_session** out) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(out);
+    *out = nullptr;
+    OM_REQUIRE(model_path);
+    return FinishCreate(LoadModel(model_path), options, out);
+  });
+}
+
+om_status* om_session_create_from_memory(const void* model_data, size_t model_size, const char* base_dir,
+                                         const om_session_options* options, om_session** out) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(out);
+    *out = nullptr;
+    if (model_data == nullptr && model_size > 0) return Invalid("model_data is NULL");
+    const std::string bytes(static_cast<const char*>(model_data), model_size);
+    return FinishCreate(LoadModelFromBytes(bytes, base_dir ? base_dir : ""), options, out);
+  });
+}
+
+void om_session_free(om_session* session) { delete session; }
+
+om_status* om_session_input_count(const om_session* session, size_t* count) {
+  OM_REQUIRE(session);
+  OM_REQUIRE(count);
+  *count = session->inputs.size();
+  return nullptr;
+}
+
+om_status* om_session_output_count(const om_session* session, size_t* count) {
+  OM_REQUIRE(session);
+  OM_REQUIRE(count);
+  *count = session->outputs.size();
+  return nullptr;
+}
+
+om_status* om_session_input_info(const om_session* session, size_t index, om_value_info* info) {
+  OM_REQUIRE(session);
+  OM_REQUIRE(info);
+  return Info(session->inputs, index, "input", info);
+}
+
+om_status* om_session_output_info(const om_session* session, size_t index, om_value_info* info) {
+  OM_REQUIRE(session);
+  OM_REQUIRE(info);
+  return Info(session->outputs, index, "output", info);
+}
+
+om_status* om_session_run(const om_session* session, const char* const* input_names, const om_tensor* const* inputs,
+                          size_t input_count, const char* const* output_names, om_tensor** outputs,
+                          size_t output_count) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(session);
+    if (input_count > 0 && (input_names == nullptr || inputs == nullptr)) return Invalid("inputs are NULL");
+    if (output_count > 0 && (output_names == nullptr || outputs == nullptr)) return Invalid("outputs are NULL");
+    std::vector<NamedTensor> feeds(input_count);
+    // Symbolic dims bound by the inputs' shapes, to check bound outputs up front.
+    std::map<std::string, int64_t> symbols;
+    for (size_t i = 0; i < input_count; ++i) {
+      if (input_names[i] == nullptr) return Invalid(absl::StrCat("input name ", i, " is NULL"));
+      if (inputs[i] == nullptr) return Invalid(absl::StrCat("input '", input_names[i], "' is NULL"));
+      feeds[i] = {input_names[i], inputs[i]->tensor};
+      for (const om_session::Info& info : session->inputs)
+        if (info.name == input_names[i] && info.dims.size() == inputs[i]->tensor.shape().size())
+          for (size_t d = 0; d < info.dims.size(); ++d)
+            if (!info.dim_names[d].empty()) symbols.emplace(info.dim_names[d], inputs[i]->tensor.shape()[d]);
+    }
+    // Which graph output each requested name is, and the caller's buffers.
+    const std::vector<om_session::Info>& infos = session->outputs;
+    std::vector<int> requested(output_count, -1);
+    std::vector<Tensor> results(infos.size());
+    for (size_t k = 0; k < output_count; ++k) {
+      if (output_names[k] == nullptr) return Invalid(absl::StrCat("output name ", k, " is NULL"));
+      for (size_t j = 0; j < infos.size() && requested[k] < 0; ++j)
+        if (infos[j].name == output_names[k]) requested[k] = int(j);
+      if (requested[k] < 0) return Invalid(absl::StrCat("'", output_names[k], "' is not an output of the model"));
+      for (size_t q = 0; q < k; ++q)
+        if (requested[q] == requested[k]) return Invalid(absl::StrCat("output '", output_names[k], "' is asked for twice"));
+      if (outputs[k] == nullptr) continue;
+      const om_session::Info& info = infos[size_t(requested[k])];
+      const Tensor& buffer = outputs[k]->tensor;
+      bool fits = info.elem_type == 0 || int32_t(buffer.dtype()) == info.elem_type;
+      if (info.ranked) {
+        fits = fits && info.dims.size() == buffer.shape().size();
+        for (size_t d = 0; fits && d < info.dims.size(); ++d) {
+          int64_t want = info.dims[d];
+          if (want < 0 && !info.dim_names[d].empty()) {
+            auto it = symbols.find(info.dim_names[d]);
+            if (it != symbols.end()) want = it->second;
+          }
+          fits = want < 0 || want == buffer.shape()[d];
+        }
+      }
+      if (!fits) {
+        std::vector<Dim> dims;
+        for (size_t d = 0; d < info.dims.size(); ++d) dims.push_back({info.dims[d], info.dim_names[d]});
+        return Invalid(absl::StrCat("output '", info.name, "': the caller's buffer is ", LowerName(buffer.dtype()),
+                                    ShapeToString(buffer.shape()), " but the output is ",
+                                    LowerName(DType(info.elem_type)), info.ranked ? DimsToString(dims) : "",
+                                    symbols.empty() ? "" : " with the inputs given"));
+      }
+      results[size_t(requested[k])] = buffer;
+    }
+    if (absl::Status s = session->session->Run(feeds, &results); !s.ok()) return FromAbsl(s);
+    // Hand out the runtime-allocated results; allocate every wrapper first so
+    // that a failure leaves the NULL slots NULL.
+    std::vector<std::unique_ptr<om_tensor>> fresh(output_count);
+    for (size_t k = 0; k < output_count; ++k)
+      if (outputs[k] == nullptr) fresh[k] = std::make_unique<om_tensor>(om_tensor{results[size_t(requested[k])]});
+    for (size_t k = 0; k < output_count; ++k)
+      if (fresh[k]) outputs[k] = fresh[k].release();
+    return nullptr;
+  });
+}
+
+// ---- Custom ops ----
+
+om_status* om_register_custom_op(const om_custom_op* op) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(op);
+    OM_REQUIRE(op->domain);
+    OM_REQUIRE(op->op_type);
+    OM_REQUIRE(op->infer);
+    OM_REQUIRE(op->compute);
+    if (op->op_type[0] == '\0') return Invalid("op_type is empty");
+    if (op->since_version < 1 || (op->last_version != 0 && op->last_version < op->since_version))
+      return Invalid(absl::StrCat("version range ", op->since_version, "..", op->last_version, " is empty"));
+    if (op->input_count > 64 || op->output_count == 0 || op->output_count > 64)
+      return Invalid(absl::StrCat("a custom op has 0 to 64 inputs and 1 to 64 outputs, not ", op->input_count,
+                                  " and ", op->output_count));
+    auto def = std::make_unique<CustomOps::Def>();
+    def->op = *op;
+    def->domain = op->domain;
+    def->op_type = op->op_type;
+    def->op.domain = def->domain.c_str();
+    def->op.op_type = def->op_type.c_str();
+    // Every position its own constraint: any element type but string.
+    OpDef row{def->domain, def->op_type, op->since_version, op->last_version, "", "", {}, CustomOp::Create};
+    const TypeSet any = AllTypes::set() - TypeSet{DType::kString};
+    for (size_t i = 0; i < op->input_count; ++i) {
+      absl::StrAppend(&row.inputs, i ? " " : "", "I", i);
+      row.types.push_back({absl::StrCat("I", i), any});
+    }
+    for (size_t i = 0; i < op->output_count; ++i) {
+      absl::StrAppend(&row.outputs, i ? " " : "", "O", i);
+      row.types.push_back({absl::StrCat("O", i), any});
+    }
+    CustomOps& c = Custom();
+    std::unique_lock lock(c.mutex);
+    if (absl::Status s = c.registry.Add(std::move(row)); !s.ok()) return FromAbsl(s);
+    c.defs[{def->domain, def->op_type}].push_back(std::move(def));
+    return nullptr;
+  });
+}
+
+om_status* om_infer_node(const om_infer_context* context, const om_node** node) {
+  OM_REQUIRE(context);
+  OM_REQUIRE(node);
+  *node = &context->node;
+  return nullptr;
+}
+
+om_status* om_kernel_node(const om_kernel_context* context, const om_node** node) {
+  OM_REQUIRE(context);
+  OM_REQUIRE(node);
+  *node = &context->node;
+  return nullptr;
+}
+
+namespace {
+om_status* FindAttr(const om_node* node, const char* name, AttrType type, const Attribute** out) {
+  OM_REQUIRE(node);
+  OM_REQUIRE(name);
+  const Attribute* a = node->node->attr(name);
+  if (a == nullptr)
+    return MakeStatus(OM_NOT_FOUND, absl::StrCat(node->node->Describe(), " has no attribute '", name, "'"));
+  if (a->type != type)
+    return Invalid(absl::StrCat(node->node->Describe(), ": attribute '", name, "' has another type"));
+  *out = a;
+  return nullptr;
+}
+}  // namespace
+
+om_status* om_node_attr_int(const om_node* node, const char* name, int64_t* value) {
+  OM_REQUIRE(value);
+  const Attribute* a = nullptr;
+  if (om_status* s = FindAttr(node, name, AttrType::kInt, &a)) return s;
+  *value = a->i;
+  return nullptr;
+}
+
+om_status* om_node_attr_float(const om_node* node, const char* name, float* value) {
+  OM_REQUIRE(value);
+  const Attribute* a = nullptr;
+  if (om_status* s = FindAttr(node, name, AttrType::kFloat, &a)) return s;
+  *value = a->f;
+  return nullptr;
+}
+
+om_status* om_node_attr_string(const om_node* node, const char* name, const char** value) {
+  OM_REQUIRE(value);
+  const Attribute* a = nullptr;
+  if (om_status* s = FindAttr(node, name, AttrType::kString, &a)) return s;
+  *value = a->s.c_str();
+  return nullptr;
+}
+
+om_status* om_infer_input(const om_infer_context* context, size_t index, int32_t* elem_type, const int64_t** dims,
+                          int64_t* rank) {
+  OM_REQUIRE(context);
+  OM_REQUIRE(elem_type);
+  OM_REQUIRE(dims);
+  OM_REQUIRE(rank);
+  const InferContext& ctx = *context->ctx;
+  if (index >= ctx.num_inputs() || !ctx.has_input(index))
+    return Invalid(absl::StrCat(ctx.node().Describe(), ": input ", index, " is absent"));
+  const ValueType& t = ctx.input(index);
+  *elem_type = int32_t(t.dtype);
+  *rank = t.rank();
+  *dims = t.dims ? context->input_dims[index].data() : nullptr;
+  return nullptr;
+}
+
+om_status* om_infer_set_output(om_infer_context* context, size_t index, int32_t elem_type, const int64_t* dims,
+                               size_t rank) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(context);
+    InferContext& ctx = *context->ctx;
+    if (index >= ctx.num_outputs())
+      return Invalid(absl::StrCat(ctx.node().Describe(), ": output ", index, " does not exist"));
+    if (absl::Status s = CheckElemType(elem_type); !s.ok()) return FromAbsl(s);
+    if (rank > size_t(kMaxRank) || (rank > 0 && dims == nullptr))
+      return Invalid(absl::StrCat(ctx.node().Describe(), ": output ", index, " has a bad shape"));
+    ValueType t;
+    t.dtype = DType(elem_type);
+    t.dims.emplace();
+    for (size_t d = 0; d < rank; ++d) t.dims->push_back(dims[d] >= 0 ? Dim::Known(dims[d]) : Dim{});
+    ctx.set_output(index, std::move(t));
+    return nullptr;
+  });
+}
+
+om_status* om_kernel_input(const om_kernel_context* context, size_t index, const om_tensor** tensor) {
+  OM_REQUIRE(context);
+  OM_REQUIRE(tensor);
+  if (index >= context->inputs.size() || !context->inputs[index].tensor.defined())
+    return Invalid(absl::StrCat(context->node.node->Describe(), ": input ", index, " is absent"));
+  *tensor = &context->inputs[index];
+  return nullptr;
+}
+
+om_status* om_kernel_output(om_kernel_context* context, size_t index, om_tensor** tensor) {
+  OM_REQUIRE(context);
+  OM_REQUIRE(tensor);
+  if (index >= context->outputs.size() || !context->outputs[index].tensor.defined())
+    return Invalid(absl::StrCat(context->node.node->Describe(), ": output ", index, " is absent"));
+  *tensor = &context->outputs[index];
+  return nullptr;
+}
+
+}  // extern "C"

@@ -1,0 +1,233 @@
+/*
+ * onnx-mini C API: load an ONNX model, inspect it, run it.
+ *
+ * This is onnx-mini's one stable interface (C99, usable from C and C++). It is
+ * exported by libonnx_mini.so; nothing else in that library is public.
+ *
+ * Conventions
+ * - Handles are opaque. Every function that can fail returns an om_status*:
+ *   NULL means success; anything else is an error the caller owns and frees
+ *   with om_status_free(). Messages name the node, the rule and the values.
+ * - No function aborts, throws or crashes on bad arguments: a NULL handle or
+ *   pointer, an unknown name, a wrong type or shape, or memory that cannot be
+ *   allocated is reported as a status.
+ * - Element types are the ONNX TensorProto.DataType codes (1 = float,
+ *   7 = int64, 9 = bool, 10 = float16, 16 = bfloat16, ...). String tensors
+ *   (code 8) cannot cross this interface.
+ * - Strings returned by the library are owned by the object they come from and
+ *   stay valid while it lives.
+ *
+ * A static KV cache updated in place:
+ *
+ *     om_tensor* cache;   // wraps the caller's cache memory, no copy
+ *     om_tensor_wrap(OM_FLOAT, dims, 4, cache_memory, cache_bytes, &cache);
+ *     const char* in_names[] = {"input_ids", ..., "cache_key_0"};
+ *     const om_tensor* ins[] = {ids, ..., cache};
+ *     const char* out_names[] = {"logits", "present_key_0"};
+ *     om_tensor* outs[] = {NULL, cache};  // NULL: allocated by the runtime
+ *     om_status* st = om_session_run(session, in_names, ins, n, out_names, outs, 2);
+ *     // outs[0] is a new tensor (om_tensor_free it); the cache was updated in place.
+ */
+#ifndef ONNX_MINI_H_
+#define ONNX_MINI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OM_VERSION_MAJOR 0
+#define OM_VERSION_MINOR 2
+#define OM_VERSION_PATCH 0
+
+/* The library's version, "MAJOR.MINOR.PATCH" (of the library loaded, which
+ * may be newer than the header compiled against). Never fails. */
+const char* om_version(void);
+
+/* ---- Status ---------------------------------------------------------------- */
+
+typedef enum om_status_code {
+  OM_OK = 0,
+  OM_INVALID_ARGUMENT = 1, /* bad model, input, name, type, shape or value */
+  OM_NOT_FOUND = 2,        /* a file that does not exist */
+  OM_NOT_IMPLEMENTED = 3,  /* an op, opset or element type onnx-mini lacks */
+  OM_OUT_OF_MEMORY = 4,    /* an allocation failed */
+  OM_INTERNAL = 5          /* anything else (a bug: please report it) */
+} om_status_code;
+
+typedef struct om_status om_status;
+
+/* A new status with a code and a message (copied), for custom op callbacks to
+ * return. Returns NULL for OM_OK. */
+om_status* om_status_create(om_status_code code, const char* message);
+/* The code of a status; OM_OK for NULL. */
+om_status_code om_status_get_code(const om_status* status);
+/* The message of a status; "" for NULL. Valid until the status is freed. */
+const char* om_status_message(const om_status* status);
+/* Frees a status; NULL is allowed. */
+void om_status_free(om_status* status);
+
+/* ---- Element types ---------------------------------------------------------- */
+
+enum {
+  OM_FLOAT = 1, OM_UINT8 = 2, OM_INT8 = 3, OM_UINT16 = 4, OM_INT16 = 5, OM_INT32 = 6,
+  OM_INT64 = 7, OM_STRING = 8, OM_BOOL = 9, OM_FLOAT16 = 10, OM_DOUBLE = 11, OM_UINT32 = 12,
+  OM_UINT64 = 13, OM_COMPLEX64 = 14, OM_COMPLEX128 = 15, OM_BFLOAT16 = 16,
+  OM_FLOAT8E4M3FN = 17, OM_FLOAT8E4M3FNUZ = 18, OM_FLOAT8E5M2 = 19, OM_FLOAT8E5M2FNUZ = 20,
+  OM_UINT4 = 21, OM_INT4 = 22, OM_FLOAT4E2M1 = 23, OM_FLOAT8E8M0 = 24, OM_UINT2 = 25, OM_INT2 = 26
+};
+
+/* The ONNX name of an element type ("FLOAT16"), or "UNDEFINED". Never fails. */
+const char* om_elem_type_name(int32_t elem_type);
+
+/* ---- Tensors ---------------------------------------------------------------- */
+
+typedef struct om_tensor om_tensor;
+
+/* A new tensor that owns zero-filled, 64-byte aligned memory. `dims` holds
+ * `rank` non-negative sizes (may be NULL when rank is 0: a scalar). */
+om_status* om_tensor_create(int32_t elem_type, const int64_t* dims, size_t rank, om_tensor** out);
+/* A tensor over the caller's memory, without copying: `data` must hold at
+ * least the tensor's byte size (`byte_size` says how much it holds) and stay
+ * valid until the tensor is freed. Packed 4- and 2-bit types store two or
+ * four elements per byte, the first in the low bits. */
+om_status* om_tensor_wrap(int32_t elem_type, const int64_t* dims, size_t rank, void* data,
+                          size_t byte_size, om_tensor** out);
+/* Frees a tensor (not wrapped memory); NULL is allowed. */
+void om_tensor_free(om_tensor* tensor);
+
+/* The element type code. */
+om_status* om_tensor_elem_type(const om_tensor* tensor, int32_t* elem_type);
+/* The shape: `*dims` points at `*rank` sizes owned by the tensor. */
+om_status* om_tensor_shape(const om_tensor* tensor, const int64_t** dims, size_t* rank);
+/* The number of elements. */
+om_status* om_tensor_element_count(const om_tensor* tensor, int64_t* count);
+/* The element memory (the caller's memory for a wrapped tensor). */
+om_status* om_tensor_data(om_tensor* tensor, void** data);
+/* The size of the element memory in bytes. */
+om_status* om_tensor_byte_size(const om_tensor* tensor, size_t* bytes);
+
+/* ---- Session options -------------------------------------------------------- */
+
+typedef struct om_session_options om_session_options;
+
+/* New options with the defaults: all cores. */
+om_status* om_session_options_create(om_session_options** out);
+/* Threads each run of the session uses for its kernels (ONNX Runtime's
+ * intra_op_num_threads); 0 means all cores, the default. */
+om_status* om_session_options_set_intra_op_threads(om_session_options* options, int threads);
+/* Frees options; NULL is allowed. Sessions keep their own copy. */
+void om_session_options_free(om_session_options* options);
+
+/* ---- Sessions --------------------------------------------------------------- */
+
+typedef struct om_session om_session;
+
+/* Loads, validates and plans a model file. External data is read from the
+ * model's folder, never from outside it. `options` may be NULL (defaults).
+ * Ops, opsets or element types onnx-mini lacks fail here, with
+ * OM_NOT_IMPLEMENTED. */
+om_status* om_session_create(const char* model_path, const om_session_options* options,
+                             om_session** out);
+/* The same from a serialized ModelProto in memory (copied; the caller may
+ * free it after the call). External data is read from `base_dir`; NULL or ""
+ * refuses external data. */
+om_status* om_session_create_from_memory(const void* model_data, size_t model_size,
+                                         const char* base_dir, const om_session_options* options,
+                                         om_session** out);
+/* Frees a session; NULL is allowed. No run of it may be in progress. */
+void om_session_free(om_session* session);
+
+/* What the model declares (and inference derived) about one input or output.
+ * Every pointer is owned by the session. */
+typedef struct om_value_info {
+  const char* name;
+  int32_t elem_type;            /* 0 when unknown */
+  int64_t rank;                 /* -1 when unknown; then dims and dim_names are NULL */
+  const int64_t* dims;          /* rank sizes; -1 for a dim not known before running */
+  const char* const* dim_names; /* rank symbolic names (dim_param); "" when none */
+} om_value_info;
+
+/* Graph inputs (initializers excluded) and outputs. */
+om_status* om_session_input_count(const om_session* session, size_t* count);
+om_status* om_session_output_count(const om_session* session, size_t* count);
+om_status* om_session_input_info(const om_session* session, size_t index, om_value_info* info);
+om_status* om_session_output_info(const om_session* session, size_t index, om_value_info* info);
+
+/* Runs the model. Every graph input must be given by name, with its declared
+ * element type and a shape that fits the declared one. Inputs are read in
+ * place (never copied) and not modified, except through a bound output.
+ *
+ * Outputs are asked for by name, any subset in any order. outputs[i] == NULL
+ * makes the runtime allocate the result and store a new tensor there, which
+ * the caller frees. A non-NULL outputs[i] is written into: its type and shape
+ * must be the result's (checked before anything is written; a mismatch is
+ * OM_INVALID_ARGUMENT and writes nothing). It may be the very tensor passed as
+ * an input (a static KV cache): an op that updates that input in place (such
+ * as TensorScatter) then writes only what changes, when no later step of the
+ * model reads the input; otherwise the result is computed elsewhere and
+ * copied in at the end.
+ *
+ * One session may run from many threads at once (with distinct bound outputs).
+ * On error, the NULL output slots stay NULL. */
+om_status* om_session_run(const om_session* session, const char* const* input_names,
+                          const om_tensor* const* inputs, size_t input_count,
+                          const char* const* output_names, om_tensor** outputs, size_t output_count);
+
+/* ---- Custom ops ------------------------------------------------------------- */
+
+/* Passed to a custom op's callbacks; valid only during the call. */
+typedef struct om_infer_context om_infer_context;
+typedef struct om_kernel_context om_kernel_context;
+
+/* An op implemented by the embedder. */
+typedef struct om_custom_op {
+  const char* domain;  /* e.g. "com.example"; "" is ai.onnx (only ops onnx-mini lacks) */
+  const char* op_type;
+  int since_version;   /* the opset versions it implements: since..last */
+  int last_version;    /* 0: no end */
+  size_t input_count;  /* fixed arity; each input may have any element type but string */
+  size_t output_count;
+  void* user_data;     /* handed back to the callbacks */
+  /* Validates the inputs' types and shapes and sets every output's type and
+   * shape (om_infer_set_output). Called at session creation when shapes are
+   * known, else at each run. Returns NULL or an error (om_status_create). */
+  om_status* (*infer)(void* user_data, om_infer_context* context);
+  /* Computes the outputs, which are allocated with the shapes infer set. */
+  om_status* (*compute)(void* user_data, om_kernel_context* context);
+} om_custom_op;
+
+/* Registers an op for sessions created afterwards (in the whole process).
+ * The struct is copied; its strings too. An op whose version range overlaps
+ * one already registered (built-in or custom) is OM_INVALID_ARGUMENT. */
+om_status* om_register_custom_op(const om_custom_op* op);
+
+/* In infer: an input's type and shape (dims -1 where unknown; rank -1 when
+ * unknown, then *dims is NULL). */
+om_status* om_infer_input(const om_infer_context* context, size_t index, int32_t* elem_type,
+                          const int64_t** dims, int64_t* rank);
+/* In infer: sets output `index` (dims -1 for unknown sizes). */
+om_status* om_infer_set_output(om_infer_context* context, size_t index, int32_t elem_type,
+                               const int64_t* dims, size_t rank);
+/* The node a callback runs for, in infer and in compute: its attributes. */
+typedef struct om_node om_node;
+om_status* om_infer_node(const om_infer_context* context, const om_node** node);
+om_status* om_kernel_node(const om_kernel_context* context, const om_node** node);
+/* The node's integer, float or string attribute: OM_NOT_FOUND when the node
+ * has none of that name, OM_INVALID_ARGUMENT when it has another type. */
+om_status* om_node_attr_int(const om_node* node, const char* name, int64_t* value);
+om_status* om_node_attr_float(const om_node* node, const char* name, float* value);
+om_status* om_node_attr_string(const om_node* node, const char* name, const char** value);
+
+/* In compute: input `index` (owned by the runtime, read only) and output `index`
+ * (allocated, to be filled; owned by the runtime). */
+om_status* om_kernel_input(const om_kernel_context* context, size_t index, const om_tensor** tensor);
+om_status* om_kernel_output(om_kernel_context* context, size_t index, om_tensor** tensor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ONNX_MINI_H_ */
