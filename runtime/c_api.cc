@@ -52,6 +52,7 @@ om_status* FromAbsl(const absl::Status& s) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kOutOfRange:
     case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAlreadyExists:
       code = OM_INVALID_ARGUMENT;
       break;
     case absl::StatusCode::kNotFound:

@@ -1,6 +1,7 @@
 // make-testdata: writes the small models and backend-style test cases that
 // onnx-mini ships in testdata/. Expected outputs are computed here with plain
-// arithmetic, independently of the runtime's kernels.
+// arithmetic, independently of the runtime's kernels. OUT_DIR/decoder/ gets
+// the bundled decoder (tools/decoder_model.h).
 //   make-testdata OUT_DIR
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/tensor_io.h"
+#include "tools/capi_models.h"
+#include "tools/decoder_model.h"
 #include "tools/model_builder.h"
 
 namespace fs = std::filesystem;
@@ -153,5 +156,11 @@ int main(int argc, char** argv) {
   ExternalDataCase(out);
   FunctionCase(out);
   ReshapeDivCase(out);
+  WriteCapiModels(out / "capi");
+  // The bundled decoder (four graphs over one external weights file).
+  if (absl::Status s = WriteDecoderModels(out / "decoder"); !s.ok()) {
+    std::cerr << "make-testdata: " << s << "\n";
+    return 1;
+  }
   return 0;
 }

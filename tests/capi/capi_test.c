@@ -1,0 +1,618 @@
+/* Tests of the C API, written in C99 against runtime/onnx_mini.h only.
+ * Usage: capi_test TESTDATA_DIR   (the repository's testdata/ folder) */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_mini.h"
+
+static const char* testdata;
+static int failures;
+
+#define CHECK(cond)                                                   \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                     \
+    }                                                                 \
+  } while (0)
+
+/* Expects success; prints the message otherwise. */
+#define OK(call)                                                                              \
+  do {                                                                                        \
+    om_status* st_ = (call);                                                                  \
+    if (st_ != NULL) {                                                                        \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, om_status_message(st_)); \
+      ++failures;                                                                             \
+      om_status_free(st_);                                                                    \
+    }                                                                                         \
+  } while (0)
+
+/* Expects the error `code` with `substring` in its message. */
+static void expect_error(om_status* st, om_status_code code, const char* substring, const char* what, int line) {
+  if (st == NULL) {
+    fprintf(stderr, "capi_test.c:%d: %s succeeded, expected error %d (%s)\n", line, what, (int)code, substring);
+    ++failures;
+    return;
+  }
+  if (om_status_get_code(st) != code || strstr(om_status_message(st), substring) == NULL) {
+    fprintf(stderr, "capi_test.c:%d: %s: got error %d \"%s\", expected %d containing \"%s\"\n", line, what,
+            (int)om_status_get_code(st), om_status_message(st), (int)code, substring);
+    ++failures;
+  }
+  om_status_free(st);
+}
+#define ERR(call, code, substring) expect_error((call), (code), (substring), #call, __LINE__)
+
+static char* path_of(const char* name) {
+  static char buffer[4096];
+  snprintf(buffer, sizeof buffer, "%s/%s", testdata, name);
+  return buffer;
+}
+
+static om_session* load(const char* name) {
+  om_session* s = NULL;
+  OK(om_session_create(path_of(name), NULL, &s));
+  return s;
+}
+
+/* ---- status, version, types ---- */
+
+static void test_status_and_version(void) {
+  om_status* st = om_status_create(OM_INVALID_ARGUMENT, "bad thing");
+  CHECK(om_status_get_code(st) == OM_INVALID_ARGUMENT);
+  CHECK(strcmp(om_status_message(st), "bad thing") == 0);
+  om_status_free(st);
+  CHECK(om_status_create(OM_OK, "fine") == NULL);
+  CHECK(om_status_get_code(NULL) == OM_OK);
+  CHECK(strcmp(om_status_message(NULL), "") == 0);
+  om_status_free(NULL);
+  char expected[32];
+  snprintf(expected, sizeof expected, "%d.%d.%d", OM_VERSION_MAJOR, OM_VERSION_MINOR, OM_VERSION_PATCH);
+  CHECK(strcmp(om_version(), expected) == 0);
+  CHECK(strcmp(om_elem_type_name(OM_FLOAT16), "FLOAT16") == 0);
+  CHECK(strcmp(om_elem_type_name(999), "UNDEFINED") == 0);
+}
+
+/* ---- tensors ---- */
+
+static void test_tensors(void) {
+  const int64_t dims[2] = {2, 3};
+  om_tensor* t = NULL;
+  OK(om_tensor_create(OM_FLOAT, dims, 2, &t));
+  int32_t type = 0;
+  OK(om_tensor_elem_type(t, &type));
+  CHECK(type == OM_FLOAT);
+  const int64_t* shape = NULL;
+  size_t rank = 0;
+  OK(om_tensor_shape(t, &shape, &rank));
+  CHECK(rank == 2 && shape[0] == 2 && shape[1] == 3);
+  int64_t count = 0;
+  OK(om_tensor_element_count(t, &count));
+  CHECK(count == 6);
+  size_t bytes = 0;
+  OK(om_tensor_byte_size(t, &bytes));
+  CHECK(bytes == 24);
+  void* data = NULL;
+  OK(om_tensor_data(t, &data));
+  CHECK(data != NULL && ((uintptr_t)data % 64) == 0);
+  for (int i = 0; i < 6; ++i) CHECK(((float*)data)[i] == 0.0f); /* zero-filled */
+  om_tensor_free(t);
+
+  /* A scalar, an empty tensor, a packed type. */
+  OK(om_tensor_create(OM_INT64, NULL, 0, &t));
+  OK(om_tensor_element_count(t, &count));
+  CHECK(count == 1);
+  om_tensor_free(t);
+  const int64_t empty[2] = {0, 5};
+  OK(om_tensor_create(OM_FLOAT, empty, 2, &t));
+  OK(om_tensor_byte_size(t, &bytes));
+  CHECK(bytes == 0);
+  om_tensor_free(t);
+  const int64_t five[1] = {5};
+  OK(om_tensor_create(OM_INT4, five, 1, &t));
+  OK(om_tensor_byte_size(t, &bytes));
+  CHECK(bytes == 3);
+  om_tensor_free(t);
+
+  /* Wrapping caller memory: no copy. */
+  float memory[6] = {1, 2, 3, 4, 5, 6};
+  OK(om_tensor_wrap(OM_FLOAT, dims, 2, memory, sizeof memory, &t));
+  OK(om_tensor_data(t, &data));
+  CHECK(data == (void*)memory);
+  om_tensor_free(t);
+  CHECK(memory[5] == 6); /* freeing a wrapper leaves the memory alone */
+
+  /* Errors. */
+  t = (om_tensor*)1;
+  ERR(om_tensor_create(OM_FLOAT, dims, 2, NULL), OM_INVALID_ARGUMENT, "out is NULL");
+  ERR(om_tensor_create(77, dims, 2, &t), OM_INVALID_ARGUMENT, "unknown element type 77");
+  CHECK(t == NULL);
+  ERR(om_tensor_create(OM_STRING, dims, 2, &t), OM_NOT_IMPLEMENTED, "string");
+  const int64_t negative[2] = {2, -3};
+  ERR(om_tensor_create(OM_FLOAT, negative, 2, &t), OM_INVALID_ARGUMENT, "dim 1 is -3");
+  ERR(om_tensor_create(OM_FLOAT, NULL, 2, &t), OM_INVALID_ARGUMENT, "dims is NULL");
+  const int64_t huge[3] = {1 << 30, 1 << 30, 1 << 30};
+  ERR(om_tensor_create(OM_FLOAT, huge, 3, &t), OM_INVALID_ARGUMENT, "too many elements");
+  const int64_t big[2] = {1 << 20, 1 << 20}; /* 4 TiB: more than onnx-mini allocates */
+  om_status* st = om_tensor_create(OM_FLOAT, big, 2, &t);
+  CHECK(st != NULL && t == NULL);
+  om_status_free(st);
+  ERR(om_tensor_wrap(OM_FLOAT, dims, 2, memory, sizeof memory - 1, &t), OM_INVALID_ARGUMENT,
+      "needs 24 bytes, the memory given holds 23");
+  ERR(om_tensor_wrap(OM_FLOAT, dims, 2, NULL, 24, &t), OM_INVALID_ARGUMENT, "data is NULL");
+  ERR(om_tensor_elem_type(NULL, &type), OM_INVALID_ARGUMENT, "tensor is NULL");
+  ERR(om_tensor_shape(NULL, &shape, &rank), OM_INVALID_ARGUMENT, "tensor is NULL");
+  ERR(om_tensor_data(NULL, &data), OM_INVALID_ARGUMENT, "tensor is NULL");
+  ERR(om_tensor_byte_size(NULL, &bytes), OM_INVALID_ARGUMENT, "tensor is NULL");
+  ERR(om_tensor_element_count(NULL, &count), OM_INVALID_ARGUMENT, "tensor is NULL");
+  om_tensor_free(NULL);
+}
+
+/* ---- options and sessions ---- */
+
+static void test_options(void) {
+  om_session_options* o = NULL;
+  OK(om_session_options_create(&o));
+  OK(om_session_options_set_intra_op_threads(o, 1));
+  ERR(om_session_options_set_intra_op_threads(o, -1), OM_INVALID_ARGUMENT, "must be >= 0");
+  ERR(om_session_options_set_intra_op_threads(NULL, 1), OM_INVALID_ARGUMENT, "options is NULL");
+  ERR(om_session_options_create(NULL), OM_INVALID_ARGUMENT, "out is NULL");
+  om_session* s = NULL;
+  OK(om_session_create(path_of("default.onnx"), o, &s));
+  om_session_options_free(o); /* the session keeps its own copy */
+  CHECK(s != NULL);
+  om_session_free(s);
+  om_session_options_free(NULL);
+}
+
+/* The default model: y = Transpose(x * w + b) with x, w [2,4], b [4]; y_shape = Shape(y). */
+static const float kW[8] = {1, 2, 3, 4, 5, 6, 7, 8}, kB[4] = {0.5f, -0.5f, 1, -1};
+
+static float expected_y(const float* x, int i) { /* y[c][r] = x[r][c] * w[r][c] + b[c] */
+  const int c = i / 2, r = i % 2;
+  return x[r * 4 + c] * kW[r * 4 + c] + kB[c];
+}
+
+static void test_introspection(void) {
+  om_session* s = load("default.onnx");
+  if (s == NULL) return;
+  size_t n = 0;
+  OK(om_session_input_count(s, &n));
+  CHECK(n == 1);
+  OK(om_session_output_count(s, &n));
+  CHECK(n == 2);
+  om_value_info info;
+  OK(om_session_input_info(s, 0, &info));
+  CHECK(strcmp(info.name, "x") == 0 && info.elem_type == OM_FLOAT && info.rank == 2);
+  CHECK(info.dims[0] == 2 && info.dims[1] == 4 && strcmp(info.dim_names[0], "") == 0);
+  OK(om_session_output_info(s, 1, &info));
+  CHECK(strcmp(info.name, "y_shape") == 0 && info.elem_type == OM_INT64 && info.rank == 1 && info.dims[0] == 2);
+  ERR(om_session_input_info(s, 1, &info), OM_INVALID_ARGUMENT, "input index 1 is out of range (the model has 1)");
+  ERR(om_session_output_info(s, 5, &info), OM_INVALID_ARGUMENT, "output index 5 is out of range");
+  ERR(om_session_input_info(NULL, 0, &info), OM_INVALID_ARGUMENT, "session is NULL");
+  ERR(om_session_input_count(s, NULL), OM_INVALID_ARGUMENT, "count is NULL");
+  ERR(om_session_output_count(NULL, &n), OM_INVALID_ARGUMENT, "session is NULL");
+  ERR(om_session_output_info(s, 0, NULL), OM_INVALID_ARGUMENT, "info is NULL");
+  om_session_free(s);
+
+  /* Symbolic dims: the scatter model's cache is [batch, cache, 2]. */
+  s = load("capi/scatter.onnx");
+  if (s == NULL) return;
+  OK(om_session_input_info(s, 0, &info));
+  CHECK(strcmp(info.name, "cache") == 0 && info.rank == 3 && info.dims[0] == -1 && info.dims[2] == 2);
+  CHECK(strcmp(info.dim_names[0], "batch") == 0 && strcmp(info.dim_names[1], "cache") == 0);
+  om_session_free(s);
+}
+
+static void test_load_errors(void) {
+  om_session* s = (om_session*)1;
+  ERR(om_session_create(path_of("no/such/model.onnx"), NULL, &s), OM_NOT_FOUND, "cannot open model");
+  CHECK(s == NULL);
+  ERR(om_session_create(NULL, NULL, &s), OM_INVALID_ARGUMENT, "model_path is NULL");
+  ERR(om_session_create(path_of("default.onnx"), NULL, NULL), OM_INVALID_ARGUMENT, "out is NULL");
+  const char garbage[] = "this is not a protobuf \xff\xff\xff\xff";
+  ERR(om_session_create_from_memory(garbage, sizeof garbage, NULL, NULL, &s), OM_INVALID_ARGUMENT, "");
+  CHECK(s == NULL);
+  ERR(om_session_create_from_memory(NULL, 10, NULL, NULL, &s), OM_INVALID_ARGUMENT, "model_data is NULL");
+  /* The custom op's model, before the op is registered. */
+  ERR(om_session_create(path_of("capi/custom.onnx"), NULL, &s), OM_NOT_IMPLEMENTED,
+      "not implemented: com.example::Affine opset 1");
+  /* External data outside the base folder is refused: the model from memory without a folder. */
+  FILE* f = fopen(path_of("conformance/test_mini_external_data/model.onnx"), "rb");
+  CHECK(f != NULL);
+  if (f == NULL) return;
+  char bytes[4096];
+  const size_t size = fread(bytes, 1, sizeof bytes, f);
+  fclose(f);
+  ERR(om_session_create_from_memory(bytes, size, NULL, NULL, &s), OM_INVALID_ARGUMENT, "external data");
+  /* With the folder it loads: x - w with w = [10, 20, 30]. */
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/conformance/test_mini_external_data", testdata);
+  OK(om_session_create_from_memory(bytes, size, dir, NULL, &s));
+  if (s == NULL) return;
+  int32_t x[3] = {1, 2, 3};
+  const int64_t dims[1] = {3};
+  om_tensor* in = NULL;
+  OK(om_tensor_wrap(OM_INT32, dims, 1, x, sizeof x, &in));
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"y"};
+  om_tensor* out[1] = {NULL};
+  OK(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1));
+  if (out[0] != NULL) {
+    void* data = NULL;
+    OK(om_tensor_data(out[0], &data));
+    CHECK(((int32_t*)data)[0] == -9 && ((int32_t*)data)[2] == -27);
+  }
+  om_tensor_free(out[0]);
+  om_tensor_free(in);
+  om_session_free(s);
+}
+
+/* Runs the default model on x; returns the two fresh outputs. */
+static om_status* run_default(const om_session* s, float* x, om_tensor** y, om_tensor** y_shape) {
+  const int64_t dims[2] = {2, 4};
+  om_tensor* in = NULL;
+  om_status* st = om_tensor_wrap(OM_FLOAT, dims, 2, x, 8 * sizeof(float), &in);
+  if (st != NULL) return st;
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"y", "y_shape"};
+  om_tensor* out[2] = {NULL, NULL};
+  st = om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 2);
+  om_tensor_free(in);
+  *y = out[0];
+  *y_shape = out[1];
+  return st;
+}
+
+static void test_run(void) {
+  om_session* s = load("default.onnx");
+  if (s == NULL) return;
+  float x[8];
+  for (int i = 0; i < 8; ++i) x[i] = 0.25f * (float)i - 1.0f;
+  om_tensor *y = NULL, *y_shape = NULL;
+  OK(run_default(s, x, &y, &y_shape));
+  if (y != NULL && y_shape != NULL) {
+    const int64_t* shape = NULL;
+    size_t rank = 0;
+    OK(om_tensor_shape(y, &shape, &rank));
+    CHECK(rank == 2 && shape[0] == 4 && shape[1] == 2);
+    void* data = NULL;
+    OK(om_tensor_data(y, &data));
+    for (int i = 0; i < 8; ++i) CHECK(((float*)data)[i] == expected_y(x, i));
+    OK(om_tensor_data(y_shape, &data));
+    CHECK(((int64_t*)data)[0] == 4 && ((int64_t*)data)[1] == 2);
+  }
+  om_tensor_free(y);
+  om_tensor_free(y_shape);
+
+  /* Outputs by name, a subset, in any order; a caller's buffer is written into. */
+  const int64_t dims[2] = {2, 4}, ydims[2] = {4, 2};
+  om_tensor *in = NULL, *bound = NULL;
+  float ybuf[8] = {0};
+  OK(om_tensor_wrap(OM_FLOAT, dims, 2, x, sizeof x, &in));
+  OK(om_tensor_wrap(OM_FLOAT, ydims, 2, ybuf, sizeof ybuf, &bound));
+  const char* in_names[] = {"x"};
+  const om_tensor* ins[] = {in};
+  const char* only_y[] = {"y"};
+  om_tensor* outs[1] = {bound};
+  OK(om_session_run(s, in_names, ins, 1, only_y, outs, 1));
+  CHECK(outs[0] == bound);
+  for (int i = 0; i < 8; ++i) CHECK(ybuf[i] == expected_y(x, i));
+  const char* shape_only[] = {"y_shape"};
+  outs[0] = NULL;
+  OK(om_session_run(s, in_names, ins, 1, shape_only, outs, 1));
+  om_tensor_free(outs[0]);
+  OK(om_session_run(s, in_names, ins, 1, NULL, NULL, 0)); /* no output asked for */
+
+  /* Errors: each leaves NULL slots NULL and writes nothing into bound buffers. */
+  memset(ybuf, 0, sizeof ybuf);
+  outs[0] = NULL;
+  const char* unknown_in[] = {"z"};
+  ERR(om_session_run(s, unknown_in, ins, 1, only_y, outs, 1), OM_INVALID_ARGUMENT, "'z' is not an input of the model");
+  ERR(om_session_run(s, NULL, NULL, 0, only_y, outs, 1), OM_INVALID_ARGUMENT, "input 'x' is missing");
+  const char* unknown_out[] = {"w"};
+  ERR(om_session_run(s, in_names, ins, 1, unknown_out, outs, 1), OM_INVALID_ARGUMENT, "'w' is not an output of the model");
+  const char* twice[] = {"y", "y"};
+  om_tensor* two[2] = {NULL, NULL};
+  ERR(om_session_run(s, in_names, ins, 1, twice, two, 2), OM_INVALID_ARGUMENT, "output 'y' is asked for twice");
+  CHECK(two[0] == NULL && two[1] == NULL);
+  CHECK(outs[0] == NULL);
+  ERR(om_session_run(NULL, in_names, ins, 1, only_y, outs, 1), OM_INVALID_ARGUMENT, "session is NULL");
+  const om_tensor* null_in[] = {NULL};
+  ERR(om_session_run(s, in_names, null_in, 1, only_y, outs, 1), OM_INVALID_ARGUMENT, "input 'x' is NULL");
+  ERR(om_session_run(s, in_names, ins, 1, only_y, NULL, 1), OM_INVALID_ARGUMENT, "outputs are NULL");
+
+  /* Wrong input dtype and shape. */
+  int32_t xi[8] = {0};
+  om_tensor* wrong = NULL;
+  OK(om_tensor_wrap(OM_INT32, dims, 2, xi, sizeof xi, &wrong));
+  const om_tensor* wrong_ins[] = {wrong};
+  ERR(om_session_run(s, in_names, wrong_ins, 1, only_y, outs, 1), OM_INVALID_ARGUMENT, "input 'x' must be float, got int32");
+  om_tensor_free(wrong);
+  const int64_t dims_bad[2] = {4, 2};
+  OK(om_tensor_wrap(OM_FLOAT, dims_bad, 2, x, sizeof x, &wrong));
+  wrong_ins[0] = wrong;
+  ERR(om_session_run(s, in_names, wrong_ins, 1, only_y, outs, 1), OM_INVALID_ARGUMENT, "input 'x' must have shape float[2,4], got [4,2]");
+  om_tensor_free(wrong);
+
+  /* A bound output of the wrong size or type: an error, nothing written. */
+  float small[6] = {0};
+  const int64_t sdims[2] = {3, 2};
+  OK(om_tensor_wrap(OM_FLOAT, sdims, 2, small, sizeof small, &wrong));
+  outs[0] = wrong;
+  ERR(om_session_run(s, in_names, ins, 1, only_y, outs, 1), OM_INVALID_ARGUMENT,
+      "output 'y': the caller's buffer is float[3,2] but the output is float[4,2]");
+  for (int i = 0; i < 6; ++i) CHECK(small[i] == 0);
+  om_tensor_free(wrong);
+  double wide[8] = {0};
+  OK(om_tensor_wrap(OM_DOUBLE, ydims, 2, wide, sizeof wide, &wrong));
+  outs[0] = wrong;
+  ERR(om_session_run(s, in_names, ins, 1, only_y, outs, 1), OM_INVALID_ARGUMENT, "the caller's buffer is double[4,2]");
+  for (int i = 0; i < 8; ++i) CHECK(wide[i] == 0);
+  om_tensor_free(wrong);
+
+  /* The session is still usable. */
+  outs[0] = bound;
+  OK(om_session_run(s, in_names, ins, 1, only_y, outs, 1));
+  CHECK(ybuf[3] == expected_y(x, 3));
+  om_tensor_free(in);
+  om_tensor_free(bound);
+  om_session_free(s);
+}
+
+/* ---- a static cache updated in place ---- */
+
+/* scatter.onnx: present = TensorScatter(cache [B,M,2], update [B,1,2], write_indices [B]), axis 1;
+ * update_neg = Neg(update). scatter_read.onnx adds old_neg = Neg(cache), read after the scatter. */
+static void run_scatter(const char* model, int reads_cache_later) {
+  om_session* s = load(model);
+  if (s == NULL) return;
+  enum { B = 2, M = 4 };
+  float cache[B * M * 2];
+  for (int i = 0; i < B * M * 2; ++i) cache[i] = (float)i;
+  float update[B * 2] = {100, 101, 200, 201};
+  int64_t idx[B] = {1, 3};
+  const int64_t cdims[3] = {B, M, 2}, udims[3] = {B, 1, 2}, idims[1] = {B};
+  om_tensor *tc = NULL, *tu = NULL, *ti = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, cdims, 3, cache, sizeof cache, &tc));
+  OK(om_tensor_wrap(OM_FLOAT, udims, 3, update, sizeof update, &tu));
+  OK(om_tensor_wrap(OM_INT64, idims, 1, idx, sizeof idx, &ti));
+  const char* in_names[] = {"cache", "update", "write_indices"};
+  const om_tensor* ins[] = {tc, tu, ti};
+  const char* out_names[3] = {"present", "update_neg", "old_neg"};
+  om_tensor* outs[3] = {tc, NULL, NULL}; /* present written over the cache itself */
+  const size_t n_out = reads_cache_later ? 3 : 2;
+  OK(om_session_run(s, in_names, ins, 3, out_names, outs, n_out));
+  for (int b = 0; b < B; ++b)
+    for (int m = 0; m < M; ++m)
+      for (int k = 0; k < 2; ++k) {
+        const int i = (b * M + m) * 2 + k;
+        const float want = m == idx[b] ? update[b * 2 + k] : (float)i;
+        CHECK(cache[i] == want);
+      }
+  CHECK(outs[0] == tc);
+  if (outs[1] != NULL) {
+    void* data = NULL;
+    OK(om_tensor_data(outs[1], &data));
+    CHECK(((float*)data)[3] == -201);
+  }
+  if (reads_cache_later && outs[2] != NULL) { /* the later reader saw the cache before the update */
+    void* data = NULL;
+    OK(om_tensor_data(outs[2], &data));
+    for (int i = 0; i < B * M * 2; ++i) CHECK(((float*)data)[i] == -(float)i);
+  }
+  om_tensor_free(outs[1]);
+  om_tensor_free(outs[2]);
+
+  /* An index out of range: an error that names it, and the cache is untouched. */
+  float before[B * M * 2];
+  memcpy(before, cache, sizeof cache);
+  idx[1] = 4;
+  outs[1] = outs[2] = NULL;
+  ERR(om_session_run(s, in_names, ins, 3, out_names, outs, n_out), OM_INVALID_ARGUMENT, "TensorScatter");
+  CHECK(memcmp(before, cache, sizeof cache) == 0);
+  CHECK(outs[1] == NULL && outs[2] == NULL);
+
+  /* A bound present of the wrong cache length: an error, nothing written. */
+  float other[B * 3 * 2] = {0};
+  const int64_t odims[3] = {B, 3, 2};
+  om_tensor* to = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, odims, 3, other, sizeof other, &to));
+  idx[1] = 0;
+  outs[0] = to;
+  ERR(om_session_run(s, in_names, ins, 3, out_names, outs, n_out), OM_INVALID_ARGUMENT,
+      "output 'present': the caller's buffer is float[2,3,2] but the output is float[batch,cache,2] with the inputs given");
+  CHECK(memcmp(before, cache, sizeof cache) == 0);
+  om_tensor_free(to);
+  om_tensor_free(tc);
+  om_tensor_free(tu);
+  om_tensor_free(ti);
+  om_session_free(s);
+}
+
+static void test_cache_in_place(void) {
+  run_scatter("capi/scatter.onnx", 0);
+  run_scatter("capi/scatter_read.onnx", 1);
+}
+
+/* ---- one session, many threads ---- */
+
+struct job {
+  const om_session* session;
+  int seed;
+  int mismatches;
+  int errors;
+};
+
+static void* run_job(void* arg) {
+  struct job* j = (struct job*)arg;
+  for (int iter = 0; iter < 200; ++iter) {
+    float x[8];
+    for (int i = 0; i < 8; ++i) x[i] = (float)((j->seed * 31 + iter * 7 + i) % 17) - 8.0f;
+    om_tensor *y = NULL, *y_shape = NULL;
+    om_status* st = run_default(j->session, x, &y, &y_shape);
+    if (st != NULL) {
+      ++j->errors;
+      om_status_free(st);
+      continue;
+    }
+    void* data = NULL;
+    om_status_free(om_tensor_data(y, &data));
+    for (int i = 0; i < 8; ++i)
+      if (((float*)data)[i] != expected_y(x, i)) ++j->mismatches;
+    om_tensor_free(y);
+    om_tensor_free(y_shape);
+  }
+  return NULL;
+}
+
+static void test_threads(void) {
+  om_session* s = load("default.onnx");
+  if (s == NULL) return;
+  enum { kThreads = 8 };
+  struct job serial = {s, 1000, 0, 0};
+  run_job(&serial);
+  CHECK(serial.errors == 0 && serial.mismatches == 0);
+  pthread_t threads[kThreads];
+  struct job jobs[kThreads];
+  for (int t = 0; t < kThreads; ++t) {
+    jobs[t].session = s;
+    jobs[t].seed = t;
+    jobs[t].mismatches = jobs[t].errors = 0;
+    CHECK(pthread_create(&threads[t], NULL, run_job, &jobs[t]) == 0);
+  }
+  for (int t = 0; t < kThreads; ++t) {
+    pthread_join(threads[t], NULL);
+    CHECK(jobs[t].errors == 0);
+    CHECK(jobs[t].mismatches == 0);
+  }
+  om_session_free(s);
+}
+
+/* ---- custom ops ---- */
+
+/* com.example::Affine: y = scale * x + offset (float attributes; offset defaults to 0). */
+static om_status* affine_infer(void* user_data, om_infer_context* context) {
+  (void)user_data;
+  int32_t type = 0;
+  const int64_t* dims = NULL;
+  int64_t rank = 0;
+  om_status* st = om_infer_input(context, 0, &type, &dims, &rank);
+  if (st != NULL) return st;
+  if (type != OM_FLOAT) return om_status_create(OM_NOT_IMPLEMENTED, "Affine takes float only");
+  if (rank < 0) return om_status_create(OM_INVALID_ARGUMENT, "Affine needs a ranked input");
+  const om_node* node = NULL;
+  float scale = 0;
+  if ((st = om_infer_node(context, &node)) != NULL) return st;
+  if ((st = om_node_attr_float(node, "scale", &scale)) != NULL) return st;
+  return om_infer_set_output(context, 0, OM_FLOAT, dims, (size_t)rank);
+}
+
+static om_status* affine_compute(void* user_data, om_kernel_context* context) {
+  int* calls = (int*)user_data;
+  ++*calls; /* (single-threaded test) */
+  const om_node* node = NULL;
+  float scale = 0, offset = 0;
+  om_status* st = om_kernel_node(context, &node);
+  if (st == NULL) st = om_node_attr_float(node, "scale", &scale);
+  if (st != NULL) return st;
+  st = om_node_attr_float(node, "offset", &offset);
+  if (om_status_get_code(st) == OM_NOT_FOUND) {
+    om_status_free(st);
+    st = NULL;
+  }
+  if (st != NULL) return st;
+  const om_tensor* x = NULL;
+  om_tensor* y = NULL;
+  if ((st = om_kernel_input(context, 0, &x)) != NULL) return st;
+  if ((st = om_kernel_output(context, 0, &y)) != NULL) return st;
+  int64_t n = 0;
+  void *xd = NULL, *yd = NULL;
+  om_status_free(om_tensor_element_count(x, &n));
+  om_status_free(om_tensor_data((om_tensor*)x, &xd));
+  om_status_free(om_tensor_data(y, &yd));
+  for (int64_t i = 0; i < n; ++i) ((float*)yd)[i] = scale * ((const float*)xd)[i] + offset;
+  if (n > 0 && ((const float*)xd)[0] < -1000) return om_status_create(OM_INVALID_ARGUMENT, "x[0] is below -1000");
+  return NULL;
+}
+
+static void test_custom_op(void) {
+  static int calls = 0;
+  om_custom_op op = {"com.example", "Affine", 1, 0, 1, 1, &calls, affine_infer, affine_compute};
+  OK(om_register_custom_op(&op));
+  ERR(om_register_custom_op(&op), OM_INVALID_ARGUMENT, "overlap");
+  om_custom_op builtin = op;
+  builtin.domain = "";
+  builtin.op_type = "Add";
+  ERR(om_register_custom_op(&builtin), OM_INVALID_ARGUMENT, "overlap");
+  om_custom_op bad = op;
+  bad.op_type = "Other";
+  bad.compute = NULL;
+  ERR(om_register_custom_op(&bad), OM_INVALID_ARGUMENT, "op->compute is NULL");
+  bad.compute = affine_compute;
+  bad.since_version = 3;
+  bad.last_version = 2;
+  ERR(om_register_custom_op(&bad), OM_INVALID_ARGUMENT, "version range 3..2 is empty");
+  ERR(om_register_custom_op(NULL), OM_INVALID_ARGUMENT, "op is NULL");
+
+  /* custom.onnx: z = Neg(Affine(x, scale=2, offset=1)), x float [N]. */
+  om_session* s = load("capi/custom.onnx");
+  if (s == NULL) return;
+  float x[3] = {1, 2, 3};
+  const int64_t dims[1] = {3};
+  om_tensor* in = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims, 1, x, sizeof x, &in));
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"z"};
+  om_tensor* out[1] = {NULL};
+  OK(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1));
+  CHECK(calls == 1);
+  if (out[0] != NULL) {
+    void* data = NULL;
+    OK(om_tensor_data(out[0], &data));
+    CHECK(((float*)data)[0] == -3 && ((float*)data)[1] == -5 && ((float*)data)[2] == -7);
+  }
+  om_tensor_free(out[0]);
+  out[0] = NULL;
+  /* An error from the compute callback names the node and keeps the session usable. */
+  x[0] = -2000;
+  ERR(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1), OM_INVALID_ARGUMENT,
+      "Affine node 'affine': x[0] is below -1000");
+  CHECK(out[0] == NULL);
+  x[0] = 1;
+  OK(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1));
+  om_tensor_free(out[0]);
+  om_tensor_free(in);
+  om_session_free(s);
+
+  /* The infer callback's error fails session creation: custom_int.onnx feeds it int32. */
+  om_session* s2 = NULL;
+  ERR(om_session_create(path_of("capi/custom_int.onnx"), NULL, &s2), OM_NOT_IMPLEMENTED, "Affine takes float only");
+  CHECK(s2 == NULL);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: capi_test TESTDATA_DIR\n");
+    return 2;
+  }
+  testdata = argv[1];
+  test_status_and_version();
+  test_tensors();
+  test_options();
+  test_introspection();
+  test_load_errors();
+  test_run();
+  test_cache_in_place();
+  test_threads();
+  test_custom_op();
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("capi_test: all checks passed\n");
+  return 0;
+}

@@ -1,0 +1,72 @@
+// The small models of the C API tests (tests/capi), written by make-testdata
+// into testdata/capi/.
+#include "tools/capi_models.h"
+
+#include <fstream>
+
+#include "tools/model_builder.h"
+
+namespace onnx_mini {
+namespace {
+
+void Write(const std::filesystem::path& path, const std::string& bytes) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Names the dims of graph input or output `value` (as dim_param), in order.
+void NameDims(onnx::ValueInfoProto* value, const std::vector<std::string>& names) {
+  auto* shape = value->mutable_type()->mutable_tensor_type()->mutable_shape();
+  for (size_t i = 0; i < names.size() && int(i) < shape->dim_size(); ++i)
+    if (!names[i].empty()) shape->mutable_dim(int(i))->set_dim_param(names[i]);
+}
+
+// present = TensorScatter(cache [batch,cache,2], update [batch,1,2], write_indices), axis 1;
+// update_neg = Neg(update); with `read_cache_later`, old_neg = Neg(cache) after the scatter.
+void Scatter(const std::filesystem::path& path, bool read_cache_later) {
+  ModelBuilder m(24, 10);
+  m.Input("cache", DType::kFloat, {-1, -1, 2})
+      .Input("update", DType::kFloat, {-1, 1, 2})
+      .Input("write_indices", DType::kInt64, {-1})
+      .Output("present", DType::kFloat, {-1, -1, 2})
+      .Output("update_neg", DType::kFloat, {-1, 1, 2});
+  NameDims(m.graph().mutable_input(0), {"batch", "cache"});
+  NameDims(m.graph().mutable_input(1), {"batch"});
+  NameDims(m.graph().mutable_input(2), {"batch"});
+  NameDims(m.graph().mutable_output(0), {"batch", "cache"});
+  NameDims(m.graph().mutable_output(1), {"batch"});
+  m.Node("Neg", {"update"}, {"update_neg"});
+  SetAttr(m.Node("TensorScatter", {"cache", "update", "write_indices"}, {"present"}), "axis", int64_t(1));
+  if (read_cache_later) {
+    m.Output("old_neg", DType::kFloat, {-1, -1, 2});
+    NameDims(m.graph().mutable_output(2), {"batch", "cache"});
+    m.Node("Neg", {"cache"}, {"old_neg"});
+  }
+  Write(path, m.Serialize());
+}
+
+// z = Neg(com.example::Affine(x, scale=2, offset=1)), x of `dtype` [n].
+void Custom(const std::filesystem::path& path, DType dtype) {
+  ModelBuilder m(17);
+  m.Opset("com.example", 1);
+  m.Input("x", dtype, {-1}).Output("z", dtype, {-1});
+  NameDims(m.graph().mutable_input(0), {"n"});
+  NameDims(m.graph().mutable_output(0), {"n"});
+  onnx::NodeProto& affine = m.Node("Affine", {"x"}, {"y"}, "com.example");
+  affine.set_name("affine");
+  SetAttr(affine, "scale", 2.0f);
+  SetAttr(affine, "offset", 1.0f);
+  m.Node("Neg", {"y"}, {"z"});
+  Write(path, m.Serialize());
+}
+
+}  // namespace
+
+void WriteCapiModels(const std::filesystem::path& dir) {
+  Scatter(dir / "scatter.onnx", false);
+  Scatter(dir / "scatter_read.onnx", true);
+  Custom(dir / "custom.onnx", DType::kFloat);
+  Custom(dir / "custom_int.onnx", DType::kInt32);
+}
+
+}  // namespace onnx_mini
