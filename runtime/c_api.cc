@@ -465,6 +465,7 @@ om_status* om_session_run(const om_session* session, const char* const* input_na
           for (size_t d = 0; d < info.dims.size(); ++d)
             if (!info.dim_names[d].empty()) symbols.emplace(info.dim_names[d], inputs[i]->tensor.shape()[d]);
     }
+    if (absl::Status s = session->session->ValidateInputs(feeds); !s.ok()) return FromAbsl(s);
     // Which graph output each requested name is, and the caller's buffers.
     const std::vector<om_session::Info>& infos = session->outputs;
     std::vector<int> requested(output_count, -1);

@@ -594,10 +594,8 @@ const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs; }
 const Graph& Session::graph() const { return impl_->graph; }
 
-absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const {
+absl::Status Session::ValidateInputs(const std::vector<NamedTensor>& inputs) const {
   const Impl& im = *impl_;
-  std::vector<Tensor> values(im.value_names.size());
-  for (size_t v = 0; v < im.constants.size(); ++v) values[v] = im.constants[v];
   std::set<std::string> given;
   for (const NamedTensor& in : inputs) {
     const ValueInfo* info = nullptr;
@@ -623,11 +621,19 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
                                                        info->type.ToString(), ", got ",
                                                        ShapeToString(t.shape())));
     }
-    values[size_t(im.value_index.at(in.name))] = t;
   }
   for (const ValueInfo& vi : im.inputs)
     if (!given.count(vi.name))
       return absl::InvalidArgumentError(absl::StrCat("input '", vi.name, "' is missing"));
+  return absl::OkStatus();
+}
+
+absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const {
+  const Impl& im = *impl_;
+  RETURN_IF_ERROR(ValidateInputs(inputs));
+  std::vector<Tensor> values(im.value_names.size());
+  for (size_t v = 0; v < im.constants.size(); ++v) values[v] = im.constants[v];
+  for (const NamedTensor& in : inputs) values[size_t(im.value_index.at(in.name))] = in.tensor;
 
   // Caller buffers: written directly by the producing step unless the buffer
   // overlaps an input's memory; then only an op updating that very input in

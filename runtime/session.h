@@ -41,6 +41,10 @@ class Session {
   const std::vector<ValueInfo>& outputs() const;
   const Graph& graph() const;
 
+  // Checks that `inputs` name every graph input once, with its declared dtype
+  // and a shape that fits the declared one (Run does this first).
+  absl::Status ValidateInputs(const std::vector<NamedTensor>& inputs) const;
+
   // Runs the graph. Inputs are borrowed for the duration of the call; every
   // graph input must be given, with its declared dtype and a compatible
   // shape. `outputs` is resized to the number of graph outputs; an entry that

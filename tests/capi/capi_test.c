@@ -427,6 +427,16 @@ static void run_scatter(const char* model, int reads_cache_later) {
       "output 'present': the caller's buffer is float[2,3,2] but the output is float[batch,cache,2] with the inputs given");
   CHECK(memcmp(before, cache, sizeof cache) == 0);
   om_tensor_free(to);
+
+  /* A cache of the wrong shape bound as its own output: the input is what is wrong. */
+  const int64_t wdims[3] = {B, 2 * M, 1};
+  OK(om_tensor_wrap(OM_FLOAT, wdims, 3, cache, sizeof cache, &to));
+  const om_tensor* wrong_ins[] = {to, tu, ti};
+  outs[0] = to;
+  ERR(om_session_run(s, in_names, wrong_ins, 3, out_names, outs, n_out), OM_INVALID_ARGUMENT,
+      "input 'cache' must have shape float[batch,cache,2], got [2,8,1]");
+  CHECK(memcmp(before, cache, sizeof cache) == 0);
+  om_tensor_free(to);
   om_tensor_free(tc);
   om_tensor_free(tu);
   om_tensor_free(ti);

@@ -20,6 +20,6 @@ PKG_CONFIG_PATH="$libdir/pkgconfig" cc -std=c99 -Wall -Werror -o "$tmp/consumer_
 LD_LIBRARY_PATH="$libdir" "$tmp/consumer_pc" "$model"
 
 # The installed tools run from the prefix (RPATH $ORIGIN/../lib).
-"$tmp/prefix/bin/onnx-run" "$model" >/dev/null
+"$tmp/prefix/bin/onnx-run" "$model" --random-inputs >/dev/null
 "$tmp/prefix/bin/onnx-decode" --help >/dev/null
 echo "installed, consumed through find_package and pkg-config"

@@ -11,4 +11,5 @@ if [ "$exported" != "$declared" ]; then
   exit 1
 fi
 echo "$(echo "$exported" | wc -l) symbols, all declared in $(basename "$header")"
-objdump -p "$lib" | grep -q 'SONAME *libonnx_mini.so.0' || { echo "SONAME is not libonnx_mini.so.0"; exit 1; }
+headers=$(objdump -p "$lib")  # (not piped into grep -q: with pipefail, its early exit fails the pipe)
+grep -q 'SONAME *libonnx_mini.so.0$' <<<"$headers" || { echo "SONAME is not libonnx_mini.so.0"; exit 1; }
