@@ -1,0 +1,232 @@
+"""The ctypes binding of onnx-mini's C API (runtime/onnx_mini.h).
+
+Only this module touches the shared library. It finds and loads
+libonnx_mini.so, checks its version, declares the prototypes of the functions
+the package uses, and turns an om_status* into an OnnxMiniError.
+
+ctypes.CDLL releases the GIL around every foreign call, so a long
+om_session_run lets other Python threads run.
+
+The `onnx` Python package (see _loader.py): a library that registers ONNX's
+messages (protobuf package `onnx`) in a shared libprotobuf cannot share the
+process with an `onnx` that does the same: protobuf aborts the process.
+Imported after `onnx`, this module then leaves the library unloaded
+(`available` is False and `unavailable_reason` says why; sessions raise
+ImportError with that reason); imported before, it makes a later `import onnx`
+raise ImportError instead of aborting.
+"""
+
+import ctypes
+import ctypes.util
+import enum
+import os
+
+from . import _loader
+
+# The major version of the C API this package is written against. Within one
+# major version the C API only grows.
+API_MAJOR = 0
+
+SONAME = "libonnx_mini.so.0"
+ENV = "ONNX_MINI_LIBRARY"
+
+_HOW_TO = (
+    "Build onnx-mini (cmake -S . -B build && cmake --build build) and either set "
+    + ENV
+    + "=/path/to/build/libonnx_mini.so, or install it with "
+    "`cmake --install build --prefix /usr/local && ldconfig`."
+)
+
+
+class StatusCode(enum.IntEnum):
+    """om_status_code: the code of an OnnxMiniError."""
+
+    OK = 0
+    INVALID_ARGUMENT = 1  # bad model, input, name, type, shape or value
+    NOT_FOUND = 2  # a file that does not exist
+    NOT_IMPLEMENTED = 3  # an op, opset or element type onnx-mini lacks
+    OUT_OF_MEMORY = 4  # an allocation failed
+    INTERNAL = 5  # anything else
+
+
+class OnnxMiniError(RuntimeError):
+    """An error reported by onnx-mini (or by this package before calling it).
+
+    ``str(error)`` is the runtime's message; ``error.code`` is a StatusCode.
+    """
+
+    def __init__(self, message, code=StatusCode.INTERNAL):
+        super().__init__(message)
+        try:
+            self.code = StatusCode(code)
+        except ValueError:  # a code newer than this package
+            self.code = int(code)
+
+    @property
+    def message(self):
+        return self.args[0] if self.args else ""
+
+
+def _candidates():
+    """The names to load, in order (lazily): ONNX_MINI_LIBRARY alone when set,
+    else the SONAME (found through LD_LIBRARY_PATH and the ldconfig cache, as
+    after `cmake --install build --prefix /usr/local` and `ldconfig`), then
+    what ctypes.util.find_library finds."""
+    explicit = os.environ.get(ENV)
+    if explicit:
+        yield explicit
+        return
+    yield SONAME
+    found = ctypes.util.find_library("onnx_mini")
+    if found and found != SONAME:
+        yield found
+
+
+def _load():
+    """Returns (CDLL, name loaded) or (None, reason). Raises ImportError when
+    no library can be loaded."""
+    explicit = os.environ.get(ENV)
+    conflict = _loader.conflict_before_load(explicit, SONAME)
+    if conflict:
+        return None, conflict
+    tried = []
+    for name in _candidates():
+        tried.append(name)
+        try:
+            return ctypes.CDLL(name), name
+        except OSError as e:
+            if explicit:
+                raise ImportError(
+                    "onnx_mini: cannot load the library named by %s=%r: %s. "
+                    "Point it at libonnx_mini.so (e.g. build/libonnx_mini.so in an onnx-mini build)."
+                    % (ENV, name, e)
+                ) from None
+    raise ImportError(
+        "onnx_mini: cannot find the onnx-mini shared library (tried %s; %s is not set). %s"
+        % (", ".join(tried), ENV, _HOW_TO)
+    )
+
+
+lib, _loaded_as = _load()
+available = lib is not None
+unavailable_reason = None if available else _loaded_as
+library_path = None
+library_version = None
+
+
+def require():
+    """Raises ImportError when the library could not be loaded into this process."""
+    if not available:
+        raise ImportError(unavailable_reason)
+
+
+_c = ctypes
+_VP = _c.c_void_p  # every handle: om_status*, om_tensor*, om_session*, om_session_options*
+_P_VP = _c.POINTER(_c.c_void_p)
+_SIZE = _c.c_size_t
+_P_SIZE = _c.POINTER(_c.c_size_t)
+_P_I64 = _c.POINTER(_c.c_int64)
+
+
+class ValueInfo(_c.Structure):
+    """om_value_info."""
+
+    _fields_ = [
+        ("name", _c.c_char_p),
+        ("elem_type", _c.c_int32),
+        ("rank", _c.c_int64),
+        ("dims", _P_I64),
+        ("dim_names", _c.POINTER(_c.c_char_p)),
+    ]
+
+
+def _declare(name, restype, *argtypes):
+    try:
+        f = getattr(lib, name)
+    except AttributeError:
+        raise ImportError(
+            "onnx_mini: %s (%s) has no function %s: it is older than the C API this package needs "
+            "(%d.x). %s" % (library_path, library_version, name, API_MAJOR, _HOW_TO)
+        ) from None
+    f.restype = restype
+    f.argtypes = argtypes
+    return f
+
+
+if available:
+    library_path = _loader.loaded_file(lib, "om_version") or _loaded_as
+    om_version = _declare("om_version", _c.c_char_p)
+    library_version = om_version().decode("ascii", "replace")
+    try:
+        _major = int(library_version.split(".")[0])
+    except ValueError:
+        _major = -1
+    if _major != API_MAJOR:
+        raise ImportError(
+            "onnx_mini: %s is version %s, but this package needs the C API version %d.x. "
+            "Install a matching onnx-mini (or the package that goes with this library)."
+            % (library_path, library_version, API_MAJOR)
+        )
+
+    om_status_get_code = _declare("om_status_get_code", _c.c_int, _VP)
+    om_status_message = _declare("om_status_message", _c.c_char_p, _VP)
+    om_status_free = _declare("om_status_free", None, _VP)
+    om_elem_type_name = _declare("om_elem_type_name", _c.c_char_p, _c.c_int32)
+
+    om_tensor_wrap = _declare("om_tensor_wrap", _VP, _c.c_int32, _P_I64, _SIZE, _VP, _SIZE, _P_VP)
+    om_tensor_free = _declare("om_tensor_free", None, _VP)
+    om_tensor_elem_type = _declare("om_tensor_elem_type", _VP, _VP, _c.POINTER(_c.c_int32))
+    om_tensor_shape = _declare("om_tensor_shape", _VP, _VP, _c.POINTER(_P_I64), _P_SIZE)
+    om_tensor_data = _declare("om_tensor_data", _VP, _VP, _P_VP)
+    om_tensor_byte_size = _declare("om_tensor_byte_size", _VP, _VP, _P_SIZE)
+
+    om_session_options_create = _declare("om_session_options_create", _VP, _P_VP)
+    om_session_options_set_intra_op_threads = _declare(
+        "om_session_options_set_intra_op_threads", _VP, _VP, _c.c_int
+    )
+    om_session_options_free = _declare("om_session_options_free", None, _VP)
+
+    om_session_create = _declare("om_session_create", _VP, _c.c_char_p, _VP, _P_VP)
+    om_session_create_from_memory = _declare(
+        "om_session_create_from_memory", _VP, _VP, _SIZE, _c.c_char_p, _VP, _P_VP
+    )
+    om_session_free = _declare("om_session_free", None, _VP)
+    om_session_input_count = _declare("om_session_input_count", _VP, _VP, _P_SIZE)
+    om_session_output_count = _declare("om_session_output_count", _VP, _VP, _P_SIZE)
+    om_session_input_info = _declare("om_session_input_info", _VP, _VP, _SIZE, _c.POINTER(ValueInfo))
+    om_session_output_info = _declare("om_session_output_info", _VP, _VP, _SIZE, _c.POINTER(ValueInfo))
+    om_session_run = _declare(
+        "om_session_run",
+        _VP,
+        _VP,
+        _c.POINTER(_c.c_char_p),
+        _P_VP,
+        _SIZE,
+        _c.POINTER(_c.c_char_p),
+        _P_VP,
+        _SIZE,
+    )
+    _loader.guard_after_load(library_path)
+else:
+    # Placeholders, so that objects holding them as default arguments can be
+    # defined; nothing calls them (InferenceSession calls require() first).
+    om_tensor_free = om_session_free = None
+
+
+def check(status):
+    """Raises OnnxMiniError for a non-NULL om_status* (and frees it)."""
+    if status is None:
+        return
+    try:
+        code = om_status_get_code(status)
+        message = om_status_message(status).decode("utf-8", "replace")
+    finally:
+        om_status_free(status)
+    raise OnnxMiniError(message, code)
+
+
+def elem_type_name(elem_type):
+    """The ONNX name of an element type code ("FLOAT16"), or "UNDEFINED"."""
+    require()
+    return om_elem_type_name(elem_type).decode("ascii", "replace")
+
