@@ -36,10 +36,11 @@ namespace {
 // Returned when even a status cannot be allocated; om_status_free ignores it.
 om_status kOutOfMemory{OM_OUT_OF_MEMORY, "out of memory"};
 
-om_status* MakeStatus(om_status_code code, std::string message) {
+// The message is copied inside the try: building a status never throws.
+om_status* MakeStatus(om_status_code code, absl::string_view message) {
   if (code == OM_OK) return nullptr;
   try {
-    return new om_status{code, std::move(message)};
+    return new om_status{code, std::string(message)};
   } catch (...) {
     return &kOutOfMemory;
   }
@@ -84,7 +85,7 @@ absl::Status ToAbsl(om_status* s) {
   return out;
 }
 
-om_status* Invalid(std::string message) { return MakeStatus(OM_INVALID_ARGUMENT, std::move(message)); }
+om_status* Invalid(absl::string_view message) { return MakeStatus(OM_INVALID_ARGUMENT, message); }
 
 // Runs `body` (returning om_status*) with every exception turned into a status.
 template <class F>
@@ -94,7 +95,11 @@ om_status* Guard(F&& body) {
   } catch (const std::bad_alloc&) {
     return &kOutOfMemory;
   } catch (const std::exception& e) {
-    return MakeStatus(OM_INTERNAL, absl::StrCat("internal error: ", e.what()));
+    try {
+      return MakeStatus(OM_INTERNAL, absl::StrCat("internal error: ", e.what()));
+    } catch (...) {
+      return &kOutOfMemory;
+    }
   } catch (...) {
     return MakeStatus(OM_INTERNAL, "internal error");
   }
@@ -388,10 +393,12 @@ om_status* om_session_options_create(om_session_options** out) {
 }
 
 om_status* om_session_options_set_intra_op_threads(om_session_options* options, int threads) {
-  OM_REQUIRE(options);
-  if (threads < 0) return Invalid(absl::StrCat("intra-op threads must be >= 0 (0 = all cores), got ", threads));
-  options->options.threads = threads;
-  return nullptr;
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(options);
+    if (threads < 0) return Invalid(absl::StrCat("intra-op threads must be >= 0 (0 = all cores), got ", threads));
+    options->options.threads = threads;
+    return nullptr;
+  });
 }
 
 void om_session_options_free(om_session_options* options) { delete options; }
@@ -435,15 +442,19 @@ om_status* om_session_output_count(const om_session* session, size_t* count) {
 }
 
 om_status* om_session_input_info(const om_session* session, size_t index, om_value_info* info) {
-  OM_REQUIRE(session);
-  OM_REQUIRE(info);
-  return Info(session->inputs, index, "input", info);
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(session);
+    OM_REQUIRE(info);
+    return Info(session->inputs, index, "input", info);
+  });
 }
 
 om_status* om_session_output_info(const om_session* session, size_t index, om_value_info* info) {
-  OM_REQUIRE(session);
-  OM_REQUIRE(info);
-  return Info(session->outputs, index, "output", info);
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(session);
+    OM_REQUIRE(info);
+    return Info(session->outputs, index, "output", info);
+  });
 }
 
 om_status* om_session_run(const om_session* session, const char* const* input_names, const om_tensor* const* inputs,
@@ -583,43 +594,51 @@ om_status* FindAttr(const om_node* node, const char* name, AttrType type, const 
 }  // namespace
 
 om_status* om_node_attr_int(const om_node* node, const char* name, int64_t* value) {
-  OM_REQUIRE(value);
-  const Attribute* a = nullptr;
-  if (om_status* s = FindAttr(node, name, AttrType::kInt, &a)) return s;
-  *value = a->i;
-  return nullptr;
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(value);
+    const Attribute* a = nullptr;
+    if (om_status* s = FindAttr(node, name, AttrType::kInt, &a)) return s;
+    *value = a->i;
+    return nullptr;
+  });
 }
 
 om_status* om_node_attr_float(const om_node* node, const char* name, float* value) {
-  OM_REQUIRE(value);
-  const Attribute* a = nullptr;
-  if (om_status* s = FindAttr(node, name, AttrType::kFloat, &a)) return s;
-  *value = a->f;
-  return nullptr;
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(value);
+    const Attribute* a = nullptr;
+    if (om_status* s = FindAttr(node, name, AttrType::kFloat, &a)) return s;
+    *value = a->f;
+    return nullptr;
+  });
 }
 
 om_status* om_node_attr_string(const om_node* node, const char* name, const char** value) {
-  OM_REQUIRE(value);
-  const Attribute* a = nullptr;
-  if (om_status* s = FindAttr(node, name, AttrType::kString, &a)) return s;
-  *value = a->s.c_str();
-  return nullptr;
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(value);
+    const Attribute* a = nullptr;
+    if (om_status* s = FindAttr(node, name, AttrType::kString, &a)) return s;
+    *value = a->s.c_str();
+    return nullptr;
+  });
 }
 
 om_status* om_infer_input(const om_infer_context* context, size_t index, int32_t* elem_type, const int64_t** dims,
                           int64_t* rank) {
-  OM_REQUIRE(context);
-  OM_REQUIRE(elem_type);
-  OM_REQUIRE(dims);
-  OM_REQUIRE(rank);
-  const InferContext& ctx = *context->ctx;
-  if (index >= ctx.num_inputs() || !ctx.has_input(index))
-    return Invalid(absl::StrCat(ctx.node().Describe(), ": input ", index, " is absent"));
-  const ValueType& t = ctx.input(index);
-  *elem_type = int32_t(t.dtype);
-  *rank = t.rank();
-  *dims = t.dims ? context->input_dims[index].data() : nullptr;
-  return nullptr;
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(context);
+    OM_REQUIRE(elem_type);
+    OM_REQUIRE(dims);
+    OM_REQUIRE(rank);
+    const InferContext& ctx = *context->ctx;
+    if (index >= ctx.num_inputs() || !ctx.has_input(index))
+      return Invalid(absl::StrCat(ctx.node().Describe(), ": input ", index, " is absent"));
+    const ValueType& t = ctx.input(index);
+    *elem_type = int32_t(t.dtype);
+    *rank = t.rank();
+    *dims = t.dims ? context->input_dims[index].data() : nullptr;
+    return nullptr;
+  });
 }
 
 om_status* om_infer_set_output(om_infer_context* context, size_t index, int32_t elem_type, const int64_t* dims,
@@ -642,21 +661,25 @@ om_status* om_infer_set_output(om_infer_context* context, size_t index, int32_t 
 }
 
 om_status* om_kernel_input(const om_kernel_context* context, size_t index, const om_tensor** tensor) {
-  OM_REQUIRE(context);
-  OM_REQUIRE(tensor);
-  if (index >= context->inputs.size() || !context->inputs[index].tensor.defined())
-    return Invalid(absl::StrCat(context->node.node->Describe(), ": input ", index, " is absent"));
-  *tensor = &context->inputs[index];
-  return nullptr;
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(context);
+    OM_REQUIRE(tensor);
+    if (index >= context->inputs.size() || !context->inputs[index].tensor.defined())
+      return Invalid(absl::StrCat(context->node.node->Describe(), ": input ", index, " is absent"));
+    *tensor = &context->inputs[index];
+    return nullptr;
+  });
 }
 
 om_status* om_kernel_output(om_kernel_context* context, size_t index, om_tensor** tensor) {
-  OM_REQUIRE(context);
-  OM_REQUIRE(tensor);
-  if (index >= context->outputs.size() || !context->outputs[index].tensor.defined())
-    return Invalid(absl::StrCat(context->node.node->Describe(), ": output ", index, " is absent"));
-  *tensor = &context->outputs[index];
-  return nullptr;
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(context);
+    OM_REQUIRE(tensor);
+    if (index >= context->outputs.size() || !context->outputs[index].tensor.defined())
+      return Invalid(absl::StrCat(context->node.node->Describe(), ": output ", index, " is absent"));
+    *tensor = &context->outputs[index];
+    return nullptr;
+  });
 }
 
 }  // extern "C"
