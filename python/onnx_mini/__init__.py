@@ -14,7 +14,7 @@ path), else as libonnx_mini.so.0 through the dynamic loader (LD_LIBRARY_PATH,
 the ldconfig cache) or ctypes.util.find_library("onnx_mini").
 """
 
-from ._capi import OnnxMiniError, StatusCode, available, library_path, library_version, unavailable_reason
+from ._capi import OnnxMiniError, StatusCode, library_path, library_version
 from .session import InferenceSession, NodeArg
 
 __version__ = "0.2.0"
@@ -26,8 +26,6 @@ __all__ = [
     "StatusCode",
     "get_device",
     "get_available_providers",
-    "available",
-    "unavailable_reason",
     "library_path",
     "library_version",
     "__version__",

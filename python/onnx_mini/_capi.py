@@ -6,22 +6,12 @@ the package uses, and turns an om_status* into an OnnxMiniError.
 
 ctypes.CDLL releases the GIL around every foreign call, so a long
 om_session_run lets other Python threads run.
-
-The `onnx` Python package (see _loader.py): a library that registers ONNX's
-messages (protobuf package `onnx`) in a shared libprotobuf cannot share the
-process with an `onnx` that does the same: protobuf aborts the process.
-Imported after `onnx`, this module then leaves the library unloaded
-(`available` is False and `unavailable_reason` says why; sessions raise
-ImportError with that reason); imported before, it makes a later `import onnx`
-raise ImportError instead of aborting.
 """
 
 import ctypes
 import ctypes.util
 import enum
 import os
-
-from . import _loader
 
 # The major version of the C API this package is written against. Within one
 # major version the C API only grows.
@@ -83,12 +73,8 @@ def _candidates():
 
 
 def _load():
-    """Returns (CDLL, name loaded) or (None, reason). Raises ImportError when
-    no library can be loaded."""
+    """Returns (CDLL, name loaded). Raises ImportError when no library can be loaded."""
     explicit = os.environ.get(ENV)
-    conflict = _loader.conflict_before_load(explicit, SONAME)
-    if conflict:
-        return None, conflict
     tried = []
     for name in _candidates():
         tried.append(name)
@@ -107,17 +93,34 @@ def _load():
     )
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def _loaded_file(cdll, symbol):
+    """The file the dynamic loader took for a loaded library (dladdr of `symbol`), or None."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+        address = ctypes.cast(getattr(cdll, symbol), ctypes.c_void_p).value
+    except AttributeError:
+        return None
+    dladdr.restype = ctypes.c_int
+    dladdr.argtypes = (ctypes.c_void_p, ctypes.POINTER(_DlInfo))
+    info = _DlInfo()
+    if not dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+        return None
+    name = os.fsdecode(info.dli_fname)
+    return os.path.abspath(name) if os.sep in name else name
+
+
 lib, _loaded_as = _load()
-available = lib is not None
-unavailable_reason = None if available else _loaded_as
-library_path = None
-library_version = None
-
-
-def require():
-    """Raises ImportError when the library could not be loaded into this process."""
-    if not available:
-        raise ImportError(unavailable_reason)
+library_path = _loaded_file(lib, "om_version") or _loaded_as
+library_version = None  # known once om_version is declared
 
 
 _c = ctypes
@@ -153,64 +156,57 @@ def _declare(name, restype, *argtypes):
     return f
 
 
-if available:
-    library_path = _loader.loaded_file(lib, "om_version") or _loaded_as
-    om_version = _declare("om_version", _c.c_char_p)
-    library_version = om_version().decode("ascii", "replace")
-    try:
-        _major = int(library_version.split(".")[0])
-    except ValueError:
-        _major = -1
-    if _major != API_MAJOR:
-        raise ImportError(
-            "onnx_mini: %s is version %s, but this package needs the C API version %d.x. "
-            "Install a matching onnx-mini (or the package that goes with this library)."
-            % (library_path, library_version, API_MAJOR)
-        )
-
-    om_status_get_code = _declare("om_status_get_code", _c.c_int, _VP)
-    om_status_message = _declare("om_status_message", _c.c_char_p, _VP)
-    om_status_free = _declare("om_status_free", None, _VP)
-    om_elem_type_name = _declare("om_elem_type_name", _c.c_char_p, _c.c_int32)
-
-    om_tensor_wrap = _declare("om_tensor_wrap", _VP, _c.c_int32, _P_I64, _SIZE, _VP, _SIZE, _P_VP)
-    om_tensor_free = _declare("om_tensor_free", None, _VP)
-    om_tensor_elem_type = _declare("om_tensor_elem_type", _VP, _VP, _c.POINTER(_c.c_int32))
-    om_tensor_shape = _declare("om_tensor_shape", _VP, _VP, _c.POINTER(_P_I64), _P_SIZE)
-    om_tensor_data = _declare("om_tensor_data", _VP, _VP, _P_VP)
-    om_tensor_byte_size = _declare("om_tensor_byte_size", _VP, _VP, _P_SIZE)
-
-    om_session_options_create = _declare("om_session_options_create", _VP, _P_VP)
-    om_session_options_set_intra_op_threads = _declare(
-        "om_session_options_set_intra_op_threads", _VP, _VP, _c.c_int
+om_version = _declare("om_version", _c.c_char_p)
+library_version = om_version().decode("ascii", "replace")
+try:
+    _major = int(library_version.split(".")[0])
+except ValueError:
+    _major = -1
+if _major != API_MAJOR:
+    raise ImportError(
+        "onnx_mini: %s is version %s, but this package needs the C API version %d.x. "
+        "Install a matching onnx-mini (or the package that goes with this library)."
+        % (library_path, library_version, API_MAJOR)
     )
-    om_session_options_free = _declare("om_session_options_free", None, _VP)
 
-    om_session_create = _declare("om_session_create", _VP, _c.c_char_p, _VP, _P_VP)
-    om_session_create_from_memory = _declare(
-        "om_session_create_from_memory", _VP, _VP, _SIZE, _c.c_char_p, _VP, _P_VP
-    )
-    om_session_free = _declare("om_session_free", None, _VP)
-    om_session_input_count = _declare("om_session_input_count", _VP, _VP, _P_SIZE)
-    om_session_output_count = _declare("om_session_output_count", _VP, _VP, _P_SIZE)
-    om_session_input_info = _declare("om_session_input_info", _VP, _VP, _SIZE, _c.POINTER(ValueInfo))
-    om_session_output_info = _declare("om_session_output_info", _VP, _VP, _SIZE, _c.POINTER(ValueInfo))
-    om_session_run = _declare(
-        "om_session_run",
-        _VP,
-        _VP,
-        _c.POINTER(_c.c_char_p),
-        _P_VP,
-        _SIZE,
-        _c.POINTER(_c.c_char_p),
-        _P_VP,
-        _SIZE,
-    )
-    _loader.guard_after_load(library_path)
-else:
-    # Placeholders, so that objects holding them as default arguments can be
-    # defined; nothing calls them (InferenceSession calls require() first).
-    om_tensor_free = om_session_free = None
+om_status_get_code = _declare("om_status_get_code", _c.c_int, _VP)
+om_status_message = _declare("om_status_message", _c.c_char_p, _VP)
+om_status_free = _declare("om_status_free", None, _VP)
+om_elem_type_name = _declare("om_elem_type_name", _c.c_char_p, _c.c_int32)
+
+om_tensor_wrap = _declare("om_tensor_wrap", _VP, _c.c_int32, _P_I64, _SIZE, _VP, _SIZE, _P_VP)
+om_tensor_free = _declare("om_tensor_free", None, _VP)
+om_tensor_elem_type = _declare("om_tensor_elem_type", _VP, _VP, _c.POINTER(_c.c_int32))
+om_tensor_shape = _declare("om_tensor_shape", _VP, _VP, _c.POINTER(_P_I64), _P_SIZE)
+om_tensor_data = _declare("om_tensor_data", _VP, _VP, _P_VP)
+om_tensor_byte_size = _declare("om_tensor_byte_size", _VP, _VP, _P_SIZE)
+
+om_session_options_create = _declare("om_session_options_create", _VP, _P_VP)
+om_session_options_set_intra_op_threads = _declare(
+    "om_session_options_set_intra_op_threads", _VP, _VP, _c.c_int
+)
+om_session_options_free = _declare("om_session_options_free", None, _VP)
+
+om_session_create = _declare("om_session_create", _VP, _c.c_char_p, _VP, _P_VP)
+om_session_create_from_memory = _declare(
+    "om_session_create_from_memory", _VP, _VP, _SIZE, _c.c_char_p, _VP, _P_VP
+)
+om_session_free = _declare("om_session_free", None, _VP)
+om_session_input_count = _declare("om_session_input_count", _VP, _VP, _P_SIZE)
+om_session_output_count = _declare("om_session_output_count", _VP, _VP, _P_SIZE)
+om_session_input_info = _declare("om_session_input_info", _VP, _VP, _SIZE, _c.POINTER(ValueInfo))
+om_session_output_info = _declare("om_session_output_info", _VP, _VP, _SIZE, _c.POINTER(ValueInfo))
+om_session_run = _declare(
+    "om_session_run",
+    _VP,
+    _VP,
+    _c.POINTER(_c.c_char_p),
+    _P_VP,
+    _SIZE,
+    _c.POINTER(_c.c_char_p),
+    _P_VP,
+    _SIZE,
+)
 
 
 def check(status):
@@ -227,6 +223,5 @@ def check(status):
 
 def elem_type_name(elem_type):
     """The ONNX name of an element type code ("FLOAT16"), or "UNDEFINED"."""
-    require()
     return om_elem_type_name(elem_type).decode("ascii", "replace")
 

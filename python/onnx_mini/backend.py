@@ -17,10 +17,6 @@ bfloat16 values are uint16 arrays of their bits, as in InferenceSession (and
 in onnx's test data); a float32 array given for a bfloat16 input (what
 onnx.numpy_helper.to_array makes of a BFLOAT16 TensorProto) is rounded to
 bfloat16 (to nearest even) first.
-
-Sessions run in this process when the library is loaded; when it cannot be
-(the `onnx` package was imported first, see onnx_mini/_loader.py) they run in
-a worker process (onnx_mini/_worker.py), with the same results.
 """
 
 import numpy as np
@@ -28,8 +24,8 @@ import onnx
 from onnx import helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
 
-from . import _capi, _worker
 from ._capi import OnnxMiniError, StatusCode
+from .session import InferenceSession
 
 _BFLOAT16 = 16
 
@@ -44,14 +40,6 @@ def float_to_bfloat16_bits(values):
 
 def bfloat16_bits_to_float(bits):
     return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
-
-
-def _session(model_bytes, threads, base_dir):
-    if _capi.available:
-        from .session import InferenceSession
-
-        return InferenceSession(model_bytes, threads=threads, base_dir=base_dir)
-    return _worker.RemoteSession(model_bytes, threads=threads, base_dir=base_dir)
 
 
 class OnnxMiniRep(BackendRep):
@@ -130,7 +118,7 @@ class OnnxMiniBackend(Backend):
             return rep
         if isinstance(model, (bytes, bytearray)):
             model = onnx.load_model_from_string(bytes(model))
-        session = _session(data, kwargs.get("threads", 0), kwargs.get("base_dir"))
+        session = InferenceSession(data, threads=kwargs.get("threads", 0), base_dir=kwargs.get("base_dir"))
         return OnnxMiniRep(session, [i.name for i in model.graph.input])
 
     @classmethod

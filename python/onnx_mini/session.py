@@ -177,7 +177,6 @@ class InferenceSession:
 
     def __init__(self, path_or_bytes, threads=0, base_dir=None, *, providers=None):
         self._handle = None
-        _capi.require()
         self._lock = threading.Lock()
         self._active = 0
         self._closed = False

@@ -4,8 +4,8 @@ outcome to a JSON file: {case: [pass|fail|error|skip, message]}.
 
     python3 backend_node_suite.py OUT.json [REGEX]
 
-It imports onnx, so it runs in a process of its own (see
-onnx_mini/_loader.py); test_backend.py starts it.
+test_backend.py starts it in a process of its own (it patches NumPy for
+onnx 1.12's runner).
 """
 
 import json

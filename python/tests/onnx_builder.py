@@ -1,8 +1,8 @@
 """A minimal writer of ONNX models (serialized ModelProto bytes) for the tests.
 
-The tests cannot use the `onnx` package in the process that loads onnx_mini
-(see onnx_mini/_loader.py), so they write the few messages they need
-themselves, with the official field numbers of onnx.proto.
+It writes the few messages the tests need with the official field numbers of
+onnx.proto, so that the tests of the package itself need only NumPy (the
+`onnx` package is needed by the backend tests alone).
 """
 
 import struct

@@ -1,7 +1,5 @@
 """onnx_mini.backend (an onnx.backend.base.Backend) and onnx's backend node
-suite over it. Both import onnx, so they run in processes of their own (see
-onnx_mini/_loader.py); there the backend runs its sessions in this process
-when the library can be loaded next to onnx, else in a worker process."""
+suite over it (run in a process of its own: backend_node_suite.py)."""
 
 import collections
 import importlib.util
@@ -9,9 +7,9 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import TESTDATA, TESTS_DIR
 
@@ -47,101 +45,55 @@ def run_python(args, timeout):
 
 
 def test_backend_api():
-    code = textwrap.dedent(
-        """
-        import numpy as np
-        import onnx
-        from onnx import TensorProto, helper
-        import onnx_mini.backend as backend
-        from onnx_mini.backend import OnnxMiniBackend
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
 
-        assert backend.supports_device("CPU") and not backend.supports_device("CUDA")
-        assert not backend.supports_device("TPU")
+    import onnx_mini.backend as backend
+    from onnx_mini.backend import OnnxMiniBackend
 
-        model = onnx.load(%(default)r)
-        rep = backend.prepare(model)
-        x = np.arange(8, dtype=np.float32).reshape(2, 4)
-        y, y_shape = rep.run([x])
-        assert y.shape == (4, 2) and y_shape.tolist() == [4, 2]
-        assert rep.run({"x": x})["y"].shape == (4, 2)          # a dict of inputs; outputs by name
-        assert rep.run(x).y_shape.tolist() == [4, 2]           # one array
-        np.testing.assert_array_equal(backend.run_model(model, [x])[0], y)
-        np.testing.assert_array_equal(OnnxMiniBackend.prepare(model.SerializeToString()).run([x])[0], y)
-        try:
-            backend.prepare(model, "CUDA")
-            raise AssertionError("CUDA accepted")
-        except ValueError:
-            pass
+    assert backend.supports_device("CPU") and not backend.supports_device("CUDA")
+    assert not backend.supports_device("TPU")
 
-        # is_compatible: False for what onnx-mini lacks (NOT_IMPLEMENTED), True otherwise.
-        assert backend.is_compatible(model)
-        assert not backend.is_compatible(onnx.load(%(custom)r))
-        assert "com.example::Affine" in OnnxMiniBackend.last_incompatibility
+    model = onnx.load(str(TESTDATA / "default.onnx"))
+    rep = backend.prepare(model)
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    y, y_shape = rep.run([x])
+    assert y.shape == (4, 2) and y_shape.tolist() == [4, 2]
+    assert rep.run({"x": x})["y"].shape == (4, 2)  # a dict of inputs; outputs by name
+    assert rep.run(x).y_shape.tolist() == [4, 2]  # one array
+    np.testing.assert_array_equal(backend.run_model(model, [x])[0], y)
+    np.testing.assert_array_equal(OnnxMiniBackend.prepare(model.SerializeToString()).run([x])[0], y)
+    with pytest.raises(ValueError):
+        backend.prepare(model, "CUDA")
 
-        # run_node: output types from onnx's shape inference; empty input names skipped.
-        node = helper.make_node("Add", ["a", "b"], ["c"])
-        [c] = backend.run_node(node, [np.ones(3, np.float32), np.arange(3, dtype=np.float32)])
-        assert c.tolist() == [1, 2, 3]
-        node = helper.make_node("Gemm", ["a", "b"], ["c"], transB=1)
-        [c] = backend.run_node(node, [np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)])
-        assert c.shape == (2, 4) and (c == 3).all()
-        [z] = backend.run_node(helper.make_node("Neg", ["x"], ["y"]), [np.array([1, -2], np.int64)],
-                               outputs_info=[(np.int64, (2,))])
-        assert z.tolist() == [-1, 2]
+    # is_compatible: False for what onnx-mini lacks (NOT_IMPLEMENTED), True otherwise.
+    assert backend.is_compatible(model)
+    assert not backend.is_compatible(onnx.load(str(TESTDATA / "capi" / "custom.onnx")))
+    assert "com.example::Affine" in OnnxMiniBackend.last_incompatibility
 
-        # bfloat16: uint16 bits out; float32 values in are rounded to bfloat16 first.
-        to_bf16 = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)
-        [bits] = backend.run_node(to_bf16, [np.array([1.0, -2.5, 3.14159], np.float32)])
-        assert bits.dtype == np.uint16 and bits.tolist() == [0x3F80, 0xC020, 0x4049]
-        from_bf16 = helper.make_model(helper.make_graph(
-            [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "g",
-            [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])]))
-        [y] = backend.run_model(from_bf16, [np.array([1.0, 3.14159, np.nan], np.float32)])
-        assert y[0] == 1.0 and y[1] == 3.140625 and np.isnan(y[2])
-        [y] = backend.run_model(from_bf16, [bits])
-        assert y.tolist() == [1.0, -2.5, 3.140625]
-        print("in-process" if backend._capi.available else "worker process")
-        """
-    ) % {"default": str(TESTDATA / "default.onnx"), "custom": str(TESTDATA / "capi" / "custom.onnx")}
-    r = run_python(["-c", code], timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
+    # run_node: output types from onnx's shape inference; empty input names skipped.
+    node = helper.make_node("Add", ["a", "b"], ["c"])
+    [c] = backend.run_node(node, [np.ones(3, np.float32), np.arange(3, dtype=np.float32)])
+    assert c.tolist() == [1, 2, 3]
+    node = helper.make_node("Gemm", ["a", "b"], ["c"], transB=1)
+    [c] = backend.run_node(node, [np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)])
+    assert c.shape == (2, 4) and (c == 3).all()
+    [z] = backend.run_node(helper.make_node("Neg", ["x"], ["y"]), [np.array([1, -2], np.int64)],
+                           outputs_info=[(np.int64, (2,))])
+    assert z.tolist() == [-1, 2]
 
-
-def test_worker_survives_a_crash():
-    """A worker that dies fails the request in progress; the next one starts anew."""
-    code = textwrap.dedent(
-        """
-        import os, signal
-        import numpy as np
-        import onnx
-        from onnx_mini import _worker, OnnxMiniError
-        if not __import__("onnx_mini")._capi.available:
-            s = _worker.RemoteSession(open(%(default)r, "rb").read())
-            w = _worker.worker()
-            os.kill(w._process.pid, signal.SIGKILL)
-            try:
-                s.run(None, {"x": np.zeros((2, 4), np.float32)})
-                raise AssertionError("no error")
-            except OnnxMiniError as e:
-                assert "worker process died (signal 9)" in str(e), e
-            try:
-                s.run(None, {"x": np.zeros((2, 4), np.float32)})
-                raise AssertionError("no error")
-            except OnnxMiniError as e:
-                assert "lost with a worker process that died" in str(e), e
-            s = _worker.RemoteSession(open(%(default)r, "rb").read())
-            assert s.run(["y_shape"], {"x": np.zeros((2, 4), np.float32)})[0].tolist() == [4, 2]
-            try:
-                s.run(["y"], {"x": np.zeros((4, 2), np.float32)})
-                raise AssertionError("no error")
-            except OnnxMiniError as e:
-                assert e.code == 1 and "must have shape float[2,4]" in str(e), e
-        print("ok")
-        """
-    ) % {"default": str(TESTDATA / "default.onnx")}
-    r = run_python(["-c", code], timeout=300)
-    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+    # bfloat16: uint16 bits out; float32 values in are rounded to bfloat16 first.
+    to_bf16 = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)
+    [bits] = backend.run_node(to_bf16, [np.array([1.0, -2.5, 3.14159], np.float32)])
+    assert bits.dtype == np.uint16 and bits.tolist() == [0x3F80, 0xC020, 0x4049]
+    from_bf16 = helper.make_model(helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])]))
+    [y] = backend.run_model(from_bf16, [np.array([1.0, 3.14159, np.nan], np.float32)])
+    assert y[0] == 1.0 and y[1] == 3.140625 and np.isnan(y[2])
+    [y] = backend.run_model(from_bf16, [bits])
+    assert y.tolist() == [1.0, -2.5, 3.140625]
 
 
 @pytest.mark.skipif(_node_data() is None, reason="onnx's backend test data is not installed (libonnx-testdata)")
