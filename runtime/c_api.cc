@@ -2,6 +2,7 @@
 // entry point catches what C++ could throw, so nothing crosses the boundary.
 #include "runtime/onnx_mini.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -542,7 +543,8 @@ om_status* om_register_custom_op(const om_custom_op* op) {
                                   " and ", op->output_count));
     auto def = std::make_unique<CustomOps::Def>();
     def->op = *op;
-    def->domain = op->domain;
+    // The loader reads "ai.onnx" as "": the default domain has one name.
+    def->domain = std::strcmp(op->domain, "ai.onnx") == 0 ? "" : op->domain;
     def->op_type = op->op_type;
     def->op.domain = def->domain.c_str();
     def->op.op_type = def->op_type.c_str();
@@ -559,8 +561,11 @@ om_status* om_register_custom_op(const om_custom_op* op) {
     }
     CustomOps& c = Custom();
     std::unique_lock lock(c.mutex);
+    // Room for the def first: once the row is added, nothing may fail.
+    auto& defs = c.defs[{def->domain, def->op_type}];
+    defs.reserve(defs.size() + 1);
     if (absl::Status s = c.registry.Add(std::move(row)); !s.ok()) return FromAbsl(s);
-    c.defs[{def->domain, def->op_type}].push_back(std::move(def));
+    defs.push_back(std::move(def));
     return nullptr;
   });
 }

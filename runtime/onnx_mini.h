@@ -163,8 +163,11 @@ om_status* om_session_output_info(const om_session* session, size_t index, om_va
  * Outputs are asked for by name, any subset in any order. outputs[i] == NULL
  * makes the runtime allocate the result and store a new tensor there, which
  * the caller frees. A non-NULL outputs[i] is written into: its type and shape
- * must be the result's (checked before anything is written; a mismatch is
- * OM_INVALID_ARGUMENT and writes nothing). It may be the very tensor passed as
+ * must be the result's, else OM_INVALID_ARGUMENT. The check comes before
+ * anything is written when the result's shape follows from the inputs'
+ * shapes (as a KV cache's does); an output whose shape depends on input
+ * values is checked when it is computed, after which other bound outputs
+ * may already hold new values. It may be the very tensor passed as
  * an input (a static KV cache): an op that updates that input in place (such
  * as TensorScatter) then writes only what changes, when no later step of the
  * model reads the input; otherwise the result is computed elsewhere and
@@ -200,8 +203,9 @@ typedef struct om_custom_op {
 } om_custom_op;
 
 /* Registers an op for sessions created afterwards (in the whole process).
- * The struct is copied; its strings too. An op whose version range overlaps
- * one already registered (built-in or custom) is OM_INVALID_ARGUMENT. */
+ * The struct is copied; its strings too. The domain "ai.onnx" is the same as
+ * "" (the default domain). An op whose version range overlaps one already
+ * registered (built-in or custom) is OM_INVALID_ARGUMENT. */
 om_status* om_register_custom_op(const om_custom_op* op);
 
 /* In infer: an input's type and shape (dims -1 where unknown; rank -1 when

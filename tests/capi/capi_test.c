@@ -559,6 +559,8 @@ static void test_custom_op(void) {
   builtin.domain = "";
   builtin.op_type = "Add";
   ERR(om_register_custom_op(&builtin), OM_INVALID_ARGUMENT, "overlap");
+  builtin.domain = "ai.onnx"; /* the default domain's other name */
+  ERR(om_register_custom_op(&builtin), OM_INVALID_ARGUMENT, "overlap");
   om_custom_op bad = op;
   bad.op_type = "Other";
   bad.compute = NULL;
