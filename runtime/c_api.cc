@@ -376,6 +376,14 @@ om_status* om_tensor_data(om_tensor* tensor, void** data) {
   return nullptr;
 }
 
+om_status* om_tensor_const_data(const om_tensor* tensor, const void** data) {
+  OM_REQUIRE(data);
+  void* mutable_data = nullptr;
+  om_status* st = om_tensor_data(const_cast<om_tensor*>(tensor), &mutable_data);
+  *data = mutable_data;
+  return st;
+}
+
 om_status* om_tensor_byte_size(const om_tensor* tensor, size_t* bytes) {
   OM_REQUIRE(tensor);
   OM_REQUIRE(bytes);

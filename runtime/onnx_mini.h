@@ -106,6 +106,8 @@ om_status* om_tensor_shape(const om_tensor* tensor, const int64_t** dims, size_t
 om_status* om_tensor_element_count(const om_tensor* tensor, int64_t* count);
 /* The element memory (the caller's memory for a wrapped tensor). */
 om_status* om_tensor_data(om_tensor* tensor, void** data);
+/* The same, read-only: for the const tensors a custom op's inputs are. */
+om_status* om_tensor_const_data(const om_tensor* tensor, const void** data);
 /* The size of the element memory in bytes. */
 om_status* om_tensor_byte_size(const om_tensor* tensor, size_t* bytes);
 

@@ -99,6 +99,9 @@ static void test_tensors(void) {
   OK(om_tensor_data(t, &data));
   CHECK(data != NULL && ((uintptr_t)data % 64) == 0);
   for (int i = 0; i < 6; ++i) CHECK(((float*)data)[i] == 0.0f); /* zero-filled */
+  const void* const_data = NULL;
+  OK(om_tensor_const_data(t, &const_data));
+  CHECK(const_data == data);
   om_tensor_free(t);
 
   /* A scalar, an empty tensor, a packed type. */
@@ -146,6 +149,8 @@ static void test_tensors(void) {
   ERR(om_tensor_elem_type(NULL, &type), OM_INVALID_ARGUMENT, "tensor is NULL");
   ERR(om_tensor_shape(NULL, &shape, &rank), OM_INVALID_ARGUMENT, "tensor is NULL");
   ERR(om_tensor_data(NULL, &data), OM_INVALID_ARGUMENT, "tensor is NULL");
+  ERR(om_tensor_const_data(NULL, (const void**)&data), OM_INVALID_ARGUMENT, "tensor is NULL");
+  ERR(om_tensor_const_data(t, NULL), OM_INVALID_ARGUMENT, "data is NULL");
   ERR(om_tensor_byte_size(NULL, &bytes), OM_INVALID_ARGUMENT, "tensor is NULL");
   ERR(om_tensor_element_count(NULL, &count), OM_INVALID_ARGUMENT, "tensor is NULL");
   om_tensor_free(NULL);
@@ -541,9 +546,10 @@ static om_status* affine_compute(void* user_data, om_kernel_context* context) {
   if ((st = om_kernel_input(context, 0, &x)) != NULL) return st;
   if ((st = om_kernel_output(context, 0, &y)) != NULL) return st;
   int64_t n = 0;
-  void *xd = NULL, *yd = NULL;
+  const void* xd = NULL;
+  void* yd = NULL;
   om_status_free(om_tensor_element_count(x, &n));
-  om_status_free(om_tensor_data((om_tensor*)x, &xd));
+  om_status_free(om_tensor_const_data(x, &xd));
   om_status_free(om_tensor_data(y, &yd));
   for (int64_t i = 0; i < n; ++i) ((float*)yd)[i] = scale * ((const float*)xd)[i] + offset;
   if (n > 0 && ((const float*)xd)[0] < -1000) return om_status_create(OM_INVALID_ARGUMENT, "x[0] is below -1000");
