@@ -6,6 +6,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "runtime/checked.h"
 #include "runtime/element.h"
 
 namespace onnx_mini {
@@ -68,8 +69,8 @@ class ConcatOp : public Op {
           if (!dims[size_t(k)].known()) dims[size_t(k)] = d[size_t(k)];
         }
         if (!d[size_t(axis)].known()) known = false;
-        else if (__builtin_add_overflow(total, d[size_t(axis)].value, &total))
-          return ctx.Error(absl::StrCat("the concatenated axis ", axis, " overflows"));
+        else if (std::optional<int64_t> sum = CheckedAdd(total, d[size_t(axis)].value)) total = *sum;
+        else return ctx.Error(absl::StrCat("the concatenated axis ", axis, " overflows"));
       }
       dims[size_t(axis)] = known ? Dim::Known(total) : Dim{};
       out.dims = dims;
@@ -445,9 +446,12 @@ class PadOp : public Op {
       }
       Shape dims = *shape;
       for (size_t k = 0; k < dims.size(); ++k) {
-        if (__builtin_add_overflow(dims[k], plan->before[k], &dims[k]) ||
-            __builtin_add_overflow(dims[k], after[k], &dims[k]))
-          return ctx.Error(absl::StrCat("pads of dim ", k, " of ", ShapeToString(*shape), " overflow"));
+        std::optional<int64_t> padded = CheckedAdd(dims[k], plan->before[k]);
+        if (padded) padded = CheckedAdd(*padded, after[k]);
+        if (!padded)
+          return ctx.Error(absl::StrCat("pads ", plan->before[k], " and ", after[k], " of dim ", k, " of ",
+                                        ShapeToString(*shape), " overflow"));
+        dims[k] = *padded;
         if (dims[k] < 0) return ctx.Error(absl::StrCat("pads crop dim ", k, " of ", ShapeToString(*shape), " below 0"));
         if (mode_ != PadMode::kConstant && (*shape)[k] == 0 && dims[k] > 0)
           return ctx.Error(absl::StrCat("cannot ", mode_name_, "-pad the empty dim ", k));
@@ -628,7 +632,9 @@ class SplitOp : public Op {
       int64_t total = 0;
       for (int64_t v : sizes) {
         if (v < 0) return ctx.Error(absl::StrCat("split sizes must be >= 0, got ", v));
-        if (__builtin_add_overflow(total, v, &total)) return ctx.Error("split sizes overflow");
+        std::optional<int64_t> sum = CheckedAdd(total, v);
+        if (!sum) return ctx.Error("split sizes overflow");
+        total = *sum;
       }
       if (int64_t(sizes.size()) != outputs || total != dim)
         return ctx.Error(absl::StrCat("split sizes sum to ", total, " in ", sizes.size(), " parts; the axis has ", dim,

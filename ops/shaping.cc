@@ -6,6 +6,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "runtime/checked.h"
 
 namespace onnx_mini {
 namespace {
@@ -94,7 +95,8 @@ absl::Status ReshapeOp::Infer(InferContext& ctx) const {
     for (size_t i = 0; i < dims.size(); ++i) {
       if (int(i) == inferred_at) continue;
       if (!dims[i].known()) all_known = false;
-      else overflow = overflow || __builtin_mul_overflow(known, dims[i].value, &known);
+      else if (std::optional<int64_t> product = CheckedMul(known, dims[i].value)) known = *product;
+      else overflow = true;
     }
     const std::string target_text = ShapeToString(Shape(want, want + target->size()));
     if (all_known && overflow)
@@ -139,7 +141,9 @@ class FlattenOp : public ViewOp {
         bool& known = k < axis ? known_outer : known_inner;
         int64_t& product = k < axis ? outer : inner;
         // Within a known shape the products cannot overflow (its element count did not).
-        if (!d.known() || __builtin_mul_overflow(product, d.value, &product)) known = false;
+        std::optional<int64_t> p = d.known() ? CheckedMul(product, d.value) : std::nullopt;
+        if (p) product = *p;
+        else known = false;
       }
       (*out.dims)[0] = known_outer ? Dim::Known(outer) : Dim{};
       (*out.dims)[1] = known_inner ? Dim::Known(inner) : Dim{};

@@ -168,7 +168,7 @@ TEST_F(ExternalData, RejectsEscapesAndOverruns) {
   // A symlink inside the folder that points outside is an escape too.
   fs::create_symlink(dir_ / "secret.bin", dir_ / "model" / "link.bin");
   absl::Status link = TensorFromProto(External("link.bin", "", "8"), base).status();
-  EXPECT_NE(link.message().find("escapes the model folder"), std::string::npos) << link;
+  EXPECT_NE(link.message().find("symbolic link"), std::string::npos) << link;
 }
 
 TEST(LoadModel, RejectsGarbage) {
