@@ -189,7 +189,7 @@ absl::Status Resolve(const Node& node, const AttentionAttributes& a,
                                   p.q_heads, ", ", p.q_len, ", ", p.total_len, ") at dim ", i,
                                   m.size() == 3 && d == 1 ? " (rank 3 means (heads, q, kv)) (A11)" : " (A11)"));
       p.mask_stride[d] = dim == 1 ? 0 : stride;
-      stride *= dim;
+      stride = CheckedMul(stride, dim).value_or(0);  // overflows only for an empty mask: nothing is read
     }
     p.mask_len = tm;
     if (opset < 24 && tm == 1) p.mask_len = p.total_len;  // broadcast, not padding

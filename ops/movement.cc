@@ -26,11 +26,10 @@ std::shared_ptr<AxisPlan> MakeAxisPlan(int64_t axis) {
   return plan;
 }
 
-// Product of dims [from, to) of a shape (valid shapes do not overflow).
+// Product of dims [from, to) of a tensor's shape. Only an empty tensor's dims
+// can overflow; kernels return before using it then.
 int64_t Product(const Shape& shape, int64_t from, int64_t to) {
-  int64_t p = 1;
-  for (int64_t d = from; d < to; ++d) p *= shape[size_t(d)];
-  return p;
+  return CheckedProduct(shape, size_t(from), size_t(to)).value_or(0);
 }
 
 absl::Status AttributeError(const Node& node, const std::string& rule) {
@@ -82,6 +81,7 @@ class ConcatOp : public Op {
 
   absl::Status Compute(KernelContext& ctx) const override {
     Tensor& out = ctx.output(0);
+    if (out.size() == 0) return absl::OkStatus();  // no loop over the extent of an empty dim
     const int64_t axis = ctx.plan<AxisPlan>().axis;
     const int64_t outer = Product(out.shape(), 0, axis), inner = Product(out.shape(), axis + 1, out.rank());
     const int64_t out_row = out.dim(axis) * inner;
@@ -172,8 +172,9 @@ class GatherOp : public Op {
   }
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& data = *ctx.input(0);
-    const std::vector<int64_t> indices = IndexValues(*ctx.input(1));
     Tensor& out = ctx.output(0);
+    if (out.size() == 0) return absl::OkStatus();  // no loop over the extent of an empty dim
+    const std::vector<int64_t> indices = IndexValues(*ctx.input(1));
     const int64_t axis = ctx.plan<AxisPlan>().axis;
     const int64_t outer = Product(data.shape(), 0, axis), inner = Product(data.shape(), axis + 1, data.rank());
     const int64_t n = data.dim(axis), count = int64_t(indices.size());
@@ -287,10 +288,11 @@ class SliceOp : public Op {
       start[size_t(axis)] = n > 0 ? b : 0;
       step[size_t(axis)] = s;
     }
-    std::vector<int64_t> in_strides(size_t(rank), 1);
-    for (int64_t d = rank - 2; d >= 0; --d) in_strides[size_t(d)] = in_strides[size_t(d + 1)] * shape[size_t(d + 1)];
     plan.base = 0;
     plan.strides.assign(size_t(rank), 0);
+    if (ElementCount(count) == 0) return count;  // nothing is read
+    // A non-empty output comes from a non-empty input: these products fit.
+    const std::vector<int64_t> in_strides = RowMajorStrides(shape);
     for (int64_t d = 0; d < rank; ++d) {
       plan.base += start[size_t(d)] * in_strides[size_t(d)];
       plan.strides[size_t(d)] = step[size_t(d)] * in_strides[size_t(d)];
@@ -503,7 +505,8 @@ class PadOp : public Op {
             }
           }
           from += i * stride;
-          stride *= n;
+          // Only an empty input dim (constant mode: nothing read) lets this overflow.
+          stride = CheckedMul(stride, n).value_or(0);
         }
         dst[o] = inside ? src[from] : fill;
       }
@@ -596,6 +599,7 @@ class SplitOp : public Op {
 
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& in = *ctx.input(0);
+    if (in.size() == 0) return absl::OkStatus();  // every piece is empty too
     const int64_t axis = ctx.plan<AxisPlan>().axis;
     const int64_t outer = Product(in.shape(), 0, axis), inner = Product(in.shape(), axis + 1, in.rank());
     const int64_t in_row = in.dim(axis) * inner;

@@ -32,17 +32,32 @@ inline int64_t SaturatingAdd(int64_t a, int64_t b) {
   return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
 }
 
-// The product of dims[from, to): nullopt if a dim is negative or it overflows.
+// The product of dims[from, to): nullopt if a dim is negative or it
+// overflows. A 0 dim makes it 0 whatever the others ([2^40, 2^40, 0] is empty).
 inline std::optional<int64_t> CheckedProduct(const std::vector<int64_t>& dims, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to && i < dims.size(); ++i) {
+  to = to < dims.size() ? to : dims.size();
+  bool empty = false;
+  for (size_t i = from; i < to; ++i) {
     if (dims[i] < 0) return std::nullopt;
-    if (__builtin_mul_overflow(p, dims[i], &p)) return std::nullopt;
+    empty = empty || dims[i] == 0;
   }
+  if (empty) return 0;
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i)
+    if (__builtin_mul_overflow(p, dims[i], &p)) return std::nullopt;
   return p;
 }
 inline std::optional<int64_t> CheckedProduct(const std::vector<int64_t>& dims) {
   return CheckedProduct(dims, 0, dims.size());
+}
+
+// Row-major element strides of a shape. A shape with no elements may have
+// dims whose products overflow; nothing is read through such strides, so
+// those that overflow are 0.
+inline std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = CheckedMul(strides[d], dims[d]).value_or(0);
+  return strides;
 }
 
 }  // namespace onnx_mini
