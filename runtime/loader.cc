@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <sstream>
 #include <tuple>
 
@@ -474,7 +475,9 @@ void TensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto* 
   }
 }
 
-absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::string& base_dir) {
+namespace {
+
+absl::StatusOr<Graph> LoadUnguarded(const std::string& bytes, const std::string& base_dir) {
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes))
     return Invalid("not a valid ONNX model: the protobuf does not parse");
@@ -494,6 +497,18 @@ absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::st
   return g;
 }
 
+}  // namespace
+
+absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::string& base_dir) {
+  // Tensors are checked before they are allocated; protobuf's own parsing and
+  // the graph's small vectors may still run out: a status, not an exception.
+  try {
+    return LoadUnguarded(bytes, base_dir);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory while loading the model");
+  }
+}
+
 absl::StatusOr<Graph> LoadModel(const std::string& path) {
   // Opened once, non-blocking (a FIFO cannot hang the load) and checked to be
   // a regular file whose size is known before anything is allocated.
@@ -505,7 +520,12 @@ absl::StatusOr<Graph> LoadModel(const std::string& path) {
   if (uint64_t(st.st_size) > kMaxModelBytes)
     return Invalid(absl::StrCat("model '", path, "' has ", st.st_size, " bytes; a protobuf holds at most ",
                                 kMaxModelBytes));
-  std::string bytes(size_t(st.st_size), '\0');
+  std::string bytes;
+  try {
+    bytes.resize(size_t(st.st_size));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory for the ", st.st_size, " bytes of model '", path, "'"));
+  }
   if (!ReadAt(fd.get(), 0, bytes.size(), bytes.data()))
     return Invalid(absl::StrCat("cannot read model '", path, "'"));
   fs::path dir = fs::path(path).parent_path();
