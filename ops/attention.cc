@@ -6,6 +6,7 @@
 #include "ops/attention_kernel.h"
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "runtime/checked.h"
 #include "runtime/element.h"
 
 namespace onnx_mini {
@@ -149,7 +150,9 @@ absl::Status Resolve(const Node& node, const AttentionAttributes& a,
                                 ", ", p.kv_heads, ", P, ", p.v_head_size, ") (A7)"));
     p.past_len = pk[2];
   }
-  p.total_len = p.past_len + p.kv_len;
+  const std::optional<int64_t> total = CheckedAdd(p.past_len, p.kv_len);
+  if (!total) return error(absl::StrCat("past length ", p.past_len, " + kv length ", p.kv_len, " overflows"));
+  p.total_len = *total;
   const bool has_nonpad = shapes.size() > kNonpad && shapes[kNonpad] != nullptr;
   if (has_nonpad) {
     if (has_past_key)
@@ -186,7 +189,7 @@ absl::Status Resolve(const Node& node, const AttentionAttributes& a,
                                   p.q_heads, ", ", p.q_len, ", ", p.total_len, ") at dim ", i,
                                   m.size() == 3 && d == 1 ? " (rank 3 means (heads, q, kv)) (A11)" : " (A11)"));
       p.mask_stride[d] = dim == 1 ? 0 : stride;
-      stride *= dim;
+      stride = CheckedMul(stride, dim).value_or(0);  // overflows only for an empty mask: nothing is read
     }
     p.mask_len = tm;
     if (opset < 24 && tm == 1) p.mask_len = p.total_len;  // broadcast, not padding
@@ -293,6 +296,9 @@ class AttentionOp : public Op {
     if (ctx.output_requested(kPresentValue)) p.present_value = ctx.output(kPresentValue).raw();
     if (ctx.output_requested(kQk)) p.qk_data = ctx.output(kQk).raw();
     if (p.present_key || p.present_value) WritePresent(p, ctx.threads());
+    // The loops below run over the keys: with nothing to write (an empty Y
+    // and no scores asked for) they would be work over a dim with no data.
+    if (ctx.output(kY).size() == 0 && (!p.qk_data || ctx.output(kQk).size() == 0)) return absl::OkStatus();
     if (UsesFastPath(p)) AttentionFast(p, ctx.threads());
     else AttentionReference(p);
     return absl::OkStatus();

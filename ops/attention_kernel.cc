@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "ops/common.h"
+#include "runtime/checked.h"
 #include "runtime/cpu.h"
 
 namespace onnx_mini {
@@ -83,15 +84,20 @@ void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t
   last = total_len;
   if (mask) last = std::min(last, mask_len);  // short masks are padded with -inf (A12)
   if (nonpad) last = std::min(last, nonpad[b]);
-  const int64_t pos = i + Offset(b);
-  if (causal) last = std::min(last, pos + 1);
-  if (left_window >= 0) first = std::max(first, pos - left_window);
-  if (right_window >= 0) last = std::min(last, pos + right_window + 1);
+  // Saturating: a window of INT64_MAX is unbounded, not a wrapped edge.
+  const int64_t pos = SaturatingAdd(i, Offset(b));
+  if (causal) last = std::min(last, SaturatingAdd(pos, 1));
+  if (left_window >= 0) first = std::max(first, SaturatingAdd(pos, -left_window));
+  if (right_window >= 0) last = std::min(last, SaturatingAdd(SaturatingAdd(pos, right_window), 1));
   first = std::max<int64_t>(first, 0);
   last = std::max(last, first);
 }
 
 void WritePresent(const AttentionProblem& p, int threads) {
+  // Rows of zero width hold nothing: no loop over their (possibly huge) count.
+  void* const present_key = p.head_size > 0 ? p.present_key : nullptr;
+  void* const present_value = p.v_head_size > 0 ? p.present_value : nullptr;
+  if (!present_key && !present_value) return;
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t rows = p.batch * p.kv_heads;
@@ -99,11 +105,11 @@ void WritePresent(const AttentionProblem& p, int threads) {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t b = r / p.kv_heads, g = r % p.kv_heads;
       for (int64_t j = 0; j < p.total_len; ++j) {
-        if (p.present_key)
-          std::memcpy(static_cast<T*>(p.present_key) + (r * p.total_len + j) * p.head_size,
+        if (present_key)
+          std::memcpy(static_cast<T*>(present_key) + (r * p.total_len + j) * p.head_size,
                       KeyRow<T>(p, b, g, j), size_t(p.head_size) * sizeof(T));
-        if (p.present_value)
-          std::memcpy(static_cast<T*>(p.present_value) + (r * p.total_len + j) * p.v_head_size,
+        if (present_value)
+          std::memcpy(static_cast<T*>(present_value) + (r * p.total_len + j) * p.v_head_size,
                       ValueRow<T>(p, b, g, j), size_t(p.v_head_size) * sizeof(T));
       }
     }

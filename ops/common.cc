@@ -1,5 +1,7 @@
 #include "ops/common.h"
 
+#include "runtime/checked.h"
+
 
 namespace onnx_mini {
 
@@ -56,7 +58,7 @@ std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
     const size_t i = in.size() - 1 - k;
     const size_t o = out.size() - 1 - k;
     strides[o] = in[i] == 1 ? 0 : stride;
-    stride *= in[i];
+    stride = CheckedMul(stride, in[i]).value_or(0);  // overflows only for an empty input: nothing is read
   }
   return strides;
 }

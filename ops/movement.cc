@@ -6,6 +6,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "runtime/checked.h"
 #include "runtime/element.h"
 
 namespace onnx_mini {
@@ -25,11 +26,10 @@ std::shared_ptr<AxisPlan> MakeAxisPlan(int64_t axis) {
   return plan;
 }
 
-// Product of dims [from, to) of a shape (valid shapes do not overflow).
+// Product of dims [from, to) of a tensor's shape. Only an empty tensor's dims
+// can overflow; kernels return before using it then.
 int64_t Product(const Shape& shape, int64_t from, int64_t to) {
-  int64_t p = 1;
-  for (int64_t d = from; d < to; ++d) p *= shape[size_t(d)];
-  return p;
+  return CheckedProduct(shape, size_t(from), size_t(to)).value_or(0);
 }
 
 absl::Status AttributeError(const Node& node, const std::string& rule) {
@@ -68,8 +68,8 @@ class ConcatOp : public Op {
           if (!dims[size_t(k)].known()) dims[size_t(k)] = d[size_t(k)];
         }
         if (!d[size_t(axis)].known()) known = false;
-        else if (__builtin_add_overflow(total, d[size_t(axis)].value, &total))
-          return ctx.Error(absl::StrCat("the concatenated axis ", axis, " overflows"));
+        else if (std::optional<int64_t> sum = CheckedAdd(total, d[size_t(axis)].value)) total = *sum;
+        else return ctx.Error(absl::StrCat("the concatenated axis ", axis, " overflows"));
       }
       dims[size_t(axis)] = known ? Dim::Known(total) : Dim{};
       out.dims = dims;
@@ -81,6 +81,7 @@ class ConcatOp : public Op {
 
   absl::Status Compute(KernelContext& ctx) const override {
     Tensor& out = ctx.output(0);
+    if (out.size() == 0) return absl::OkStatus();  // no loop over the extent of an empty dim
     const int64_t axis = ctx.plan<AxisPlan>().axis;
     const int64_t outer = Product(out.shape(), 0, axis), inner = Product(out.shape(), axis + 1, out.rank());
     const int64_t out_row = out.dim(axis) * inner;
@@ -171,8 +172,9 @@ class GatherOp : public Op {
   }
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& data = *ctx.input(0);
-    const std::vector<int64_t> indices = IndexValues(*ctx.input(1));
     Tensor& out = ctx.output(0);
+    if (out.size() == 0) return absl::OkStatus();  // no loop over the extent of an empty dim
+    const std::vector<int64_t> indices = IndexValues(*ctx.input(1));
     const int64_t axis = ctx.plan<AxisPlan>().axis;
     const int64_t outer = Product(data.shape(), 0, axis), inner = Product(data.shape(), axis + 1, data.rank());
     const int64_t n = data.dim(axis), count = int64_t(indices.size());
@@ -286,10 +288,11 @@ class SliceOp : public Op {
       start[size_t(axis)] = n > 0 ? b : 0;
       step[size_t(axis)] = s;
     }
-    std::vector<int64_t> in_strides(size_t(rank), 1);
-    for (int64_t d = rank - 2; d >= 0; --d) in_strides[size_t(d)] = in_strides[size_t(d + 1)] * shape[size_t(d + 1)];
     plan.base = 0;
     plan.strides.assign(size_t(rank), 0);
+    if (ElementCount(count) == 0) return count;  // nothing is read
+    // A non-empty output comes from a non-empty input: these products fit.
+    const std::vector<int64_t> in_strides = RowMajorStrides(shape);
     for (int64_t d = 0; d < rank; ++d) {
       plan.base += start[size_t(d)] * in_strides[size_t(d)];
       plan.strides[size_t(d)] = step[size_t(d)] * in_strides[size_t(d)];
@@ -445,9 +448,12 @@ class PadOp : public Op {
       }
       Shape dims = *shape;
       for (size_t k = 0; k < dims.size(); ++k) {
-        if (__builtin_add_overflow(dims[k], plan->before[k], &dims[k]) ||
-            __builtin_add_overflow(dims[k], after[k], &dims[k]))
-          return ctx.Error(absl::StrCat("pads of dim ", k, " of ", ShapeToString(*shape), " overflow"));
+        std::optional<int64_t> padded = CheckedAdd(dims[k], plan->before[k]);
+        if (padded) padded = CheckedAdd(*padded, after[k]);
+        if (!padded)
+          return ctx.Error(absl::StrCat("pads ", plan->before[k], " and ", after[k], " of dim ", k, " of ",
+                                        ShapeToString(*shape), " overflow"));
+        dims[k] = *padded;
         if (dims[k] < 0) return ctx.Error(absl::StrCat("pads crop dim ", k, " of ", ShapeToString(*shape), " below 0"));
         if (mode_ != PadMode::kConstant && (*shape)[k] == 0 && dims[k] > 0)
           return ctx.Error(absl::StrCat("cannot ", mode_name_, "-pad the empty dim ", k));
@@ -499,7 +505,8 @@ class PadOp : public Op {
             }
           }
           from += i * stride;
-          stride *= n;
+          // Only an empty input dim (constant mode: nothing read) lets this overflow.
+          stride = CheckedMul(stride, n).value_or(0);
         }
         dst[o] = inside ? src[from] : fill;
       }
@@ -592,6 +599,7 @@ class SplitOp : public Op {
 
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& in = *ctx.input(0);
+    if (in.size() == 0) return absl::OkStatus();  // every piece is empty too
     const int64_t axis = ctx.plan<AxisPlan>().axis;
     const int64_t outer = Product(in.shape(), 0, axis), inner = Product(in.shape(), axis + 1, in.rank());
     const int64_t in_row = in.dim(axis) * inner;
@@ -628,7 +636,9 @@ class SplitOp : public Op {
       int64_t total = 0;
       for (int64_t v : sizes) {
         if (v < 0) return ctx.Error(absl::StrCat("split sizes must be >= 0, got ", v));
-        if (__builtin_add_overflow(total, v, &total)) return ctx.Error("split sizes overflow");
+        std::optional<int64_t> sum = CheckedAdd(total, v);
+        if (!sum) return ctx.Error("split sizes overflow");
+        total = *sum;
       }
       if (int64_t(sizes.size()) != outputs || total != dim)
         return ctx.Error(absl::StrCat("split sizes sum to ", total, " in ", sizes.size(), " parts; the axis has ", dim,

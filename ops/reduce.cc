@@ -7,6 +7,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "runtime/checked.h"
 #include "runtime/element.h"
 
 namespace onnx_mini {
@@ -21,9 +22,10 @@ struct AxisSplit {
 
 AxisSplit SplitAt(const Shape& shape, int64_t axis) {
   AxisSplit s;
-  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[size_t(d)];
+  // Only an empty tensor's dims can overflow (0 then); kernels return early for those.
+  s.outer = CheckedProduct(shape, 0, size_t(axis)).value_or(0);
   s.n = shape.empty() ? 1 : shape[size_t(axis)];
-  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) s.inner *= shape[d];
+  s.inner = CheckedProduct(shape, size_t(axis) + 1, shape.size()).value_or(0);
   return s;
 }
 
@@ -77,8 +79,10 @@ class ReduceOpKernel : public Op {
           for (int64_t d = rank - 1; d >= 0; --d)
             if (!reduced[size_t(d)]) {
               plan->out_stride[size_t(d)] = stride;
-              stride *= (*shape)[size_t(d)];
-              kept *= (*shape)[size_t(d)];
+              // An empty input can keep dims whose product overflows; the
+              // output size check refuses that output before any kernel runs.
+              stride = CheckedMul(stride, (*shape)[size_t(d)]).value_or(0);
+              kept = CheckedMul(kept, (*shape)[size_t(d)]).value_or(0);
             }
           plan->count = kept > 0 ? ElementCount(*shape) / kept : 0;
           ctx.set_plan(std::move(plan));
@@ -174,6 +178,8 @@ class ArgMaxOp : public Op {
       if (keep_) (*out.dims)[size_t(axis)] = Dim::Known(1);
       else out.dims->erase(out.dims->begin() + axis);
       if (std::optional<Shape> shape = in.concrete_shape()) {
+        if ((*shape)[size_t(axis)] == 0 && ElementCount(*out.concrete_shape()) > 0)
+          return ctx.Error(absl::StrCat("ArgMax over the empty axis ", axis, " of ", in.ToString(), " has no answer"));
         auto plan = std::make_shared<AxisPlan>();
         plan->split = SplitAt(*shape, axis);
         ctx.set_plan(std::move(plan));
@@ -183,6 +189,7 @@ class ArgMaxOp : public Op {
     return absl::OkStatus();
   }
   absl::Status Compute(KernelContext& ctx) const override {
+    if (ctx.input(0)->size() == 0) return absl::OkStatus();  // empty outputs: no loop over an empty dim's extent
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
     const AxisSplit& s = ctx.plan<AxisPlan>().split;
@@ -239,6 +246,7 @@ class SoftmaxOp : public Op {
     return absl::OkStatus();
   }
   absl::Status Compute(KernelContext& ctx) const override {
+    if (ctx.input(0)->size() == 0) return absl::OkStatus();  // empty outputs: no loop over an empty dim's extent
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
     const AxisSplit& s = ctx.plan<AxisPlan>().split;
@@ -309,6 +317,7 @@ class TopKOp : public Op {
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
+    if (ctx.input(0)->size() == 0) return absl::OkStatus();  // empty outputs: no loop over an empty dim's extent
     const Tensor& in = *ctx.input(0);
     const TopKPlan& plan = ctx.plan<TopKPlan>();
     const AxisSplit& s = plan.split;

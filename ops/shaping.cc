@@ -6,6 +6,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "runtime/checked.h"
 
 namespace onnx_mini {
 namespace {
@@ -89,13 +90,16 @@ absl::Status ReshapeOp::Infer(InferContext& ctx) const {
   const std::optional<Shape> in_shape = input.concrete_shape();
   if (in_shape) {
     const int64_t count = ElementCount(*in_shape);
-    int64_t known = 1;
-    bool all_known = true, overflow = false;
+    Shape known_dims;
+    bool all_known = true;
     for (size_t i = 0; i < dims.size(); ++i) {
       if (int(i) == inferred_at) continue;
       if (!dims[i].known()) all_known = false;
-      else overflow = overflow || __builtin_mul_overflow(known, dims[i].value, &known);
+      else known_dims.push_back(dims[i].value);
     }
+    const std::optional<int64_t> product = CheckedProduct(known_dims);
+    const bool overflow = !product;
+    const int64_t known = product.value_or(0);
     const std::string target_text = ShapeToString(Shape(want, want + target->size()));
     if (all_known && overflow)
       return ctx.Error(absl::StrCat("cannot reshape ", input.ToString(), " to ", target_text,
@@ -138,8 +142,12 @@ class FlattenOp : public ViewOp {
         const Dim& d = (*t.dims)[size_t(k)];
         bool& known = k < axis ? known_outer : known_inner;
         int64_t& product = k < axis ? outer : inner;
-        // Within a known shape the products cannot overflow (its element count did not).
-        if (!d.known() || __builtin_mul_overflow(product, d.value, &product)) known = false;
+        // An empty shape can have dims whose product overflows: [2^40, 2^40, 0] at axis 2.
+        std::optional<int64_t> p = d.known() ? CheckedMul(product, d.value) : std::nullopt;
+        if (p) product = *p;
+        else if (d.known() && t.concrete_shape())
+          return ctx.Error(absl::StrCat("flattening ", t.ToString(), " at axis ", axis, ": the product of dims overflows"));
+        else known = false;
       }
       (*out.dims)[0] = known_outer ? Dim::Known(outer) : Dim{};
       (*out.dims)[1] = known_inner ? Dim::Known(inner) : Dim{};
@@ -333,8 +341,7 @@ class TransposeOp : public Op {
       for (int64_t p : perm) out.dims->push_back((*in.dims)[size_t(p)]);
       if (std::optional<Shape> shape = in.concrete_shape()) {
         auto plan = std::make_shared<TransposePlan>();
-        std::vector<int64_t> in_strides(size_t(rank), 1);
-        for (int64_t d = rank - 2; d >= 0; --d) in_strides[size_t(d)] = in_strides[size_t(d + 1)] * (*shape)[size_t(d + 1)];
+        const std::vector<int64_t> in_strides = RowMajorStrides(*shape);
         for (int64_t d = 0; d < rank; ++d) plan->strides.push_back(in_strides[size_t(perm[size_t(d)])]);
         ctx.set_plan(std::move(plan));
       }

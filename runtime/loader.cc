@@ -1,13 +1,21 @@
 #include "runtime/loader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <new>
 #include <sstream>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "onnx.pb.h"
+#include "runtime/checked.h"
 #include "runtime/status_macros.h"
 
 namespace onnx_mini {
@@ -17,44 +25,105 @@ namespace fs = std::filesystem;
 
 absl::Status Invalid(const std::string& what) { return absl::InvalidArgumentError(what); }
 
-// Reads `length` bytes at `offset` of the external file `location` below `base_dir`.
-absl::StatusOr<std::string> ReadExternal(const std::string& location, int64_t offset,
-                                         int64_t length, const std::string& base_dir,
-                                         const std::string& tensor) {
+// Protobuf messages are limited to 2 GiB.
+constexpr uint64_t kMaxModelBytes = (uint64_t(1) << 31) - 1;
+
+// A file descriptor closed on scope exit.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Opens `location` below `base_dir` once and checks what was opened, so the
+// file checked is the file read (no window to swap it for a symlink): every
+// component is opened relative to its parent with O_NOFOLLOW, so neither a
+// symlink nor ".." can lead outside the folder; O_NONBLOCK, so a FIFO cannot
+// block the open; then fstat on the descriptor must show a regular file.
+absl::StatusOr<Fd> OpenExternal(const std::string& location, const std::string& base_dir,
+                                const std::string& tensor, int64_t& file_size) {
+  const auto error = [&](const std::string& why) {
+    return Invalid(absl::StrCat("tensor '", tensor, "': external data '", location, "' ", why));
+  };
   if (base_dir.empty())
     return Invalid(absl::StrCat("tensor '", tensor, "' uses external data, but the model has no folder"));
   const fs::path rel(location);
-  if (location.empty() || rel.is_absolute())
-    return Invalid(absl::StrCat("tensor '", tensor, "': external data location '", location,
-                                "' must be a relative path"));
-  for (const fs::path& part : rel)
-    if (part == "..")
-      return Invalid(absl::StrCat("tensor '", tensor, "': external data location '", location,
-                                  "' escapes the model folder"));
-  std::error_code ec;
-  const fs::path base = fs::weakly_canonical(fs::path(base_dir), ec);
-  const fs::path full = fs::weakly_canonical(fs::path(base_dir) / rel, ec);
-  if (ec) return Invalid(absl::StrCat("tensor '", tensor, "': cannot resolve external data '", location, "'"));
-  auto [b, f] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
-  if (b != base.end())
-    return Invalid(absl::StrCat("tensor '", tensor, "': external data location '", location,
-                                "' escapes the model folder"));
-  std::ifstream in(full, std::ios::binary);
-  if (!in) return Invalid(absl::StrCat("tensor '", tensor, "': cannot open external data '", location, "'"));
-  in.seekg(0, std::ios::end);
-  const int64_t file_size = int64_t(in.tellg());
-  if (offset < 0 || offset > file_size)
-    return Invalid(absl::StrCat("tensor '", tensor, "': external data offset ", offset,
-                                " is past the end of '", location, "' (", file_size, " bytes)"));
-  if (length < 0) length = file_size - offset;
-  if (length > file_size - offset)
-    return Invalid(absl::StrCat("tensor '", tensor, "': external data offset ", offset, " + length ",
-                                length, " is past the end of '", location, "' (", file_size, " bytes)"));
-  std::string data(size_t(length), '\0');
-  in.seekg(offset);
-  in.read(data.data(), length);
-  if (!in) return Invalid(absl::StrCat("tensor '", tensor, "': cannot read external data '", location, "'"));
-  return data;
+  if (location.empty() || rel.is_absolute() || location.find('\0') != std::string::npos)
+    return error("must be a relative path");
+  std::vector<std::string> parts;
+  for (const fs::path& part : rel) {
+    if (part == "..") return error("escapes the model folder");
+    if (part.empty() || part == "." || part == "/") continue;
+    parts.push_back(part.string());
+  }
+  if (parts.empty()) return error("names no file");
+  Fd dir(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() < 0) return error(absl::StrCat("cannot be opened: the model folder '", base_dir, "' cannot"));
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    Fd sub(::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (sub.get() < 0)
+      return error(errno == ELOOP || errno == ENOTDIR
+                       ? absl::StrCat("is refused: '", parts[i], "' is a symbolic link or not a folder")
+                       : absl::StrCat("cannot be opened: ", std::strerror(errno)));
+    dir = std::move(sub);
+  }
+  Fd file(::openat(dir.get(), parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (file.get() < 0)
+    return error(errno == ELOOP ? std::string("is a symbolic link (refused: it could lead outside the model folder)")
+                                : absl::StrCat("cannot be opened: ", std::strerror(errno)));
+  struct stat st;
+  if (::fstat(file.get(), &st) != 0) return error(absl::StrCat("cannot be examined: ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) return error("is not a regular file");
+  file_size = int64_t(st.st_size);
+  return file;
+}
+
+// A non-negative decimal integer with nothing else around it: "abc", "-1",
+// "1e3" or a value past int64 are errors, not 0 or "the whole file".
+std::optional<int64_t> ParseSize(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    std::optional<int64_t> next = CheckedMul(v, 10);
+    if (next) next = CheckedAdd(*next, c - '0');
+    if (!next) return std::nullopt;
+    v = *next;
+  }
+  return v;
+}
+
+// Reads exactly `bytes` bytes at `offset` of `fd` into `out`.
+bool ReadAt(int fd, int64_t offset, size_t bytes, char* out) {
+  while (bytes > 0) {
+    const ssize_t got = ::pread(fd, out, std::min<size_t>(bytes, size_t(1) << 30), off_t(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    out += got;
+    offset += got;
+    bytes -= size_t(got);
+  }
+  return true;
+}
+
+// Bool bytes other than 0 and 1 are normalised, so bool reads are well defined.
+void NormalizeBools(Tensor& t) {
+  if (t.dtype() != DType::kBool) return;
+  uint8_t* b = t.data<uint8_t>();
+  for (int64_t i = 0; i < t.size(); ++i) b[i] = b[i] != 0;
 }
 
 // Copies `count` values of a typed field into `out` through `convert`.
@@ -63,60 +132,64 @@ void FillFrom(const Field& field, Out* out, Convert convert) {
   for (int i = 0; i < field.size(); ++i) out[i] = convert(field.Get(i));
 }
 
-absl::Status FillFromTypedFields(const onnx::TensorProto& p, Tensor& t) {
-  const int64_t n = t.size();
+// Checks that the typed field of `dtype` holds `n` values and, when `t` is
+// given, copies them into it. Called first without `t`, so that a shape with
+// no data behind it fails before anything is allocated.
+absl::Status FillFromTypedFields(const onnx::TensorProto& p, DType dtype, const Shape& shape, int64_t n,
+                                 Tensor* t) {
   auto count_error = [&](int64_t got) {
-    return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(t.shape()),
-                                " (", Name(t.dtype()), ") holds ", got, " values, expected ", n));
+    return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(shape),
+                                " (", Name(dtype), ") holds ", got, " values, expected ", n));
   };
-  const DTypeInfo& info = Info(t.dtype());
-  switch (t.dtype()) {
+  const DTypeInfo& info = Info(dtype);
+  switch (dtype) {
     case DType::kFloat:
       if (p.float_data_size() != n) return count_error(p.float_data_size());
-      FillFrom(p.float_data(), t.data<float>(), [](float v) { return v; });
+      if (t) FillFrom(p.float_data(), t->data<float>(), [](float v) { return v; });
       return absl::OkStatus();
     case DType::kComplex64:
       if (p.float_data_size() != 2 * n) return count_error(p.float_data_size() / 2);
-      FillFrom(p.float_data(), t.data<float>(), [](float v) { return v; });
+      if (t) FillFrom(p.float_data(), t->data<float>(), [](float v) { return v; });
       return absl::OkStatus();
     case DType::kDouble:
       if (p.double_data_size() != n) return count_error(p.double_data_size());
-      FillFrom(p.double_data(), t.data<double>(), [](double v) { return v; });
+      if (t) FillFrom(p.double_data(), t->data<double>(), [](double v) { return v; });
       return absl::OkStatus();
     case DType::kComplex128:
       if (p.double_data_size() != 2 * n) return count_error(p.double_data_size() / 2);
-      FillFrom(p.double_data(), t.data<double>(), [](double v) { return v; });
+      if (t) FillFrom(p.double_data(), t->data<double>(), [](double v) { return v; });
       return absl::OkStatus();
     case DType::kInt64:
       if (p.int64_data_size() != n) return count_error(p.int64_data_size());
-      FillFrom(p.int64_data(), t.data<int64_t>(), [](int64_t v) { return v; });
+      if (t) FillFrom(p.int64_data(), t->data<int64_t>(), [](int64_t v) { return v; });
       return absl::OkStatus();
     case DType::kUInt32:
       if (p.uint64_data_size() != n) return count_error(p.uint64_data_size());
-      FillFrom(p.uint64_data(), t.data<uint32_t>(), [](uint64_t v) { return uint32_t(v); });
+      if (t) FillFrom(p.uint64_data(), t->data<uint32_t>(), [](uint64_t v) { return uint32_t(v); });
       return absl::OkStatus();
     case DType::kUInt64:
       if (p.uint64_data_size() != n) return count_error(p.uint64_data_size());
-      FillFrom(p.uint64_data(), t.data<uint64_t>(), [](uint64_t v) { return v; });
+      if (t) FillFrom(p.uint64_data(), t->data<uint64_t>(), [](uint64_t v) { return v; });
       return absl::OkStatus();
     case DType::kString:
       if (p.string_data_size() != n) return count_error(p.string_data_size());
-      FillFrom(p.string_data(), t.data<std::string>(), [](const std::string& v) { return v; });
+      if (t) FillFrom(p.string_data(), t->data<std::string>(), [](const std::string& v) { return v; });
       return absl::OkStatus();
     default:
       break;
   }
   // Everything else lives in int32_data: one element per entry, or for the
   // packed types one byte (two or four elements) per entry.
-  const int64_t entries = info.packed() ? int64_t(t.bytes()) : n;
+  const int64_t entries = info.packed() ? int64_t(StorageBytes(dtype, n)) : n;
   if (p.int32_data_size() != entries)
     return count_error(info.packed() ? int64_t(p.int32_data_size()) * info.elements_per_byte()
                                      : p.int32_data_size());
+  if (!t) return absl::OkStatus();
   const size_t width = info.packed() ? 1 : size_t(info.bits / 8);
-  uint8_t* out = t.data<uint8_t>();
+  uint8_t* out = t->data<uint8_t>();
   for (int64_t i = 0; i < entries; ++i) {
     const uint32_t v = uint32_t(p.int32_data(int(i)));
-    if (t.dtype() == DType::kBool) {
+    if (dtype == DType::kBool) {
       out[i] = v != 0;
     } else {
       std::memcpy(out + i * width, &v, width);  // little-endian low bytes
@@ -163,6 +236,9 @@ Opsets ConvertOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetI
   }
   return opsets;
 }
+
+// The most nodes model-local functions may expand to, all calls together.
+constexpr int64_t kMaxInlinedNodes = int64_t(1) << 20;
 
 class GraphBuilder {
  public:
@@ -277,6 +353,12 @@ class GraphBuilder {
       return absl::OkStatus();
     }
     if (depth > 32) return Invalid(absl::StrCat("function '", node.op_type, "' nests more than 32 deep"));
+    // Depth alone does not bound the work: functions that each call the next
+    // twice expand exponentially. Every body node inlined counts.
+    inlined_ += fn->second->node_size();
+    if (inlined_ > kMaxInlinedNodes)
+      return Invalid(absl::StrCat("model-local functions expand to more than ", kMaxInlinedNodes,
+                                  " nodes (while inlining '", node.op_type, "' called by node '", node.name, "')"));
     const onnx::FunctionProto& f = *fn->second;
     // Names inside the body: formal inputs and outputs map to the call's
     // actual names; every other name gets a scope unique to this call.
@@ -309,7 +391,8 @@ class GraphBuilder {
   std::string base_dir_;
   const FunctionMap& functions_;
   std::string scope_;
-  int call_counter_ = 0;
+  int64_t call_counter_ = 0;
+  int64_t inlined_ = 0;  // body nodes inlined so far
 };
 
 }  // namespace
@@ -327,39 +410,56 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::st
   if (expected > kMaxTensorBytes)
     return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(shape), " is too large"));
 
-  // Decide where the bytes are before allocating, so a lying shape cannot
-  // make us allocate more than the file holds.
-  std::string external;
-  const std::string* raw = nullptr;
+  // Decide where the bytes are and check their count before allocating, so a
+  // lying shape cannot make us allocate more than the model holds.
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    int64_t offset = 0, length = -1;
-    for (const auto& kv : p.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::strtoll(kv.value().c_str(), nullptr, 10);
-      else if (kv.key() == "length") length = std::strtoll(kv.value().c_str(), nullptr, 10);
-    }
     if (dtype == DType::kString)
       return Invalid(absl::StrCat("tensor '", p.name(), "': string tensors cannot use external data"));
-    ASSIGN_OR_RETURN(std::string data, ReadExternal(location, offset, length, base_dir, p.name()));
-    external = std::move(data);
-    raw = &external;
-  } else if (p.has_raw_data()) {
-    if (dtype == DType::kString)
-      return Invalid(absl::StrCat("tensor '", p.name(), "': string tensors cannot use raw_data"));
-    raw = &p.raw_data();
-  }
-  if (raw && raw->size() != expected)
-    return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(shape), " (",
-                                Name(dtype), ") needs ", expected, " bytes, has ", raw->size()));
-  ASSIGN_OR_RETURN(Tensor t, Tensor::Make(dtype, shape));
-  if (raw) {
-    if (!raw->empty()) std::memcpy(t.raw(), raw->data(), raw->size());
-    if (dtype == DType::kBool)  // normalise to 0/1 so bool reads are well defined
-      for (int64_t i = 0; i < count; ++i) t.data<uint8_t>()[i] = t.data<uint8_t>()[i] != 0;
+    std::string location;
+    std::optional<int64_t> offset = 0, length;
+    for (const auto& kv : p.external_data()) {
+      if (kv.key() == "location") {
+        location = kv.value();
+      } else if (kv.key() == "offset" || kv.key() == "length") {
+        const std::optional<int64_t> v = ParseSize(kv.value());
+        if (!v)
+          return Invalid(absl::StrCat("tensor '", p.name(), "': external data ", kv.key(), " '", kv.value(),
+                                      "' is not a non-negative integer"));
+        (kv.key() == "offset" ? offset : length) = v;
+      }
+    }
+    int64_t file_size = 0;
+    ASSIGN_OR_RETURN(Fd fd, OpenExternal(location, base_dir, p.name(), file_size));
+    if (*offset > file_size)
+      return Invalid(absl::StrCat("tensor '", p.name(), "': external data offset ", *offset,
+                                  " is past the end of '", location, "' (", file_size, " bytes)"));
+    if (!length) length = file_size - *offset;
+    if (*length > file_size - *offset)
+      return Invalid(absl::StrCat("tensor '", p.name(), "': external data offset ", *offset, " + length ",
+                                  *length, " is past the end of '", location, "' (", file_size, " bytes)"));
+    if (uint64_t(*length) != expected)
+      return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(shape), " (", Name(dtype),
+                                  ") needs ", expected, " bytes, has ", *length));
+    ASSIGN_OR_RETURN(Tensor t, Tensor::MakeUninitialized(dtype, shape));
+    if (!ReadAt(fd.get(), *offset, expected, static_cast<char*>(t.raw())))
+      return Invalid(absl::StrCat("tensor '", p.name(), "': cannot read external data '", location, "'"));
+    NormalizeBools(t);
     return t;
   }
-  RETURN_IF_ERROR(FillFromTypedFields(p, t));
+  if (p.has_raw_data()) {
+    if (dtype == DType::kString)
+      return Invalid(absl::StrCat("tensor '", p.name(), "': string tensors cannot use raw_data"));
+    if (p.raw_data().size() != expected)
+      return Invalid(absl::StrCat("tensor '", p.name(), "' of shape ", ShapeToString(shape), " (", Name(dtype),
+                                  ") needs ", expected, " bytes, has ", p.raw_data().size()));
+    ASSIGN_OR_RETURN(Tensor t, Tensor::MakeUninitialized(dtype, shape));
+    if (expected) std::memcpy(t.raw(), p.raw_data().data(), expected);
+    NormalizeBools(t);
+    return t;
+  }
+  RETURN_IF_ERROR(FillFromTypedFields(p, dtype, shape, count, nullptr));
+  ASSIGN_OR_RETURN(Tensor t, Tensor::MakeUninitialized(dtype, shape));
+  RETURN_IF_ERROR(FillFromTypedFields(p, dtype, shape, count, &t));
   return t;
 }
 
@@ -375,7 +475,9 @@ void TensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto* 
   }
 }
 
-absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::string& base_dir) {
+namespace {
+
+absl::StatusOr<Graph> LoadUnguarded(const std::string& bytes, const std::string& base_dir) {
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes))
     return Invalid("not a valid ONNX model: the protobuf does not parse");
@@ -395,14 +497,40 @@ absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::st
   return g;
 }
 
+}  // namespace
+
+absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::string& base_dir) {
+  // Tensors are checked before they are allocated; protobuf's own parsing and
+  // the graph's small vectors may still run out: a status, not an exception.
+  try {
+    return LoadUnguarded(bytes, base_dir);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory while loading the model");
+  }
+}
+
 absl::StatusOr<Graph> LoadModel(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open model '", path, "'"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  // Opened once, non-blocking (a FIFO cannot hang the load) and checked to be
+  // a regular file whose size is known before anything is allocated.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) return absl::NotFoundError(absl::StrCat("cannot open model '", path, "': ", std::strerror(errno)));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Invalid(absl::StrCat("model '", path, "' is not a regular file"));
+  if (uint64_t(st.st_size) > kMaxModelBytes)
+    return Invalid(absl::StrCat("model '", path, "' has ", st.st_size, " bytes; a protobuf holds at most ",
+                                kMaxModelBytes));
+  std::string bytes;
+  try {
+    bytes.resize(size_t(st.st_size));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory for the ", st.st_size, " bytes of model '", path, "'"));
+  }
+  if (!ReadAt(fd.get(), 0, bytes.size(), bytes.data()))
+    return Invalid(absl::StrCat("cannot read model '", path, "'"));
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  absl::StatusOr<Graph> g = LoadModelFromBytes(buffer.str(), dir.string());
+  absl::StatusOr<Graph> g = LoadModelFromBytes(bytes, dir.string());
   if (!g.ok())
     return absl::Status(g.status().code(), absl::StrCat(path, ": ", g.status().message()));
   return g;

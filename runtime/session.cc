@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <deque>
+#include <new>
 #include <map>
 #include <set>
 
@@ -164,6 +165,7 @@ struct Session::Impl {
   const OpRegistry* ops = nullptr;
   SessionOptions options;
   int threads = 1;
+  std::shared_ptr<MemoryBudget> budget;  // every tensor the session allocates
   std::vector<ValueInfo> inputs, outputs;
   std::map<std::string, int> value_index;
   std::vector<std::string> value_names;
@@ -199,6 +201,7 @@ struct Session::Impl {
 
 absl::Status Session::Impl::Build() {
   threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  budget = std::make_shared<MemoryBudget>(options.memory_limit > 0 ? options.memory_limit : DefaultMemoryLimit());
   for (auto& [name, tensor] : graph.initializers) {
     int v = Intern(name);
     constants[size_t(v)] = tensor;
@@ -554,7 +557,11 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& value
       results[i] = in_ptrs[size_t(take)]->Reshaped(shape);
       continue;
     }
-    ASSIGN_OR_RETURN(results[i], Tensor::MakeUninitialized(dtype, shape));
+    absl::StatusOr<Tensor> made = Tensor::MakeUninitialized(dtype, shape, budget);
+    if (!made.ok())
+      return absl::Status(made.status().code(),
+                          absl::StrCat(node.Describe(), ": output ", i, ": ", made.status().message()));
+    results[i] = *std::move(made);
   }
   StepContext ctx(node, in_ptrs, results, *types, *step.row, plan, threads);
   RETURN_IF_ERROR(step.op->Compute(ctx));
@@ -580,7 +587,11 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
   impl->graph = std::move(graph);
   impl->ops = &ops;
   impl->options = options;
-  RETURN_IF_ERROR(impl->Build());
+  try {
+    RETURN_IF_ERROR(impl->Build());
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory while creating the session");
+  }
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
@@ -628,7 +639,18 @@ absl::Status Session::ValidateInputs(const std::vector<NamedTensor>& inputs) con
   return absl::OkStatus();
 }
 
+// Tensors are checked against the budget before they are allocated; what
+// remains is the kernels' small temporaries (std::vector): if even those
+// cannot be had, the caller gets a status, not an exception.
 absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const {
+  try {
+    return RunUnguarded(inputs, outputs);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory for a kernel's temporary buffers");
+  }
+}
+
+absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const {
   const Impl& im = *impl_;
   RETURN_IF_ERROR(ValidateInputs(inputs));
   std::vector<Tensor> values(im.value_names.size());
@@ -696,7 +718,7 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
     for (const Tensor& c : im.constants) shared = shared || (c.defined() && c.storage() == v.storage());
     for (const NamedTensor& in : inputs) shared = shared || in.tensor.storage() == v.storage();
     if (shared) {
-      ASSIGN_OR_RETURN((*outputs)[k], v.Clone());
+      ASSIGN_OR_RETURN((*outputs)[k], v.Clone(im.budget));
     } else {
       (*outputs)[k] = v;
     }

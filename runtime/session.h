@@ -16,6 +16,11 @@ class OpRegistry;
 struct SessionOptions {
   // Intra-op threads for the kernels; 0 means all cores.
   int threads = 0;
+  // The most bytes the session's tensors (outputs, intermediate values,
+  // folded constants) may hold at once, all concurrent runs together; checked
+  // before each allocation. 0: DefaultMemoryLimit(), 3/4 of physical memory.
+  // The model's initializers, loaded before the session, are not counted.
+  size_t memory_limit = 0;
 };
 
 struct NamedTensor {
@@ -61,6 +66,7 @@ class Session {
  private:
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);
+  absl::Status RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const;
   std::unique_ptr<Impl> impl_;
 };
 

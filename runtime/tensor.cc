@@ -1,5 +1,6 @@
 #include "runtime/tensor.h"
 
+#include "runtime/checked.h"
 #include "runtime/status_macros.h"
 
 #include <algorithm>
@@ -9,20 +10,14 @@
 #include <cstring>
 #include <new>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace onnx_mini {
 
-int64_t ElementCount(const Shape& shape) {
-  int64_t count = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return -1;
-    if (d != 0 && count > INT64_MAX / d) return -1;
-    count *= d;
-  }
-  return count;
-}
+int64_t ElementCount(const Shape& shape) { return CheckedProduct(shape).value_or(-1); }
 
 std::string ShapeToString(const Shape& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
@@ -84,12 +79,35 @@ class BlockPool {
 
 }  // namespace
 
-std::shared_ptr<Storage> Storage::Allocate(DType dtype, int64_t count, bool zero) {
+bool MemoryBudget::Reserve(size_t bytes) {
+  size_t used = used_.load(std::memory_order_relaxed);
+  do {
+    if (bytes > limit_ || used > limit_ - bytes) return false;
+  } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+size_t DefaultMemoryLimit() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return kMaxTensorBytes;
+  const uint64_t physical = uint64_t(pages) * uint64_t(page);
+  return size_t(physical / 4 * 3);
+}
+
+std::shared_ptr<Storage> Storage::Allocate(DType dtype, int64_t count, bool zero,
+                                           std::shared_ptr<MemoryBudget> budget) {
   const size_t bytes = StorageBytes(dtype, count);
+  if (bytes > kMaxTensorBytes) return nullptr;
   const size_t rounded = (bytes + 63) / 64 * 64;
+  // Charged before allocating; given back if the allocator refuses.
+  if (budget && !budget->Reserve(rounded)) return nullptr;
   void* data = rounded == 0 ? nullptr : BlockPool::Get().Take(rounded);
-  if (rounded != 0 && data == nullptr) return nullptr;
+  if (rounded != 0 && data == nullptr) {
+    if (budget) budget->Release(rounded);
+    return nullptr;
+  }
   std::shared_ptr<Storage> s(new Storage());
+  s->budget_ = std::move(budget);
   s->data_ = data;
   s->bytes_ = bytes;
   s->capacity_ = rounded;
@@ -117,15 +135,20 @@ Storage::~Storage() {
   std::string* strings = static_cast<std::string*>(data_);
   for (int64_t i = 0; i < string_count_; ++i) strings[i].~basic_string();
   if (data_) BlockPool::Get().Give(data_, capacity_);
+  if (budget_) budget_->Release(capacity_);
 }
 
-absl::StatusOr<Tensor> Tensor::Make(DType dtype, Shape shape) { return Create(dtype, std::move(shape), true); }
-
-absl::StatusOr<Tensor> Tensor::MakeUninitialized(DType dtype, Shape shape) {
-  return Create(dtype, std::move(shape), false);
+absl::StatusOr<Tensor> Tensor::Make(DType dtype, Shape shape, const std::shared_ptr<MemoryBudget>& budget) {
+  return Create(dtype, std::move(shape), true, budget);
 }
 
-absl::StatusOr<Tensor> Tensor::Create(DType dtype, Shape shape, bool zero) {
+absl::StatusOr<Tensor> Tensor::MakeUninitialized(DType dtype, Shape shape,
+                                                 const std::shared_ptr<MemoryBudget>& budget) {
+  return Create(dtype, std::move(shape), false, budget);
+}
+
+absl::StatusOr<Tensor> Tensor::Create(DType dtype, Shape shape, bool zero,
+                                      const std::shared_ptr<MemoryBudget>& budget) {
   if (!IsValidDType(int32_t(dtype)))
     return absl::InvalidArgumentError(absl::StrCat("invalid element type ", int(dtype)));
   const int64_t count = ElementCount(shape);
@@ -133,11 +156,18 @@ absl::StatusOr<Tensor> Tensor::Create(DType dtype, Shape shape, bool zero) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid or too large shape ", ShapeToString(shape)));
   Tensor t;
-  t.storage_ = Storage::Allocate(dtype, count, zero);
-  if (!t.storage_)
+  const size_t used = budget ? budget->used() : 0;
+  t.storage_ = Storage::Allocate(dtype, count, zero, budget);
+  if (!t.storage_) {
+    const size_t bytes = StorageBytes(dtype, count);
+    if (budget && (bytes > budget->limit() || used > budget->limit() - bytes))
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "out of memory for a ", Name(dtype), " tensor of shape ", ShapeToString(shape), ": its ", bytes,
+          " bytes exceed the session's memory limit of ", budget->limit(), " bytes (", used, " in use)"));
     return absl::ResourceExhaustedError(
         absl::StrCat("out of memory for a ", Name(dtype), " tensor of shape ",
                      ShapeToString(shape)));
+  }
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.size_ = count;
@@ -164,9 +194,9 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return t;
 }
 
-absl::StatusOr<Tensor> Tensor::Clone() const {
+absl::StatusOr<Tensor> Tensor::Clone(const std::shared_ptr<MemoryBudget>& budget) const {
   if (!defined()) return Tensor();
-  ASSIGN_OR_RETURN(Tensor t, MakeUninitialized(dtype_, shape_));
+  ASSIGN_OR_RETURN(Tensor t, MakeUninitialized(dtype_, shape_, budget));
   CopyElements(*this, t);
   return t;
 }

@@ -2,6 +2,7 @@
 // views) or borrowed from the caller. String tensors hold std::string elements.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,13 +26,36 @@ constexpr int64_t kMaxRank = 4096;
 int64_t ElementCount(const Shape& shape);
 std::string ShapeToString(const Shape& shape);
 
+// A cap on the bytes of the owned blocks allocated against it, shared by
+// everything a session allocates (outputs, temporaries, folded constants):
+// a block reserves its size before it is allocated and returns it when freed.
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(size_t limit) : limit_(limit) {}
+  // Takes `bytes` from the budget; false (and nothing taken) if over the limit.
+  bool Reserve(size_t bytes);
+  void Release(size_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  size_t limit() const { return limit_; }
+  size_t used() const { return used_.load(std::memory_order_relaxed); }
+
+ private:
+  const size_t limit_;
+  std::atomic<size_t> used_{0};
+};
+
+// The default cap of a session: three quarters of the physical memory.
+size_t DefaultMemoryLimit();
+
 // A block of memory. Owned blocks are 64-byte aligned; borrowed blocks point at
 // the caller's memory and are never freed here.
 class Storage {
  public:
   // `zero` false leaves numeric memory uninitialized, for buffers the caller
   // overwrites entirely.
-  static std::shared_ptr<Storage> Allocate(DType dtype, int64_t count, bool zero = true);
+  // `budget` (optional) is charged for the block while it lives; null if the
+  // budget or the allocator refuses.
+  static std::shared_ptr<Storage> Allocate(DType dtype, int64_t count, bool zero = true,
+                                           std::shared_ptr<MemoryBudget> budget = nullptr);
   static std::shared_ptr<Storage> Borrow(void* data, size_t bytes);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -48,6 +72,7 @@ class Storage {
   size_t capacity_ = 0;  // allocated bytes (64-byte multiple)
   bool owned_ = false;
   int64_t string_count_ = 0;  // owned string storage: destroy this many
+  std::shared_ptr<MemoryBudget> budget_;  // charged capacity_ bytes, if set
 };
 
 class Tensor {
@@ -56,11 +81,14 @@ class Tensor {
   Tensor() = default;
 
   // A new owned tensor. Numeric storage is zero-filled; strings are empty.
-  // Fails if the shape is invalid or too large.
-  static absl::StatusOr<Tensor> Make(DType dtype, Shape shape);
+  // Fails if the shape is invalid or too large, or (ResourceExhausted) if the
+  // memory or the optional budget is not there.
+  static absl::StatusOr<Tensor> Make(DType dtype, Shape shape,
+                                     const std::shared_ptr<MemoryBudget>& budget = nullptr);
   // Like Make, but numeric memory is left uninitialized: for outputs that a
   // kernel writes in full.
-  static absl::StatusOr<Tensor> MakeUninitialized(DType dtype, Shape shape);
+  static absl::StatusOr<Tensor> MakeUninitialized(DType dtype, Shape shape,
+                                                  const std::shared_ptr<MemoryBudget>& budget = nullptr);
   // Like Make, for tests and tools with small known-valid shapes: an invalid
   // shape or a failed allocation gives an undefined tensor. Runtime code
   // uses Make, which reports the failure.
@@ -89,10 +117,11 @@ class Tensor {
   // A view with another shape of the same element count, sharing storage.
   Tensor Reshaped(Shape shape) const;
   // A deep copy into new owned storage (fails when memory runs out).
-  absl::StatusOr<Tensor> Clone() const;
+  absl::StatusOr<Tensor> Clone(const std::shared_ptr<MemoryBudget>& budget = nullptr) const;
 
  private:
-  static absl::StatusOr<Tensor> Create(DType dtype, Shape shape, bool zero);
+  static absl::StatusOr<Tensor> Create(DType dtype, Shape shape, bool zero,
+                                       const std::shared_ptr<MemoryBudget>& budget);
   DType dtype_ = DType::kUndefined;
   Shape shape_;
   int64_t size_ = 0;

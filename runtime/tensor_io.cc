@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "onnx.pb.h"
 #include "runtime/loader.h"
 #include "runtime/status_macros.h"
@@ -127,6 +128,52 @@ std::string SerializeTensorProto(const Tensor& tensor, const std::string& name) 
   onnx::TensorProto proto;
   TensorToProto(tensor, name, &proto);
   return proto.SerializeAsString();
+}
+
+bool FitsTensorProto(const Tensor& tensor) {
+  // The data plus a generous allowance for the name, dims and field tags.
+  constexpr size_t kLimit = (size_t(1) << 31) - (size_t(1) << 20);
+  if (tensor.dtype() != DType::kString) return tensor.bytes() + tensor.shape().size() * 11 < kLimit;
+  size_t total = 0;
+  for (int64_t i = 0; i < tensor.size(); ++i) total += tensor.data<std::string>()[i].size() + 6;
+  return total < kLimit;
+}
+
+absl::Status WriteTensorFile(const std::string& path, const Tensor& tensor, const std::string& name) {
+  const bool npy = path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
+  std::string header;
+  if (npy) {
+    const char* descr = nullptr;
+    for (const NpyType& t : kNpyTypes)
+      if (t.dtype == tensor.dtype()) descr = t.descr;
+    if (descr == nullptr)
+      return absl::InvalidArgumentError(absl::StrCat("'", path, "': .npy has no type for ", LowerName(tensor.dtype())));
+    const int width = Info(tensor.dtype()).bits / 8;
+    std::string shape = absl::StrJoin(tensor.shape(), ", ");
+    if (tensor.rank() == 1) shape += ",";  // a 1-tuple: "(4,)"
+    std::string dict = absl::StrCat("{'descr': '", width == 1 ? "|" : "<", descr, "', 'fortran_order': False, 'shape': (",
+                                    shape, "), }");
+    // Version 2.0 (4-byte header length); data aligned to 64 bytes.
+    const size_t unpadded = 12 + dict.size() + 1;
+    dict.append((64 - unpadded % 64) % 64, ' ');
+    dict.push_back('\n');
+    const uint32_t len = uint32_t(dict.size());
+    header = std::string("\x93NUMPY\x02\x00", 8);
+    for (int i = 0; i < 4; ++i) header.push_back(char((len >> (8 * i)) & 0xff));
+    header += dict;
+  } else if (!FitsTensorProto(tensor)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "': a ", LowerName(tensor.dtype()),
+                                                   ShapeToString(tensor.shape()), " tensor does not fit a TensorProto (2 GiB)"));
+  } else {
+    header = SerializeTensorProto(tensor, name);
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
+  out.write(header.data(), std::streamsize(header.size()));
+  if (npy && tensor.bytes()) out.write(static_cast<const char*>(tensor.raw()), std::streamsize(tensor.bytes()));
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrCat("cannot write '", path, "'"));
+  return absl::OkStatus();
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes) {

@@ -24,6 +24,16 @@ absl::StatusOr<Tensor> ParseNpy(const std::string& bytes);
 // Serializes `tensor` as a TensorProto named `name`.
 std::string SerializeTensorProto(const Tensor& tensor, const std::string& name);
 
+// Whether `tensor` fits a serialized TensorProto (protobuf refuses messages
+// of 2 GiB and more).
+bool FitsTensorProto(const Tensor& tensor);
+
+// Writes `tensor` to `path`: as .npy when the path ends in ".npy" (an error
+// for element types .npy has no code for), else as a TensorProto named `name`
+// (an error if it does not fit one). Every write is checked; a failure may
+// leave a partial file at `path` (callers write to a temporary name).
+absl::Status WriteTensorFile(const std::string& path, const Tensor& tensor, const std::string& name);
+
 // Writes `bytes` to `path` atomically (a temporary file, then rename), so a
 // failure never leaves a half-written file.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& bytes);

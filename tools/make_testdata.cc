@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,94 @@ void ReshapeDivCase(const fs::path& out) {
   WriteCase(out / "conformance" / "test_mini_reshape_div_fp16", m, {x}, {y});
 }
 
+// The hostile inputs of issue 13, as regression cases of the fuzz targets
+// (testdata/fuzz/TARGET/, replayed by the fuzz_regressions_* ctests): each
+// used to crash, hang or answer wrongly; now each is a result or an error.
+void HostileCases(const fs::path& out) {
+  const fs::path run = out / "fuzz" / "run", load = out / "fuzz" / "load_model", files = out / "fuzz" / "tensor_file";
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  {  // Expand to [1e5, 1e5], then Transpose
+    ModelBuilder m(17);
+    m.Initializer("x", Tensor::FromVector<float>({1}, {1})).Initializer("shape", Tensor::FromVector<int64_t>({100000, 100000}, {2}));
+    m.Output("y", DType::kFloat, {}, false);
+    m.Node("Expand", {"x", "shape"}, {"e"});
+    m.Node("Transpose", {"e"}, {"y"});
+    Write(run / "issue13_expand_huge.onnx", m.Serialize());
+  }
+  {  // ConstantOfShape to [1e5, 1e5] feeding Neg
+    ModelBuilder m(17);
+    m.Initializer("shape", Tensor::FromVector<int64_t>({100000, 100000}, {2})).Output("y", DType::kFloat, {}, false);
+    m.Node("ConstantOfShape", {"shape"}, {"c"});
+    m.Node("Neg", {"c"}, {"y"});
+    Write(run / "issue13_constant_of_shape_huge.onnx", m.Serialize());
+  }
+  {  // Range of 2e11 elements
+    ModelBuilder m(17);
+    m.Initializer("start", Tensor::FromVector<float>({0}, {})).Initializer("limit", Tensor::FromVector<float>({2e11f}, {}));
+    m.Initializer("delta", Tensor::FromVector<float>({1}, {})).Output("y", DType::kFloat, {}, false);
+    m.Node("Range", {"start", "limit", "delta"}, {"y"});
+    Write(run / "issue13_range_huge.onnx", m.Serialize());
+  }
+  {  // Pad by INT64_MAX; Slice with step INT64_MAX
+    ModelBuilder m(13);
+    m.Input("x", DType::kFloat, {3}).Initializer("pads", Tensor::FromVector<int64_t>({kMax, kMax}, {2}));
+    m.Initializer("starts", Tensor::FromVector<int64_t>({0}, {1})).Initializer("ends", Tensor::FromVector<int64_t>({3}, {1}));
+    m.Initializer("axes", Tensor::FromVector<int64_t>({0}, {1})).Initializer("steps", Tensor::FromVector<int64_t>({kMax}, {1}));
+    m.Output("p", DType::kFloat, {}, false).Output("s", DType::kFloat, {}, false);
+    m.Node("Pad", {"x", "pads"}, {"p"});
+    m.Node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"s"});
+    Write(run / "issue13_pad_slice_int64_max.onnx", m.Serialize());
+  }
+  {  // Attention-25 with right_window_size INT64_MAX; keys of shape [1, 1, 2^40, 0]
+    ModelBuilder m(25);
+    m.Input("q", DType::kFloat, {1, 1, 4, 4}).Input("k", DType::kFloat, {1, 1, 4, 4}).Input("v", DType::kFloat, {1, 1, 4, 2});
+    m.Initializer("q0", Tensor::Zeros(DType::kFloat, {1, 1, 1, 0}));
+    m.Initializer("k0", Tensor::Zeros(DType::kFloat, {1, 1, int64_t(1) << 40, 0}));
+    m.Output("y", DType::kFloat, {}, false).Output("y0", DType::kFloat, {}, false);
+    onnx::NodeProto& n = m.Node("Attention", {"q", "k", "v"}, {"y"});
+    SetAttr(n, "left_window_size", int64_t(1));
+    SetAttr(n, "right_window_size", kMax);
+    m.Node("Attention", {"q0", "k0", "k0"}, {"y0"});
+    Write(run / "issue13_attention_window_and_empty_keys.onnx", m.Serialize());
+  }
+  {  // Functions that each call the next twice, 30 levels
+    ModelBuilder m(17);
+    m.Opset("local", 1);
+    m.Input("x", DType::kFloat, {1}).Output("y", DType::kFloat, {1});
+    m.Node("F0", {"x"}, {"y"}, "local");
+    for (int i = 0; i <= 30; ++i) {
+      onnx::FunctionProto* f = m.proto().add_functions();
+      f->set_name(absl::StrCat("F", i));
+      f->set_domain("local");
+      f->add_input("a");
+      f->add_output("b");
+      f->add_opset_import()->set_version(17);
+      auto* local = f->add_opset_import();
+      local->set_domain("local");
+      local->set_version(1);
+      for (int c = 0; c < (i == 30 ? 1 : 2); ++c) {
+        onnx::NodeProto* node = f->add_node();
+        node->set_op_type(i == 30 ? "Identity" : absl::StrCat("F", i + 1));
+        if (i < 30) node->set_domain("local");
+        node->add_input(c == 0 ? "a" : "t");
+        node->add_output(i == 30 || c == 1 ? "b" : "t");
+      }
+    }
+    Write(load / "issue13_functions_doubling.onnx", m.Serialize());
+    Write(run / "issue13_functions_doubling.onnx", m.Serialize());
+  }
+  {  // Tensor files that declare far more than they hold
+    onnx::TensorProto p;
+    p.set_data_type(int32_t(DType::kFloat));
+    p.add_dims(500000000);
+    Write(files / "issue13_declared_no_data.pb", p.SerializeAsString());
+    std::string npy("\x93NUMPY\x01\x00\x76\x00", 10);
+    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }";
+    dict.resize(117, ' ');
+    Write(files / "issue13_npy_declared_no_data.npy", npy + dict + "\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,6 +245,7 @@ int main(int argc, char** argv) {
   ExternalDataCase(out);
   FunctionCase(out);
   ReshapeDivCase(out);
+  HostileCases(out);
   WriteCapiModels(out / "capi");
   // The bundled decoder (four graphs over one external weights file).
   if (absl::Status s = WriteDecoderModels(out / "decoder"); !s.ok()) {

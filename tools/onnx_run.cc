@@ -1,7 +1,9 @@
 // onnx-run: runs an ONNX model on given, stored or random inputs and reports
 // its outputs and timing.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -27,11 +29,13 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
-    "                [--output-dir DIR] [--repeat N] [--threads N] [--json]\n"
+    "                [--output-dir DIR] [--repeat N] [--threads N] [--memory-limit BYTES] [--json]\n"
     "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ", with random inputs).\n"
     "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
     "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
-    "--output-dir writes output_K.pb. --json prints one JSON object.\n";
+    "--output-dir writes output_K.pb (output_K.npy if over 2 GiB), all or nothing.\n"
+    "--memory-limit caps the session's tensors (K, M, G suffixes; default 3/4 of RAM).\n"
+    "--json prints one JSON object.\n";
 
 struct Options {
   std::string model = ONNX_MINI_DEFAULT_MODEL;
@@ -40,7 +44,21 @@ struct Options {
   bool random_inputs = false, json = false;
   bool random_default = true;  // the bundled model runs on random inputs unless given some
   int repeat = 1, threads = 0;
+  size_t memory_limit = 0;  // 0: the session's default
 };
+
+// A byte count with an optional K, M or G suffix (powers of 1024).
+bool ParseBytes(const std::string& s, size_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || s[0] < '0' || s[0] > '9' || errno != 0) return false;
+  const std::string suffix(end);
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  if (shift < 0 || v == 0 || v > (~0ull >> shift)) return false;
+  out = size_t(v << shift);
+  return true;
+}
 
 bool ParseInt(const std::string& s, int& out) {
   char* end = nullptr;
@@ -82,6 +100,10 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
         return absl::InvalidArgumentError(absl::StrCat(repeat ? "--repeat" : "--threads",
                                                        " takes a number, got '", v, "'"));
       (repeat ? o.repeat : o.threads) = n;
+    } else if (is("--memory-limit")) {
+      ASSIGN_OR_RETURN(std::string v, value("--memory-limit"));
+      if (!ParseBytes(v, o.memory_limit))
+        return absl::InvalidArgumentError(absl::StrCat("--memory-limit takes a byte count (K, M, G suffixes), got '", v, "'"));
     } else if (arg == "--random-inputs") {
       o.random_inputs = true;
     } else if (arg == "--json") {
@@ -136,6 +158,38 @@ std::vector<std::string> FirstValues(const Tensor& t, int64_t limit) {
   return out;
 }
 
+// Writes output_K.pb (output_K.npy for a tensor too large for a TensorProto)
+// all or nothing: every output goes to a temporary file first, and they are
+// renamed into place only when all were written.
+absl::Status WriteOutputs(const std::string& dir, const std::vector<Tensor>& outputs,
+                          const std::vector<ValueInfo>& info) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::vector<std::string> finals, temps;
+  const auto remove_all = [](const std::vector<std::string>& files) {
+    for (const std::string& f : files) std::remove(f.c_str());
+  };
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const bool npy = !FitsTensorProto(outputs[k]);
+    finals.push_back((fs::path(dir) / absl::StrCat("output_", k, npy ? ".npy" : ".pb")).string());
+    temps.push_back((fs::path(dir) / absl::StrCat(".output_", k, npy ? ".npy" : ".pb", ".tmp")).string());
+    absl::Status s = WriteTensorFile(temps.back(), outputs[k], info[k].name);
+    if (!s.ok()) {
+      remove_all(temps);
+      return absl::Status(s.code(), absl::StrCat("output '", info[k].name, "': ", s.message()));
+    }
+  }
+  for (size_t k = 0; k < finals.size(); ++k) {
+    if (std::rename(temps[k].c_str(), finals[k].c_str()) != 0) {
+      const std::string why = std::strerror(errno);
+      remove_all(std::vector<std::string>(finals.begin(), finals.begin() + long(k)));
+      remove_all(temps);
+      return absl::PermissionDeniedError(absl::StrCat("cannot write '", finals[k], "': ", why, "; no output was written"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 int Fail(const std::string& message) {
   std::cerr << "onnx-run: " << message << "\n";
   return 1;
@@ -150,6 +204,7 @@ int Main(int argc, char** argv) {
   const Options& o = *parsed;
   SessionOptions so;
   so.threads = o.threads;
+  so.memory_limit = o.memory_limit;
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Load(o.model, BuiltinOps(), so);
   if (!session.ok()) return Fail(std::string(session.status().message()));
 
@@ -206,16 +261,8 @@ int Main(int argc, char** argv) {
 
   const std::vector<ValueInfo>& out_info = (*session)->outputs();
   if (!o.output_dir.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.output_dir, ec);
-    std::vector<std::string> blobs;  // serialize everything before writing anything
-    for (size_t k = 0; k < outputs.size(); ++k)
-      blobs.push_back(SerializeTensorProto(outputs[k], out_info[k].name));
-    for (size_t k = 0; k < blobs.size(); ++k) {
-      absl::Status s = WriteFileAtomically(
-          (fs::path(o.output_dir) / absl::StrCat("output_", k, ".pb")).string(), blobs[k]);
-      if (!s.ok()) return Fail(std::string(s.message()));
-    }
+    absl::Status s = WriteOutputs(o.output_dir, outputs, out_info);
+    if (!s.ok()) return Fail(std::string(s.message()));
   }
 
   if (o.json) {

@@ -458,5 +458,38 @@ TEST(Attention, RuleViolationsAreClearErrors) {
               HasSubstr("not implemented: ai.onnx::Attention opset 23 for int32"));
 }
 
+TEST(Attention25, AWindowOfInt64MaxIsUnbounded) {
+  // pos + right_window + 1 used to overflow (UB) and hide every key: all zeros.
+  const auto run = [](int64_t right) {
+    return OpCall(25).In("Q", Zeros({1, 1, 5, 4})).In("K", Zeros({1, 1, 5, 4})).In("V", Iota({1, 1, 5, 1}))
+        .Go({"Y"}, [right](onnx::NodeProto& n) {
+          SetAttr(n, "left_window_size", int64_t(1));
+          SetAttr(n, "right_window_size", right);
+        });
+  };
+  absl::StatusOr<std::vector<Tensor>> huge = run(std::numeric_limits<int64_t>::max()), wide = run(1000);
+  ASSERT_TRUE(huge.ok()) << huge.status();
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_THAT(FloatValues((*huge)[0]), ::testing::Pointwise(::testing::FloatEq(), {2.0f, 2.0f, 2.5f, 3.0f, 3.5f}));
+  EXPECT_EQ(FloatValues((*huge)[0]), FloatValues((*wide)[0]));
+}
+
+TEST(Attention, KeysWithoutDataCostNothing) {
+  // K and V of shape [1, 1, 2^40, 0] hold no data: Y and present are empty,
+  // and nothing loops over the 2^40 keys (this used to run for hours).
+  const int64_t kKeys = int64_t(1) << 40;
+  for (bool present : {false, true}) {
+    OpCall call = OpCall(23).In("Q", Zeros({1, 1, 1, 0})).In("K", Zeros({1, 1, kKeys, 0})).In("V", Zeros({1, 1, kKeys, 0}));
+    if (present) call.Absent().In("pk", Zeros({1, 1, 0, 0})).In("pv", Zeros({1, 1, 0, 0}));
+    absl::StatusOr<std::vector<Tensor>> out =
+        present ? call.Go({"Y", "pk_out", "pv_out"}) : call.Go({"Y"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), Shape({1, 1, 1, 0}));
+    if (present) {
+      EXPECT_EQ((*out)[1].shape(), Shape({1, 1, kKeys, 0}));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnx_mini

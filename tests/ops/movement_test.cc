@@ -129,5 +129,36 @@ TEST(Movement, ExtremeParametersNeitherOverflowNorAllocate) {
   EXPECT_THAT(Message(m.Build().status()), HasSubstr("the shape input has 1000000000000 entries; the most is 4096"));
 }
 
+TEST(Movement, EmptyTensorsWithHugeDimsNeitherOverflowNorLoop) {
+  // No elements, but dim products past int64 (or loops of 2^60 empty
+  // iterations) if a kernel multiplied or iterated over the dims.
+  const int64_t kBig = int64_t(1) << 40;
+  const Tensor a = Tensor::Zeros(DType::kFloat, {kBig, kBig, 0});
+  const Tensor b = Tensor::Zeros(DType::kFloat, {0, kBig, kBig});
+  const auto axis = [](int64_t v) { return [v](onnx::NodeProto& n) { SetAttr(n, "axis", v); }; };
+  absl::StatusOr<std::vector<Tensor>> out = RunNode(13, "Concat", {a, a}, 1, axis(2));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({kBig, kBig, 0}));
+  out = RunNode(13, "Gather", {a, I({0, 0}, {2})}, 1, axis(1));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({kBig, 2, 0}));
+  out = RunNode(13, "Split", {b, I({kBig / 2, kBig / 2}, {2})}, 2, axis(2));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[1].shape(), Shape({0, kBig, kBig / 2}));
+  out = RunNode(13, "Slice", {b, I({1, 1}, {2}), I({kBig, kBig}, {2}), I({1, 2}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({0, kBig - 1, kBig - 1}));
+  out = RunNode(13, "Expand", {F({}, {0, 1, 1}), I({0, kBig, kBig}, {3})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].size(), 0);
+  // Pads that crop the huge dims to 1 and pad the empty one: a [1, 1, 1] of the constant.
+  out = RunNode(13, "Pad", {b, I({1, 0, 0, 0, 1 - kBig, 1 - kBig}, {6}), F({7}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values((*out)[0]), ElementsAre(7));
+  // Concatenated sizes that overflow are an error.
+  const Tensor c = Tensor::Zeros(DType::kFloat, {0, std::numeric_limits<int64_t>::max() / 2 + 1});
+  EXPECT_THAT(Message(RunNode(13, "Concat", {c, c}, 1, axis(1)).status()), HasSubstr("overflows"));
+}
+
 }  // namespace
 }  // namespace onnx_mini

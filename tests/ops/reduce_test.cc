@@ -85,5 +85,25 @@ TEST(TopK, NanRanksAboveEveryNumberAndTiesKeepTheLowerIndex) {
   EXPECT_THAT(Values((*smallest)[1]), ElementsAre(5, 0, 3, 2, 1, 4));
 }
 
+TEST(Reduce, EmptyTensorsWithHugeDimsNeitherOverflowNorLoop) {
+  const int64_t kBig = int64_t(1) << 30;
+  const Tensor t = Tensor::Zeros(DType::kFloat, {kBig, 0, kBig});
+  const auto axis = [](int64_t v) { return [v](onnx::NodeProto& n) { SetAttr(n, "axis", v); }; };
+  // 2^60 empty (outer, inner) iterations if the kernels looped over the dims.
+  absl::StatusOr<std::vector<Tensor>> out = RunNode(13, "Softmax", {t}, 1, axis(1));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), t.shape());
+  out = RunNode(13, "TopK", {t, I({0}, {1})}, 2, axis(1));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[1].shape(), t.shape());
+  out = RunNode(13, "ArgMax", {t}, 1, axis(0));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({1, 0, kBig}));
+  // ArgMax over an empty axis with elements left to answer for is an error,
+  // not a read of the empty input.
+  EXPECT_THAT(Message(RunNode(13, "ArgMax", {F({}, {2, 0})}, 1, axis(1)).status()),
+              HasSubstr("ArgMax over the empty axis 1"));
+}
+
 }  // namespace
 }  // namespace onnx_mini

@@ -78,5 +78,25 @@ TEST(Reshape, ZeroMinusOneAllowZeroAndEmpty) {
   EXPECT_EQ(std::memcmp(data->raw(), x.raw(), x.bytes()), 0);
 }
 
+TEST(Shaping, DimProductsThatOverflowAreErrors) {
+  const int64_t kBig = int64_t(1) << 40;
+  const Tensor t = Tensor::Zeros(DType::kFloat, {kBig, kBig, 0});
+  // Flatten at axis 2 would be [2^80, 0].
+  absl::StatusOr<Tensor> out = RunOne(13, "Flatten", {t}, [](onnx::NodeProto& n) { SetAttr(n, "axis", int64_t(2)); });
+  EXPECT_THAT(Message(out.status()), HasSubstr("the product of dims overflows"));
+  out = RunOne(13, "Flatten", {t}, [](onnx::NodeProto& n) { SetAttr(n, "axis", int64_t(1)); });
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->shape(), Shape({kBig, 0}));
+  // Reshape to [2^40, 2^40, 2^40, 0] has no overflow (0 elements); [-1, 2^40, 2^40] does.
+  out = RunOne(14, "Reshape", {t, I({kBig, kBig, kBig, 0}, {4})}, [](onnx::NodeProto& n) { SetAttr(n, "allowzero", int64_t(1)); });
+  ASSERT_TRUE(out.ok()) << out.status();
+  out = RunOne(13, "Reshape", {F({1}, {1}), I({-1, kBig, kBig}, {3})});
+  EXPECT_THAT(Message(out.status()), HasSubstr("overflows"));
+  // Transpose of the empty tensor: strides of [0, 2^40, 2^40] overflow, nothing is read.
+  out = RunOne(13, "Transpose", {Tensor::Zeros(DType::kFloat, {0, kBig, kBig})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->shape(), Shape({kBig, kBig, 0}));
+}
+
 }  // namespace
 }  // namespace onnx_mini

@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "runtime/element.h"
 #include "runtime/registry.h"
 #include "tools/model_builder.h"
 
@@ -373,6 +374,99 @@ TEST(Plan, AValueListedTwiceAsAGraphOutputFillsBothCallerBuffers) {
   ASSERT_TRUE(s->Run({{"x", Tensor::FromVector<float>({1, 2}, {2})}}, &outputs).ok());
   EXPECT_EQ(a[1], -2.0f);
   EXPECT_EQ(b[1], -2.0f);
+}
+
+// ---- Hostile sizes: every case is a clear error naming the node, never a crash ----
+
+TEST(Limits, ExpandToAHugeShapeIsAnErrorNamingTheNode) {
+  // [1e5, 1e5] floats (40 GB) used to leave an undefined output that the
+  // kernel then wrote through (SIGSEGV), alone or feeding a Transpose.
+  for (bool transpose : {false, true}) {
+    ModelBuilder m(17);
+    m.Input("x", DType::kFloat, {1}).Initializer("shape", Tensor::FromVector<int64_t>({100000, 100000}, {2}));
+    m.Output("y", DType::kFloat, {}, false);
+    m.Node("Expand", {"x", "shape"}, {transpose ? "e" : "y"}).set_name("big");
+    if (transpose) m.Node("Transpose", {"e"}, {"y"});
+    absl::StatusOr<std::unique_ptr<Session>> s = m.Build();
+    ASSERT_TRUE(s.ok()) << s.status();
+    absl::StatusOr<std::vector<Tensor>> out = (*s)->Run({{"x", Tensor::FromVector<float>({1}, {1})}});
+    ASSERT_FALSE(out.ok());
+    EXPECT_TRUE(absl::IsResourceExhausted(out.status())) << out.status();
+    EXPECT_THAT(Message(out.status()), HasSubstr("'big'"));
+    EXPECT_THAT(Message(out.status()), HasSubstr("[100000,100000]"));
+  }
+}
+
+TEST(Limits, ConstantOfShapeAndRangeTooLargeFailInsteadOfAnUndefinedValue) {
+  // Constant folding used to store the undefined tensor of a failed
+  // allocation: exit 0 with a data_type 0 output, or "input 0 is required"
+  // from the next node.
+  ModelBuilder m(17);
+  m.Initializer("shape", Tensor::FromVector<int64_t>({100000, 100000}, {2}));
+  m.Output("y", DType::kFloat, {}, false);
+  m.Node("ConstantOfShape", {"shape"}, {"c"}).set_name("fill");
+  m.Node("Neg", {"c"}, {"y"});
+  absl::StatusOr<std::unique_ptr<Session>> s = m.Build();
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<std::vector<Tensor>> out = (*s)->Run({});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(Message(out.status()), HasSubstr("'fill'"));
+  EXPECT_THAT(Message(out.status()), HasSubstr("out of memory"));
+
+  // Range of 2e11 elements: float (800 GB) exceeds the memory limit, int64
+  // (1.6 TB) the largest tensor.
+  for (DType dtype : {DType::kFloat, DType::kInt64}) {
+    ModelBuilder r(17);
+    r.Output("y", dtype, {}, false);
+    Tensor start = Tensor::Zeros(dtype, {}), limit = Tensor::Zeros(dtype, {}), delta = Tensor::Zeros(dtype, {});
+    SetDouble(limit, 0, 2e11);
+    SetDouble(delta, 0, 1);
+    r.Initializer("start", start).Initializer("limit", limit).Initializer("delta", delta);
+    r.Node("Range", {"start", "limit", "delta"}, {"y"}).set_name("range");
+    absl::StatusOr<std::unique_ptr<Session>> rs = r.Build();
+    absl::Status status = rs.ok() ? (*rs)->Run({}).status() : rs.status();
+    ASSERT_FALSE(status.ok()) << LowerName(dtype);
+    EXPECT_THAT(Message(status), HasSubstr("'range'"));
+    // (2e11 in float is 199999995904.)
+    EXPECT_THAT(Message(status), HasSubstr(dtype == DType::kFloat ? "[199999995904]" : "[200000000000]"));
+  }
+}
+
+TEST(Limits, TheSessionMemoryLimitIsCheckedBeforeAllocatingAndGivenBack) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {1}).Input("shape", DType::kInt64, {2}).Output("y", DType::kFloat, {}, false);
+  m.Node("Expand", {"x", "shape"}, {"e"}).set_name("grow");
+  m.Node("Neg", {"e"}, {"y"});
+  SessionOptions options;
+  options.memory_limit = size_t(1) << 20;
+  std::unique_ptr<Session> s = *m.Build(options);
+  const auto run = [&](int64_t n) {
+    return s->Run({{"x", Tensor::FromVector<float>({2}, {1})},
+                   {"shape", Tensor::FromVector<int64_t>({n, n}, {2})}});
+  };
+  // 1024 x 1024 floats are 4 MiB: over the 1 MiB limit.
+  absl::StatusOr<std::vector<Tensor>> big = run(1024);
+  ASSERT_FALSE(big.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(big.status()));
+  EXPECT_THAT(Message(big.status()), HasSubstr("'grow'"));
+  EXPECT_THAT(Message(big.status()), HasSubstr("exceed the session's memory limit of 1048576 bytes"));
+  // 256 x 256 (256 KiB, twice: e and y) fits, every time: freed tensors give their bytes back.
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<std::vector<Tensor>> ok = run(256);
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    EXPECT_EQ((*ok)[0].data<float>()[0], -2.0f);
+  }
+  // Outputs the caller keeps are charged until freed: 4 kept outputs of 256 KiB fill the budget.
+  std::vector<std::vector<Tensor>> kept;
+  absl::Status last;
+  for (int i = 0; i < 5 && last.ok(); ++i) {
+    absl::StatusOr<std::vector<Tensor>> out = run(256);
+    if (out.ok()) kept.push_back(*out);
+    else last = out.status();
+  }
+  EXPECT_TRUE(absl::IsResourceExhausted(last)) << last;
+  kept.clear();
+  EXPECT_TRUE(run(256).ok());
 }
 
 }  // namespace

@@ -56,8 +56,16 @@ check wrong_dtype 1 "input 'x' must be float, got int64" -- "$run" "$case_dir/mo
 check wrong_shape 1 "input 'x' must have shape float\[2,4\], got \[4,2\]" -- "$run" "$case_dir/model.onnx" --input "x=$case_dir/test_data_set_0/output_0.pb" --output-dir "$tmp/bad5"
 check missing_input 1 "no value for input 'x'" -- "$run" "$case_dir/model.onnx"
 check bad_flag 2 "unknown option --frob" -- "$run" --frob
-for d in bad1 bad2 bad3 bad4 bad5 bad6; do
+# All or nothing: output_1 cannot be written (a folder is in its place), so output_0 is not either.
+mkdir -p "$tmp/partial/output_1.pb"
+check partial_outputs 1 "cannot write '.*output_1.pb': .*no output was written" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --output-dir "$tmp/partial"
+if [ "$(ls -A "$tmp/partial")" != "output_1.pb" ]; then echo "FAIL partial_outputs: $(ls -A "$tmp/partial")"; failures=$((failures + 1)); fi
+# The session memory limit, from the command line.
+check memory_limit 1 "exceed the session's memory limit of 16 bytes" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --memory-limit 16 --output-dir "$tmp/bad7"
+check memory_limit_ok 0 "output y: float \[4,2\]" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --memory-limit 1M
+check memory_limit_bad 2 "memory-limit takes a byte count" -- "$run" --memory-limit 12X
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7; do
   if [ -n "$(ls -A "$tmp/$d" 2>/dev/null)" ]; then echo "FAIL $d: files were written"; failures=$((failures + 1)); fi
 done
-echo "$((15 - failures)) passed, $failures failed"
+echo "$((20 - failures)) passed, $failures failed"
 [ "$failures" = 0 ]
