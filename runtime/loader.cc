@@ -238,7 +238,7 @@ Opsets ConvertOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetI
 }
 
 // The most nodes model-local functions may expand to, all calls together.
-constexpr int64_t kMaxInlinedNodes = int64_t(1) << 20;
+constexpr int64_t kMaxInlinedNodes = int64_t(1) << 16;
 
 class GraphBuilder {
  public:

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "onnx.pb.h"
+#include "runtime/checked.h"
 #include "runtime/loader.h"
 #include "runtime/status_macros.h"
 
@@ -91,15 +92,21 @@ absl::StatusOr<Tensor> ParseNpy(const std::string& bytes) {
   for (const NpyType& t : kNpyTypes)
     if (code == t.descr) dtype = t.dtype;
   if (dtype == DType::kUndefined) return bad(absl::StrCat("unsupported descr '", descr, "'"));
+  if (header.find("'shape'") == std::string::npos) return bad("no shape");
   Shape shape;
   std::stringstream dims(HeaderField(header, "shape"));
   std::string item;
   while (std::getline(dims, item, ',')) {
-    if (item.find_first_not_of(' ') == std::string::npos) continue;
-    char* end = nullptr;
-    long long d = std::strtoll(item.c_str(), &end, 10);
-    if (d < 0) return bad("negative dim");
-    shape.push_back(d);
+    const size_t first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+    if (first == std::string::npos) continue;
+    // Plain decimal digits only: "-1", "2x" or a value past int64 is an error, not a guess.
+    std::optional<int64_t> d = 0;
+    for (size_t i = first; i <= last && d; ++i) {
+      if (item[i] < '0' || item[i] > '9') d.reset();
+      else if ((d = CheckedMul(*d, 10))) d = CheckedAdd(*d, item[i] - '0');
+    }
+    if (!d) return bad(absl::StrCat("bad dim '", item, "'"));
+    shape.push_back(*d);
   }
   const int64_t count = ElementCount(shape);
   if (count < 0) return bad("invalid shape");
@@ -107,8 +114,10 @@ absl::StatusOr<Tensor> ParseNpy(const std::string& bytes) {
   if (bytes.size() - data_offset != StorageBytes(dtype, count))
     return bad(absl::StrCat("data holds ", bytes.size() - data_offset, " bytes, shape ",
                             ShapeToString(shape), " needs ", StorageBytes(dtype, count)));
-  ASSIGN_OR_RETURN(Tensor t, Tensor::Make(dtype, shape));
+  ASSIGN_OR_RETURN(Tensor t, Tensor::MakeUninitialized(dtype, shape));
   if (t.bytes()) std::memcpy(t.raw(), bytes.data() + data_offset, t.bytes());
+  if (dtype == DType::kBool)  // a bool byte other than 0 or 1 is undefined to read: normalise
+    for (int64_t i = 0; i < t.size(); ++i) t.data<uint8_t>()[i] = t.data<uint8_t>()[i] != 0;
   return t;
 }
 

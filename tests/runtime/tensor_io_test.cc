@@ -61,5 +61,26 @@ TEST_F(TensorFiles, TensorsOver2GiBDoNotFitATensorProto) {
   EXPECT_FALSE(fs::exists(Path("large.pb")));
 }
 
+// A .npy file from its header dict and data bytes (version 1.0).
+std::string Npy(std::string dict, const std::string& data) {
+  dict.resize(117, ' ');
+  return std::string("\x93NUMPY\x01\x00\x76\x00", 10) + dict + "\n" + data;
+}
+
+TEST(Npy, HeaderIsStrictAndBoolsAreNormalised) {
+  // Found by fuzz-tensor_file: a bool byte of 10 was kept (undefined to read as
+  // bool), and a header without 'shape' was read as a scalar.
+  absl::StatusOr<Tensor> t = ParseNpy(Npy("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\x0a\x00", 2)));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->data<uint8_t>()[0], 1);
+  EXPECT_EQ(t->data<uint8_t>()[1], 0);
+  EXPECT_THAT(std::string(ParseNpy(Npy("{'descr': '|b1', 'fortran_order': False, }", "\x01")).status().message()),
+              HasSubstr("no shape"));
+  for (const char* dims : {"(-1,)", "(2x,)", "(99999999999999999999,)", "(1e3,)"})
+    EXPECT_THAT(std::string(ParseNpy(Npy(std::string("{'descr': '<f4', 'fortran_order': False, 'shape': ") + dims + ", }", ""))
+                                .status().message()),
+                HasSubstr("bad dim")) << dims;
+}
+
 }  // namespace
 }  // namespace onnx_mini
