@@ -325,9 +325,14 @@ class DropoutOp : public Op {
         for (int64_t i = 0; i < n; ++i) m[i] = Narrow<M>(typename Arith<M>::type(1));
       });
     }
-    // One sequential stream, so a seed gives the same mask at every run and thread count.
-    std::mt19937_64 rng(has_seed_ ? seed_ : uint64_t(std::random_device{}()));
-    std::bernoulli_distribution keep(1 - plan.ratio);
+    // One sequential stream, so a seed gives the same mask at every run and
+    // thread count: NumPy's legacy uniform draws (MT19937, 53-bit doubles), as
+    // ONNX's reference computes the mask after np.random.seed(seed).
+    std::mt19937 rng(has_seed_ ? uint32_t(seed_) : std::random_device{}());
+    const auto keep = [&](std::mt19937& g) {
+      const uint32_t hi = g() >> 5, lo = g() >> 6;
+      return (double(hi) * 67108864.0 + double(lo)) / 9007199254740992.0 >= plan.ratio;
+    };
     return Dispatch<FloatTypes>(ctx, in.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using A = typename Arith<T>::type;

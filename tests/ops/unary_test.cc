@@ -272,6 +272,12 @@ TEST(Dropout, TrainingDropsAndScalesConsistentlyWithItsMask) {
   EXPECT_GT(kept, 650);  // 750 expected; the bound is 7 standard deviations away
   EXPECT_LT(kept, 850);
   EXPECT_EQ(std::memcmp((*a)[1].raw(), (*b)[1].raw(), (*a)[1].bytes()), 0);  // one seed, one mask
+  // The draws are NumPy's after np.random.seed(0) (0.5488, 0.7152, 0.6028, 0.5449, 0.4237, ...),
+  // as ONNX's reference makes them.
+  a = RunNode(13, "Dropout", {x, F({0.5f}, {}), B({true}, {})}, 2, [](onnx::NodeProto& n) { SetAttr(n, "seed", int64_t(0)); });
+  ASSERT_TRUE(a.ok()) << a.status();
+  const std::vector<double> mask = Values((*a)[1]);
+  EXPECT_THAT(std::vector<double>(mask.begin(), mask.begin() + 5), ElementsAre(1, 1, 1, 1, 0));
   // Opset 6 with is_test = 0 (its default) trains; its mask has the data's type.
   a = RunNode(6, "Dropout", {x}, 2, [](onnx::NodeProto& n) { SetAttr(n, "ratio", 0.5f); });
   ASSERT_TRUE(a.ok()) << a.status();
