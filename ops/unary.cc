@@ -37,9 +37,9 @@ struct UnaryParams {
       case UnaryOp::kGelu: p.tanh_gelu = node.attr_string("approximate", "none") == "tanh"; break;
       case UnaryOp::kElu: case UnaryOp::kCelu: case UnaryOp::kThresholdedRelu: case UnaryOp::kSwish:
         p.alpha = f("alpha", 1.0); break;
-      case UnaryOp::kSelu:
-        p.alpha = f("alpha", 1.67326319217681884765625);
-        p.gamma = f("gamma", 1.05070102214813232421875);
+      case UnaryOp::kSelu:  // Selu-1's defaults are the constants to four places
+        p.alpha = f("alpha", node.opset < 6 ? 1.6732 : 1.67326319217681884765625);
+        p.gamma = f("gamma", node.opset < 6 ? 1.0507 : 1.05070102214813232421875);
         break;
       case UnaryOp::kLeakyRelu: p.alpha = f("alpha", 0.01); break;
       case UnaryOp::kHardSigmoid: p.alpha = f("alpha", 0.2); p.beta = f("beta", 0.5); break;

@@ -71,6 +71,7 @@ std::vector<Activation> Activations() {
       {"Elu", 6, alpha(0.5f), [](double x) { return x < 0 ? 0.5 * (std::exp(x) - 1) : x; }},
       {"Elu", 22, {}, [](double x) { return x < 0 ? std::exp(x) - 1 : x; }},
       {"Selu", 6, {}, [](double x) { return 1.05070102214813232421875 * (x > 0 ? x : 1.67326319217681884765625 * (std::exp(x) - 1)); }},
+      {"Selu", 1, {}, [](double x) { return double(1.0507f) * (x > 0 ? x : double(1.6732f) * (std::exp(x) - 1)); }},
       {"Selu", 22, [](onnx::NodeProto& n) { SetAttr(n, "alpha", 2.0f); SetAttr(n, "gamma", 3.0f); },
        [](double x) { return 3 * (x > 0 ? x : 2 * (std::exp(x) - 1)); }},
       {"Celu", 12, alpha(2.0f), [](double x) { return std::max(0.0, x) + std::min(0.0, 2 * (std::exp(x / 2) - 1)); }},
