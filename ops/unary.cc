@@ -226,10 +226,6 @@ class ClipOp : public Op {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
     const int64_t n = in.size();
-    for (size_t i : {size_t(1), size_t(2)})  // a bound of unknown shape, checked now
-      if (bounds_are_inputs_ && ctx.input(i) != nullptr && ctx.input(i)->size() != 1)
-        return ctx.Error(absl::StrCat(i == 1 ? "min" : "max", " must be a scalar, got shape ",
-                                      ShapeToString(ctx.input(i)->shape())));
     return Dispatch<NumericTypes>(ctx, in.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using A = typename Arith<T>::type;

@@ -247,6 +247,15 @@ TEST(Variadic, MaxMinMeanBroadcastAcrossTypes) {
   absl::StatusOr<Tensor> nan = RunOne(13, "Max", {F({1, NAN}, {2}), F({NAN, 3}, {2})});
   ASSERT_TRUE(nan.ok()) << nan.status();
   EXPECT_TRUE(std::isnan(nan->data<float>()[0]) && std::isnan(nan->data<float>()[1]));
+  // Empty tensors broadcast to empty results.
+  for (const std::string op : {"Max", "Min", "Mean", "Sum"}) {
+    absl::StatusOr<Tensor> empty = RunOne(13, op, {Tensor::Zeros(DType::kFloat, {2, 0}), F({1}, {1})});
+    ASSERT_TRUE(empty.ok()) << op << ": " << empty.status();
+    EXPECT_EQ(empty->shape(), (Shape{2, 0}));
+  }
+  absl::StatusOr<Tensor> empty = RunOne(16, "PRelu", {Tensor::Zeros(DType::kFloat, {0, 3}), F({1, 2, 3}, {3})});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), (Shape{0, 3}));
   absl::StatusOr<Tensor> old = RunOne(6, "Min", {F({1, 4}, {2}), F({3, 2}, {2})});
   ASSERT_TRUE(old.ok()) << old.status();
   EXPECT_THAT(Values(*old), ElementsAre(1, 2));
