@@ -4,7 +4,6 @@
 // Mish, Swish, ThresholdedRelu, Shrink), Sign, Round, the trigonometric and
 // hyperbolic functions, IsNaN, IsInf; Clip and Dropout. 16-bit floats compute
 // in float.
-#include <cfenv>
 #include <cmath>
 #include <cstring>
 #include <limits>
