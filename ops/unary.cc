@@ -153,7 +153,13 @@ double ToDouble(T v) {
 template <UnaryOp Kind>
 class UnaryOpKernel : public Op {
  public:
-  explicit UnaryOpKernel(const Node& node) : params_(UnaryParams::Parse<Kind>(node)) {}
+  static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
+    const UnaryParams params = UnaryParams::Parse<Kind>(node);
+    if (Kind == UnaryOp::kCelu && params.alpha == 0)  // Celu divides by alpha
+      return absl::InvalidArgumentError(node.Describe() + ": Celu's alpha must not be 0");
+    return std::unique_ptr<Op>(new UnaryOpKernel(params));
+  }
+  explicit UnaryOpKernel(const UnaryParams& params) : params_(params) {}
   absl::Status Infer(InferContext& ctx) const override {
     ValueType out = ctx.input(0);
     if (IsPredicate(Kind)) out.dtype = DType::kBool;
@@ -196,8 +202,8 @@ template <UnaryOp Kind>
 OpDef Unary(const char* name, int since) {
   if constexpr (IsPredicate(Kind))
     return {"", name, since, 0, "T", "B", {{"T", UnaryTypes<Kind>::type::set()}, {"B", kBool}},
-            MakeOp<UnaryOpKernel<Kind>>};
-  return {"", name, since, 0, "T", "T", {{"T", UnaryTypes<Kind>::type::set()}}, MakeOp<UnaryOpKernel<Kind>>,
+            UnaryOpKernel<Kind>::Create};
+  return {"", name, since, 0, "T", "T", {{"T", UnaryTypes<Kind>::type::set()}}, UnaryOpKernel<Kind>::Create,
           {{0, 0, Alias::kInPlace}}};
 }
 

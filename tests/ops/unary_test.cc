@@ -142,6 +142,12 @@ TEST(Activations, SoftplusAndMishDoNotOverflow) {
   EXPECT_THAT(Values(*y), ElementsAre(-0.0, 1000));
 }
 
+TEST(Activations, CeluRefusesAZeroAlpha) {
+  absl::StatusOr<Tensor> y = RunOne(12, "Celu", {F({-1, 1}, {2})}, [](onnx::NodeProto& n) { SetAttr(n, "alpha", 0.0f); });
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Message(y.status()), HasSubstr("Celu's alpha must not be 0"));
+}
+
 TEST(Activations, ShrinkAndSignOnIntegers) {
   absl::StatusOr<Tensor> y = RunOne(9, "Shrink", {Tensor::FromVector<int32_t>({-5, -1, 0, 1, 5}, {5})},
                                     [](onnx::NodeProto& n) { SetAttr(n, "lambd", 1.5f); SetAttr(n, "bias", 2.0f); });
