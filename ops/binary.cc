@@ -1,5 +1,8 @@
 // Elementwise ops over two (or, for Where, three) inputs with NumPy
-// broadcasting: Add, Sub, Mul, Div, Mod, Pow, the comparisons, And, Or, Where.
+// broadcasting: Add, Sub, Mul, Div, Mod, Pow, the comparisons, And, Or, Where;
+// PRelu (the slope broadcasts to X); Sum, Max, Min, Mean over any number of
+// inputs. Before opset 7 the two-input ops broadcast only when asked
+// (`broadcast`, `axis`), B onto A.
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -111,15 +114,82 @@ template <> struct BinaryTypes<BinaryOp::kOr> { using type = TypeList<bool>; };
 using PowBaseTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t>;
 template <> struct BinaryTypes<BinaryOp::kPow> { using type = PowBaseTypes; };
 
+// Opsets 1 to 6: B is broadcast onto A only with broadcast = 1, its dims
+// matching A's from `axis` on (by default, A's trailing dims); otherwise the
+// shapes must be equal. The plan holds B's shape padded to A's rank.
+struct LegacyBroadcastPlan : OpPlan {
+  Shape b_shape;
+};
+
+class LegacyBroadcast {
+ public:
+  explicit LegacyBroadcast(const Node& node)
+      : enabled_(node.opset < 7), broadcast_(node.attr_int("broadcast", 0) != 0),
+        has_axis_(node.attr("axis") != nullptr), axis_(node.attr_int("axis", 0)) {}
+  bool enabled() const { return enabled_; }
+
+  absl::Status Infer(InferContext& ctx, DType dtype) const {
+    const ValueType& a = ctx.input(0);
+    const ValueType& b = ctx.input(1);
+    ValueType out;
+    out.dtype = dtype;
+    out.dims = a.dims;
+    if (a.dims && b.dims) {
+      const int64_t ra = a.rank(), rb = b.rank();
+      int64_t axis = 0;
+      if (!broadcast_) {
+        bool same = ra == rb;
+        for (int64_t k = 0; same && k < ra; ++k) {
+          const Dim &da = (*a.dims)[size_t(k)], &db = (*b.dims)[size_t(k)];
+          same = !(da.known() && db.known() && da.value != db.value);
+        }
+        if (!same)
+          return ctx.Error(absl::StrCat("without broadcast = 1 (opset ", ctx.opset(), ") the inputs must have one shape, got ",
+                                        DimsToString(*a.dims), " and ", DimsToString(*b.dims)));
+      } else {
+        axis = has_axis_ ? (axis_ < 0 ? axis_ + ra : axis_) : ra - rb;
+        if (rb > ra || axis < 0 || axis + rb > ra)
+          return ctx.Error(absl::StrCat("B of shape ", DimsToString(*b.dims), " does not fit A of shape ",
+                                        DimsToString(*a.dims), " at axis ", has_axis_ ? axis_ : axis));
+        for (int64_t k = 0; k < rb; ++k) {
+          const Dim &da = (*a.dims)[size_t(axis + k)], &db = (*b.dims)[size_t(k)];
+          if (da.known() && db.known() && db.value != 1 && db.value != da.value)
+            return ctx.Error(absl::StrCat("B of shape ", DimsToString(*b.dims), " does not broadcast onto A of shape ",
+                                          DimsToString(*a.dims), " at axis ", axis));
+        }
+      }
+      std::optional<Shape> sb = b.concrete_shape();
+      if (a.concrete_shape() && sb) {
+        auto plan = std::make_shared<LegacyBroadcastPlan>();
+        plan->b_shape.assign(size_t(ra), 1);
+        for (int64_t k = 0; k < rb; ++k) plan->b_shape[size_t(axis + k)] = (*sb)[size_t(k)];
+        ctx.set_plan(std::move(plan));
+      }
+    }
+    ctx.set_output(0, out);
+    return absl::OkStatus();
+  }
+
+  // B's shape as the kernel broadcasts it.
+  const Shape& BShape(const KernelContext& ctx) const {
+    return enabled_ ? ctx.plan<LegacyBroadcastPlan>().b_shape : ctx.input(1)->shape();
+  }
+
+ private:
+  bool enabled_, broadcast_, has_axis_;
+  int64_t axis_;
+};
+
 template <BinaryOp Kind>
 class BinaryOpKernel : public Op {
  public:
-  explicit BinaryOpKernel(const Node& node) : fmod_(node.attr_int("fmod", 0) != 0) {}
+  explicit BinaryOpKernel(const Node& node) : fmod_(node.attr_int("fmod", 0) != 0), legacy_(node) {}
 
   absl::Status Infer(InferContext& ctx) const override {
     const DType a = ctx.input(0).dtype;
     if (Kind == BinaryOp::kMod && Info(a).kind == DTypeKind::kFloat && !fmod_)
       return ctx.Error("Mod of floating-point inputs requires fmod = 1");
+    if (legacy_.enabled()) return legacy_.Infer(ctx, IsComparison(Kind) || IsLogical(Kind) ? DType::kBool : a);
     return SetBroadcastOutput(ctx, 2, IsComparison(Kind) || IsLogical(Kind) ? DType::kBool : a);
   }
 
@@ -128,7 +198,7 @@ class BinaryOpKernel : public Op {
     const Tensor& b = *ctx.input(1);
     Tensor& out = ctx.output(0);
     const std::vector<int64_t> sa = BroadcastStrides(a.shape(), out.shape());
-    const std::vector<int64_t> sb = BroadcastStrides(b.shape(), out.shape());
+    const std::vector<int64_t> sb = BroadcastStrides(legacy_.BShape(ctx), out.shape());
     std::atomic<bool> divided_by_zero{false};
     RETURN_IF_ERROR(Dispatch<typename BinaryTypes<Kind>::type>(ctx, a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -173,20 +243,70 @@ class BinaryOpKernel : public Op {
 
  private:
   bool fmod_;
+  LegacyBroadcast legacy_;
 };
 
-// ---- Sum: the broadcast sum of any number of inputs ----
+// ---- PRelu: x < 0 ? slope * x : x, the slope broadcast to X's shape ----
 
-class SumOp : public Op {
+using PReluTypes = Join<FloatTypes, TypeList<int32_t, int64_t, uint32_t, uint64_t>>;
+
+class PReluOp : public Op {
  public:
-  explicit SumOp(const Node&) {}
+  explicit PReluOp(const Node&) {}
+  absl::Status Infer(InferContext& ctx) const override {
+    const ValueType& x = ctx.input(0);
+    const ValueType& slope = ctx.input(1);
+    if (x.dims && slope.dims) {
+      // Unidirectional: the broadcast of both must be X's shape.
+      ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastDims(ctx, *x.dims, *slope.dims));
+      bool fits = dims.size() == x.dims->size();
+      for (size_t k = 0; fits && k < dims.size(); ++k)
+        fits = !(dims[k].known() && (*x.dims)[k].known() && dims[k].value != (*x.dims)[k].value);
+      if (!fits)
+        return ctx.Error(absl::StrCat("slope of shape ", DimsToString(*slope.dims), " does not broadcast to X of shape ",
+                                      DimsToString(*x.dims)));
+    }
+    ctx.set_output(0, x);
+    return absl::OkStatus();
+  }
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& slope = *ctx.input(1);
+    Tensor& out = ctx.output(0);
+    const std::vector<int64_t> sx = BroadcastStrides(x.shape(), out.shape());
+    const std::vector<int64_t> ss = BroadcastStrides(slope.shape(), out.shape());
+    return Dispatch<PReluTypes>(ctx, x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using A = typename Arith<T>::type;
+      const T* px = x.data<T>();
+      const T* ps = slope.data<T>();
+      T* po = out.data<T>();
+      ForEachBroadcast(out.shape(), sx, ss, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+        const A v = Widen(px[i]);
+        po[o] = v < A(0) ? Narrow<T>(Wrapping(A(Widen(ps[j])), v, [](auto a, auto b) { return a * b; })) : px[i];
+      });
+    });
+  }
+};
+
+// ---- Sum, Max, Min, Mean: the broadcast reduction of any number of inputs ----
+
+enum class VariadicOp { kSum, kMax, kMin, kMean };
+template <VariadicOp Kind> struct VariadicTypes { using type = NumericTypes; };
+template <> struct VariadicTypes<VariadicOp::kSum> { using type = FloatTypes; };
+template <> struct VariadicTypes<VariadicOp::kMean> { using type = FloatTypes; };
+
+template <VariadicOp Kind>
+class VariadicOpKernel : public Op {
+ public:
+  explicit VariadicOpKernel(const Node&) {}
   absl::Status Infer(InferContext& ctx) const override {
     return SetBroadcastOutput(ctx, ctx.num_inputs(), ctx.input(0).dtype);
   }
   absl::Status Compute(KernelContext& ctx) const override {
     Tensor& out = ctx.output(0);
     const std::vector<int64_t> zero(out.shape().size(), 0);
-    return Dispatch<FloatTypes>(ctx, out.dtype(), [&](auto tag) {
+    return Dispatch<typename VariadicTypes<Kind>::type>(ctx, out.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using A = typename Arith<T>::type;
       std::vector<A> acc(static_cast<size_t>(out.size()), A(0));
@@ -194,9 +314,18 @@ class SumOp : public Op {
         const Tensor& in = *ctx.input(k);
         const T* src = in.data<T>();
         ForEachBroadcast(out.shape(), BroadcastStrides(in.shape(), out.shape()), zero, ctx.threads(),
-                         [&](int64_t o, int64_t i, int64_t) { acc[size_t(o)] += A(Widen(src[i])); });
+                         [&](int64_t o, int64_t i, int64_t) {
+                           const A v = Widen(src[i]);
+                           A& a = acc[size_t(o)];
+                           if (k == 0) a = v;
+                           else if constexpr (Kind == VariadicOp::kMax) a = (v > a || v != v) ? v : a;  // NaN wins
+                           else if constexpr (Kind == VariadicOp::kMin) a = (v < a || v != v) ? v : a;
+                           else a += v;
+                         });
       }
-      for (int64_t o = 0; o < out.size(); ++o) out.data<T>()[o] = Narrow<T>(acc[size_t(o)]);
+      const A n = A(ctx.num_inputs());
+      for (int64_t o = 0; o < out.size(); ++o)
+        out.data<T>()[o] = Narrow<T>(Kind == VariadicOp::kMean ? A(acc[size_t(o)] / n) : acc[size_t(o)]);
     });
   }
 };
@@ -246,26 +375,32 @@ OpDef Binary(const char* name, int since, TypeSet types, bool boolean_output, bo
 
 std::vector<OpDef> BinaryOps() {
   // Versions differ only in the types they allow; one kernel serves each op.
-  // Opsets before 7 (the legacy broadcast attribute) are not implemented.
+  // Before opset 7 the kernel takes the legacy `broadcast`/`axis` attributes
+  // (LegacyBroadcast); `consumed_inputs` (opsets 1 to 5) is ignored.
   const TypeSet equal_types = BinaryTypes<BinaryOp::kEqual>::type::set();
   std::vector<OpDef> rows = {
-      Binary<BinaryOp::kAdd>("Add", 7, kNumericTypes, false, true),
-      Binary<BinaryOp::kSub>("Sub", 7, kNumericTypes, false, true),
-      Binary<BinaryOp::kMul>("Mul", 7, kNumericTypes, false, true),
-      Binary<BinaryOp::kDiv>("Div", 7, kNumericTypes, false, true),
+      Binary<BinaryOp::kAdd>("Add", 1, kNumericTypes, false, true),
+      Binary<BinaryOp::kSub>("Sub", 1, kNumericTypes, false, true),
+      Binary<BinaryOp::kMul>("Mul", 1, kNumericTypes, false, true),
+      Binary<BinaryOp::kDiv>("Div", 1, kNumericTypes, false, true),
       Binary<BinaryOp::kMod>("Mod", 10, kNumericTypes, false, true),
-      Binary<BinaryOp::kEqual>("Equal", 7, equal_types, true, false),
-      Binary<BinaryOp::kLess>("Less", 7, kNumericTypes, true, false),
+      Binary<BinaryOp::kEqual>("Equal", 1, equal_types, true, false),
+      Binary<BinaryOp::kLess>("Less", 1, kNumericTypes, true, false),
       Binary<BinaryOp::kLessOrEqual>("LessOrEqual", 12, kNumericTypes, true, false),
-      Binary<BinaryOp::kGreater>("Greater", 7, kNumericTypes, true, false),
+      Binary<BinaryOp::kGreater>("Greater", 1, kNumericTypes, true, false),
       Binary<BinaryOp::kGreaterOrEqual>("GreaterOrEqual", 12, kNumericTypes, true, false),
-      Binary<BinaryOp::kAnd>("And", 7, kBool, true, false),
-      Binary<BinaryOp::kOr>("Or", 7, kBool, true, false),
+      Binary<BinaryOp::kAnd>("And", 1, kBool, true, false),
+      Binary<BinaryOp::kOr>("Or", 1, kBool, true, false),
       // Pow's exponent has a type of its own.
-      {"", "Pow", 7, 0, "T T1", "T", {{"T", PowBaseTypes::set()}, {"T1", kNumericTypes}},
+      {"", "Pow", 1, 0, "T T1", "T", {{"T", PowBaseTypes::set()}, {"T1", kNumericTypes}},
        MakeOp<BinaryOpKernel<BinaryOp::kPow>>, {{0, 0, Alias::kInPlace}}},
       {"", "Where", 9, 0, "B T T", "T", {{"B", kBool}, {"T", kUnpackedTypes}}, MakeOp<WhereOp>},
-      {"", "Sum", 8, 0, "T*", "T", {{"T", kFloatTypes}}, MakeOp<SumOp>},
+      // Variadic ops broadcast from opset 8; before, equal shapes (which broadcast trivially).
+      {"", "Sum", 1, 0, "T*", "T", {{"T", kFloatTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kSum>>},
+      {"", "Max", 1, 0, "T*", "T", {{"T", kNumericTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kMax>>},
+      {"", "Min", 1, 0, "T*", "T", {{"T", kNumericTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kMin>>},
+      {"", "Mean", 1, 0, "T*", "T", {{"T", kFloatTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kMean>>},
+      {"", "PRelu", 1, 0, "T T", "T", {{"T", PReluTypes::set()}}, MakeOp<PReluOp>, {{0, 0, Alias::kInPlace}}},
   };
   return rows;
 }

@@ -29,6 +29,14 @@ class CastOp : public Op {
     if (node.op_type == "Cast") {
       const Attribute* attr = node.attr("to");
       if (attr == nullptr) return absl::InvalidArgumentError(node.Describe() + ": attribute 'to' is required");
+      if (attr->type == AttrType::kString) {  // Cast-1 to 5 name the type: "FLOAT"
+        for (int32_t code = 1; code <= kMaxDTypeCode; ++code)
+          if (attr->s == Name(DType(code))) to = DType(code);
+        if (to == DType::kUndefined)
+          return absl::InvalidArgumentError(
+              absl::StrCat(node.Describe(), ": attribute 'to' = '", attr->s, "' is not an element type"));
+        return std::unique_ptr<Op>(new CastOp(options, to));
+      }
       if (!IsValidDType(int32_t(attr->i)))
         return absl::InvalidArgumentError(
             absl::StrCat(node.Describe(), ": attribute 'to' = ", attr->i, " is not an element type"));
@@ -93,7 +101,7 @@ std::vector<OpDef> CastOps() {
   // float8e8m0 with `round_mode` in 24, 2-bit in 25); one kernel handles all.
   const TypeSet types = CastTypes::set();
   return {
-      {"", "Cast", 6, 0, "T1", "T2", {{"T1", types}, {"T2", types}}, CastOp::Create},
+      {"", "Cast", 1, 0, "T1", "T2", {{"T1", types}, {"T2", types}}, CastOp::Create},
       {"", "CastLike", 15, 0, "T1 T2", "T2", {{"T1", types}, {"T2", types}}, CastOp::Create},
   };
 }

@@ -145,7 +145,8 @@ class GemmOp : public Op {
  public:
   explicit GemmOp(const Node& node)
       : alpha_(node.attr_float("alpha", 1)), beta_(node.attr_float("beta", 1)),
-        trans_a_(node.attr_int("transA", 0) != 0), trans_b_(node.attr_int("transB", 0) != 0) {}
+        trans_a_(node.attr_int("transA", 0) != 0), trans_b_(node.attr_int("transB", 0) != 0),
+        c_exact_(node.opset < 7 && node.attr_int("broadcast", 0) == 0) {}
 
   absl::Status Infer(InferContext& ctx) const override {
     ValueType out;
@@ -163,6 +164,14 @@ class GemmOp : public Op {
       if (ctx.has_input(2) && ctx.input(2).dims) {
         ASSIGN_OR_RETURN(std::vector<Dim> dims, BroadcastDims(ctx, *out.dims, *ctx.input(2).dims));
         if (dims.size() != 2) return ctx.Error("C must broadcast to (M, N)");
+        // Before opset 7, C broadcasts only with broadcast = 1.
+        const std::vector<Dim>& c = *ctx.input(2).dims;
+        bool exact = c.size() == 2;
+        for (size_t k = 0; exact && k < 2; ++k)
+          exact = !(c[k].known() && (*out.dims)[k].known() && c[k].value != (*out.dims)[k].value);
+        if (c_exact_ && !exact)
+          return ctx.Error(absl::StrCat("without broadcast = 1 (opset ", ctx.opset(), ") C must have shape ",
+                                        DimsToString(*out.dims), ", got ", ctx.input(2).ToString()));
       }
       std::optional<Shape> y = out.concrete_shape();
       const bool c_known = !ctx.has_input(2) || ctx.input(2).concrete_shape();
@@ -220,7 +229,7 @@ class GemmOp : public Op {
 
  private:
   float alpha_, beta_;
-  bool trans_a_, trans_b_;
+  bool trans_a_, trans_b_, c_exact_;
 };
 
 }  // namespace
@@ -229,7 +238,9 @@ std::vector<OpDef> MatMulOps() {
   const std::vector<TypeConstraint> t = {{"T", MatMulTypes::set()}};
   return {
       {"", "MatMul", 1, 0, "T T", "T", t, MakeOp<MatMulOp>},
-      {"", "Gemm", 7, 0, "T T T?", "T", t, MakeOp<GemmOp>},
+      // C is required before opset 11.
+      {"", "Gemm", 1, 10, "T T T", "T", t, MakeOp<GemmOp>},
+      {"", "Gemm", 11, 0, "T T T?", "T", t, MakeOp<GemmOp>},
   };
 }
 

@@ -41,8 +41,9 @@ absl::Status AttributeError(const Node& node, const std::string& rule) {
 class ConcatOp : public Op {
  public:
   static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
-    if (node.attr("axis") == nullptr) return AttributeError(node, "attribute 'axis' is required");
-    return std::unique_ptr<Op>(new ConcatOp(node.attr_int("axis", 0)));
+    // Concat-1 defaults axis to 1; from opset 4 it is required.
+    if (node.attr("axis") == nullptr && node.opset >= 4) return AttributeError(node, "attribute 'axis' is required");
+    return std::unique_ptr<Op>(new ConcatOp(node.attr_int("axis", 1)));
   }
 
   absl::Status Infer(InferContext& ctx) const override {
@@ -414,7 +415,7 @@ class PadOp : public Op {
     op->mode_ = mode == "reflect" ? PadMode::kReflect : mode == "edge" ? PadMode::kEdge
               : mode == "wrap" ? PadMode::kWrap : PadMode::kConstant;
     op->legacy_ = node.opset < 11;
-    op->pads_ = node.attr_ints("pads");
+    op->pads_ = node.attr_ints(node.opset < 2 ? "paddings" : "pads");  // Pad-1 names them `paddings`
     op->legacy_value_ = node.attr_float("value", 0);
     return std::unique_ptr<Op>(std::move(op));
   }
@@ -623,13 +624,19 @@ class SplitOp : public Op {
   // attribute, else num_outputs (18+) or the output count, as even as possible.
   absl::StatusOr<std::vector<int64_t>> Sizes(const InferContext& ctx, int64_t dim, bool& known) const {
     std::vector<int64_t> sizes = legacy_split_;
-    if (ctx.opset() >= 13 && ctx.has_input(1)) {
+    // The sizes are an input from opset 13, and may be one in Split-1 (of the data's type).
+    if ((ctx.opset() >= 13 || ctx.opset() == 1) && ctx.has_input(1)) {
       const Tensor* t = ctx.value(1);
       if (!t) {
         known = false;
         return sizes;
       }
-      sizes = IndexValues(*t);
+      if (ctx.opset() >= 13) {
+        sizes = IndexValues(*t);
+      } else {
+        sizes.clear();
+        for (int64_t i = 0; i < t->size(); ++i) sizes.push_back(FloatToInt64(GetDouble(*t, i)));
+      }
     }
     const int64_t outputs = int64_t(ctx.num_outputs());
     if (!sizes.empty()) {
@@ -665,7 +672,7 @@ std::vector<OpDef> MovementOps() {
   const TypeConstraint int64 = {"I", kInt64};
   const TypeConstraint index = {"Tind", kIndexTypes};
   return {
-      {"", "Concat", 4, 0, "T*", "T", {movable}, ConcatOp::Create},
+      {"", "Concat", 1, 0, "T*", "T", {movable}, ConcatOp::Create},
       {"", "Expand", 8, 0, "T I", "T", {movable, int64}, MakeOp<ExpandOp>},
       {"", "Gather", 1, 0, "T Tind", "T", {movable, index}, MakeOp<GatherOp>},
       {"", "Slice", 1, 9, "T", "T", {movable}, MakeOp<SliceOp>},
@@ -673,9 +680,10 @@ std::vector<OpDef> MovementOps() {
       {"", "Range", 11, 26, "T T T", "T", {{"T", kRange11Types}}, MakeOp<RangeOp>},
       {"", "Range", 27, 0, "T T T", "T", {{"T", RangeTypes::set()}}, MakeOp<RangeOp>},
       {"", "ConstantOfShape", 9, 0, "I", "T", {int64, movable}, ConstantOfShapeOp::Create},
-      {"", "Pad", 2, 10, "T", "T", {movable}, PadOp::Create},
+      {"", "Pad", 1, 10, "T", "T", {movable}, PadOp::Create},
       {"", "Pad", 11, 0, "T I T? Tind?", "T", {movable, int64, index}, PadOp::Create},
       {"", "Trilu", 14, 0, "T I?", "T", {movable, int64}, MakeOp<TriluOp>},
+      {"", "Split", 1, 1, "T T?", "T*", {movable}, MakeOp<SplitOp>},
       {"", "Split", 2, 12, "T", "T*", {movable}, MakeOp<SplitOp>},
       {"", "Split", 13, 0, "T I?", "T*", {movable, int64}, MakeOp<SplitOp>},
   };

@@ -8,10 +8,10 @@
 
 namespace onnx_mini {
 
-std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div, Mod, Pow, comparisons, And, Or, Where, Sum
-std::vector<OpDef> UnaryOps();      // Neg, Abs, Relu, Ceil, Floor, Sqrt, Exp, Log, Tanh, Erf, Sigmoid, Reciprocal, Gelu, Not
+std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div, Mod, Pow, comparisons, And, Or, Where, PRelu, Sum, Max, Min, Mean
+std::vector<OpDef> UnaryOps();      // Neg, Abs, Relu, ..., Gelu, Not, the activations, trigonometry, IsNaN, IsInf, Clip, Dropout
 std::vector<OpDef> MovementOps();   // Concat, Expand, Gather, Slice, Range, ConstantOfShape, Pad, Trilu, Split
-std::vector<OpDef> ReduceOps();     // ReduceMax/Sum/Mean, ArgMax, Softmax, TopK
+std::vector<OpDef> ReduceOps();     // ReduceMax/Sum/Mean, ArgMax, Softmax, LogSoftmax, Hardmax, TopK
 std::vector<OpDef> MatMulOps();     // MatMul, Gemm
 std::vector<OpDef> NormalizationOps();  // LayerNormalization, RMSNormalization, RotaryEmbedding
 std::vector<OpDef> CastOps();       // Cast, CastLike

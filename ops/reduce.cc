@@ -1,5 +1,5 @@
 // Reductions and the ops built on them: ReduceMax, ReduceSum, ReduceMean,
-// ArgMax, Softmax, TopK.
+// ArgMax, Softmax, LogSoftmax, Hardmax, TopK.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -217,8 +217,11 @@ class ArgMaxOp : public Op {
   bool keep_, last_;
 };
 
-// ---- Softmax ----
+// ---- Softmax, LogSoftmax, Hardmax ----
 
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
+
+template <SoftmaxKind Kind>
 class SoftmaxOp : public Op {
  public:
   // Opset 13 normalizes along one axis (default -1); before, over all dims from `axis` (default 1) on.
@@ -260,11 +263,24 @@ class SoftmaxOp : public Op {
       for (int64_t r = 0; r < s.outer * inner; ++r) {
         const int64_t o = r / inner, e = r % inner;
         auto at = [&](int64_t k) { return (o * n + k) * inner + e; };
+        if constexpr (Kind == SoftmaxKind::kHardmax) {
+          // 1 at the first maximum, 0 elsewhere.
+          int64_t best = 0;
+          for (int64_t k = 1; k < n; ++k)
+            if (A(Widen(src[at(k)])) > A(Widen(src[at(best)]))) best = k;
+          for (int64_t k = 0; k < n; ++k) dst[at(k)] = Narrow<T>(A(k == best ? 1 : 0));
+          continue;
+        }
         A max = -std::numeric_limits<A>::infinity();
         for (int64_t k = 0; k < n; ++k) max = std::max(max, A(Widen(src[at(k)])));
         A sum = 0;
         for (int64_t k = 0; k < n; ++k) sum += std::exp(A(Widen(src[at(k)])) - max);
-        for (int64_t k = 0; k < n; ++k) dst[at(k)] = Narrow<T>(std::exp(A(Widen(src[at(k)])) - max) / sum);
+        if constexpr (Kind == SoftmaxKind::kLogSoftmax) {
+          const A log_sum = std::log(sum);
+          for (int64_t k = 0; k < n; ++k) dst[at(k)] = Narrow<T>(A(Widen(src[at(k)])) - max - log_sum);
+        } else {
+          for (int64_t k = 0; k < n; ++k) dst[at(k)] = Narrow<T>(std::exp(A(Widen(src[at(k)])) - max) / sum);
+        }
       }
     });
   }
@@ -284,7 +300,9 @@ struct TopKPlan : OpPlan {
 class TopKOp : public Op {
  public:
   explicit TopKOp(const Node& node)
-      : axis_(node.attr_int("axis", -1)), largest_(node.attr_int("largest", 1) != 0) {}
+      : axis_(node.attr_int("axis", -1)), largest_(node.attr_int("largest", 1) != 0) {
+    if (node.opset < 10) k_attr_ = Tensor::FromVector<int64_t>({node.attr_int("k", -1)}, {1});  // TopK-1: k is an attribute
+  }
 
   absl::Status Infer(InferContext& ctx) const override {
     ValueType values, indices;
@@ -295,7 +313,7 @@ class TopKOp : public Op {
       ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(ctx, axis_, in.rank(), "axis"));
       values.dims = *in.dims;
       (*values.dims)[size_t(axis)] = Dim{};
-      if (const Tensor* k = ctx.value(1)) {
+      if (const Tensor* k = ctx.opset() < 10 ? &k_attr_ : ctx.value(1)) {
         if (k->size() != 1) return ctx.Error("K must be a one-element tensor");
         const int64_t kv = k->data<int64_t>()[0];
         const Dim& n = (*in.dims)[size_t(axis)];
@@ -358,6 +376,7 @@ class TopKOp : public Op {
  private:
   int64_t axis_;
   bool largest_;
+  Tensor k_attr_;  // defined before opset 10
 };
 
 template <ReduceOp Kind>
@@ -379,7 +398,10 @@ std::vector<OpDef> ReduceOps() {
       Reduce<ReduceOp::kMean>("ReduceMean", 1, 17, false, kNumericTypes),
       Reduce<ReduceOp::kMean>("ReduceMean", 18, 0, true, kNumericTypes),
       {"", "ArgMax", 1, 0, "T", "I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<ArgMaxOp>},
-      {"", "Softmax", 1, 0, "T", "T", {{"T", kFloatTypes}}, MakeOp<SoftmaxOp>},
+      {"", "Softmax", 1, 0, "T", "T", {{"T", kFloatTypes}}, MakeOp<SoftmaxOp<SoftmaxKind::kSoftmax>>},
+      {"", "LogSoftmax", 1, 0, "T", "T", {{"T", kFloatTypes}}, MakeOp<SoftmaxOp<SoftmaxKind::kLogSoftmax>>},
+      {"", "Hardmax", 1, 0, "T", "T", {{"T", kFloatTypes}}, MakeOp<SoftmaxOp<SoftmaxKind::kHardmax>>},
+      {"", "TopK", 1, 9, "T", "T I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<TopKOp>},
       {"", "TopK", 10, 0, "T I", "T I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<TopKOp>},
   };
 }

@@ -35,17 +35,23 @@ class IdentityOp : public ViewOp {
 
 class ReshapeOp : public ViewOp {
  public:
-  explicit ReshapeOp(const Node& node) : allow_zero_(node.opset >= 14 && node.attr_int("allowzero", 0) != 0) {}
+  explicit ReshapeOp(const Node& node) : allow_zero_(node.opset >= 14 && node.attr_int("allowzero", 0) != 0) {
+    if (node.opset < 5) {  // Reshape-1: the shape is an attribute
+      const std::vector<int64_t> shape = node.attr_ints("shape");
+      shape_attr_ = Tensor::FromVector(shape, {int64_t(shape.size())});
+    }
+  }
   absl::Status Infer(InferContext& ctx) const override;
 
  private:
   bool allow_zero_;
+  Tensor shape_attr_;  // defined before opset 5
 };
 
 absl::Status ReshapeOp::Infer(InferContext& ctx) const {
   ValueType out;
   out.dtype = ctx.input(0).dtype;
-  const Tensor* target = ctx.value(1);
+  const Tensor* target = ctx.opset() < 5 ? &shape_attr_ : ctx.value(1);
   if (target == nullptr) {
     const ValueType& st = ctx.input(1);
     // The rank is the shape input's length; refuse absurd ranks before allocating dims.
@@ -394,6 +400,7 @@ std::vector<OpDef> ShapingOps() {
   const std::vector<TypeConstraint> any = {{"T", kAllTypes}};
   return {
       {"", "Identity", 1, 0, "T", "T", any, MakeOp<IdentityOp>, {kOutputViewsInput}},
+      {"", "Reshape", 1, 4, "T", "T", {{"T", kAllTypes}}, MakeOp<ReshapeOp>, {kOutputViewsInput}},
       {"", "Reshape", 5, 0, "T I", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<ReshapeOp>, {kOutputViewsInput}},
       {"", "Flatten", 1, 0, "T", "T", any, MakeOp<FlattenOp>, {kOutputViewsInput}},
       {"", "Squeeze", 1, 12, "T", "T", any, MakeOp<SqueezeOp>, {kOutputViewsInput}},

@@ -3,6 +3,8 @@
 // arithmetic, independently of the runtime's kernels. OUT_DIR/decoder/ gets
 // the bundled decoder (tools/decoder_model.h).
 //   make-testdata OUT_DIR
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -233,6 +235,60 @@ void HostileCases(const fs::path& out) {
   }
 }
 
+// A model at opset 4 in the legacy forms of its ops: Add with broadcast/axis
+// and consumed_inputs, Clip and LeakyRelu-1, Reshape with a shape attribute,
+// Gemm with broadcast, Softmax-1 (flattened at its default axis 1), Dropout
+// with is_test, Cast with `to` as a type name.
+void LegacyOpsetCase(const fs::path& out) {
+  std::vector<float> b = {0.5f, -1.0f, 0.25f}, w(36), c = {0.1f, -0.2f, 0.3f};
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i * 7 % 11) - 5) / 8.0f;
+  ModelBuilder m(4);
+  m.Input("x", DType::kFloat, {2, 3, 4})
+      .Initializer("b", Tensor::FromVector(b, {3}))
+      .Initializer("w", Tensor::FromVector(w, {12, 3}))
+      .Initializer("c", Tensor::FromVector(c, {3}))
+      .Output("y", DType::kDouble, {2, 3});
+  onnx::NodeProto& add = m.Node("Add", {"x", "b"}, {"a"});
+  SetAttr(add, "broadcast", int64_t(1));
+  SetAttr(add, "axis", int64_t(1));
+  SetAttr(add, "consumed_inputs", std::vector<int64_t>{0, 0});
+  onnx::NodeProto& clip = m.Node("Clip", {"a"}, {"clipped"});
+  SetAttr(clip, "min", -1.0f);
+  SetAttr(clip, "max", 1.5f);
+  SetAttr(m.Node("LeakyRelu", {"clipped"}, {"l"}), "alpha", 0.125f);
+  SetAttr(m.Node("Reshape", {"l"}, {"r"}), "shape", std::vector<int64_t>{2, -1});
+  onnx::NodeProto& gemm = m.Node("Gemm", {"r", "w", "c"}, {"g"});
+  SetAttr(gemm, "broadcast", int64_t(1));
+  SetAttr(gemm, "alpha", 0.5f);
+  SetAttr(gemm, "beta", 2.0f);
+  m.Node("Softmax", {"g"}, {"s"});
+  SetAttr(m.Node("Dropout", {"s"}, {"d"}), "is_test", int64_t(1));
+  SetAttr(m.Node("Cast", {"d"}, {"y"}), "to", std::string("DOUBLE"));
+
+  std::vector<float> x(24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 5 % 13) - 6) / 4.0f;
+  std::vector<double> r(24), y(6);
+  for (size_t i = 0; i < 24; ++i) {
+    double v = double(x[i]) + b[(i / 4) % 3];
+    v = std::min(std::max(v, -1.0), 1.5);
+    r[i] = v < 0 ? 0.125 * v : v;
+  }
+  for (size_t n = 0; n < 2; ++n) {
+    double g[3], max = -1e300, sum = 0;
+    for (size_t j = 0; j < 3; ++j) {
+      double dot = 0;
+      for (size_t k = 0; k < 12; ++k) dot += r[n * 12 + k] * w[k * 3 + j];
+      g[j] = 0.5 * dot + 2.0 * c[j];
+      max = std::max(max, g[j]);
+    }
+    for (size_t j = 0; j < 3; ++j) sum += std::exp(g[j] - max);
+    // The graph computes in float up to the Cast: round as it does.
+    for (size_t j = 0; j < 3; ++j) y[n * 3 + j] = double(float(std::exp(g[j] - max) / sum));
+  }
+  WriteCase(out / "conformance" / "test_mini_legacy_opset4", m, {Tensor::FromVector(x, {2, 3, 4})},
+            {Tensor::FromVector(y, {2, 3})});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,6 +302,7 @@ int main(int argc, char** argv) {
   FunctionCase(out);
   ReshapeDivCase(out);
   HostileCases(out);
+  LegacyOpsetCase(out);
   WriteCapiModels(out / "capi");
   // The bundled decoder (four graphs over one external weights file).
   if (absl::Status s = WriteDecoderModels(out / "decoder"); !s.ok()) {

@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -149,6 +150,115 @@ TEST(BinaryOps, TypesOutsideTheRowFailAtCreation) {
   EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::Pow opset 15 for int8");
   out = RunOne(14, "And", {Tensor::FromVector<float>({1}, {1}), Tensor::FromVector<float>({1}, {1})});
   EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::And opset 14 for float");
+}
+
+// ---- Opsets 1 to 6: broadcasting only with broadcast = 1, B onto A ----
+
+TEST(BinaryOps, LegacyBroadcastAttributes) {
+  const Tensor a = Random(DType::kFloat, {2, 3, 4}, 3);
+  auto bcast = [](int64_t axis) {
+    return [axis](onnx::NodeProto& n) {
+      SetAttr(n, "broadcast", int64_t(1));
+      if (axis >= 0) SetAttr(n, "axis", axis);
+    };
+  };
+  // B = (3,) at axis 1: b[j] is added along A's second dim.
+  const Tensor b = F({10, 20, 30}, {3});
+  absl::StatusOr<Tensor> y = RunOne(6, "Add", {a, b}, bcast(1));
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ(y->shape(), (Shape{2, 3, 4}));
+  for (int64_t i = 0; i < a.size(); ++i) EXPECT_EQ(y->data<float>()[i], a.data<float>()[i] + b.data<float>()[(i / 4) % 3]);
+  // Without axis, B matches A's trailing dims; a scalar B broadcasts too (opset 1, consumed_inputs ignored).
+  const Tensor c = Random(DType::kFloat, {3, 4}, 4);
+  y = RunOne(1, "Mul", {a, c}, [](onnx::NodeProto& n) {
+    SetAttr(n, "broadcast", int64_t(1));
+    SetAttr(n, "consumed_inputs", std::vector<int64_t>{0, 0});
+  });
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int64_t i = 0; i < a.size(); ++i) EXPECT_EQ(y->data<float>()[i], a.data<float>()[i] * c.data<float>()[i % 12]);
+  y = RunOne(6, "Sub", {a, F({1}, {})}, bcast(-1));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->data<float>()[5], a.data<float>()[5] - 1);
+  // Comparisons and logic too.
+  absl::StatusOr<Tensor> less = RunOne(1, "Less", {F({1, 5, 2, 8}, {2, 2}), F({6, 3}, {2})}, bcast(0));  // B along rows
+  ASSERT_TRUE(less.ok()) << less.status();
+  EXPECT_THAT(Values(*less), ElementsAre(1, 1, 1, 0));
+  // Equal shapes without the attribute; anything else is an error naming the shapes.
+  y = RunOne(6, "Div", {a, a});
+  ASSERT_TRUE(y.ok()) << y.status();
+  y = RunOne(6, "Add", {a, b});
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Message(y.status()), HasSubstr("without broadcast = 1 (opset 6) the inputs must have one shape"));
+  y = RunOne(6, "Add", {a, F({1, 2}, {2})}, bcast(1));
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Message(y.status()), HasSubstr("does not broadcast onto A"));
+  y = RunOne(6, "Add", {b, a}, bcast(-1));  // B larger than A
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Message(y.status()), HasSubstr("does not fit A"));
+}
+
+// ---- PRelu, Max, Min, Mean ----
+
+TEST(PRelu, SlopeBroadcastsToXAcrossTypes) {
+  for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64}) {
+    Tensor x = Random(dtype, {2, 3, 5}, 1);
+    for (int64_t i = 0; i < x.size(); i += 2) SetDouble(x, i, -GetDouble(x, i));
+    for (const Shape& ss : std::vector<Shape>{{3, 1}, {5}, {1}, {2, 3, 5}, {}}) {
+      const Tensor slope = Random(dtype, ss, 2);
+      absl::StatusOr<Tensor> y = RunOne(16, "PRelu", {x, slope});
+      ASSERT_TRUE(y.ok()) << LowerName(dtype) << ": " << y.status();
+      const std::vector<int64_t> st = BroadcastStrides(slope.shape(), x.shape());
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const int64_t idx[3] = {i / 15, (i / 5) % 3, i % 5};
+        const double s = GetDouble(slope, idx[0] * st[0] + idx[1] * st[1] + idx[2] * st[2]);
+        const double v = GetDouble(x, i), want = v < 0 ? v * s : v;
+        EXPECT_NEAR(GetDouble(*y, i), want, 1e-2 * std::fabs(want)) << LowerName(dtype);
+      }
+    }
+  }
+  // Unidirectional: the slope may not grow X.
+  absl::StatusOr<Tensor> y = RunOne(16, "PRelu", {F({1, 2}, {2, 1}), F({1, 2, 3}, {3})});
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Message(y.status()), HasSubstr("slope of shape [3] does not broadcast to X of shape [2,1]"));
+}
+
+TEST(Variadic, MaxMinMeanBroadcastAcrossTypes) {
+  for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kUInt8,
+                      DType::kInt32, DType::kInt64, DType::kUInt64, DType::kUInt16}) {
+    const Tensor a = Random(dtype, {2, 1, 5}, 1), b = Random(dtype, {3, 1}, 2), c = Random(dtype, {5}, 3);
+    const bool is_float = Info(dtype).kind == DTypeKind::kFloat;
+    for (const std::string op : {"Max", "Min", "Mean"}) {
+      if (op == "Mean" && !is_float) continue;
+      absl::StatusOr<Tensor> y = RunOne(13, op, {a, b, c});
+      ASSERT_TRUE(y.ok()) << op << " " << LowerName(dtype) << ": " << y.status();
+      ASSERT_EQ(y->shape(), (Shape{2, 3, 5}));
+      for (int64_t i = 0; i < y->size(); ++i) {
+        const int64_t p = i / 15, q = (i / 5) % 3, r = i % 5;
+        const double va = GetDouble(a, p * 5 + r), vb = GetDouble(b, q), vc = GetDouble(c, r);
+        const double want = op == "Max" ? std::max({va, vb, vc}) : op == "Min" ? std::min({va, vb, vc}) : (va + vb + vc) / 3;
+        EXPECT_NEAR(GetDouble(*y, i), want, 1e-2 * std::fabs(want)) << op << " " << LowerName(dtype);
+      }
+    }
+  }
+  // One input is a copy; a NaN wins in Max and Min; legacy opsets take equal shapes.
+  absl::StatusOr<Tensor> one = RunOne(13, "Mean", {F({1, 2}, {2})});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(Values(*one), ElementsAre(1, 2));
+  absl::StatusOr<Tensor> nan = RunOne(13, "Max", {F({1, NAN}, {2}), F({NAN, 3}, {2})});
+  ASSERT_TRUE(nan.ok()) << nan.status();
+  EXPECT_TRUE(std::isnan(nan->data<float>()[0]) && std::isnan(nan->data<float>()[1]));
+  // Empty tensors broadcast to empty results.
+  for (const std::string op : {"Max", "Min", "Mean", "Sum"}) {
+    absl::StatusOr<Tensor> empty = RunOne(13, op, {Tensor::Zeros(DType::kFloat, {2, 0}), F({1}, {1})});
+    ASSERT_TRUE(empty.ok()) << op << ": " << empty.status();
+    EXPECT_EQ(empty->shape(), (Shape{2, 0}));
+  }
+  absl::StatusOr<Tensor> empty = RunOne(16, "PRelu", {Tensor::Zeros(DType::kFloat, {0, 3}), F({1, 2, 3}, {3})});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), (Shape{0, 3}));
+  absl::StatusOr<Tensor> old = RunOne(6, "Min", {F({1, 4}, {2}), F({3, 2}, {2})});
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_THAT(Values(*old), ElementsAre(1, 2));
 }
 
 }  // namespace

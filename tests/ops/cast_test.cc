@@ -74,5 +74,15 @@ TEST(Constant, EveryValueAttribute) {
   EXPECT_THAT(std::string(none.status().message()), HasSubstr("exactly one value attribute"));
 }
 
+TEST(Cast, ToIsATypeNameBeforeOpset6) {
+  absl::StatusOr<Tensor> y = RunOne(1, "Cast", {F({1.5f, -2.5f}, {2})}, [](onnx::NodeProto& n) { SetAttr(n, "to", std::string("INT32")); });
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), DType::kInt32);
+  EXPECT_THAT(Values(*y), ElementsAre(1, -2));
+  y = RunOne(5, "Cast", {F({1}, {1})}, [](onnx::NodeProto& n) { SetAttr(n, "to", std::string("REAL")); });
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Message(y.status()), HasSubstr("'REAL' is not an element type"));
+}
+
 }  // namespace
 }  // namespace onnx_mini

@@ -70,5 +70,24 @@ TEST(MatMul, OneDnnLeavesTheCallersThreadCountAsItWas) {
   EXPECT_EQ(omp_get_max_threads(), before);
 }
 
+TEST(Gemm, LegacyBroadcastAttributeAndRequiredC) {
+  const Tensor a = F({1, 2, 3, 4}, {2, 2}), b = F({1, 0, 0, 1}, {2, 2});
+  // Opset 6: C broadcasts only with broadcast = 1.
+  absl::StatusOr<Tensor> y = RunOne(6, "Gemm", {a, b, F({10, 20}, {2})}, [](onnx::NodeProto& n) { SetAttr(n, "broadcast", int64_t(1)); });
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(11, 22, 13, 24));
+  y = RunOne(6, "Gemm", {a, b, F({10, 20}, {2})});
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(Message(y.status()), HasSubstr("without broadcast = 1 (opset 6) C must have shape [2,2]"));
+  y = RunOne(6, "Gemm", {a, b, F({1, 1, 1, 1}, {2, 2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(2, 3, 4, 5));
+  // C is required before opset 11.
+  y = RunOne(9, "Gemm", {a, b});
+  ASSERT_FALSE(y.ok());
+  y = RunOne(11, "Gemm", {a, b});
+  ASSERT_TRUE(y.ok()) << y.status();
+}
+
 }  // namespace
 }  // namespace onnx_mini

@@ -160,5 +160,28 @@ TEST(Movement, EmptyTensorsWithHugeDimsNeitherOverflowNorLoop) {
   EXPECT_THAT(Message(RunNode(13, "Concat", {c, c}, 1, axis(1)).status()), HasSubstr("overflows"));
 }
 
+TEST(Movement, LegacyForms) {
+  // Concat-1: axis defaults to 1.
+  absl::StatusOr<Tensor> y = RunOne(1, "Concat", {F({1, 2}, {2, 1}), F({3, 4}, {2, 1})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{2, 2}));
+  EXPECT_THAT(Values(*y), ElementsAre(1, 3, 2, 4));
+  EXPECT_FALSE(RunOne(4, "Concat", {F({1}, {1}), F({2}, {1})}).ok());
+  // Pad-1: the attribute is `paddings`.
+  y = RunOne(1, "Pad", {F({1, 2}, {1, 2})}, [](onnx::NodeProto& n) {
+    SetAttr(n, "paddings", std::vector<int64_t>{0, 1, 0, 0});
+    SetAttr(n, "value", 7.0f);
+  });
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(7, 1, 2));
+  // Split-1: the sizes as an attribute or as a second input of the data's type.
+  absl::StatusOr<std::vector<Tensor>> parts = RunNode(1, "Split", {F({1, 2, 3, 4, 5}, {5}), F({2, 3}, {2})}, 2);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  EXPECT_THAT(Values((*parts)[1]), ElementsAre(3, 4, 5));
+  parts = RunNode(1, "Split", {F({1, 2, 3, 4, 5}, {5})}, 2, [](onnx::NodeProto& n) { SetAttr(n, "split", std::vector<int64_t>{4, 1}); });
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  EXPECT_THAT(Values((*parts)[1]), ElementsAre(5));
+}
+
 }  // namespace
 }  // namespace onnx_mini

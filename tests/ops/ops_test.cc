@@ -44,10 +44,12 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
   const int64_t opset = row.def.since_version;
   const bool attrs_form = row.inputs.size() == 1;  // an old row whose extra inputs were attributes
   static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Mod", "Pow", "Equal", "Less",
-                                               "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Sum"};
+                                               "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Sum",
+                                               "Max", "Min", "Mean", "PRelu"};
   if (kBinary.count(op)) {
     Tiny t{{{{2, 3}, {2}}, {{3}, {1}}}};
     if (op == "Mod") t.attrs = [](onnx::NodeProto& n) { SetAttr(n, "fmod", int64_t(1)); };
+    if (opset < 7) t.attrs = [](onnx::NodeProto& n) { SetAttr(n, "broadcast", int64_t(1)); };  // legacy broadcasting
     return t;
   }
   if (op == "Where") return {{{{2, 3}}, {{2, 3}}, {{3}}}};
@@ -55,7 +57,10 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
   if (op == "CastLike") return {{{{2, 3}}, {{1}}}};
   if (op == "Constant")
     return {{}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "value", Filled(out, {{2}})); }};
-  if (op == "Reshape") return {{{{2, 3}}, {{2}, {3, 2}}}};
+  if (op == "Reshape") {
+    if (attrs_form) return {{{{2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "shape", std::vector<int64_t>{3, 2}); }};
+    return {{{{2, 3}}, {{2}, {3, 2}}}};
+  }
   if (op == "Squeeze") return {{{{1, 3}}}};
   if (op == "Unsqueeze") {
     if (attrs_form) return {{{{3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "axes", std::vector<int64_t>{0}); }};
@@ -77,7 +82,9 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
     return {{{{2}, {2, 3}}}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "value", Filled(out, {{1}})); }};
   if (op == "Pad") {
     if (attrs_form)
-      return {{{{2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "pads", std::vector<int64_t>{0, 1, 0, 1}); }};
+      return {{{{2, 3}}}, 1, [opset](onnx::NodeProto& n) {
+                SetAttr(n, opset < 2 ? "paddings" : "pads", std::vector<int64_t>{0, 1, 0, 1});
+              }};
     return {{{{2, 3}}, {{4}, {0, 1, 0, 1}}}};
   }
   if (op == "Trilu") return {{{{3, 3}}}};
@@ -87,13 +94,12 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
     return {{{{2, 3}}, {{1}, {2}}}, 2};
   }
   if (op == "MatMul") return {{{{2, 3}}, {{3, 2}}}};
-  if (op == "Gemm") return {{{{2, 3}}, {{3, 2}}}};
+  if (op == "Gemm") return {{{{2, 3}}, {{3, 2}}, {{2, 2}}}};
   if (op == "LayerNormalization") return {{{{2, 3}}, {{3}}, {{3}}}};
   if (op == "RMSNormalization") return {{{{2, 3}}, {{3}}}};
   if (op == "RotaryEmbedding") return {{{{1, 2, 3, 4}}, {{1, 3, 2}}, {{1, 3, 2}}}};
   if (op == "TensorScatter") return {{{{1, 2, 4, 3}}, {{1, 2, 1, 3}}, {{1}, {0}}}};
   if (op == "Attention") return {{{{1, 2, 3, 4}}, {{1, 2, 3, 4}}, {{1, 2, 3, 4}}, {{3, 3}, {0}}}};
-  (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
   return {{{{2, 3}}}};

@@ -105,5 +105,55 @@ TEST(Reduce, EmptyTensorsWithHugeDimsNeitherOverflowNorLoop) {
               HasSubstr("ArgMax over the empty axis 1"));
 }
 
+TEST(Softmax, LogSoftmaxAndHardmaxOnOneAxisAndFlattened) {
+  const Tensor x = Random(DType::kFloat, {2, 3, 4}, 5);
+  // Reference: normalize over `size` consecutive groups of `n` elements with stride `inner`.
+  auto check = [&](const std::string& op, int64_t opset, int64_t axis, int64_t outer, int64_t n, int64_t inner) {
+    absl::StatusOr<Tensor> y = RunOne(opset, op, {x}, [axis](onnx::NodeProto& node) { SetAttr(node, "axis", axis); });
+    ASSERT_TRUE(y.ok()) << op << "-" << opset << ": " << y.status();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t e = 0; e < inner; ++e) {
+        double max = -INFINITY, sum = 0;
+        int64_t best = -1;
+        for (int64_t k = 0; k < n; ++k) {
+          const double v = x.data<float>()[(o * n + k) * inner + e];
+          if (v > max) { max = v; best = k; }
+        }
+        for (int64_t k = 0; k < n; ++k) sum += std::exp(x.data<float>()[(o * n + k) * inner + e] - max);
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t i = (o * n + k) * inner + e;
+          const double want = op == "Hardmax" ? (k == best) : x.data<float>()[i] - max - std::log(sum);
+          EXPECT_NEAR(y->data<float>()[i], want, 1e-5) << op << "-" << opset << " axis " << axis;
+        }
+      }
+  };
+  for (const std::string op : {"LogSoftmax", "Hardmax"}) {
+    check(op, 13, 1, 2, 3, 4);   // one axis
+    check(op, 13, -1, 6, 4, 1);
+    check(op, 11, 1, 2, 12, 1);  // before 13: flattened from axis on
+    check(op, 1, 0, 1, 24, 1);
+  }
+  // The default axis: -1 from 13, 1 before.
+  absl::StatusOr<Tensor> now = RunOne(13, "Hardmax", {F({1, 3, 2, 5, 4, 0}, {2, 3})});
+  absl::StatusOr<Tensor> old = RunOne(11, "Hardmax", {F({1, 3, 2, 5, 4, 0}, {1, 2, 3})});
+  ASSERT_TRUE(now.ok() && old.ok());
+  EXPECT_THAT(Values(*now), ElementsAre(0, 1, 0, 1, 0, 0));
+  EXPECT_THAT(Values(*old), ElementsAre(0, 0, 0, 1, 0, 0));
+  // Ties: the first maximum.
+  absl::StatusOr<Tensor> ties = RunOne(13, "Hardmax", {F({2, 2, 1}, {3})});
+  ASSERT_TRUE(ties.ok());
+  EXPECT_THAT(Values(*ties), ElementsAre(1, 0, 0));
+}
+
+TEST(TopK, KIsAnAttributeBeforeOpset10) {
+  absl::StatusOr<std::vector<Tensor>> y =
+      RunNode(1, "TopK", {F({3, 1, 4, 1, 5, 9}, {2, 3})}, 2, [](onnx::NodeProto& n) { SetAttr(n, "k", int64_t(2)); });
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values((*y)[0]), ElementsAre(4, 3, 9, 5));
+  EXPECT_THAT(Values((*y)[1]), ElementsAre(2, 0, 2, 1));
+  y = RunNode(1, "TopK", {F({3, 1}, {2})}, 2);
+  ASSERT_FALSE(y.ok());
+}
+
 }  // namespace
 }  // namespace onnx_mini

@@ -98,5 +98,16 @@ TEST(Shaping, DimProductsThatOverflowAreErrors) {
   EXPECT_EQ(out->shape(), Shape({kBig, kBig, 0}));
 }
 
+TEST(Reshape, TheShapeIsAnAttributeBeforeOpset5) {
+  absl::StatusOr<Tensor> y = RunOne(1, "Reshape", {F({1, 2, 3, 4, 5, 6}, {2, 3})}, [](onnx::NodeProto& n) {
+    SetAttr(n, "shape", std::vector<int64_t>{3, -1});
+    SetAttr(n, "consumed_inputs", std::vector<int64_t>{0});
+  });
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), (Shape{3, 2}));
+  y = RunOne(4, "Reshape", {F({1, 2, 3}, {3})}, [](onnx::NodeProto& n) { SetAttr(n, "shape", std::vector<int64_t>{2}); });
+  ASSERT_FALSE(y.ok());
+}
+
 }  // namespace
 }  // namespace onnx_mini

@@ -25,10 +25,11 @@ TEST(Registry, OpsetPicksTheVersionRange) {
   const OpRegistry& ops = BuiltinOps();
   absl::StatusOr<const RegisteredOp*> add = ops.Find("", "Add", 14);
   ASSERT_TRUE(add.ok());
-  EXPECT_EQ((*add)->def.since_version, 7);
+  EXPECT_EQ((*add)->def.since_version, 1);  // one row back to Add-1 (legacy broadcasting is the kernel's)
   EXPECT_EQ((*ops.Find("", "Squeeze", 11))->def.last_version, 12);
   EXPECT_EQ((*ops.Find("", "Squeeze", 13))->def.since_version, 13);
-  EXPECT_TRUE(absl::IsUnimplemented(ops.Find("", "Add", 6).status()));  // the legacy broadcast era
+  EXPECT_EQ((*ops.Find("", "Gemm", 10))->def.last_version, 10);  // C is required before 11
+  EXPECT_TRUE(absl::IsUnimplemented(ops.Find("", "Erf", 8).status()));  // before the op's first version
   EXPECT_EQ(Message(ops.Find("com.other", "Add", 14).status()), "not implemented: com.other::Add opset 14");
 }
 
