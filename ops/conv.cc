@@ -149,12 +149,13 @@ class ConvOp : public Op {
       // W is (C, M / group, k...).
       if ((*ws)[0] != p->c || p->c % group_ != 0)
         return ctx.Error(absl::StrCat("W's first dim must be X's channels, a multiple of group: ", shapes));
+      if ((*ws)[1] > (int64_t(1) << 40) / group_) return ctx.Error(absl::StrCat("too many output channels: ", shapes));
       p->m = (*ws)[1] * group_;
       ASSIGN_OR_RETURN(p->w, TransposedWindow(ctx, *xs, kernel));
     } else {
       // W is (M, C / group, k...).
       p->m = (*ws)[0];
-      if ((*ws)[1] * group_ != p->c || p->m % group_ != 0)
+      if (p->c % group_ != 0 || (*ws)[1] != p->c / group_ || p->m % group_ != 0)
         return ctx.Error(
             absl::StrCat("X's channels must be W's second dim times group, and W's first a multiple of group: ", shapes));
       ASSIGN_OR_RETURN(p->w, ForwardWindow(ctx, a_, Shape(xs->begin() + 2, xs->end()), kernel));
@@ -222,8 +223,11 @@ class ConvOp : public Op {
       if (!output_shape_.empty() || same) {
         const int64_t out = !output_shape_.empty() ? output_shape_[output_shape_.size() - rank + i] : in * w.s[j];
         const int64_t total = full - out;
-        // ONNX: SAME_UPPER puts the odd pad at the end, otherwise at the beginning.
-        pb = a_.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        // ONNX halves the total with floor division: SAME_UPPER puts the odd
+        // pad at the end, otherwise at the beginning; a negative total (an
+        // output_shape beyond the full output) leaves its extra at the end.
+        const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+        pb = a_.auto_pad == "SAME_UPPER" ? half : total - half;
         pe = total - pb;
       } else if (a_.auto_pad == "NOTSET" && !a_.pads.empty()) {
         pb = a_.pads[i];

@@ -100,7 +100,7 @@ class PoolOp : public Op {
       if (global_) {
         // Any rank: one window over all spatial elements, as a 1-D pool.
         const int64_t n = ElementCount(spatial);
-        if (n == 0 && p->planes > 0)
+        if (n < 0 || (n == 0 && p->planes > 0))
           return ctx.Error(absl::StrCat("X ", ShapeToString(*xs), " has no spatial elements to pool"));
         p->w.rank = 1;
         p->w.in[2] = p->w.k[2] = n;

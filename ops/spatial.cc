@@ -68,6 +68,8 @@ absl::StatusOr<Window> ForwardWindow(const InferContext& ctx, const WindowAttrs&
   const int off = kMaxSpatial - w.rank;
   for (int i = 0; i < w.rank; ++i) {
     const int j = off + i;
+    if (in[size_t(i)] > (int64_t(1) << 62))
+      return ctx.Error(absl::StrCat("spatial dim ", i, " of size ", in[size_t(i)], " is too large"));
     w.in[j] = in[size_t(i)];
     w.k[j] = kernel[size_t(i)];
     w.s[j] = a.strides.empty() ? 1 : a.strides[size_t(i)];

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "runtime/element.h"
 #include "tests/ops/op_tester.h"
@@ -116,7 +117,8 @@ std::vector<double> NaiveConvTranspose(const ConvCase& c, const Tensor& x, const
     if (!c.output_shape.empty() || c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER") {
       const int64_t want = c.output_shape.empty() ? c.x[2 + i] * s[i] : c.output_shape[i];
       const int64_t total = full - want;
-      pb[i] = c.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      const int64_t half = int64_t(std::floor(double(total) / 2));
+      pb[i] = c.auto_pad == "SAME_UPPER" ? half : total - half;
       y_shape.push_back(want);
     } else {
       pb[i] = pads[i];
@@ -210,6 +212,10 @@ TEST(Conv, MatchesTheDefinitionIn1d2d3dWithGroupsStridesDilationsAndPads) {
 TEST(ConvTranspose, MatchesTheDefinitionWithOutputPaddingOutputShapeAndGroups) {
   ConvCase with_shape{{1, 2, 3, 4}, {2, 3, 3, 3}, 1, {2, 2}};
   with_shape.output_shape = {8, 9};
+  ConvCase beyond{{1, 1, 3, 3}, {1, 2, 3, 3}, 1, {3, 2}};  // the full output is 9 x 7
+  beyond.output_shape = {10, 8};
+  ConvCase beyond_upper = beyond;
+  beyond_upper.auto_pad = "SAME_UPPER";
   ConvCase with_padding{{1, 2, 3, 3}, {2, 2, 3, 2}, 1, {3, 2}, {}, {1, 2, 1, 0}};
   with_padding.output_padding = {1, 1};
   ConvCase same{{2, 1, 4, 3}, {1, 2, 3, 3}, 1, {2, 2}, {}, {}, "SAME_UPPER"};
@@ -222,6 +228,8 @@ TEST(ConvTranspose, MatchesTheDefinitionWithOutputPaddingOutputShapeAndGroups) {
                         {{1, 4, 3, 4}, {4, 3, 2, 2}, 2, {2, 1}, {2, 2}},
                         {{1, 2, 2, 3, 2}, {2, 2, 2, 2, 2}, 1, {1, 2, 2}},
                         with_shape,
+                        beyond,
+                        beyond_upper,
                         with_padding,
                         same,
                         same_lower,
@@ -246,6 +254,52 @@ TEST(Conv, HandValues) {
     ASSERT_TRUE(y.ok()) << y.status();
     EXPECT_THAT(Values(*y), ElementsAre(-1, -1));
   }
+}
+
+// Conv -> MaxPool -> AveragePool, as a model: with dynamic dims the plans are
+// made per run; with static ones once, and runs from several threads share them.
+std::unique_ptr<Session> ConvPoolModel(const std::vector<int64_t>& dims) {
+  ModelBuilder m(11);
+  m.Input("x", DType::kFloat, dims)
+      .Initializer("w", RandomUniform(DType::kFloat, {4, 3, 3, 3}, 7))
+      .Output("y", DType::kFloat, {}, false);
+  SetAttr(m.Node("Conv", {"x", "w"}, {"c"}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  SetAttr(m.Node("MaxPool", {"c"}, {"p"}), "kernel_shape", std::vector<int64_t>{2, 2});
+  onnx::NodeProto& avg = m.Node("AveragePool", {"p"}, {"y"});
+  SetAttr(avg, "kernel_shape", std::vector<int64_t>{3, 3});
+  SetAttr(avg, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  auto session = m.Build();
+  EXPECT_TRUE(session.ok()) << session.status();
+  return session.ok() ? std::move(*session) : nullptr;
+}
+
+TEST(Conv, DynamicShapesPlanPerRunAndStaticPlansAreSharedAcrossThreads) {
+  std::unique_ptr<Session> dynamic = ConvPoolModel({-1, 3, -1, -1});
+  std::unique_ptr<Session> fixed = ConvPoolModel({2, 3, 9, 8});
+  ASSERT_TRUE(dynamic && fixed);
+  Tensor x = RandomUniform(DType::kFloat, {2, 3, 9, 8}, 3);
+  auto want = fixed->Run({{"x", x}});
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ((*want)[0].shape(), Shape({2, 4, 8, 7}));
+  for (const Shape& shape : {Shape{2, 3, 9, 8}, Shape{1, 3, 5, 12}, Shape{2, 3, 9, 8}}) {
+    auto got = dynamic->Run({{"x", shape == Shape{2, 3, 9, 8} ? x : RandomUniform(DType::kFloat, shape, 4)}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].shape(), Shape({shape[0], 4, shape[2] - 1, shape[3] - 1}));
+    if (shape == Shape{2, 3, 9, 8}) {
+      EXPECT_EQ(Values((*got)[0]), Values((*want)[0]));
+    }
+  }
+  std::vector<std::vector<double>> results(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < results.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 5; ++r) {
+        auto got = fixed->Run({{"x", x}});
+        if (got.ok()) results[t] = Values((*got)[0]);
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const auto& r : results) EXPECT_EQ(r, Values((*want)[0]));
 }
 
 TEST(Conv, EmptyBatchGivesAnEmptyOutput) {
