@@ -1,4 +1,4 @@
-// Conv (1, 11, 22) and ConvTranspose (1, 11, 22): 1-D to 3-D, groups,
+// Conv (1, 11, 22), ConvTranspose (1, 11, 22) and ConvInteger (10): 1-D to 3-D, groups,
 // dilations, strides, pads and auto_pad. float runs on oneDNN (the primitive
 // is made once per shape, in the plan); every type also has the plain
 // reference kernel, which accumulates 16-bit floats in float.
@@ -7,6 +7,9 @@
 
 namespace onnx_mini {
 namespace {
+
+// ConvInteger's input types.
+using QuantTypes = TypeList<int8_t, uint8_t>;
 
 struct ConvPlan : OpPlan {
   Window w;
@@ -98,8 +101,13 @@ void ConvTransposeReference(const ConvPlan& p, const T* x, const T* wt, const T*
   }
 }
 
-template <bool kTransposed>
+enum class ConvKind { kConv, kTransposed, kInteger };
+
+template <ConvKind kKind>
 class ConvOp : public Op {
+  static constexpr bool kTransposed = kKind == ConvKind::kTransposed;
+  static constexpr bool kInteger = kKind == ConvKind::kInteger;
+
  public:
   static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
     auto op = std::make_unique<ConvOp>();
@@ -122,7 +130,7 @@ class ConvOp : public Op {
     const ValueType& x = ctx.input(0);
     const ValueType& wt = ctx.input(1);
     ValueType out;
-    out.dtype = x.dtype;
+    out.dtype = kInteger ? DType::kInt32 : x.dtype;
     const std::optional<Shape> xs = x.concrete_shape(), ws = wt.concrete_shape();
     if (x.dims && wt.dims) {
       if (x.rank() < 3 || wt.rank() != x.rank())
@@ -160,7 +168,17 @@ class ConvOp : public Op {
             absl::StrCat("X's channels must be W's second dim times group, and W's first a multiple of group: ", shapes));
       ASSIGN_OR_RETURN(p->w, ForwardWindow(ctx, a_, Shape(xs->begin() + 2, xs->end()), kernel));
     }
-    if (ctx.has_input(2) && ctx.input(2).dims) {
+    if (kInteger) {
+      // ConvInteger's zero points: one for X; one for W or one per output channel.
+      for (size_t i : {size_t(2), size_t(3)}) {
+        const std::optional<Shape> zs = ctx.has_input(i) ? ctx.input(i).concrete_shape() : std::nullopt;
+        const int64_t count = zs ? ElementCount(*zs) : 1;
+        if (zs && zs->size() > 1) return ctx.Error("a zero point must be a scalar or 1-D");
+        if (count != 1 && !(i == 3 && count == p->m))
+          return ctx.Error(absl::StrCat(i == 2 ? "x_zero_point " : "w_zero_point ", ShapeToString(*zs),
+                                        i == 2 ? " must have one element" : " must have one element or one per output channel"));
+      }
+    } else if (ctx.has_input(2)) {
       const std::optional<Shape> bs = ctx.input(2).concrete_shape();
       if (bs && (bs->size() != 1 || (*bs)[0] != p->m))
         return ctx.Error(absl::StrCat("B ", ShapeToString(*bs), " must be (", p->m, ")"));
@@ -168,9 +186,9 @@ class ConvOp : public Op {
     Shape ys = {p->n, p->m};
     for (int64_t v : p->w.Spatial(p->w.out)) ys.push_back(v);
     if (ElementCount(ys) < 0) return ctx.Error(absl::StrCat("the output ", ShapeToString(ys), " is too large"));
-    if (x.dtype == DType::kFloat)
+    if (!kInteger && x.dtype == DType::kFloat)
       p->dnn = MakeOneDnnConv(p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed);
-    ctx.set_output(0, ValueType::Of(x.dtype, ys));
+    ctx.set_output(0, ValueType::Of(out.dtype, ys));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();
   }
@@ -182,6 +200,7 @@ class ConvOp : public Op {
     Tensor& y = ctx.output(0);
     const ConvPlan& p = ctx.plan<ConvPlan>();
     if (y.size() == 0) return absl::OkStatus();
+    if (kInteger) return ComputeInteger(ctx, p);
     if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads()))
       return absl::OkStatus();
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
@@ -193,6 +212,31 @@ class ConvOp : public Op {
   }
 
  private:
+  // ConvInteger: X and W less their zero points, widened to int32, through
+  // the reference convolution (int32 accumulation).
+  absl::Status ComputeInteger(KernelContext& ctx, const ConvPlan& p) const {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& wt = *ctx.input(1);
+    const Tensor* xz = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+    const Tensor* wz = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
+    std::vector<int32_t> xq(size_t(x.size())), wq(size_t(wt.size()));
+    RETURN_IF_ERROR(Dispatch<QuantTypes>(ctx, x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int32_t zero = xz ? int32_t(xz->data<T>()[0]) : 0;
+      for (int64_t i = 0; i < x.size(); ++i) xq[size_t(i)] = int32_t(x.data<T>()[i]) - zero;
+    }));
+    RETURN_IF_ERROR(Dispatch<QuantTypes>(ctx, wt.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int64_t per_channel = wt.size() / std::max<int64_t>(1, p.m);
+      for (int64_t i = 0; i < wt.size(); ++i) {
+        const int32_t zero = !wz ? 0 : wz->size() == 1 ? int32_t(wz->data<T>()[0]) : int32_t(wz->data<T>()[i / per_channel]);
+        wq[size_t(i)] = int32_t(wt.data<T>()[i]) - zero;
+      }
+    }));
+    ConvReference<int32_t>(p, xq.data(), wq.data(), nullptr, ctx.output(0).data<int32_t>(), ctx.threads());
+    return absl::OkStatus();
+  }
+
   // ConvTranspose's output: s * (in - 1) + output_padding + (k - 1) * d + 1
   // less the pads, or output_shape (or in * s for SAME) with the pads it
   // implies. The window keeps output_padding in its end pad, which may go
@@ -252,8 +296,11 @@ class ConvOp : public Op {
 std::vector<OpDef> ConvOps() {
   const std::vector<TypeConstraint> t = {{"T", kFloatTypes}};
   return {
-      {"", "Conv", 1, 0, "T T T?", "T", t, ConvOp<false>::Create},
-      {"", "ConvTranspose", 1, 0, "T T T?", "T", t, ConvOp<true>::Create},
+      {"", "Conv", 1, 0, "T T T?", "T", t, ConvOp<ConvKind::kConv>::Create},
+      {"", "ConvTranspose", 1, 0, "T T T?", "T", t, ConvOp<ConvKind::kTransposed>::Create},
+      {"", "ConvInteger", 10, 0, "T1 T2 T1? T2?", "T3",
+       {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", {DType::kInt32}}},
+       ConvOp<ConvKind::kInteger>::Create},
   };
 }
 

@@ -19,7 +19,7 @@ std::vector<OpDef> ShapingOps();    // Identity, Reshape, Flatten, Squeeze, Unsq
 std::vector<OpDef> ConstantOps();   // Constant
 std::vector<OpDef> TensorScatterOps();  // TensorScatter
 std::vector<OpDef> AttentionOps();      // Attention
-std::vector<OpDef> ConvOps();           // Conv, ConvTranspose
+std::vector<OpDef> ConvOps();           // Conv, ConvTranspose, ConvInteger
 std::vector<OpDef> PoolOps();           // MaxPool, AveragePool, LpPool, GlobalMaxPool, GlobalAveragePool, GlobalLpPool
 std::vector<OpDef> ImageNormOps();      // BatchNormalization, InstanceNormalization, GroupNormalization, LRN
 

@@ -302,6 +302,29 @@ TEST(Conv, DynamicShapesPlanPerRunAndStaticPlansAreSharedAcrossThreads) {
   for (const auto& r : results) EXPECT_EQ(r, Values((*want)[0]));
 }
 
+TEST(ConvInteger, SubtractsZeroPointsPerTensorAndPerOutputChannel) {
+  // X uint8 [[10, 11], [12, 13]] with zero point 10; two 1x1 int8 filters [2] and [-1]
+  // with zero points 0 and -1 (per output channel).
+  Tensor x = Tensor::FromVector<uint8_t>({10, 11, 12, 13}, {1, 1, 2, 2});
+  Tensor w = Tensor::FromVector<int8_t>({2, -1}, {2, 1, 1, 1});
+  auto y = RunOne(10, "ConvInteger",
+                  {x, w, Tensor::FromVector<uint8_t>({10}, {}), Tensor::FromVector<int8_t>({0, -1}, {2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), DType::kInt32);
+  // (x - 10) * 2 and (x - 10) * (-1 - -1) = 0.
+  EXPECT_THAT(Values(*y), ElementsAre(0, 2, 4, 6, 0, 0, 0, 0));
+  // Without zero points, 2x2 kernel of ones over int8 with a pad: sums of the 2x2 blocks.
+  y = RunOne(10, "ConvInteger",
+             {Tensor::FromVector<int8_t>({1, -2, 3, -4}, {1, 1, 2, 2}), Tensor::FromVector<uint8_t>({1, 1, 1, 1}, {1, 1, 2, 2})},
+             [](onnx::NodeProto& n) { SetAttr(n, "pads", std::vector<int64_t>{0, 0, 1, 0}); });
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_THAT(Values(*y), ElementsAre(-2, -1));
+  EXPECT_THAT(Message(RunOne(10, "ConvInteger", {x, w, Tensor::FromVector<uint8_t>({1, 2}, {2})}).status()),
+              HasSubstr("x_zero_point [2] must have one element"));
+  EXPECT_THAT(Message(RunOne(10, "ConvInteger", {x, w, Tensor(), Tensor::FromVector<int8_t>({0, 1, 2}, {3})}).status()),
+              HasSubstr("w_zero_point [3] must have one element or one per output channel"));
+}
+
 TEST(Conv, EmptyBatchGivesAnEmptyOutput) {
   auto y = RunOne(11, "Conv", {Tensor::Zeros(DType::kFloat, {0, 2, 4, 4}), F(std::vector<float>(18, 1), {1, 2, 3, 3})});
   ASSERT_TRUE(y.ok()) << y.status();
