@@ -1,7 +1,9 @@
-// Conv (1, 11, 22), ConvTranspose (1, 11, 22) and ConvInteger (10): 1-D to 3-D, groups,
-// dilations, strides, pads and auto_pad. float runs on oneDNN (the primitive
-// is made once per shape, in the plan); every type also has the plain
-// reference kernel, which accumulates 16-bit floats in float.
+// Conv (1, 11, 22), ConvTranspose (1, 11, 22) and ConvInteger (10): 1-D to
+// 3-D, groups, dilations, strides, pads and auto_pad. float Conv and
+// ConvTranspose run on oneDNN in the layouts it prefers (the primitive is kept
+// in the plan, made on the first run for the session's thread count); every
+// type also has the plain reference kernel, which accumulates 16-bit floats
+// in float and ConvInteger in int32.
 #include "ops/ops.h"
 #include "ops/spatial.h"
 

@@ -4,7 +4,7 @@
 // and dilations), GlobalAveragePool, GlobalMaxPool and GlobalLpPool. Later
 // versions only add attributes whose defaults are the earlier behaviour, so
 // one op serves every version. float max and average pools run on oneDNN
-// (made once per shape, in the plan) unless MaxPool's Indices are asked for.
+// (the primitive kept in the plan) unless MaxPool's Indices are asked for.
 #include <cmath>
 #include <limits>
 

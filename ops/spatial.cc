@@ -2,6 +2,11 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
+#include <optional>
+#include <unordered_map>
+
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace onnx_mini {
@@ -155,26 +160,60 @@ dnnl::primitive_attr UserScratchpad() {
   return attr;
 }
 
-template <class Primitive>
-class Forward : public OneDnnForward {
- public:
-  Forward(const typename Primitive::primitive_desc& pd, memory::desc src, memory::desc weights, memory::desc bias,
-          memory::desc dst)
-      : pd_(pd), primitive_(pd), src_(src), weights_(weights), bias_(bias), dst_(dst) {}
+// A reorder between two layouts of one tensor.
+struct Reorder {
+  dnnl::reorder::primitive_desc pd;
+  dnnl::reorder primitive;
+  void Run(dnnl::stream& stream, const memory& from, const memory& to) const {
+    primitive.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to},
+                               {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), Engine())}});
+  }
+};
 
-  bool Run(const void* src, const void* weights, const void* bias, void* dst, int threads) const override {
+// None when the layouts are the same.
+std::optional<Reorder> MakeReorder(const memory::desc& from, const memory::desc& to) {
+  if (from == to) return std::nullopt;
+  dnnl::reorder::primitive_desc pd(Engine(), from, Engine(), to, UserScratchpad());
+  return Reorder{pd, dnnl::reorder(pd)};
+}
+
+// Runs a primitive P on the callers' plain tensors. The primitive may prefer
+// other layouts (convolutions pick blocked ones, much faster than plain
+// NCHW): the inputs are then reordered into temporary buffers before, and the
+// output out of one after, each run.
+template <class P>
+class Forward : public OneDnnForward::Primitive {
+ public:
+  // `weights` and `bias` are zero descriptors for primitives without them.
+  Forward(const typename P::primitive_desc& pd, memory::desc src, memory::desc weights, memory::desc bias,
+          memory::desc dst)
+      : pd_(pd), primitive_(pd), src_(src), weights_(weights), bias_(bias), dst_(dst),
+        src_in_(MakeReorder(src, pd.src_desc())), dst_out_(MakeReorder(pd.dst_desc(), dst)) {
+    if (!weights.is_zero()) weights_in_ = MakeReorder(weights, pd.weights_desc());
+  }
+
+  bool Run(const void* src, const void* weights, const void* bias, void* dst) const override {
     try {
       dnnl::stream stream(Engine());
-      memory scratch(pd_.scratchpad_desc(), Engine());
-      std::unordered_map<int, memory> args = {
-          {DNNL_ARG_SRC, memory(src_, Engine(), const_cast<void*>(src))},
-          {DNNL_ARG_DST, memory(dst_, Engine(), dst)},
-          {DNNL_ARG_SCRATCHPAD, scratch},
+      // Reorders into the primitive's layout, where it differs from the caller's.
+      auto in = [&](const memory::desc& plain, const void* data, const std::optional<Reorder>& reorder,
+                    const memory::desc& wanted) {
+        memory user(plain, Engine(), const_cast<void*>(data));
+        if (!reorder) return user;
+        memory mine(wanted, Engine());
+        reorder->Run(stream, user, mine);
+        return mine;
       };
-      if (weights) args[DNNL_ARG_WEIGHTS] = memory(weights_, Engine(), const_cast<void*>(weights));
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, in(src_, src, src_in_, pd_.src_desc())},
+          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), Engine())},
+      };
+      if (weights) args[DNNL_ARG_WEIGHTS] = in(weights_, weights, weights_in_, pd_.weights_desc());
       if (bias) args[DNNL_ARG_BIAS] = memory(bias_, Engine(), const_cast<void*>(bias));
-      const OmpThreadsScope scope(threads);
+      memory user_dst(dst_, Engine(), dst);
+      args[DNNL_ARG_DST] = dst_out_ ? memory(pd_.dst_desc(), Engine()) : user_dst;
       primitive_.execute(stream, args);
+      if (dst_out_) dst_out_->Run(stream, args[DNNL_ARG_DST], user_dst);
       stream.wait();
       return true;
     } catch (const dnnl::error&) {
@@ -183,18 +222,36 @@ class Forward : public OneDnnForward {
   }
 
  private:
-  typename Primitive::primitive_desc pd_;
-  Primitive primitive_;
+  typename P::primitive_desc pd_;
+  P primitive_;
   memory::desc src_, weights_, bias_, dst_;
+  std::optional<Reorder> src_in_, weights_in_, dst_out_;
 };
 
 }  // namespace
 
-std::shared_ptr<const OneDnnForward> MakeOneDnnConv(const Window& w, int64_t n, int64_t c, int64_t m, int64_t group,
-                                                    bool has_bias, bool transposed) {
-  if (n <= 0 || c <= 0 || m <= 0 || group <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
-  for (int i = 0; i < kMaxSpatial; ++i)
-    if (w.pb[size_t(i)] < 0 || w.pe[size_t(i)] < 0) return nullptr;
+bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, void* dst, int threads) const {
+  std::shared_ptr<const Primitive> primitive;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(made_.begin(), made_.end(), [&](const auto& p) { return p.first == threads; });
+    if (it != made_.end()) {
+      primitive = it->second;
+    } else {
+      const OmpThreadsScope scope(threads);
+      primitive = make_();
+      made_.emplace_back(threads, primitive);
+    }
+  }
+  if (!primitive) return false;
+  const OmpThreadsScope scope(threads);
+  return primitive->Run(src, weights, bias, dst);
+}
+
+namespace {
+
+std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(const Window& w, int64_t n, int64_t c, int64_t m,
+                                                              int64_t group, bool has_bias, bool transposed) {
   try {
     memory::dims src_dims = {n, c}, dst_dims = {n, m};
     const memory::dims in = Dims(w, w.in), out = Dims(w, w.out), k = Dims(w, w.k);
@@ -218,15 +275,19 @@ std::shared_ptr<const OneDnnForward> MakeOneDnnConv(const Window& w, int64_t n, 
     const memory::desc src = Plain(src_dims), dst = Plain(dst_dims);
     const memory::desc bias = has_bias ? Plain({m}) : memory::desc();
     const memory::dims strides = Dims(w, w.s), dilates = Dims(w, w.d, 1), pl = Dims(w, w.pb), pr = Dims(w, w.pe);
+    // The primitive picks its own layouts (format any); Forward reorders.
+    const memory::desc src_any(src_dims, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc dst_any(dst_dims, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc weights_any(weights.dims(), memory::data_type::f32, memory::format_tag::any);
     if (transposed) {
       const dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                                dnnl::algorithm::deconvolution_direct, src, weights, bias, dst,
-                                                strides, dilates, pl, pr);
+                                                dnnl::algorithm::deconvolution_direct, src_any, weights_any, bias,
+                                                dst_any, strides, dilates, pl, pr);
       const dnnl::deconvolution_forward::primitive_desc pd(d, UserScratchpad(), Engine());
       return std::make_shared<Forward<dnnl::deconvolution_forward>>(pd, src, weights, bias, dst);
     }
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                            src, weights, bias, dst, strides, dilates, pl, pr);
+                                            src_any, weights_any, bias, dst_any, strides, dilates, pl, pr);
     const dnnl::convolution_forward::primitive_desc pd(d, UserScratchpad(), Engine());
     return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst);
   } catch (const dnnl::error&) {
@@ -234,8 +295,7 @@ std::shared_ptr<const OneDnnForward> MakeOneDnnConv(const Window& w, int64_t n, 
   }
 }
 
-std::shared_ptr<const OneDnnForward> MakeOneDnnPool(const Window& w, int64_t n, int64_t c, PoolKind kind) {
-  if (n <= 0 || c <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
+std::shared_ptr<const OneDnnForward::Primitive> PoolPrimitive(const Window& w, int64_t n, int64_t c, PoolKind kind) {
   try {
     memory::dims src_dims = {n, c}, dst_dims = {n, c};
     const memory::dims in = Dims(w, w.in), out = Dims(w, w.out);
@@ -264,6 +324,27 @@ std::shared_ptr<const OneDnnForward> MakeOneDnnPool(const Window& w, int64_t n, 
   } catch (const dnnl::error&) {
     return nullptr;
   }
+}
+
+}  // namespace
+
+std::shared_ptr<const OneDnnForward> MakeOneDnnConv(const Window& w, int64_t n, int64_t c, int64_t m, int64_t group,
+                                                    bool has_bias, bool transposed) {
+  if (n <= 0 || c <= 0 || m <= 0 || group <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
+  for (int i = 0; i < kMaxSpatial; ++i)
+    if (w.pb[size_t(i)] < 0 || w.pe[size_t(i)] < 0) return nullptr;
+  return std::make_shared<OneDnnForward>([=] { return ConvPrimitive(w, n, c, m, group, has_bias, transposed); });
+}
+
+std::shared_ptr<const OneDnnForward> MakeOneDnnPool(const Window& w, int64_t n, int64_t c, PoolKind kind) {
+  if (n <= 0 || c <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
+  // An average that counts the pads cannot take the extra end pads ceil_mode may need.
+  for (int i = 0; i < kMaxSpatial; ++i)
+    if (kind == PoolKind::kAverageIncludePad &&
+        (w.out[size_t(i)] - 1) * w.s[size_t(i)] + (w.k[size_t(i)] - 1) * w.d[size_t(i)] + 1 - w.in[size_t(i)] -
+                w.pb[size_t(i)] > w.pe[size_t(i)])
+      return nullptr;
+  return std::make_shared<OneDnnForward>([=] { return PoolPrimitive(w, n, c, kind); });
 }
 
 }  // namespace onnx_mini

@@ -1,11 +1,14 @@
 // What Conv, ConvTranspose and the pools share: their sliding-window
 // attributes (parsed once), the window geometry Infer derives from them, and
-// the oneDNN forward primitives made once per geometry.
+// the oneDNN forward primitives of one geometry.
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/common.h"
@@ -53,14 +56,27 @@ absl::Status CheckWindowAttrs(const InferContext& ctx, const WindowAttrs& a, int
 absl::StatusOr<Window> ForwardWindow(const InferContext& ctx, const WindowAttrs& a, const Shape& in,
                                      const Shape& kernel);
 
-// oneDNN forward primitives for float32, made once for one geometry; Run may
-// be called from several threads at once. Make* return nullptr when oneDNN
-// cannot do the case (the caller keeps its reference kernel).
+// A oneDNN forward primitive for float32 of one geometry, made on first use
+// for each thread count (oneDNN divides its work among the threads it is made
+// for, and runs badly under fewer) and kept for later runs; Run may be called
+// from several threads at once. Run returns false when oneDNN cannot do the
+// case: the caller then runs its reference kernel, which writes every output.
 class OneDnnForward {
  public:
-  virtual ~OneDnnForward() = default;
-  // weights and bias only for convolutions (bias may be null). false if oneDNN failed.
-  virtual bool Run(const void* src, const void* weights, const void* bias, void* dst, int threads) const = 0;
+  class Primitive {
+   public:
+    virtual ~Primitive() = default;
+    // weights and bias only for convolutions (bias may be null).
+    virtual bool Run(const void* src, const void* weights, const void* bias, void* dst) const = 0;
+  };
+  // `make` returns nullptr when oneDNN has no primitive for the case.
+  explicit OneDnnForward(std::function<std::shared_ptr<const Primitive>()> make) : make_(std::move(make)) {}
+  bool Run(const void* src, const void* weights, const void* bias, void* dst, int threads) const;
+
+ private:
+  std::function<std::shared_ptr<const Primitive>()> make_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::pair<int, std::shared_ptr<const Primitive>>> made_;  // by thread count
 };
 
 // Conv (transposed: ConvTranspose) of N x C images into N x M, in groups.
