@@ -5,6 +5,7 @@
 // versions only add attributes whose defaults are the earlier behaviour, so
 // one op serves every version. float max and average pools run on oneDNN
 // (the primitive kept in the plan) unless MaxPool's Indices are asked for.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -22,32 +23,39 @@ struct PoolPlan : OpPlan {
   std::shared_ptr<const OneDnnForward> dnn;
 };
 
-// The taps of the window at output (o0, o1, o2) that fall inside the input,
-// as f(flat input offset, coordinates), and how many taps fall inside the
-// input and inside the input with its pads.
+// The kernel taps [lo, hi) of output o along one dim that fall inside the
+// input, and how many fall inside the input with its pads. Computed, not
+// searched: a huge kernel over padding costs nothing.
+struct TapRange {
+  int64_t lo = 0, hi = 0, padded = 0;
+};
+inline TapRange Taps(const Window& w, int j, int64_t o) {
+  const size_t d = size_t(j);
+  const int64_t start = o * w.s[d] - w.pb[d];  // the input position of tap 0
+  TapRange r;
+  r.lo = start >= 0 ? 0 : (-start + w.d[d] - 1) / w.d[d];
+  r.hi = start > w.in[d] - 1 ? 0 : std::min(w.k[d], (w.in[d] - 1 - start) / w.d[d] + 1);
+  r.hi = std::max(r.hi, r.lo);
+  // Taps before in + pe (none lies before -pb).
+  const int64_t end = w.in[d] + w.pe[d] - start;
+  r.padded = end <= 0 ? 0 : std::min(w.k[d], (end + w.d[d] - 1) / w.d[d]);
+  return r;
+}
+
+// Calls f(flat input offset, coordinates) for the taps of the window at output
+// (o0, o1, o2) that fall inside the input; counts those and the taps inside
+// the input with its pads.
 template <class F>
 void ForEachTap(const Window& w, int64_t o0, int64_t o1, int64_t o2, F f, int64_t& inside, int64_t& padded) {
-  int64_t in_n[kMaxSpatial], pad_n[kMaxSpatial];
-  const int64_t o[kMaxSpatial] = {o0, o1, o2};
-  for (int j = 0; j < kMaxSpatial; ++j) {
-    in_n[j] = pad_n[j] = 0;
-    for (int64_t k = 0; k < w.k[size_t(j)]; ++k) {
-      const int64_t i = o[j] * w.s[size_t(j)] - w.pb[size_t(j)] + k * w.d[size_t(j)];
-      in_n[j] += i >= 0 && i < w.in[size_t(j)];
-      pad_n[j] += i < w.in[size_t(j)] + w.pe[size_t(j)];  // i >= -pb always holds
-    }
-  }
-  inside = in_n[0] * in_n[1] * in_n[2];
-  padded = pad_n[0] * pad_n[1] * pad_n[2];
-  for (int64_t k0 = 0; k0 < w.k[0]; ++k0) {
+  const TapRange r0 = Taps(w, 0, o0), r1 = Taps(w, 1, o1), r2 = Taps(w, 2, o2);
+  inside = (r0.hi - r0.lo) * (r1.hi - r1.lo) * (r2.hi - r2.lo);
+  padded = r0.padded * r1.padded * r2.padded;
+  for (int64_t k0 = r0.lo; k0 < r0.hi; ++k0) {
     const int64_t i0 = o0 * w.s[0] - w.pb[0] + k0 * w.d[0];
-    if (i0 < 0 || i0 >= w.in[0]) continue;
-    for (int64_t k1 = 0; k1 < w.k[1]; ++k1) {
+    for (int64_t k1 = r1.lo; k1 < r1.hi; ++k1) {
       const int64_t i1 = o1 * w.s[1] - w.pb[1] + k1 * w.d[1];
-      if (i1 < 0 || i1 >= w.in[1]) continue;
-      for (int64_t k2 = 0; k2 < w.k[2]; ++k2) {
+      for (int64_t k2 = r2.lo; k2 < r2.hi; ++k2) {
         const int64_t i2 = o2 * w.s[2] - w.pb[2] + k2 * w.d[2];
-        if (i2 < 0 || i2 >= w.in[2]) continue;
         f((i0 * w.in[1] + i1) * w.in[2] + i2, i0, i1, i2);
       }
     }

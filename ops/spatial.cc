@@ -338,6 +338,10 @@ std::shared_ptr<const OneDnnForward> MakeOneDnnConv(const Window& w, int64_t n, 
 
 std::shared_ptr<const OneDnnForward> MakeOneDnnPool(const Window& w, int64_t n, int64_t c, PoolKind kind) {
   if (n <= 0 || c <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
+  // oneDNN walks every tap of a window, the reference only those inside the
+  // input: windows much larger than the input (huge pads) go to the reference.
+  for (int i = 0; i < kMaxSpatial; ++i)
+    if (w.k[size_t(i)] > 2 * w.in[size_t(i)] + 1) return nullptr;
   // An average that counts the pads cannot take the extra end pads ceil_mode may need.
   for (int i = 0; i < kMaxSpatial; ++i)
     if (kind == PoolKind::kAverageIncludePad &&

@@ -215,6 +215,29 @@ TEST(LpPool, OpsetOneTakesAFloatP) {
               HasSubstr("p 0 must be positive"));
 }
 
+TEST(Pools, AHugeKernelOverPaddingCostsOnlyItsTaps) {
+  // A 2^30 - 1 kernel over 2^30 - 2 leading pads and a 2x2 input: two rows of
+  // output, the first over the pads and row 0, the second over both rows;
+  // each a handful of taps, for float and double.
+  for (DType dt : {DType::kFloat, DType::kDouble})
+    for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) {
+      Tensor x = Tensor::Zeros(dt, {1, 1, 2, 2});
+      for (int i = 0; i < 4; ++i) SetDouble(x, i, i + 1);
+      auto y = RunOne(19, op, {x}, [](onnx::NodeProto& n) {
+        SetAttr(n, "kernel_shape", std::vector<int64_t>{(int64_t(1) << 30) - 1, 1});
+        SetAttr(n, "pads", std::vector<int64_t>{(int64_t(1) << 30) - 2, 0, 0, 0});
+      });
+      ASSERT_TRUE(y.ok()) << op << ": " << y.status();
+      ASSERT_EQ(y->shape(), Shape({1, 1, 2, 2}));
+      const std::string o = op;
+      const std::vector<double> want = o == "MaxPool"       ? std::vector<double>{1, 2, 3, 4}
+                                       : o == "AveragePool" ? std::vector<double>{1, 2, 2, 3}
+                                                            : std::vector<double>{1, 2, std::sqrt(10.0), std::sqrt(20.0)};
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(GetDouble(*y, int64_t(i)), want[i], 1e-5) << op << " " << LowerName(dt);
+    }
+}
+
 TEST(Pools, BadAttributesAndShapesAreNamed) {
   Tensor x = F(std::vector<float>(9, 1), {1, 1, 3, 3});
   EXPECT_THAT(Message(RunOne(11, "MaxPool", {x}).status()), HasSubstr("kernel_shape is required"));
