@@ -1,6 +1,6 @@
 // Conv (1, 11, 22), ConvTranspose (1, 11, 22) and ConvInteger (10): 1-D to
-// 3-D, groups, dilations, strides, pads and auto_pad. float Conv and
-// ConvTranspose run on oneDNN in the layouts it prefers (the primitive is kept
+// 3-D, groups, dilations, strides, pads and auto_pad. float and bfloat16 Conv
+// and ConvTranspose run on oneDNN in the layouts it prefers (the primitive is kept
 // in the plan, made on the first run for the session's thread count); every
 // type also has the plain reference kernel, which accumulates 16-bit floats
 // in float and ConvInteger in int32.
@@ -188,8 +188,7 @@ class ConvOp : public Op {
     Shape ys = {p->n, p->m};
     for (int64_t v : p->w.Spatial(p->w.out)) ys.push_back(v);
     if (ElementCount(ys) < 0) return ctx.Error(absl::StrCat("the output ", ShapeToString(ys), " is too large"));
-    if (!kInteger && x.dtype == DType::kFloat)
-      p->dnn = MakeOneDnnConv(p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed);
+    if (!kInteger) p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed);
     ctx.set_output(0, ValueType::Of(out.dtype, ys));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();

@@ -3,7 +3,7 @@
 // dilations), LpPool (1 with a float p, 2 on with an integer p, 18 ceil_mode
 // and dilations), GlobalAveragePool, GlobalMaxPool and GlobalLpPool. Later
 // versions only add attributes whose defaults are the earlier behaviour, so
-// one op serves every version. float max and average pools run on oneDNN
+// one op serves every version. float and bfloat16 max and average pools run on oneDNN
 // (the primitive kept in the plan) unless MaxPool's Indices are asked for.
 #include <algorithm>
 #include <cmath>
@@ -119,8 +119,8 @@ class PoolOp : public Op {
           (*out.dims)[2 + i] = Dim::Known(p->w.Spatial(p->w.out)[i]);
       }
       const bool indices_wanted = ctx.num_outputs() > 1 && ctx.output_requested(1);
-      if (x.dtype == DType::kFloat && kind_ != Pool::kLp && !indices_wanted)
-        p->dnn = MakeOneDnnPool(p->w, (*xs)[0], (*xs)[1],
+      if (kind_ != Pool::kLp && !indices_wanted)
+        p->dnn = MakeOneDnnPool(x.dtype, p->w, (*xs)[0], (*xs)[1],
                                 kind_ == Pool::kMax  ? PoolKind::kMax
                                 : count_include_pad_ ? PoolKind::kAverageIncludePad
                                                      : PoolKind::kAverageExcludePad);

@@ -140,10 +140,10 @@ memory::dims StridesInOrder(const memory::dims& dims, const std::vector<int>& or
   return strides;
 }
 
-memory::desc Plain(const memory::dims& dims) {
+memory::desc Plain(const memory::dims& dims, memory::data_type dt) {
   std::vector<int> order(dims.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
-  return memory::desc(dims, memory::data_type::f32, StridesInOrder(dims, order));
+  return memory::desc(dims, dt, StridesInOrder(dims, order));
 }
 
 memory::dims Dims(const Window& w, const std::array<int64_t, kMaxSpatial>& v, int64_t sub = 0) {
@@ -250,8 +250,9 @@ bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, 
 
 namespace {
 
-std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(const Window& w, int64_t n, int64_t c, int64_t m,
-                                                              int64_t group, bool has_bias, bool transposed) {
+std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type dt, const Window& w, int64_t n,
+                                                              int64_t c, int64_t m, int64_t group, bool has_bias,
+                                                              bool transposed) {
   try {
     memory::dims src_dims = {n, c}, dst_dims = {n, m};
     const memory::dims in = Dims(w, w.in), out = Dims(w, w.out), k = Dims(w, w.k);
@@ -264,21 +265,21 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(const Window& w, i
     std::vector<int> order(wdims.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
     if (transposed) std::swap(order[1], order[2]);
-    memory::desc weights(wdims, memory::data_type::f32, StridesInOrder(wdims, order));
+    memory::desc weights(wdims, dt, StridesInOrder(wdims, order));
     if (group == 1) {  // the ungrouped form
       memory::dims plain(wdims.begin() + 1, wdims.end());
       std::vector<int> o(plain.size());
       for (size_t i = 0; i < o.size(); ++i) o[i] = int(i);
       if (transposed) std::swap(o[0], o[1]);
-      weights = memory::desc(plain, memory::data_type::f32, StridesInOrder(plain, o));
+      weights = memory::desc(plain, dt, StridesInOrder(plain, o));
     }
-    const memory::desc src = Plain(src_dims), dst = Plain(dst_dims);
-    const memory::desc bias = has_bias ? Plain({m}) : memory::desc();
+    const memory::desc src = Plain(src_dims, dt), dst = Plain(dst_dims, dt);
+    const memory::desc bias = has_bias ? Plain({m}, dt) : memory::desc();
     const memory::dims strides = Dims(w, w.s), dilates = Dims(w, w.d, 1), pl = Dims(w, w.pb), pr = Dims(w, w.pe);
     // The primitive picks its own layouts (format any); Forward reorders.
-    const memory::desc src_any(src_dims, memory::data_type::f32, memory::format_tag::any);
-    const memory::desc dst_any(dst_dims, memory::data_type::f32, memory::format_tag::any);
-    const memory::desc weights_any(weights.dims(), memory::data_type::f32, memory::format_tag::any);
+    const memory::desc src_any(src_dims, dt, memory::format_tag::any);
+    const memory::desc dst_any(dst_dims, dt, memory::format_tag::any);
+    const memory::desc weights_any(weights.dims(), dt, memory::format_tag::any);
     if (transposed) {
       const dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                                 dnnl::algorithm::deconvolution_direct, src_any, weights_any, bias,
@@ -295,7 +296,8 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(const Window& w, i
   }
 }
 
-std::shared_ptr<const OneDnnForward::Primitive> PoolPrimitive(const Window& w, int64_t n, int64_t c, PoolKind kind) {
+std::shared_ptr<const OneDnnForward::Primitive> PoolPrimitive(memory::data_type dt, const Window& w, int64_t n,
+                                                              int64_t c, PoolKind kind) {
   try {
     memory::dims src_dims = {n, c}, dst_dims = {n, c};
     const memory::dims in = Dims(w, w.in), out = Dims(w, w.out);
@@ -313,7 +315,7 @@ std::shared_ptr<const OneDnnForward::Primitive> PoolPrimitive(const Window& w, i
         pr[size_t(i)] = need;
       }
     }
-    const memory::desc src = Plain(src_dims), dst = Plain(dst_dims);
+    const memory::desc src = Plain(src_dims, dt), dst = Plain(dst_dims, dt);
     const dnnl::algorithm algo = kind == PoolKind::kMax                 ? dnnl::algorithm::pooling_max
                                  : kind == PoolKind::kAverageIncludePad ? dnnl::algorithm::pooling_avg_include_padding
                                                                         : dnnl::algorithm::pooling_avg_exclude_padding;
@@ -326,17 +328,29 @@ std::shared_ptr<const OneDnnForward::Primitive> PoolPrimitive(const Window& w, i
   }
 }
 
+// The element types oneDNN runs here.
+bool OneDnnType(DType dtype, memory::data_type& dt) {
+  if (dtype == DType::kFloat) dt = memory::data_type::f32;
+  else if (dtype == DType::kBFloat16) dt = memory::data_type::bf16;
+  else return false;
+  return true;
+}
+
 }  // namespace
 
-std::shared_ptr<const OneDnnForward> MakeOneDnnConv(const Window& w, int64_t n, int64_t c, int64_t m, int64_t group,
-                                                    bool has_bias, bool transposed) {
+std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
+                                                    int64_t group, bool has_bias, bool transposed) {
+  memory::data_type dt;
+  if (!OneDnnType(dtype, dt)) return nullptr;
   if (n <= 0 || c <= 0 || m <= 0 || group <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
   for (int i = 0; i < kMaxSpatial; ++i)
     if (w.pb[size_t(i)] < 0 || w.pe[size_t(i)] < 0) return nullptr;
-  return std::make_shared<OneDnnForward>([=] { return ConvPrimitive(w, n, c, m, group, has_bias, transposed); });
+  return std::make_shared<OneDnnForward>([=] { return ConvPrimitive(dt, w, n, c, m, group, has_bias, transposed); });
 }
 
-std::shared_ptr<const OneDnnForward> MakeOneDnnPool(const Window& w, int64_t n, int64_t c, PoolKind kind) {
+std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind) {
+  memory::data_type dt;
+  if (!OneDnnType(dtype, dt)) return nullptr;
   if (n <= 0 || c <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
   // oneDNN walks every tap of a window, the reference only those inside the
   // input: windows much larger than the input (huge pads) go to the reference.
@@ -348,7 +362,7 @@ std::shared_ptr<const OneDnnForward> MakeOneDnnPool(const Window& w, int64_t n, 
         (w.out[size_t(i)] - 1) * w.s[size_t(i)] + (w.k[size_t(i)] - 1) * w.d[size_t(i)] + 1 - w.in[size_t(i)] -
                 w.pb[size_t(i)] > w.pe[size_t(i)])
       return nullptr;
-  return std::make_shared<OneDnnForward>([=] { return PoolPrimitive(w, n, c, kind); });
+  return std::make_shared<OneDnnForward>([=] { return PoolPrimitive(dt, w, n, c, kind); });
 }
 
 }  // namespace onnx_mini

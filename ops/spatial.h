@@ -56,7 +56,7 @@ absl::Status CheckWindowAttrs(const InferContext& ctx, const WindowAttrs& a, int
 absl::StatusOr<Window> ForwardWindow(const InferContext& ctx, const WindowAttrs& a, const Shape& in,
                                      const Shape& kernel);
 
-// A oneDNN forward primitive for float32 of one geometry, made on first use
+// A oneDNN forward primitive of one geometry and element type, made on first use
 // for each thread count (oneDNN divides its work among the threads it is made
 // for, and runs badly under fewer) and kept for later runs; Run may be called
 // from several threads at once. Run returns false when oneDNN cannot do the
@@ -80,9 +80,10 @@ class OneDnnForward {
 };
 
 // Conv (transposed: ConvTranspose) of N x C images into N x M, in groups.
-std::shared_ptr<const OneDnnForward> MakeOneDnnConv(const Window& w, int64_t n, int64_t c, int64_t m, int64_t group,
-                                                    bool has_bias, bool transposed);
+// Both for float and bfloat16 (nullptr for other types).
+std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
+                                                    int64_t group, bool has_bias, bool transposed);
 enum class PoolKind { kMax, kAverageIncludePad, kAverageExcludePad };
-std::shared_ptr<const OneDnnForward> MakeOneDnnPool(const Window& w, int64_t n, int64_t c, PoolKind kind);
+std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind);
 
 }  // namespace onnx_mini

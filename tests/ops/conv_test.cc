@@ -1,5 +1,5 @@
 // ops/conv.cc: Conv and ConvTranspose against naive loops written here, for
-// float (oneDNN), double and float16 (the reference kernel).
+// float and bfloat16 (oneDNN), double and float16 (the reference kernel).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -163,7 +163,7 @@ Attrs ConvAttrs(const ConvCase& c) {
 }
 
 void CheckAgainstNaive(const char* op, const std::vector<ConvCase>& cases, bool transposed) {
-  for (DType dt : {DType::kFloat, DType::kDouble, DType::kFloat16}) {
+  for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kDouble, DType::kFloat16}) {
     uint32_t seed = 1;
     for (const ConvCase& c : cases) {
       const std::string what = absl::StrCat(op, " ", LowerName(dt), " x ", ShapeToString(c.x), " w ",
@@ -186,7 +186,7 @@ void CheckAgainstNaive(const char* op, const std::vector<ConvCase>& cases, bool 
       const std::vector<double> want = transposed ? NaiveConvTranspose(c, x, w, c.bias ? &b : nullptr, want_shape)
                                                   : NaiveConv(c, x, w, c.bias ? &b : nullptr, want_shape);
       ASSERT_EQ(y->shape(), want_shape) << what;
-      const double tol = dt == DType::kFloat16 ? 0.02 : dt == DType::kFloat ? 1e-4 : 1e-10;
+      const double tol = dt == DType::kBFloat16 ? 0.03 : dt == DType::kFloat16 ? 0.02 : dt == DType::kFloat ? 1e-4 : 1e-10;
       for (int64_t i = 0; i < y->size(); ++i)
         ASSERT_NEAR(GetDouble(*y, i), want[size_t(i)], tol * (1 + std::fabs(want[size_t(i)]))) << what << " at " << i;
     }

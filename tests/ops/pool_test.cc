@@ -115,7 +115,7 @@ TEST(Pools, MatchTheDefinitionWithStridesPadsDilationsCeilModeAndSame) {
       {{1, 3, 6, 7}, {2, 3}, {2, 3}, {}, {}, false, false, "SAME_LOWER"},
   };
   for (const char* op : {"MaxPool", "AveragePool", "LpPool"})
-    for (DType dt : {DType::kFloat, DType::kDouble, DType::kFloat16}) {
+    for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kDouble, DType::kFloat16}) {
       uint32_t seed = 1;
       for (const PoolCase& c : cases) {
         const std::string what = absl::StrCat(op, " ", LowerName(dt), " x ", ShapeToString(c.x), " kernel ",
@@ -136,7 +136,7 @@ TEST(Pools, MatchTheDefinitionWithStridesPadsDilationsCeilModeAndSame) {
         Shape want_shape;
         const std::vector<double> want = NaivePool(op, c, x, want_shape);
         ASSERT_EQ(y->shape(), want_shape) << what;
-        const double tol = dt == DType::kFloat16 ? 0.01 : 1e-5;
+        const double tol = dt == DType::kBFloat16 ? 0.02 : dt == DType::kFloat16 ? 0.01 : 1e-5;
         for (int64_t i = 0; i < y->size(); ++i)
           ASSERT_NEAR(GetDouble(*y, i), want[size_t(i)], tol * (1 + std::fabs(want[size_t(i)]))) << what << " at " << i;
       }
