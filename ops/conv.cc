@@ -19,10 +19,10 @@ struct ConvPlan : OpPlan {
   std::shared_ptr<const OneDnnForward> dnn;
 };
 
-// Y[n, oc] = B[oc] + sum over the group's input channels and the kernel of X * W.
-template <class T>
+// Y[n, oc] = B[oc] + sum over the group's input channels and the kernel of X * W,
+// accumulated in A.
+template <class T, class A = typename Arith<T>::type>
 void ConvReference(const ConvPlan& p, const T* x, const T* wt, const T* b, T* y, int threads) {
-  using A = typename Arith<T>::type;
   const Window& w = p.w;
   const int64_t cg = p.c / p.group, mg = p.m / p.group;
   const int64_t in_sz = w.in_size(), out_sz = w.out_size(), k_sz = w.k_size();
@@ -55,7 +55,7 @@ void ConvReference(const ConvPlan& p, const T* x, const T* wt, const T* b, T* y,
               }
             }
           }
-          yo[(o0 * w.out[1] + o1) * w.out[2] + o2] = Narrow<T>(acc);
+          yo[(o0 * w.out[1] + o1) * w.out[2] + o2] = Narrow<T>(typename Arith<T>::type(acc));
         }
   }
 }
@@ -234,7 +234,8 @@ class ConvOp : public Op {
         wq[size_t(i)] = int32_t(wt.data<T>()[i]) - zero;
       }
     }));
-    ConvReference<int32_t>(p, xq.data(), wq.data(), nullptr, ctx.output(0).data<int32_t>(), ctx.threads());
+    // Summed in int64 (no overflow to trap on), kept modulo 2^32 as int32.
+    ConvReference<int32_t, int64_t>(p, xq.data(), wq.data(), nullptr, ctx.output(0).data<int32_t>(), ctx.threads());
     return absl::OkStatus();
   }
 
