@@ -19,9 +19,13 @@ std::vector<OpDef> ShapingOps();    // Identity, Reshape, Flatten, Squeeze, Unsq
 std::vector<OpDef> ConstantOps();   // Constant
 std::vector<OpDef> TensorScatterOps();  // TensorScatter
 std::vector<OpDef> AttentionOps();      // Attention
+std::vector<OpDef> ConvOps();           // Conv, ConvTranspose, ConvInteger
+std::vector<OpDef> PoolOps();           // MaxPool, AveragePool, LpPool, GlobalMaxPool, GlobalAveragePool, GlobalLpPool
+std::vector<OpDef> ImageNormOps();      // BatchNormalization, InstanceNormalization, GroupNormalization, LRN
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
+    ConvOps, PoolOps, ImageNormOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

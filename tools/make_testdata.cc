@@ -289,6 +289,81 @@ void LegacyOpsetCase(const fs::path& out) {
             {Tensor::FromVector(y, {2, 3})});
 }
 
+
+// A small conv net at opset 9: Conv (pads 1) -> BatchNormalization -> Relu ->
+// MaxPool 2x2 stride 2 -> GlobalAveragePool -> Flatten -> Gemm. The expected
+// logits come from plain loops here.
+void ConvNetCase(const fs::path& out) {
+  const int64_t C = 2, M = 4, H = 6, W = 6, K = 3, classes = 3;
+  auto value = [](int64_t i, int64_t mul, int64_t mod) { return float((i * mul) % mod - mod / 2) / 8.0f; };
+  std::vector<float> x(size_t(C * H * W)), w(size_t(M * C * K * K)), b(static_cast<size_t>(M)), fc(size_t(M * classes)),
+      fc_b(static_cast<size_t>(classes));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = value(int64_t(i), 7, 17);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = value(int64_t(i), 5, 11);
+  for (size_t i = 0; i < fc.size(); ++i) fc[i] = value(int64_t(i), 3, 7);
+  for (int64_t i = 0; i < M; ++i) b[size_t(i)] = 0.25f * float(i) - 0.5f;
+  for (int64_t i = 0; i < classes; ++i) fc_b[size_t(i)] = 0.1f * float(i);
+  const std::vector<float> scale = {1.0f, 0.5f, 2.0f, 1.5f}, shift = {0.0f, 0.25f, -0.5f, 1.0f},
+                           mean = {0.5f, -0.25f, 0.0f, 1.0f}, var = {1.0f, 4.0f, 0.25f, 2.0f};
+  const float eps = 1e-5f;
+
+  ModelBuilder m(9);
+  m.Input("x", DType::kFloat, {1, C, H, W})
+      .Initializer("w", Tensor::FromVector(w, {M, C, K, K}))
+      .Initializer("b", Tensor::FromVector(b, {M}))
+      .Initializer("scale", Tensor::FromVector(scale, {M}))
+      .Initializer("shift", Tensor::FromVector(shift, {M}))
+      .Initializer("mean", Tensor::FromVector(mean, {M}))
+      .Initializer("var", Tensor::FromVector(var, {M}))
+      .Initializer("fc", Tensor::FromVector(fc, {M, classes}))
+      .Initializer("fc_b", Tensor::FromVector(fc_b, {classes}))
+      .Output("logits", DType::kFloat, {1, classes});
+  onnx::NodeProto& conv = m.Node("Conv", {"x", "w", "b"}, {"conv"});
+  SetAttr(conv, "kernel_shape", std::vector<int64_t>{K, K});
+  SetAttr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  SetAttr(m.Node("BatchNormalization", {"conv", "scale", "shift", "mean", "var"}, {"bn"}), "epsilon", eps);
+  m.Node("Relu", {"bn"}, {"relu"});
+  onnx::NodeProto& pool = m.Node("MaxPool", {"relu"}, {"pool"});
+  SetAttr(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  SetAttr(pool, "strides", std::vector<int64_t>{2, 2});
+  m.Node("GlobalAveragePool", {"pool"}, {"gap"});
+  m.Node("Flatten", {"gap"}, {"flat"});
+  m.Node("Gemm", {"flat", "fc", "fc_b"}, {"logits"});
+
+  // Conv + BN + Relu per channel, then 2x2 max, the mean of the 3x3 maxima, the Gemm.
+  std::vector<double> feature(static_cast<size_t>(M));
+  for (int64_t oc = 0; oc < M; ++oc) {
+    std::vector<double> act(static_cast<size_t>(H * W));
+    for (int64_t i = 0; i < H; ++i)
+      for (int64_t j = 0; j < W; ++j) {
+        double acc = b[size_t(oc)];
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t ki = 0; ki < K; ++ki)
+            for (int64_t kj = 0; kj < K; ++kj) {
+              const int64_t r = i + ki - 1, q = j + kj - 1;
+              if (r >= 0 && r < H && q >= 0 && q < W)
+                acc += double(x[size_t((c * H + r) * W + q)]) * double(w[size_t(((oc * C + c) * K + ki) * K + kj)]);
+            }
+        const double bn = (acc - mean[size_t(oc)]) / std::sqrt(double(var[size_t(oc)]) + double(eps)) *
+                              scale[size_t(oc)] + shift[size_t(oc)];
+        act[size_t(i * W + j)] = std::max(0.0, bn);
+      }
+    double sum = 0;
+    for (int64_t i = 0; i < H / 2; ++i)
+      for (int64_t j = 0; j < W / 2; ++j)
+        sum += std::max(std::max(act[size_t(2 * i * W + 2 * j)], act[size_t(2 * i * W + 2 * j + 1)]),
+                        std::max(act[size_t((2 * i + 1) * W + 2 * j)], act[size_t((2 * i + 1) * W + 2 * j + 1)]));
+    feature[size_t(oc)] = sum / double(H / 2 * W / 2);
+  }
+  std::vector<float> logits(static_cast<size_t>(classes));
+  for (int64_t k = 0; k < classes; ++k) {
+    double v = fc_b[size_t(k)];
+    for (int64_t oc = 0; oc < M; ++oc) v += feature[size_t(oc)] * double(fc[size_t(oc * classes + k)]);
+    logits[size_t(k)] = float(v);
+  }
+  WriteCase(out / "conformance" / "test_mini_conv_net_opset9", m, {Tensor::FromVector(x, {1, C, H, W})},
+            {Tensor::FromVector(logits, {1, classes})});
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -303,6 +378,7 @@ int main(int argc, char** argv) {
   ReshapeDivCase(out);
   HostileCases(out);
   LegacyOpsetCase(out);
+  ConvNetCase(out);
   WriteCapiModels(out / "capi");
   // The bundled decoder (four graphs over one external weights file).
   if (absl::Status s = WriteDecoderModels(out / "decoder"); !s.ok()) {

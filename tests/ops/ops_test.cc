@@ -100,6 +100,15 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
   if (op == "RotaryEmbedding") return {{{{1, 2, 3, 4}}, {{1, 3, 2}}, {{1, 3, 2}}}};
   if (op == "TensorScatter") return {{{{1, 2, 4, 3}}, {{1, 2, 1, 3}}, {{1}, {0}}}};
   if (op == "Attention") return {{{{1, 2, 3, 4}}, {{1, 2, 3, 4}}, {{1, 2, 3, 4}}, {{3, 3}, {0}}}};
+  if (op == "Conv" || op == "ConvTranspose" || op == "ConvInteger") return {{{{1, 2, 3, 3}}, {{2, 2, 2, 2}}}};
+  if (op == "MaxPool" || op == "AveragePool" || op == "LpPool")
+    return {{{{1, 1, 3, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); }};
+  if (op == "BatchNormalization") return {{{{2, 3}}, {{3}}, {{3}}, {{3}}, {{3}}}};
+  if (op == "InstanceNormalization") return {{{{1, 2, 3}}, {{2}}, {{2}}}};
+  if (op == "GroupNormalization")
+    return {{{{1, 2, 3}}, {{1}}, {{1}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "num_groups", int64_t(1)); }};
+  if (op == "LRN") return {{{{1, 2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "size", int64_t(1)); }};
+  (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
   return {{{{2, 3}}}};

@@ -1,0 +1,89 @@
+// What Conv, ConvTranspose and the pools share: their sliding-window
+// attributes (parsed once), the window geometry Infer derives from them, and
+// the oneDNN forward primitives of one geometry.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ops/common.h"
+
+namespace onnx_mini {
+
+// At most this many spatial dims (1-D, 2-D, 3-D windows).
+inline constexpr int kMaxSpatial = 3;
+
+// The window attributes as the node gives them (empty lists: absent).
+struct WindowAttrs {
+  std::vector<int64_t> kernel, strides, dilations, pads;
+  std::string auto_pad = "NOTSET";
+  bool ceil_mode = false;
+  // Reads kernel_shape, strides, dilations, pads, auto_pad and ceil_mode and
+  // checks each on its own (positive sizes, non-negative pads, a known auto_pad).
+  static absl::StatusOr<WindowAttrs> Parse(const Node& node);
+};
+
+// One window geometry with every spatial dim known, normalized to three dims:
+// a 1-D or 2-D window has leading dims of size 1 (kernel 1, stride 1, no pads).
+// For ConvTranspose, `in` and `out` are the transposed convolution's own input
+// and output; pads may then be negative (output_shape asks for more).
+struct Window {
+  int rank = 0;  // spatial dims of the node
+  std::array<int64_t, kMaxSpatial> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, d{1, 1, 1};
+  std::array<int64_t, kMaxSpatial> pb{0, 0, 0}, pe{0, 0, 0};  // pads at the beginning and the end
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t k_size() const { return k[0] * k[1] * k[2]; }
+  // The node's spatial dims of `v` (the last `rank` of three).
+  Shape Spatial(const std::array<int64_t, kMaxSpatial>& v) const {
+    return Shape(v.begin() + (kMaxSpatial - rank), v.end());
+  }
+};
+
+// Checks the attribute lists against `rank` spatial dims and the kernel
+// (from kernel_shape, or `kernel` when the op takes it from its weights).
+absl::Status CheckWindowAttrs(const InferContext& ctx, const WindowAttrs& a, int64_t rank, const Shape& kernel);
+
+// The window of a convolution or pool over `in` (the spatial dims of X) with
+// kernel `kernel`: pads from auto_pad or the attribute, output sizes by
+// floor (or ceil for ceil_mode pools), each at least 1. `pool` selects the
+// pools' SAME rule (out = ceil(in / stride)); Conv's is the same.
+absl::StatusOr<Window> ForwardWindow(const InferContext& ctx, const WindowAttrs& a, const Shape& in,
+                                     const Shape& kernel);
+
+// A oneDNN forward primitive of one geometry and element type, made on first use
+// for each thread count (oneDNN divides its work among the threads it is made
+// for, and runs badly under fewer) and kept for later runs; Run may be called
+// from several threads at once. Run returns false when oneDNN cannot do the
+// case: the caller then runs its reference kernel, which writes every output.
+class OneDnnForward {
+ public:
+  class Primitive {
+   public:
+    virtual ~Primitive() = default;
+    // weights and bias only for convolutions (bias may be null).
+    virtual bool Run(const void* src, const void* weights, const void* bias, void* dst) const = 0;
+  };
+  // `make` returns nullptr when oneDNN has no primitive for the case.
+  explicit OneDnnForward(std::function<std::shared_ptr<const Primitive>()> make) : make_(std::move(make)) {}
+  bool Run(const void* src, const void* weights, const void* bias, void* dst, int threads) const;
+
+ private:
+  std::function<std::shared_ptr<const Primitive>()> make_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::pair<int, std::shared_ptr<const Primitive>>> made_;  // by thread count
+};
+
+// Conv (transposed: ConvTranspose) of N x C images into N x M, in groups.
+// Both for float and bfloat16 (nullptr for other types).
+std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
+                                                    int64_t group, bool has_bias, bool transposed);
+enum class PoolKind { kMax, kAverageIncludePad, kAverageExcludePad };
+std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind);
+
+}  // namespace onnx_mini
