@@ -19,9 +19,12 @@ std::vector<OpDef> ShapingOps();    // Identity, Reshape, Flatten, Squeeze, Unsq
 std::vector<OpDef> ConstantOps();   // Constant
 std::vector<OpDef> TensorScatterOps();  // TensorScatter
 std::vector<OpDef> AttentionOps();      // Attention
+std::vector<OpDef> RecurrentOps();      // RNN, GRU, LSTM
+std::vector<OpDef> ResizeOps();         // Resize, Upsample
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
+    RecurrentOps, ResizeOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.
