@@ -315,6 +315,8 @@ class RnnOp : public Op {
     A* hnew = rh + Bt * H; // GRU: (r ⊙ H_prev)·Rhᵀ
     A* hr = hr_t.data<A>();
     const bool gru_split = a_.kind == Kind::kGru && !a_.linear_before_reset;
+    // A step's GEMM is small and latency-bound: threads only pay off when large.
+    const int step_threads = Bt * G * H * H >= (int64_t(1) << 22) ? ctx.threads() : 1;
     const A clip = A(a_.clip);
     const auto clipped = [&](A v) { return a_.has_clip ? std::min(clip, std::max(-clip, v)) : v; };
     const auto state_at = [&](int64_t d, int64_t b) { return a_.layout ? (b * D + d) * H : (d * Bt + b) * H; };
@@ -346,7 +348,7 @@ class RnnOp : public Op {
         // The recurrent product for every gate (GRU without
         // linear_before_reset: z and r only; h waits for r).
         const int64_t n = gru_split ? 2 * H : G * H;
-        GemmBT<A>(h, Rd, hr, Bt, H, n, fast, ctx.threads());
+        GemmBT<A>(h, Rd, hr, Bt, H, n, fast, step_threads);
         if (gru_split) {
           for (int64_t b = 0; b < Bt; ++b) {
             const A* g = xw + (a_.layout ? b * S + t : t * Bt + b) * G * H;
@@ -355,7 +357,7 @@ class RnnOp : public Op {
               rh[b * H + j] = r * h[b * H + j];
             }
           }
-          GemmBT<A>(rh, Rd + 2 * H * H, hnew, Bt, H, H, fast, ctx.threads());
+          GemmBT<A>(rh, Rd + 2 * H * H, hnew, Bt, H, H, fast, step_threads);
         }
         for (int64_t b = 0; b < Bt; ++b) {
           const bool active = t < lens[size_t(b)];
