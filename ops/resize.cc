@@ -114,8 +114,11 @@ AxisTaps MakeTaps(const ResizeAttributes& a, int64_t in, int64_t out, double sca
   t.weight.resize(size_t(out * t.n));
   t.extrapolated.assign(size_t(out), 0);
   for (int64_t y = 0; y < out; ++y) {
-    const double x = SourceCoordinate(a.coord, double(y), scale, in, out, roi_start, roi_end);
-    if (a.coord == Coord::kTfCropAndResize && (x < 0 || x > double(in - 1))) t.extrapolated[size_t(y)] = 1;
+    double x = SourceCoordinate(a.coord, double(y), scale, in, out, roi_start, roi_end);
+    if (a.coord == Coord::kTfCropAndResize && !(x >= 0 && x <= double(in - 1))) t.extrapolated[size_t(y)] = 1;
+    // Far outside the input every tap reads an edge (or is excluded): keep x
+    // (a hostile roi can make it huge or NaN) where the conversions are exact.
+    x = std::isnan(x) ? 0 : std::min(std::max(x, -double(t.n + 2)), double(in + t.n + 2));
     int64_t* idx = &t.index[size_t(y * t.n)];
     double* w = &t.weight[size_t(y * t.n)];
     if (nearest) {

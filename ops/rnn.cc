@@ -274,6 +274,7 @@ class RnnOp : public Op {
         lens[size_t(b)] = l[b];
       }
     }
+    if (p.batch == 0 || p.hidden == 0) return absl::OkStatus();  // every output is empty
     const bool fast = !g_reference.load(std::memory_order_relaxed);
     absl::Status status;
     RETURN_IF_ERROR(Dispatch<RnnTypes22>(ctx, ctx.input(0)->dtype(), [&](auto tag) {
@@ -316,7 +317,7 @@ class RnnOp : public Op {
     A* hr = hr_t.data<A>();
     const bool gru_split = a_.kind == Kind::kGru && !a_.linear_before_reset;
     // A step's GEMM is small and latency-bound: threads only pay off when large.
-    const int step_threads = Bt * G * H * H >= (int64_t(1) << 22) ? ctx.threads() : 1;
+    const int step_threads = double(Bt) * double(G * H) * double(H) >= double(1 << 22) ? ctx.threads() : 1;
     const A clip = A(a_.clip);
     const auto clipped = [&](A v) { return a_.has_clip ? std::min(clip, std::max(-clip, v)) : v; };
     const auto state_at = [&](int64_t d, int64_t b) { return a_.layout ? (b * D + d) * H : (d * Bt + b) * H; };

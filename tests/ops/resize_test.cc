@@ -242,6 +242,24 @@ TEST(Resize, FastMatchesReference) {
   }
 }
 
+TEST(Resize, ScalesAndSizesKnownOnlyAtRun) {
+  // sizes is a graph input: the output shape and the taps are made at each run.
+  OpTester t;
+  t.op = "Resize";
+  t.opset = 13;
+  t.inputs = {F({1, 2, 3, 4}, {1, 4}), Tensor(), Tensor(), I({1, 2}, {2})};
+  t.attrs = [](onnx::NodeProto& n) { SetAttr(n, "mode", std::string("linear")); };
+  auto y = t.RunOne();
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), Shape({1, 2}));
+  EXPECT_THAT(Values(*y), ElementsAre(1.5, 3.5));  // half_pixel: x = 0.5, 2.5
+  t.inputs = {F({1, 2, 3, 4}, {2, 2}), Tensor(), F({2, 0.5f}, {2})};
+  y = t.RunOne();
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), Shape({4, 1}));
+  EXPECT_THAT(Values(*y), ElementsAre(1.5, 2, 3, 3.5));  // rows x = -0.25, 0.25, 0.75, 1.25; columns x = 0.5
+}
+
 TEST(Resize, EmptyAndRules) {
   auto y = Resize(Tensor::Zeros(DType::kFloat, {0, 3}), {}, {0, 6}, {{"mode", "linear"}});
   ASSERT_TRUE(y.ok()) << y.status();
@@ -268,6 +286,13 @@ TEST(Resize, EmptyAndRules) {
   EXPECT_THAT(Message(Resize(x, {1, 2}, {}, {{"coordinate_transformation_mode", "tf_crop_and_resize"}}, {}, 19, F({0, 1}, {2})).status()),
               HasSubstr("roi has 2 values; expected 4"));
   EXPECT_THAT(Message(Resize(x, {1, 1e30f}, {}, {}).status()), HasSubstr("too large"));
+  // A hostile roi (huge, NaN) only extrapolates.
+  for (const Tensor& roi : {F({-1e30f, 1e30f}, {2}), F({NAN, 1}, {2})}) {
+    auto e = Resize(F({1, 2, 3}, {3}), {}, {4}, {{"mode", "cubic"}, {"coordinate_transformation_mode", "tf_crop_and_resize"}},
+                    [](onnx::NodeProto& n) { SetAttr(n, "extrapolation_value", 7.0f); }, 19, roi);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_THAT(Values(*e), ElementsAre(7, 7, 7, 7));
+  }
   EXPECT_THAT(Message(Resize(Tensor::Zeros(DType::kFloat, {0, 2}), {}, {3, 2}, {}).status()),
               HasSubstr("is empty and cannot become 3"));
 }

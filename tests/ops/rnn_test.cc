@@ -12,6 +12,7 @@
 #include "ops/rnn.h"
 #include "runtime/element.h"
 #include "tests/ops/op_tester.h"
+#include "tools/model_builder.h"
 
 namespace onnx_mini {
 namespace {
@@ -455,6 +456,36 @@ TEST(Rnn, EmptySequenceBatchAndInput) {
     e.op = "GRU";
     e.S = S, e.B = B, e.I = I;
     Check(e, 12);
+  }
+}
+
+TEST(Rnn, DynamicShapesPlanAtEveryRun) {
+  // X's sequence and batch dims are symbolic: each run infers and plans on its own shapes.
+  Spec s;
+  s.op = "GRU";
+  s.direction = "bidirectional";
+  s.bias = false;
+  const Inputs first = MakeInputs(s, 21);
+  ModelBuilder m(22);
+  m.Input("X", DType::kFloat, {-1, -1, s.I});
+  m.Initializer("W", first.W);
+  m.Initializer("R", first.R);
+  m.Output("Y", DType::kFloat, {}, false);
+  onnx::NodeProto& n = m.Node("GRU", {"X", "W", "R"}, {"Y"});
+  SetAttr(n, "hidden_size", s.H);
+  SetAttr(n, "direction", std::string("bidirectional"));
+  auto session = m.Build();
+  ASSERT_TRUE(session.ok()) << session.status();
+  for (const auto& [S, B] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {5, 1}}) {
+    Spec t = s;
+    t.S = S, t.B = B;
+    Inputs in = MakeInputs(t, 21);  // same W and R (same seeds)
+    std::vector<double> Y, Yh, Yc;
+    Expected(t, in, Y, Yh, Yc);
+    std::vector<Tensor> out;
+    ASSERT_TRUE((*session)->Run({{"X", in.X}}, &out).ok());
+    ASSERT_EQ(out[0].shape(), Shape({S, 2, B, s.H}));
+    for (int64_t i = 0; i < out[0].size(); ++i) ASSERT_NEAR(out[0].data<float>()[i], Y[size_t(i)], 2e-5);
   }
 }
 
