@@ -195,8 +195,10 @@ class RnnOp : public Op {
       ASSIGN_OR_RETURN(Activation act, ParseActivation(node, n, alphas, next_alpha, betas, next_beta));
       a.activations.push_back(act);
     }
-    if (int64_t(a.activations.size()) < count * a.dirs)
-      a.activations.insert(a.activations.end(), a.activations.begin(), a.activations.end());
+    if (int64_t(a.activations.size()) < count * a.dirs) {
+      const std::vector<Activation> forward = a.activations;
+      a.activations.insert(a.activations.end(), forward.begin(), forward.end());
+    }
     return std::unique_ptr<Op>(new RnnOp(a));
   }
 
@@ -228,6 +230,8 @@ class RnnOp : public Op {
                                     ", R ", ShapeToString(r)));
     const int64_t seq = x[a_.layout ? 1 : 0], batch = x[a_.layout ? 0 : 1], input = x[2];
     const int64_t hidden = r[2];
+    // Real hidden sizes are small; a huge one (R can be empty) must not overflow the shapes below.
+    if (hidden > (int64_t(1) << 40)) return ctx.Error(absl::StrCat("hidden size ", hidden, " of R ", ShapeToString(r), " is too large"));
     if (a_.hidden_size >= 0 && a_.hidden_size != hidden)
       return ctx.Error(absl::StrCat("hidden_size ", a_.hidden_size, " differs from R ", ShapeToString(r)));
     const auto expect = [&](size_t i, const char* name, const Shape& want) -> absl::Status {
@@ -246,11 +250,7 @@ class RnnOp : public Op {
     if (a_.kind == Kind::kLstm) {
       RETURN_IF_ERROR(expect(6, "initial_c", state));
       RETURN_IF_ERROR(expect(7, "P", {a_.dirs, 3 * hidden}));
-    } else if (ctx.num_inputs() > 6) {
-      return ctx.Error(absl::StrCat(ctx.num_inputs(), " inputs given; ", ctx.node().op_type, " has 6"));
     }
-    if (a_.kind != Kind::kLstm && ctx.num_outputs() > 2)
-      return ctx.Error(absl::StrCat(ctx.num_outputs(), " outputs given; ", ctx.node().op_type, " has 2"));
     y = ValueType::Of(t, a_.layout ? Shape{batch, seq, a_.dirs, hidden} : Shape{seq, a_.dirs, batch, hidden});
     yh = ValueType::Of(t, state);
     set_outputs();

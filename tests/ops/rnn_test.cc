@@ -521,6 +521,8 @@ TEST(Rnn, Rules) {
   EXPECT_THAT(Message(run({}, {in.X, in.W, in.R, Tensor(), Tensor(), RandomUniform(DType::kFloat, {2, 1, 4}, 1)})),
               HasSubstr("initial_h has shape [2,1,4], expected [1,2,4]"));
   EXPECT_THAT(Message(run({}, {F({1}, {1, 1}), in.W, in.R})), HasSubstr("X, W and R must be 3-D"));
+  EXPECT_THAT(Message(run({}, {in.X, Tensor::Zeros(DType::kFloat, {1, 0, 3}), Tensor::Zeros(DType::kFloat, {1, 0, int64_t(1) << 62})})),
+              HasSubstr("hidden size 4611686018427387904 of R [1,0,4611686018427387904] is too large"));
 }
 
 }  // namespace
