@@ -480,7 +480,7 @@ class ResizeOp : public Op {
     for (int64_t d = 0; d < rank; ++d)
       if (!p.axes[size_t(d)].identity) order.push_back(d);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      return p.out[size_t(a)] * p.in[size_t(b)] < p.out[size_t(b)] * p.in[size_t(a)];
+      return double(p.out[size_t(a)]) * double(p.in[size_t(b)]) < double(p.out[size_t(b)]) * double(p.in[size_t(a)]);
     });
     ASSIGN_OR_RETURN(Tensor cur_t, Tensor::MakeUninitialized(kC, p.in));
     C* cur = cur_t.data<C>();
