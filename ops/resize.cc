@@ -482,22 +482,40 @@ class ResizeOp : public Op {
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
       return double(p.out[size_t(a)]) * double(p.in[size_t(b)]) < double(p.out[size_t(b)]) * double(p.in[size_t(a)]);
     });
-    ASSIGN_OR_RETURN(Tensor cur_t, Tensor::MakeUninitialized(kC, p.in));
-    C* cur = cur_t.data<C>();
-    for (int64_t i = 0; i < cur_t.size(); ++i) cur[i] = C(Widen(x[i]));
+    // The first pass reads X itself when it is already C; the last writes Y
+    // itself when Y is C.
+    constexpr bool kSame = std::is_same_v<T, C>;
+    Tensor cur_t;
+    const C* cur = nullptr;
+    if constexpr (kSame) {
+      cur = x;
+    } else {
+      ASSIGN_OR_RETURN(cur_t, Tensor::MakeUninitialized(kC, p.in));
+      C* widened = cur_t.data<C>();
+      for (int64_t i = 0; i < cur_t.size(); ++i) widened[i] = C(Widen(x[i]));
+      cur = widened;
+    }
     Shape shape = p.in;
     const C fill = C(p.extrapolation);
-    for (int64_t d : order) {
+    for (size_t step = 0; step < order.size(); ++step) {
+      const int64_t d = order[step];
       const AxisTaps& t = p.axes[size_t(d)];
       Shape next_shape = shape;
       next_shape[size_t(d)] = t.out;
-      ASSIGN_OR_RETURN(Tensor next_t, Tensor::MakeUninitialized(kC, next_shape));
-      C* next = next_t.data<C>();
+      Tensor next_t;
+      C* next = nullptr;
+      if constexpr (kSame) {
+        if (step + 1 == order.size()) next = y;
+      }
+      if (next == nullptr) {
+        ASSIGN_OR_RETURN(next_t, Tensor::MakeUninitialized(kC, next_shape));
+        next = next_t.data<C>();
+      }
       int64_t outer = 1, inner = 1;
       for (int64_t k = 0; k < d; ++k) outer *= shape[size_t(k)];
       for (int64_t k = d + 1; k < rank; ++k) inner *= shape[size_t(k)];
       const int64_t in_len = shape[size_t(d)];
-#pragma omp parallel for num_threads(threads) if (outer * t.out * inner * t.n > (1 << 16))
+#pragma omp parallel for num_threads(threads) if (double(outer * t.out * inner) * double(t.n) > double(1 << 16))
       for (int64_t r = 0; r < outer * t.out; ++r) {
         const int64_t o = r / t.out, j = r % t.out;
         C* dst = next + r * inner;
@@ -522,11 +540,13 @@ class ResizeOp : public Op {
           }
         }
       }
+      if (next == static_cast<void*>(y)) return absl::OkStatus();
       cur_t = std::move(next_t);
       cur = cur_t.data<C>();
       shape = next_shape;
     }
-    for (int64_t i = 0; i < cur_t.size(); ++i) y[i] = Store<T>(cur[i]);
+    const int64_t total = ElementCount(p.out);
+    for (int64_t i = 0; i < total; ++i) y[i] = Store<T>(cur[i]);
     return absl::OkStatus();
   }
 
