@@ -351,6 +351,7 @@ class RnnOp : public Op {
         const int64_t n = gru_split ? 2 * H : G * H;
         GemmBT<A>(h, Rd, hr, Bt, H, n, fast, step_threads);
         if (gru_split) {
+#pragma omp parallel for num_threads(step_threads) if (step_threads > 1)
           for (int64_t b = 0; b < Bt; ++b) {
             const A* g = xw + (a_.layout ? b * S + t : t * Bt + b) * G * H;
             for (int64_t j = 0; j < H; ++j) {
@@ -360,6 +361,7 @@ class RnnOp : public Op {
           }
           GemmBT<A>(rh, Rd + 2 * H * H, hnew, Bt, H, H, fast, step_threads);
         }
+#pragma omp parallel for num_threads(step_threads) if (step_threads > 1)
         for (int64_t b = 0; b < Bt; ++b) {
           const bool active = t < lens[size_t(b)];
           const A* g = xw + (a_.layout ? b * S + t : t * Bt + b) * G * H;

@@ -78,6 +78,7 @@ struct Spec {
   std::vector<int32_t> len_values;
   DType dtype = DType::kFloat;
   std::vector<bool> want = {true, true, true};  // Y, Y_h, Y_c requested
+  int threads = 0;
 };
 
 int64_t Gates(const std::string& op) { return op == "RNN" ? 1 : op == "GRU" ? 3 : 4; }
@@ -195,6 +196,7 @@ absl::StatusOr<std::vector<Tensor>> RunSpec(const Spec& s, const Inputs& in) {
   OpTester t;
   t.op = s.op;
   t.opset = s.opset;
+  t.threads = s.threads;
   t.inputs = {in.X, in.W, in.R, in.Bias, in.lens, in.h0};
   if (s.op == "LSTM") t.inputs.insert(t.inputs.end(), {in.c0, in.P});
   while (!t.inputs.back().defined()) t.inputs.pop_back();
@@ -420,6 +422,21 @@ TEST(Rnn, DtypesOpsetsAndOddSizes) {
       t.h0 = t.c0 = true;
       Check(t, seed++);
     }
+  }
+}
+
+TEST(Rnn, LargeStepsRunThreaded) {
+  // Batch 16 x hidden 256: each step's GEMM and gate loop run on two threads.
+  uint32_t seed = 600;
+  for (const char* op : {"GRU", "LSTM"}) {
+    Spec s;
+    s.op = op;
+    s.S = 2, s.B = 16, s.I = 8, s.H = 256;
+    s.threads = 2;
+    s.lens = true;
+    s.len_values = std::vector<int32_t>(16, 2);
+    s.len_values[3] = 1;
+    Check(s, seed++);
   }
 }
 
