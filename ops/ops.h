@@ -22,10 +22,12 @@ std::vector<OpDef> AttentionOps();      // Attention
 std::vector<OpDef> ConvOps();           // Conv, ConvTranspose, ConvInteger
 std::vector<OpDef> PoolOps();           // MaxPool, AveragePool, LpPool, GlobalMaxPool, GlobalAveragePool, GlobalLpPool
 std::vector<OpDef> ImageNormOps();      // BatchNormalization, InstanceNormalization, GroupNormalization, LRN
+std::vector<OpDef> RecurrentOps();      // RNN, GRU, LSTM
+std::vector<OpDef> ResizeOps();         // Resize, Upsample
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
-    ConvOps, PoolOps, ImageNormOps,
+    ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

@@ -108,6 +108,19 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
   if (op == "GroupNormalization")
     return {{{{1, 2, 3}}, {{1}}, {{1}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "num_groups", int64_t(1)); }};
   if (op == "LRN") return {{{{1, 2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "size", int64_t(1)); }};
+  if (op == "RNN" || op == "GRU" || op == "LSTM") {
+    const int64_t g = op == "RNN" ? 1 : op == "GRU" ? 3 : 4;
+    return {{{{1, 1, 1}}, {{1, g, 1}}, {{1, g, 1}}}, size_t(op == "LSTM" ? 3 : 2)};
+  }
+  if (op == "Upsample" && attrs_form)
+    return {{{{1, 1, 2, 2}}}, 1, [](onnx::NodeProto& n) {
+              onnx::AttributeProto* a = n.add_attribute();
+              a->set_name("scales");
+              a->set_type(onnx::AttributeProto::FLOATS);
+              for (float f : {1.0f, 1.0f, 2.0f, 2.0f}) a->add_floats(f);
+            }};
+  if (op == "Resize" && opset >= 11) return {{{{1, 1, 2, 2}}, {{0}}, {{4}, {1, 1, 2, 2}}}};
+  if (op == "Resize" || op == "Upsample") return {{{{1, 1, 2, 2}}, {{4}, {1, 1, 2, 2}}}};
   (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
