@@ -19,9 +19,12 @@ std::vector<OpDef> ShapingOps();    // Identity, Reshape, Flatten, Squeeze, Unsq
 std::vector<OpDef> ConstantOps();   // Constant
 std::vector<OpDef> TensorScatterOps();  // TensorScatter
 std::vector<OpDef> AttentionOps();      // Attention
+std::vector<OpDef> SequenceOps();       // Sequence*, SplitToSequence, ConcatFromSequence, Optional*
+std::vector<OpDef> ControlFlowOps();    // If, Loop, Scan
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
+    SequenceOps, ControlFlowOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.
