@@ -671,7 +671,10 @@ class StepContext : public KernelContext {
     else misused_ = true;
   }
   void set_value(size_t i, Value value) override {
-    if (row_.def.makes_outputs && i < outputs_.size()) outputs_[i] = std::move(value);
+    // A view of a sequence or optional is the value itself.
+    const Alias* a = row_.alias(i);
+    if ((row_.def.makes_outputs || (a && a->kind == Alias::kView)) && i < outputs_.size())
+      outputs_[i] = std::move(value);
     else misused_ = true;
   }
   absl::Status RunSubgraph(const Subgraph& graph, std::vector<Value> inputs,
@@ -731,18 +734,21 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
   if (!planned) {
     std::vector<ValueType> in_types(step.num_explicit);
     std::vector<const ValueType*> in_type_ptrs(step.num_explicit, nullptr);
-    for (size_t i = 0; i < step.num_explicit; ++i)
+    for (size_t i = 0; i < step.num_explicit; ++i) {
       if (in_ptrs[i]) {
         in_types[i] = ValueType::Of(in_ptrs[i]->dtype(), in_ptrs[i]->shape());
         in_type_ptrs[i] = &in_types[i];
+      } else if (in_values[i]) {  // a sequence or optional: its planned type
+        in_type_ptrs[i] = &value_types[size_t(step.inputs[i])];
       }
+    }
     InferContext ictx(node, in_type_ptrs, in_ptrs);
     RETURN_IF_ERROR(step.op->Infer(ictx));
     run_types = ictx.outputs();
     run_plan = ictx.plan();
     for (size_t i = 0; i < step.outputs.size(); ++i) {
-      if (!step.has_buffer(i)) continue;
       const ValueType& t = run_types[i];
+      if (!step.has_buffer(i) || !t.is_tensor()) continue;
       std::optional<Shape> shape = t.concrete_shape();
       if (!shape || t.dtype == DType::kUndefined)
         return absl::InternalError(absl::StrCat(node.Describe(), ": output ", i,
