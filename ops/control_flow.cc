@@ -426,7 +426,11 @@ class ScanOp : public Op {
       for (size_t j = 0; j < plan.scan_outputs; ++j) scans[j].push_back(std::move(per_entry[j]));
     }
     for (size_t i = 0; i < plan.states; ++i) {
-      ASSIGN_OR_RETURN(Tensor stacked, StackIterations(ctx, std::move(final_states[i]), 0, false, ValueType{}));
+      // With no batch entry, the state keeps its input's shape ([0, ...]).
+      const Tensor& in = *ctx.input(first + i);
+      const Shape entry(in.shape().begin() + 1, in.shape().end());
+      ASSIGN_OR_RETURN(Tensor stacked, StackIterations(ctx, std::move(final_states[i]), 0, false,
+                                                       ValueType::Of(in.dtype(), entry)));
       ctx.set_value(i, std::move(stacked));
     }
     // Scan outputs: [batch, max_length, ...], zeros past an entry's length.

@@ -303,6 +303,18 @@ TEST(ControlFlowTest, Scan8BatchesWithSequenceLengths) {
     }
     EXPECT_EQ(Values((*out)[0].tensor()), final_want);
     EXPECT_EQ(Values((*out)[1].tensor()), ys_want);
+    // No batch entry: empty outputs of the right shapes.
+    ModelBuilder empty(8);
+    empty.Input("init", DType::kFloat, {0, 2}).Input("x", DType::kFloat, {0, 4, 2});
+    onnx::NodeProto& e = empty.Node("Scan", {"", "init", "x"}, {"final", "ys"});
+    SetGraph(e, "body", Body(body));
+    SetAttr(e, "num_scan_inputs", int64_t(1));
+    empty.Output("final", DType::kFloat, {0, 2}).Output("ys", DType::kFloat, {0, 4, 2});
+    auto none = RunModel(empty, {{"init", Tensor::Zeros(DType::kFloat, {0, 2})},
+                                 {"x", Tensor::Zeros(DType::kFloat, {0, 4, 2})}});
+    ASSERT_TRUE(none.ok()) << none.status();
+    EXPECT_EQ((*none)[0].tensor().shape(), (Shape{0, 2}));
+    EXPECT_EQ((*none)[1].tensor().shape(), (Shape{0, 4, 2}));
     auto bad = RunModel(m, {{"lens", I({5, 0, 0}, {3})}, {"init", init}, {"x", x}});
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(Message(bad.status()).find("sequence_lens[0] = 5 is outside [0, 4]"), std::string::npos) << bad.status();
