@@ -24,10 +24,12 @@ std::vector<OpDef> PoolOps();           // MaxPool, AveragePool, LpPool, GlobalM
 std::vector<OpDef> ImageNormOps();      // BatchNormalization, InstanceNormalization, GroupNormalization, LRN
 std::vector<OpDef> RecurrentOps();      // RNN, GRU, LSTM
 std::vector<OpDef> ResizeOps();         // Resize, Upsample
+std::vector<OpDef> SequenceOps();       // Sequence*, SplitToSequence, ConcatFromSequence, Optional*
+std::vector<OpDef> ControlFlowOps();    // If, Loop, Scan
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
-    ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps,
+    ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps, SequenceOps, ControlFlowOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

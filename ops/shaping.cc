@@ -29,6 +29,12 @@ class IdentityOp : public ViewOp {
     ctx.set_output(0, ctx.input(0));
     return absl::OkStatus();
   }
+  // Identity-14+ passes sequences (and 16+ optionals) on as they are.
+  absl::Status Compute(KernelContext& ctx) const override {
+    if (ctx.input(0)) return ViewOp::Compute(ctx);
+    ctx.set_value(0, *ctx.value(0));
+    return absl::OkStatus();
+  }
 };
 
 // ---- Reshape ----
@@ -399,7 +405,10 @@ constexpr Alias kOutputViewsInput = {0, 0, Alias::kView};
 std::vector<OpDef> ShapingOps() {
   const std::vector<TypeConstraint> any = {{"T", kAllTypes}};
   return {
-      {"", "Identity", 1, 0, "T", "T", any, MakeOp<IdentityOp>, {kOutputViewsInput}},
+      {"", "Identity", 1, 13, "T", "T", any, MakeOp<IdentityOp>, {kOutputViewsInput}},
+      {"", "Identity", 14, 15, "T", "T", {{"T", kAllTypes, kTensorKind | kSequenceKind}}, MakeOp<IdentityOp>,
+       {kOutputViewsInput}},
+      {"", "Identity", 16, 0, "T", "T", {{"T", kAllTypes, kAnyKind}}, MakeOp<IdentityOp>, {kOutputViewsInput}},
       {"", "Reshape", 1, 4, "T", "T", {{"T", kAllTypes}}, MakeOp<ReshapeOp>, {kOutputViewsInput}},
       {"", "Reshape", 5, 0, "T I", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<ReshapeOp>, {kOutputViewsInput}},
       {"", "Flatten", 1, 0, "T", "T", any, MakeOp<FlattenOp>, {kOutputViewsInput}},

@@ -471,6 +471,11 @@ om_status* om_session_run(const om_session* session, const char* const* input_na
                           size_t output_count) {
   return Guard([&]() -> om_status* {
     OM_REQUIRE(session);
+    for (const auto* list : {&session->session->inputs(), &session->session->outputs()})
+      for (const ValueInfo& vi : *list)
+        if (!vi.type.is_tensor())
+          return FromAbsl(absl::UnimplementedError(absl::StrCat(
+              "not implemented: sequence values in the C API ('", vi.name, "' is ", vi.type.ToString(), ")")));
     if (input_count > 0 && (input_names == nullptr || inputs == nullptr)) return Invalid("inputs are NULL");
     if (output_count > 0 && (output_names == nullptr || outputs == nullptr)) return Invalid("outputs are NULL");
     std::vector<NamedTensor> feeds(input_count);

@@ -13,6 +13,39 @@ ValueType ValueType::Of(DType dtype, const Shape& shape) {
   return t;
 }
 
+ValueType ValueType::SequenceOf(const ValueType& element) {
+  ValueType t = element;
+  t.kind = Kind::kSequence;
+  t.content = Kind::kTensor;
+  return t;
+}
+
+ValueType ValueType::OptionalOf(const ValueType& element) {
+  ValueType t = element.unwrapped();
+  t.content = t.kind;
+  t.kind = Kind::kOptional;
+  return t;
+}
+
+bool ValueType::supported() const {
+  return kind == Kind::kTensor || (kind == Kind::kSequence && content == Kind::kTensor) ||
+         (kind == Kind::kOptional && (content == Kind::kTensor || content == Kind::kSequence));
+}
+
+ValueType ValueType::element() const {
+  ValueType t = *this;
+  t.kind = t.content = Kind::kTensor;
+  return t;
+}
+
+ValueType ValueType::unwrapped() const {
+  if (kind != Kind::kOptional) return *this;
+  ValueType t = *this;
+  t.kind = content;
+  t.content = Kind::kTensor;
+  return t;
+}
+
 std::optional<Shape> ValueType::concrete_shape() const {
   if (!dims) return std::nullopt;
   Shape shape;
@@ -25,15 +58,23 @@ std::optional<Shape> ValueType::concrete_shape() const {
 
 std::string ValueType::ToString() const {
   switch (kind) {
-    case Kind::kSequence: return "sequence";
+    case Kind::kSequence: return "sequence(" + element().ToString() + ")";
     case Kind::kMap: return "map";
-    case Kind::kOptional: return "optional";
+    case Kind::kOptional: return content == Kind::kTensor || content == Kind::kSequence
+                                     ? "optional(" + unwrapped().ToString() + ")"
+                                     : "optional";
     case Kind::kSparseTensor: return "sparse_tensor";
     case Kind::kUnknown: return "unknown";
     case Kind::kTensor: break;
   }
   const std::string out = dtype == DType::kUndefined ? "?" : LowerName(dtype);
   return out + (dims ? DimsToString(*dims) : "[?]");
+}
+
+std::string Value::ToString() const {
+  if (is_tensor()) return absl::StrCat("tensor ", LowerName(tensor_.dtype()), ShapeToString(tensor_.shape()));
+  if (is_sequence()) return absl::StrCat("sequence of ", sequence().size(), " ", LowerName(sequence_dtype()));
+  return "none";
 }
 
 std::string DimsToString(const std::vector<Dim>& dims) {

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/tensor.h"
+#include "runtime/value.h"
 
 namespace onnx_mini {
 
@@ -25,13 +26,27 @@ struct Dim {
 };
 
 // What is known of a value before running: its kind, element type and shape.
+// dtype and dims describe the tensor; for a sequence, every element of it;
+// for an optional, its element (a tensor, or a sequence's elements: `content`).
 struct ValueType {
   enum class Kind { kTensor, kSequence, kMap, kOptional, kSparseTensor, kUnknown };
   Kind kind = Kind::kTensor;
+  Kind content = Kind::kTensor;         // kOptional only: kTensor or kSequence
   DType dtype = DType::kUndefined;      // kUndefined: not known
   std::optional<std::vector<Dim>> dims;  // nullopt: rank unknown
 
   static ValueType Of(DType dtype, const Shape& shape);
+  // A sequence whose elements have type `element` (a tensor type).
+  static ValueType SequenceOf(const ValueType& element);
+  // An optional holding `element` (a tensor or sequence type).
+  static ValueType OptionalOf(const ValueType& element);
+  bool is_tensor() const { return kind == Kind::kTensor; }
+  // Tensor and sequence types, and optionals of them: what the runtime holds.
+  bool supported() const;
+  // The tensor type of the elements (sequence) or of the element (optional).
+  ValueType element() const;
+  // The type of the content of an optional; the type itself otherwise.
+  ValueType unwrapped() const;
   bool has_rank() const { return dims.has_value(); }
   int64_t rank() const { return dims ? int64_t(dims->size()) : -1; }
   // The shape if every dim is known.
@@ -58,6 +73,7 @@ struct Attribute {
   std::vector<std::string> strings;
   std::vector<Tensor> tensors;
   std::vector<std::shared_ptr<Graph>> graphs;
+  ValueType tp;  // a TYPE_PROTO attribute (Optional's `type`)
 };
 
 struct Node {

@@ -198,7 +198,7 @@ absl::Status FillFromTypedFields(const onnx::TensorProto& p, DType dtype, const 
   return absl::OkStatus();
 }
 
-ValueType ConvertType(const onnx::TypeProto& tp) {
+ValueType ConvertType(const onnx::TypeProto& tp, int depth = 0) {
   ValueType t;
   switch (tp.value_case()) {
     case onnx::TypeProto::kTensorType: {
@@ -216,9 +216,31 @@ ValueType ConvertType(const onnx::TypeProto& tp) {
       }
       return t;
     }
-    case onnx::TypeProto::kSequenceType: t.kind = ValueType::Kind::kSequence; return t;
+    case onnx::TypeProto::kSequenceType: {
+      // A sequence of tensors; an element type left out is unknown.
+      ValueType e = tp.sequence_type().has_elem_type() && depth < 8
+                        ? ConvertType(tp.sequence_type().elem_type(), depth + 1)
+                        : ValueType{};
+      if (!tp.sequence_type().has_elem_type()) e.kind = ValueType::Kind::kTensor;
+      if (e.kind != ValueType::Kind::kTensor) {
+        t.kind = ValueType::Kind::kSequence;
+        t.content = ValueType::Kind::kUnknown;  // a sequence of non-tensors
+        return t;
+      }
+      return ValueType::SequenceOf(e);
+    }
     case onnx::TypeProto::kMapType: t.kind = ValueType::Kind::kMap; return t;
-    case onnx::TypeProto::kOptionalType: t.kind = ValueType::Kind::kOptional; return t;
+    case onnx::TypeProto::kOptionalType: {
+      ValueType e;
+      e.kind = ValueType::Kind::kUnknown;
+      if (tp.optional_type().has_elem_type() && depth < 8) e = ConvertType(tp.optional_type().elem_type(), depth + 1);
+      if (!e.supported() || e.kind == ValueType::Kind::kOptional) {
+        t.kind = ValueType::Kind::kOptional;
+        t.content = ValueType::Kind::kUnknown;
+        return t;
+      }
+      return ValueType::OptionalOf(e);
+    }
     case onnx::TypeProto::kSparseTensorType: t.kind = ValueType::Kind::kSparseTensor; return t;
     default: t.kind = ValueType::Kind::kUnknown; return t;
   }
@@ -240,12 +262,29 @@ Opsets ConvertOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetI
 // The most nodes model-local functions may expand to, all calls together.
 constexpr int64_t kMaxInlinedNodes = int64_t(1) << 16;
 
+// Inside a function body every name is renamed: formal inputs and outputs to
+// the call's actual names (`rename`), every other name into a scope unique to
+// the call. `caller` supplies the attribute references. Subgraphs of body
+// nodes are renamed the same way, so that their reads of body values (outer
+// scope) still find them; outside functions both are null and names stay.
+struct Renaming {
+  const std::map<std::string, std::string>* rename = nullptr;
+  const std::map<std::string, Attribute>* caller = nullptr;
+  std::string scope;
+  std::string operator()(const std::string& name) const {
+    if (name.empty() || caller == nullptr) return name;
+    auto it = rename->find(name);
+    return it == rename->end() ? scope + name : it->second;
+  }
+};
+
 class GraphBuilder {
  public:
   GraphBuilder(const std::string& base_dir, const FunctionMap& functions)
       : base_dir_(base_dir), functions_(functions) {}
 
-  absl::StatusOr<Graph> Build(const onnx::GraphProto& gp, const Opsets& opsets, int depth) {
+  absl::StatusOr<Graph> Build(const onnx::GraphProto& gp, const Opsets& opsets, int depth,
+                              const Renaming& names = {}) {
     if (depth > 64) return Invalid("subgraphs nested more than 64 deep");
     Graph g;
     g.name = gp.name();
@@ -253,23 +292,23 @@ class GraphBuilder {
     for (const auto& init : gp.initializer()) {
       if (init.name().empty()) return Invalid("an initializer has no name");
       ASSIGN_OR_RETURN(Tensor t, TensorFromProto(init, base_dir_));
-      g.initializers[init.name()] = std::move(t);
+      g.initializers[names(init.name())] = std::move(t);
     }
     if (gp.sparse_initializer_size() > 0)
       return absl::UnimplementedError("not implemented: sparse initializers");
     for (const auto& vi : gp.input())
-      if (!g.initializers.count(vi.name())) g.inputs.push_back({vi.name(), ConvertType(vi.type())});
-    for (const auto& vi : gp.output()) g.outputs.push_back({vi.name(), ConvertType(vi.type())});
-    for (const auto& vi : gp.value_info()) g.value_types[vi.name()] = ConvertType(vi.type());
+      if (!g.initializers.count(names(vi.name()))) g.inputs.push_back({names(vi.name()), ConvertType(vi.type())});
+    for (const auto& vi : gp.output()) g.outputs.push_back({names(vi.name()), ConvertType(vi.type())});
+    for (const auto& vi : gp.value_info()) g.value_types[names(vi.name())] = ConvertType(vi.type());
     for (const auto& np : gp.node()) {
-      RETURN_IF_ERROR(AddNode(np, opsets, {}, nullptr, depth, g.nodes));
+      RETURN_IF_ERROR(AddNode(np, opsets, names, depth, g.nodes));
     }
     return g;
   }
 
  private:
   absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& ap, const Opsets& opsets,
-                                             int depth) {
+                                             int depth, const Renaming& names) {
     Attribute a;
     a.name = ap.name();
     int type = ap.type();
@@ -284,6 +323,7 @@ class GraphBuilder {
       else if (ap.strings_size()) type = 8;
       else if (ap.tensors_size()) type = 9;
       else if (ap.graphs_size()) type = 10;
+      else if (ap.has_tp()) type = 13;
     }
     a.type = AttrType(type);
     a.f = ap.f();
@@ -292,6 +332,7 @@ class GraphBuilder {
     a.floats.assign(ap.floats().begin(), ap.floats().end());
     a.ints.assign(ap.ints().begin(), ap.ints().end());
     a.strings.assign(ap.strings().begin(), ap.strings().end());
+    if (ap.has_tp()) a.tp = ConvertType(ap.tp());
     if (ap.has_t()) {
       ASSIGN_OR_RETURN(Tensor t, TensorFromProto(ap.t(), base_dir_));
       a.t = std::move(t);
@@ -301,34 +342,26 @@ class GraphBuilder {
       a.tensors.push_back(std::move(t));
     }
     if (ap.has_g()) {
-      ASSIGN_OR_RETURN(Graph sub, Build(ap.g(), opsets, depth + 1));
+      ASSIGN_OR_RETURN(Graph sub, Build(ap.g(), opsets, depth + 1, names));
       a.g = std::make_shared<Graph>(std::move(sub));
     }
     for (const auto& gp : ap.graphs()) {
-      ASSIGN_OR_RETURN(Graph sub, Build(gp, opsets, depth + 1));
+      ASSIGN_OR_RETURN(Graph sub, Build(gp, opsets, depth + 1, names));
       a.graphs.push_back(std::make_shared<Graph>(std::move(sub)));
     }
     return a;
   }
 
   // Converts one node, inlining it if it calls a model-local function.
-  // `rename` maps a function body's names to the caller's; `caller` supplies
-  // attribute references inside function bodies.
-  absl::Status AddNode(const onnx::NodeProto& np, const Opsets& opsets,
-                       const std::map<std::string, std::string>& rename,
-                       const std::map<std::string, Attribute>* caller, int depth,
+  absl::Status AddNode(const onnx::NodeProto& np, const Opsets& opsets, const Renaming& names, int depth,
                        std::vector<Node>& out) {
     Node node;
     node.name = np.name();
     node.op_type = np.op_type();
     node.domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    auto mapped = [&](const std::string& name) -> std::string {
-      if (name.empty() || caller == nullptr) return name;
-      auto it = rename.find(name);
-      return it == rename.end() ? scope_ + name : it->second;
-    };
-    for (const auto& in : np.input()) node.inputs.push_back(mapped(in));
-    for (const auto& o : np.output()) node.outputs.push_back(mapped(o));
+    const std::map<std::string, Attribute>* caller = names.caller;
+    for (const auto& in : np.input()) node.inputs.push_back(names(in));
+    for (const auto& o : np.output()) node.outputs.push_back(names(o));
     for (const auto& ap : np.attribute()) {
       if (!ap.ref_attr_name().empty()) {
         if (caller == nullptr)
@@ -341,7 +374,7 @@ class GraphBuilder {
         node.attributes[a.name] = std::move(a);
         continue;
       }
-      ASSIGN_OR_RETURN(Attribute a, ConvertAttribute(ap, opsets, depth));
+      ASSIGN_OR_RETURN(Attribute a, ConvertAttribute(ap, opsets, depth, names));
       node.attributes[ap.name()] = std::move(a);
     }
     auto opset_it = opsets.find(node.domain);
@@ -369,28 +402,20 @@ class GraphBuilder {
       body_rename[f.output(i)] = i < int(node.outputs.size()) ? node.outputs[size_t(i)] : "";
     std::map<std::string, Attribute> call_attrs;
     for (const auto& def : f.attribute_proto()) {
-      ASSIGN_OR_RETURN(Attribute a, ConvertAttribute(def, opsets, depth));
+      ASSIGN_OR_RETURN(Attribute a, ConvertAttribute(def, opsets, depth, {}));
       call_attrs[def.name()] = std::move(a);
     }
     for (auto& [key, a] : node.attributes) call_attrs[key] = a;
     Opsets body_opsets = opsets;
     for (const auto& [domain, version] : ConvertOpsets(f.opset_import())) body_opsets[domain] = version;
-    const std::string saved_scope = scope_;
-    scope_ = absl::StrCat("__", f.name(), "_", ++call_counter_, "__/");
-    for (const auto& body_node : f.node()) {
-      absl::Status s = AddNode(body_node, body_opsets, body_rename, &call_attrs, depth + 1, out);
-      if (!s.ok()) {
-        scope_ = saved_scope;
-        return s;
-      }
-    }
-    scope_ = saved_scope;
+    Renaming body_names{&body_rename, &call_attrs, absl::StrCat("__", f.name(), "_", ++call_counter_, "__/")};
+    for (const auto& body_node : f.node())
+      RETURN_IF_ERROR(AddNode(body_node, body_opsets, body_names, depth + 1, out));
     return absl::OkStatus();
   }
 
   std::string base_dir_;
   const FunctionMap& functions_;
-  std::string scope_;
   int64_t call_counter_ = 0;
   int64_t inlined_ = 0;  // body nodes inlined so far
 };

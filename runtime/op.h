@@ -30,6 +30,25 @@ struct OpPlan {
   virtual ~OpPlan() = default;
 };
 
+// A graph attribute (the branches of If, the bodies of Loop, Scan and
+// SequenceMap) planned by the session once, at its creation, with the input
+// types the op gives it; it reads outer-scope values by name.
+class Subgraph {
+ public:
+  virtual ~Subgraph() = default;
+  // The subgraph's inputs and outputs with the types inferred when planned.
+  virtual const std::vector<ValueInfo>& inputs() const = 0;
+  virtual const std::vector<ValueInfo>& outputs() const = 0;
+};
+
+// Plans subgraphs for InferContext::subgraph (the session implements it).
+class SubgraphPlanner {
+ public:
+  virtual ~SubgraphPlanner() = default;
+  virtual absl::StatusOr<const Subgraph*> Plan(const Node& node, const Graph& graph,
+                                               const std::vector<ValueType>& input_types) = 0;
+};
+
 // Inputs and outputs of one node during shape inference.
 class InferContext {
  public:
@@ -66,12 +85,26 @@ class InferContext {
   void set_plan(std::shared_ptr<const OpPlan> plan) { plan_ = std::move(plan); }
   const std::shared_ptr<const OpPlan>& plan() const { return plan_; }
 
+  // Plans the graph attribute `attr` with these input types (for rows that
+  // make their outputs, whose Infer runs once, at session creation). The
+  // subgraph lives as long as the session.
+  absl::StatusOr<const Subgraph*> subgraph(const std::string& attr, const std::vector<ValueType>& input_types) const {
+    const Attribute* a = node_.attr(attr);
+    if (a == nullptr || a->type != AttrType::kGraph || a->g == nullptr)
+      return Error("attribute '" + attr + "' must be a graph");
+    if (planner_ == nullptr)
+      return absl::InternalError(node_.Describe() + ": subgraphs are planned only at session creation");
+    return planner_->Plan(node_, *a->g, input_types);
+  }
+  void set_planner(SubgraphPlanner* planner) { planner_ = planner; }
+
   // An InvalidArgument error that names the node, the rule and the values.
   absl::Status Error(const std::string& rule) const {
     return absl::InvalidArgumentError(absl::StrCat(node_.Describe(), ": ", rule));
   }
 
  private:
+  SubgraphPlanner* planner_ = nullptr;
   const Node& node_;
   std::vector<const ValueType*> types_;
   std::vector<const Tensor*> values_;
@@ -86,8 +119,10 @@ class KernelContext {
   virtual ~KernelContext() = default;
   virtual const Node& node() const = 0;
   virtual size_t num_inputs() const = 0;
-  // nullptr for an absent optional input.
+  // nullptr for an absent optional input (or one that is not a tensor).
   virtual const Tensor* input(size_t i) const = 0;
+  // Any input as a value (tensor, sequence or none); nullptr when absent.
+  virtual const Value* value(size_t i) const = 0;
   virtual size_t num_outputs() const = 0;
   virtual bool output_requested(size_t i) const = 0;
   // The output buffer, allocated before Compute with the shape Infer derived
@@ -98,6 +133,12 @@ class KernelContext {
   // Makes output i a view of existing storage (no copy); only for outputs the
   // row declares as views (Alias::kView) of an input.
   virtual void set_output(size_t i, Tensor view) = 0;
+  // Sets output i, for rows that make their outputs (OpDef::makes_outputs).
+  virtual void set_value(size_t i, Value value) = 0;
+  // Runs a subgraph planned by Infer, with outer-scope values from this
+  // node's graph; `outputs` gets the subgraph's outputs.
+  virtual absl::Status RunSubgraph(const Subgraph& graph, std::vector<Value> inputs,
+                                   std::vector<Value>* outputs) const = 0;
   // The shape Infer derived for output i.
   virtual const Shape& output_shape(size_t i) const = 0;
   virtual int threads() const = 0;
@@ -134,10 +175,25 @@ absl::StatusOr<std::unique_ptr<Op>> MakeOp(const Node& node) {
   return std::unique_ptr<Op>(new O(node));
 }
 
+// The kinds of value a type constraint admits (bits). Its TypeSet constrains
+// the tensor, or the elements of the sequence or optional.
+enum KindSet : unsigned {
+  kTensorKind = 1,
+  kSequenceKind = 2,
+  kOptionalTensorKind = 4,
+  kOptionalSequenceKind = 8,
+  kOptionalKind = kOptionalTensorKind | kOptionalSequenceKind,
+  kAnyKind = kTensorKind | kSequenceKind | kOptionalKind,
+};
+
 // A named set of element types, as in an ONNX schema's type constraints.
+// Positions sharing a constraint share one element type, unless it is
+// heterogeneous (the variadic values of If, Loop, Scan, SequenceMap).
 struct TypeConstraint {
   std::string name;
   TypeSet types;
+  unsigned kinds = kTensorKind;
+  bool heterogeneous = false;
 };
 
 // Which output shares which input's storage.
@@ -156,7 +212,7 @@ struct Alias {
 //
 // `inputs` and `outputs` are signatures, one word per position naming a type
 // constraint, with a suffix: none for required, `?` for optional, `*` for a
-// variadic tail of one or more (homogeneous). "T T", "T1 T2? I*". Positions
+// variadic tail of one or more (`*?`: zero or more). "T T", "T1 T2? I*". Positions
 // that share a constraint share one element type, which must be in its set.
 struct OpDef {
   std::string domain;  // "" for ai.onnx
@@ -168,6 +224,11 @@ struct OpDef {
   std::vector<TypeConstraint> types;
   OpFactory create = nullptr;
   std::vector<Alias> aliases = {};
+  // The kernel makes every output itself (KernelContext::set_value): values
+  // whose size only the run tells (sequences, control flow). The session
+  // allocates nothing for them; their Infer runs once, at session creation,
+  // from the types (the kernel checks what depends on the run's values).
+  bool makes_outputs = false;
 };
 
 // "not implemented: ai.onnx::Op opset N for <what>".

@@ -21,6 +21,9 @@ absl::Status ParseSignature(const OpDef& def, const std::string& text, const cha
     if (!formals.empty() && formals.back().kind == RegisteredOp::Formal::kVariadic)
       return absl::InvalidArgumentError(absl::StrCat(row, ": only the last position may be variadic"));
     RegisteredOp::Formal f{-1, RegisteredOp::Formal::kRequired};
+    // "V*?": a variadic tail of zero or more.
+    const bool none_ok = word.size() > 2 && word.substr(word.size() - 2) == "*?";
+    if (none_ok) word.remove_suffix(1);
     if (word.back() == '?') f.kind = RegisteredOp::Formal::kOptional;
     if (word.back() == '*') f.kind = RegisteredOp::Formal::kVariadic;
     if (f.kind != RegisteredOp::Formal::kRequired) word.remove_suffix(1);
@@ -29,7 +32,7 @@ absl::Status ParseSignature(const OpDef& def, const std::string& text, const cha
     if (f.constraint < 0)
       return absl::InvalidArgumentError(absl::StrCat(row, ": unknown type constraint '", word, "'"));
     if (f.kind == RegisteredOp::Formal::kOptional) optional_seen = true;
-    if (f.kind != RegisteredOp::Formal::kOptional && !optional_seen) ++min_count;
+    if (f.kind != RegisteredOp::Formal::kOptional && !optional_seen && !none_ok) ++min_count;
     formals.push_back(f);
   }
   const bool variadic = !formals.empty() && formals.back().kind == RegisteredOp::Formal::kVariadic;

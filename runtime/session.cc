@@ -21,13 +21,18 @@ constexpr int64_t kFoldLimit = 1 << 16;
 
 // Where a value's storage comes from: the caller (graph inputs), the session's
 // constants, or a step's output. Views share their input's root.
-enum class RootKind { kCaller, kConstant, kSession };
+// kShared: made by a kernel that sets its outputs (sequences, control flow):
+// it may share storage with anything that kernel saw, so it is never taken.
+enum class RootKind { kCaller, kConstant, kSession, kShared };
 
 struct Step {
   const Node* node;
   const RegisteredOp* row;
   std::unique_ptr<Op> op;
-  std::vector<int> inputs;   // value index, -1 if absent
+  // Value index, -1 if absent: the node's inputs, then the outer-scope values
+  // its subgraphs read (implicit inputs, for order and lifetimes).
+  std::vector<int> inputs;
+  size_t num_explicit = 0;
   std::vector<int> outputs;  // value index, -1 if not requested
   std::vector<int> release;  // values whose last use is this step
   // The plan made at creation. When `is_static`, runs whose inputs have
@@ -45,6 +50,16 @@ struct Step {
   std::vector<bool> scratch;
   bool has_buffer(size_t i) const { return outputs[i] >= 0 || scratch[i]; }
 };
+
+unsigned KindBit(const ValueType& t) {
+  switch (t.kind) {
+    case ValueType::Kind::kTensor: return kTensorKind;
+    case ValueType::Kind::kSequence: return kSequenceKind;
+    case ValueType::Kind::kOptional:
+      return t.content == ValueType::Kind::kSequence ? kOptionalSequenceKind : kOptionalTensorKind;
+    default: return 0;
+  }
+}
 
 // Checks a node's arity and input element types against its row's signature.
 absl::Status CheckInputs(const Node& node, const RegisteredOp& row,
@@ -72,11 +87,14 @@ absl::Status CheckInputs(const Node& node, const RegisteredOp& row,
       continue;
     }
     const ValueType& t = *types[i];
-    if (t.kind != ValueType::Kind::kTensor)
-      return NotImplemented(node, absl::StrCat("input ", i, " of type ", t.ToString()));
-    if (t.dtype == DType::kUndefined) return error(absl::StrCat("the element type of input ", i, " is unknown"));
+    if (!t.supported()) return NotImplemented(node, absl::StrCat("input ", i, " of type ", t.ToString()));
     const TypeConstraint& c = row.def.types[size_t(f->constraint)];
+    if (!(c.kinds & KindBit(t)))
+      return error(absl::StrCat("input ", i, " is ", t.ToString(), ": type ", c.name, " admits no ",
+                                t.kind == ValueType::Kind::kTensor ? "tensor" : "such value"));
+    if (t.dtype == DType::kUndefined) return error(absl::StrCat("the element type of input ", i, " is unknown"));
     if (!c.types.contains(t.dtype)) return NotImplemented(node, t.dtype);
+    if (c.heterogeneous) continue;
     DType& b = bound[size_t(f->constraint)];
     if (b == DType::kUndefined) {
       b = t.dtype;
@@ -102,6 +120,7 @@ absl::Status CheckOutputs(const Node& node, const RegisteredOp& row, const std::
     if (d == DType::kUndefined) continue;  // an op that cannot tell yet
     const TypeConstraint& c = row.def.types[size_t(f->constraint)];
     if (!c.types.contains(d)) return NotImplemented(node, d);
+    if (c.heterogeneous) continue;
     DType& b = bound[size_t(f->constraint)];
     if (b == DType::kUndefined) b = d;
     else if (b != d)
@@ -123,7 +142,10 @@ absl::Status CheckOutputSize(const Node& node, size_t i, DType dtype, const Shap
 // Merges a declared type into an inferred one; a contradiction is an error.
 absl::Status MergeDeclared(const Node& node, const std::string& name, const ValueType& declared,
                            ValueType& inferred) {
-  if (declared.kind != ValueType::Kind::kTensor) return absl::OkStatus();
+  // A declared kind the op does not produce is left to the op (and to the
+  // run); the element type and dims merge as a tensor's.
+  if (declared.kind != inferred.kind || !declared.supported() || declared.content != inferred.content)
+    return absl::OkStatus();
   if (declared.dtype != DType::kUndefined && inferred.dtype != DType::kUndefined &&
       declared.dtype != inferred.dtype)
     return absl::InvalidArgumentError(absl::StrCat(
@@ -160,19 +182,106 @@ bool Overlaps(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-struct Session::Impl {
-  Graph graph;
+namespace {
+
+// The names a graph reads from outer scopes: read by its nodes (or by their
+// subgraphs) or listed as its outputs, and defined nowhere inside it.
+void FreeNames(const Graph& g, std::set<std::string>& out) {
+  std::set<std::string> defined;
+  for (const ValueInfo& in : g.inputs) defined.insert(in.name);
+  for (const auto& [name, tensor] : g.initializers) defined.insert(name);
+  for (const Node& node : g.nodes)
+    for (const std::string& o : node.outputs)
+      if (!o.empty()) defined.insert(o);
+  const auto read = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name)) out.insert(name);
+  };
+  for (const Node& node : g.nodes) {
+    for (const std::string& in : node.inputs) read(in);
+    for (const auto& [key, a] : node.attributes) {
+      std::set<std::string> inner;
+      if (a.g) FreeNames(*a.g, inner);
+      for (const auto& sub : a.graphs)
+        if (sub) FreeNames(*sub, inner);
+      for (const std::string& name : inner) read(name);
+    }
+  }
+  for (const ValueInfo& o : g.outputs) read(o.name);
+}
+
+// The names a node's subgraphs read from the node's scope.
+std::set<std::string> ImplicitInputs(const Node& node) {
+  std::set<std::string> names;
+  for (const auto& [key, a] : node.attributes) {
+    if (a.g) FreeNames(*a.g, names);
+    for (const auto& sub : a.graphs)
+      if (sub) FreeNames(*sub, names);
+  }
+  return names;
+}
+
+// Whether a run-time value fits a declared type (kind, element type, and
+// with `check_dims` the shape: not for a subgraph's inputs, whose shapes may
+// change from one iteration to the next).
+absl::Status CheckValue(const std::string& what, const ValueType& type, const Value& v, bool check_dims = true) {
+  const auto fits_dims = [&](const Shape& shape) {
+    if (!type.dims || !check_dims) return true;
+    if (type.dims->size() != shape.size()) return false;
+    for (size_t i = 0; i < shape.size(); ++i)
+      if ((*type.dims)[i].known() && (*type.dims)[i].value != shape[i]) return false;
+    return true;
+  };
+  const ValueType::Kind want = type.unwrapped().kind;
+  if (v.is_none()) {
+    if (type.kind == ValueType::Kind::kOptional) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(what, " has no data"));
+  }
+  if ((want == ValueType::Kind::kTensor) != v.is_tensor())
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be ", type.ToString(), ", got ", v.ToString()));
+  if (v.is_tensor()) {
+    const Tensor& t = v.tensor();
+    if (t.size() < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has no data"));
+    if (t.dtype() != type.dtype)
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " must be ", LowerName(type.dtype), ", got ", LowerName(t.dtype())));
+    if (!fits_dims(t.shape()))
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " must have shape ", type.ToString(), ", got ", ShapeToString(t.shape())));
+    return absl::OkStatus();
+  }
+  if (v.sequence_dtype() != type.dtype)
+    return absl::InvalidArgumentError(absl::StrCat(what, " must be ", type.ToString(), ", got a sequence of ",
+                                                   LowerName(v.sequence_dtype())));
+  for (size_t k = 0; k < v.sequence().size(); ++k) {
+    const Tensor& item = v.sequence()[k];
+    if (!item.defined() || item.dtype() != type.dtype || !fits_dims(item.shape()))
+      return absl::InvalidArgumentError(absl::StrCat(what, ": item ", k, " must be ", type.element().ToString()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// A planned graph: the model's (owned by the Session) or a subgraph of one of
+// its nodes (owned by the enclosing plan, planned by the node's Infer).
+struct Session::Impl : public Subgraph, public SubgraphPlanner {
+  Graph owned_graph;               // the model's graph (top level only)
+  const Graph* graph = nullptr;    // the graph planned here
+  const Impl* parent = nullptr;    // the enclosing plan of a subgraph
   const OpRegistry* ops = nullptr;
   SessionOptions options;
   int threads = 1;
-  std::shared_ptr<MemoryBudget> budget;  // every tensor the session allocates
-  std::vector<ValueInfo> inputs, outputs;
+  std::shared_ptr<MemoryBudget> budget;  // every tensor the session allocates (subgraphs share it)
+  std::vector<ValueInfo> input_infos, output_infos;
   std::map<std::string, int> value_index;
   std::vector<std::string> value_names;
   std::vector<ValueType> value_types;
   std::vector<Tensor> constants;  // by value index; undefined if not constant
   std::vector<int> input_values, output_values;
+  // Outer-scope values a subgraph reads: (value here, value in the parent).
+  std::vector<std::pair<int, int>> captures;
   std::vector<Step> steps;
+  std::vector<std::unique_ptr<Impl>> subgraphs;  // planned by steps' Infer
   // The storage plan, by value index: each value's storage root and where
   // the root's storage comes from.
   std::vector<int> root;
@@ -192,64 +301,129 @@ struct Session::Impl {
     return it->second;
   }
 
-  absl::Status Build();
+  // `given`: for a subgraph, the types its op gives its inputs.
+  absl::Status Build(const std::vector<ValueType>* given = nullptr);
   void PlanStorage();
   // Runs one step on `values`. `bound` holds, per step output, a caller's
   // buffer to write into directly (or an undefined tensor).
-  absl::Status RunStep(const Step& step, std::vector<Tensor>& values, const std::vector<Tensor>& bound) const;
+  absl::Status RunStep(const Step& step, std::vector<Value>& values, const std::vector<Tensor>& bound) const;
+  // Runs the plan on `values` (constants, inputs and captures filled in).
+  absl::Status Execute(std::vector<Value>& values, const std::vector<std::vector<Tensor>>* direct) const;
+  // Runs a subgraph: inputs in order, outer-scope values from `outer`.
+  absl::Status RunGraph(std::vector<Value> inputs, const std::vector<Value>& outer,
+                        std::vector<Value>* outputs) const;
+
+  // Subgraph
+  const std::vector<ValueInfo>& inputs() const override { return input_infos; }
+  const std::vector<ValueInfo>& outputs() const override { return output_infos; }
+  // SubgraphPlanner
+  absl::StatusOr<const Subgraph*> Plan(const Node& node, const Graph& sub,
+                                       const std::vector<ValueType>& input_types) override {
+    auto child = std::make_unique<Impl>();
+    child->graph = &sub;
+    child->parent = this;
+    child->ops = ops;
+    child->options = options;
+    absl::Status s = child->Build(&input_types);
+    if (!s.ok())
+      return absl::Status(s.code(), absl::StrCat(node.Describe(), ", subgraph '", sub.name, "': ", s.message()));
+    subgraphs.push_back(std::move(child));
+    return subgraphs.back().get();
+  }
 };
 
-absl::Status Session::Impl::Build() {
+absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
   threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  budget = std::make_shared<MemoryBudget>(options.memory_limit > 0 ? options.memory_limit : DefaultMemoryLimit());
-  for (auto& [name, tensor] : graph.initializers) {
+  budget = parent != nullptr ? parent->budget
+                            : std::make_shared<MemoryBudget>(options.memory_limit > 0 ? options.memory_limit
+                                                                                      : DefaultMemoryLimit());
+  const Graph& g = *graph;
+  for (auto& [name, tensor] : g.initializers) {
     int v = Intern(name);
     constants[size_t(v)] = tensor;
     value_types[size_t(v)] = ValueType::Of(tensor.dtype(), tensor.shape());
   }
-  for (const ValueInfo& in : graph.inputs) {
-    if (in.type.kind != ValueType::Kind::kTensor)
+  if (given && given->size() != g.inputs.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat("the subgraph has ", g.inputs.size(), " inputs, the op gives it ", given->size()));
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const ValueInfo& in = g.inputs[i];
+    ValueType type = in.type;
+    if (given) {
+      // The op's type, with what the subgraph declares where the op cannot tell.
+      const ValueType& declared = in.type;
+      type = (*given)[i];
+      if (declared.supported() && type.kind == declared.kind) {
+        if (declared.dtype != DType::kUndefined && type.dtype != DType::kUndefined && declared.dtype != type.dtype)
+          return absl::InvalidArgumentError(absl::StrCat("input '", in.name, "' is declared ", declared.ToString(),
+                                                         " but the op gives ", type.ToString()));
+        if (type.dtype == DType::kUndefined) type.dtype = declared.dtype;
+        if (!type.dims) type.dims = declared.dims;
+      }
+    }
+    if (!type.supported())
       return absl::UnimplementedError(absl::StrCat("not implemented: graph input '", in.name,
-                                                   "' of type ", in.type.ToString()));
-    if (in.type.dtype == DType::kUndefined)
+                                                   "' of type ", type.ToString()));
+    if (type.dtype == DType::kUndefined)
       return absl::InvalidArgumentError(absl::StrCat("graph input '", in.name, "' has no element type"));
     int v = Intern(in.name);
-    value_types[size_t(v)] = in.type;
+    value_types[size_t(v)] = type;
     input_values.push_back(v);
   }
-  for (const ValueInfo& out : graph.outputs)
-    if (out.type.kind != ValueType::Kind::kTensor)
+  for (const ValueInfo& out : g.outputs)
+    if (!out.type.supported() && !(given && out.type.kind == ValueType::Kind::kUnknown))
       return absl::UnimplementedError(absl::StrCat("not implemented: graph output '", out.name,
                                                    "' of type ", out.type.ToString()));
+  // A subgraph's reads of outer-scope values: constants there are constants
+  // here; the others are captured at each run.
+  if (parent) {
+    std::set<std::string> free;
+    FreeNames(g, free);
+    for (const std::string& name : free) {
+      auto it = parent->value_index.find(name);
+      if (it == parent->value_index.end() || value_index.count(name)) continue;
+      const int v = Intern(name);
+      value_types[size_t(v)] = parent->value_types[size_t(it->second)];
+      const Tensor& c = parent->constants[size_t(it->second)];
+      if (c.defined()) constants[size_t(v)] = c;
+      else captures.push_back({v, it->second});
+    }
+  }
 
   // Topological order (Kahn), with a clear error for names nothing produces.
   std::map<std::string, size_t> producer;
-  for (size_t n = 0; n < graph.nodes.size(); ++n)
-    for (const std::string& o : graph.nodes[n].outputs)
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (const std::string& o : g.nodes[n].outputs)
       if (!o.empty()) {
         if (producer.count(o) || value_index.count(o))
           return absl::InvalidArgumentError(absl::StrCat(
-              graph.nodes[n].Describe(), ": value '", o, "' is defined more than once"));
+              g.nodes[n].Describe(), ": value '", o, "' is defined more than once"));
         producer[o] = n;
       }
-  std::vector<int> pending(graph.nodes.size(), 0);
-  std::vector<std::vector<size_t>> consumers(graph.nodes.size());
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+  std::vector<int> pending(g.nodes.size(), 0);
+  std::vector<std::vector<size_t>> consumers(g.nodes.size());
+  std::vector<std::vector<std::string>> implicit(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
     std::set<size_t> deps;
-    for (const std::string& in : graph.nodes[n].inputs) {
-      if (in.empty() || value_index.count(in)) continue;
+    for (const std::string& name : ImplicitInputs(g.nodes[n])) implicit[n].push_back(name);
+    const auto depend = [&](const std::string& in, const char* what) -> absl::Status {
+      if (in.empty() || value_index.count(in)) return absl::OkStatus();
       auto it = producer.find(in);
       if (it == producer.end())
         return absl::InvalidArgumentError(absl::StrCat(
-            graph.nodes[n].Describe(), ": input '", in, "' is not a graph input, an initializer or "
+            g.nodes[n].Describe(), ": ", what, " '", in, "' is not a graph input, an initializer or "
             "the output of any node"));
       deps.insert(it->second);
-    }
+      return absl::OkStatus();
+    };
+    for (const std::string& in : g.nodes[n].inputs) RETURN_IF_ERROR(depend(in, "input"));
+    for (const std::string& in : implicit[n]) RETURN_IF_ERROR(depend(in, "the outer-scope value"));
+    deps.erase(n);
     pending[n] = int(deps.size());
     for (size_t d : deps) consumers[d].push_back(n);
   }
   std::deque<size_t> ready;
-  for (size_t n = 0; n < graph.nodes.size(); ++n)
+  for (size_t n = 0; n < g.nodes.size(); ++n)
     if (pending[n] == 0) ready.push_back(n);
   std::vector<size_t> order;
   while (!ready.empty()) {
@@ -259,17 +433,17 @@ absl::Status Session::Impl::Build() {
     for (size_t c : consumers[n])
       if (--pending[c] == 0) ready.push_back(c);
   }
-  if (order.size() != graph.nodes.size())
+  if (order.size() != g.nodes.size())
     return absl::InvalidArgumentError("the graph has a cycle");
 
   // Every value gets its slot now: the loop below keeps pointers into value_types.
-  for (const Node& node : graph.nodes)
+  for (const Node& node : g.nodes)
     for (const std::string& o : node.outputs)
       if (!o.empty()) Intern(o);
 
   // Per node: its row, its op, the signature check, inference, and constant folding.
   for (size_t n : order) {
-    const Node& node = graph.nodes[n];
+    const Node& node = g.nodes[n];
     ASSIGN_OR_RETURN(const RegisteredOp* row, ops->Find(node.domain, node.op_type, node.opset));
     Step step;
     step.node = &node;
@@ -294,22 +468,33 @@ absl::Status Session::Impl::Build() {
       all_constant = all_constant && c.defined();
       if (c.defined()) constant_elements += c.size();
       std::optional<Shape> shape = value_types[size_t(v)].concrete_shape();
-      shapes_known = shapes_known && shape.has_value();
+      shapes_known = shapes_known && shape.has_value() && value_types[size_t(v)].is_tensor();
       step.input_shapes.push_back(shape.value_or(Shape{}));
+    }
+    step.num_explicit = step.inputs.size();
+    for (const std::string& in : implicit[n]) {
+      const int v = value_index.at(in);
+      step.inputs.push_back(v);
+      all_constant = all_constant && constants[size_t(v)].defined();
     }
     std::vector<DType> bound;
     RETURN_IF_ERROR(CheckInputs(node, *row, in_types, bound));
     ASSIGN_OR_RETURN(step.op, row->def.create(node));
     InferContext ictx(node, in_types, in_values);
+    ictx.set_planner(this);
     RETURN_IF_ERROR(step.op->Infer(ictx));
     RETURN_IF_ERROR(CheckOutputs(node, *row, ictx.outputs(), bound));
-    step.is_static = shapes_known && !ictx.needs_values();
+    const bool makes_outputs = row->def.makes_outputs;
+    step.is_static = makes_outputs || (shapes_known && !ictx.needs_values());
     step.output_types = ictx.outputs();
     for (size_t i = 0; i < node.outputs.size(); ++i)
-      step.scratch.push_back(!node.has_output(i) && row->output(i)->kind == RegisteredOp::Formal::kRequired);
+      step.scratch.push_back(!makes_outputs && !node.has_output(i) &&
+                             row->output(i)->kind == RegisteredOp::Formal::kRequired);
+    bool tensors_only = true;
     for (size_t i = 0; i < node.outputs.size(); ++i) {
-      if (!node.has_output(i) && !step.scratch[i]) continue;
       const ValueType& t = step.output_types[i];
+      tensors_only = tensors_only && t.is_tensor();
+      if (makes_outputs || (!node.has_output(i) && !step.scratch[i])) continue;
       std::optional<Shape> shape = t.concrete_shape();
       if (!shape || t.dtype == DType::kUndefined) step.is_static = false;
       else RETURN_IF_ERROR(CheckOutputSize(node, i, t.dtype, *shape));
@@ -322,10 +507,10 @@ absl::Status Session::Impl::Build() {
       }
       int v = value_index.at(node.outputs[i]);
       ValueType t = ictx.outputs()[i];
-      auto declared = graph.value_types.find(node.outputs[i]);
-      if (declared != graph.value_types.end())
+      auto declared = g.value_types.find(node.outputs[i]);
+      if (declared != g.value_types.end())
         RETURN_IF_ERROR(MergeDeclared(node, node.outputs[i], declared->second, t));
-      for (const ValueInfo& out : graph.outputs)
+      for (const ValueInfo& out : g.outputs)
         if (out.name == node.outputs[i]) RETURN_IF_ERROR(MergeDeclared(node, out.name, out.type, t));
       value_types[size_t(v)] = std::move(t);
       step.outputs.push_back(v);
@@ -340,27 +525,32 @@ absl::Status Session::Impl::Build() {
         output_elements = count < 0 || output_elements > kFoldLimit ? kFoldLimit + 1 : output_elements + count;
       }
     // (A node without inputs, a Constant, holds its value already: always folded.)
-    if (all_constant && constant_elements <= kFoldLimit && (step.inputs.empty() || output_elements <= kFoldLimit)) {
-      std::vector<Tensor> values(constants);
+    if (all_constant && tensors_only && constant_elements <= kFoldLimit &&
+        (step.inputs.empty() || output_elements <= kFoldLimit)) {
+      std::vector<Value> values(constants.begin(), constants.end());
       if (RunStep(step, values, {}).ok()) {
-        for (int v : step.outputs)
-          if (v >= 0) constants[size_t(v)] = values[size_t(v)];
-        continue;
+        bool folded = true;
+        for (int v : step.outputs) folded = folded && (v < 0 || values[size_t(v)].is_tensor());
+        if (folded) {
+          for (int v : step.outputs)
+            if (v >= 0) constants[size_t(v)] = values[size_t(v)].tensor();
+          continue;
+        }
       }
       // Folding failed: the same error will come from the run.
     }
     steps.push_back(std::move(step));
   }
 
-  for (const ValueInfo& out : graph.outputs) {
+  for (const ValueInfo& out : g.outputs) {
     auto it = value_index.find(out.name);
     if (it == value_index.end())
       return absl::InvalidArgumentError(absl::StrCat("graph output '", out.name, "' is never produced"));
     output_values.push_back(it->second);
   }
-  for (const ValueInfo& in : graph.inputs) inputs.push_back({in.name, value_types[size_t(value_index.at(in.name))]});
-  for (size_t i = 0; i < graph.outputs.size(); ++i)
-    outputs.push_back({graph.outputs[i].name, value_types[size_t(output_values[i])]});
+  for (const ValueInfo& in : g.inputs) input_infos.push_back({in.name, value_types[size_t(value_index.at(in.name))]});
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    output_infos.push_back({g.outputs[i].name, value_types[size_t(output_values[i])]});
   PlanStorage();
   return absl::OkStatus();
 }
@@ -376,18 +566,27 @@ void Session::Impl::PlanStorage() {
     if (constants[v].defined()) root_kind[v] = RootKind::kConstant;
   }
   for (int v : input_values) root_kind[size_t(v)] = RootKind::kCaller;
+  for (auto [v, outer] : captures) root_kind[size_t(v)] = RootKind::kCaller;
   std::vector<int> producer(n_values, -1);
-  for (size_t s = 0; s < steps.size(); ++s)
+  // Storage a kernel that makes its outputs has seen may live on in them (a
+  // sequence's items, a branch's result): it escapes, and is never taken.
+  std::vector<bool> escaped(n_values, false);
+  for (size_t s = 0; s < steps.size(); ++s) {
     for (size_t o = 0; o < steps[s].outputs.size(); ++o) {
       const int v = steps[s].outputs[o];
       if (v < 0) continue;
       producer[size_t(v)] = int(s);
+      if (steps[s].row->def.makes_outputs) root_kind[size_t(v)] = RootKind::kShared;
       const Alias* a = steps[s].row->alias(o);
       if (a && a->kind == Alias::kView && size_t(a->input) < steps[s].inputs.size() &&
           steps[s].inputs[size_t(a->input)] >= 0) {
         root[size_t(v)] = root[size_t(steps[s].inputs[size_t(a->input)])];  // steps are in order
       }
     }
+    if (steps[s].row->def.makes_outputs)
+      for (int v : steps[s].inputs)
+        if (v >= 0) escaped[size_t(root[size_t(v)])] = true;
+  }
   // The last step that reads each root's storage, through any of its views;
   // whether a graph output lives in it.
   std::vector<int> last_read(n_values, -1), last_use(n_values, -1);
@@ -411,7 +610,7 @@ void Session::Impl::PlanStorage() {
     const int v = steps[s].inputs[position];
     if (v < 0) return false;
     const int r = root[size_t(v)];
-    if (last_read[size_t(r)] != int(s) || root_is_output[size_t(r)]) return false;
+    if (last_read[size_t(r)] != int(s) || root_is_output[size_t(r)] || escaped[size_t(r)]) return false;
     for (size_t j = 0; j < steps[s].inputs.size(); ++j)
       if (j != position && steps[s].inputs[j] >= 0 && root[size_t(steps[s].inputs[j])] == r) return false;
     return true;
@@ -421,7 +620,7 @@ void Session::Impl::PlanStorage() {
     step.reuse.assign(step.outputs.size(), -1);
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       const Alias* a = step.row->alias(o);
-      if (!a || a->kind != Alias::kInPlace || step.outputs[o] < 0 || size_t(a->input) >= step.inputs.size())
+      if (!a || a->kind != Alias::kInPlace || step.outputs[o] < 0 || size_t(a->input) >= step.num_explicit)
         continue;
       const int v = step.inputs[size_t(a->input)];
       if (v < 0 || root_kind[size_t(root[size_t(v)])] != RootKind::kSession || !may_take(s, size_t(a->input)))
@@ -439,7 +638,7 @@ void Session::Impl::PlanStorage() {
       for (size_t o = 0; o < steps[size_t(s)].outputs.size(); ++o)
         if (steps[size_t(s)].outputs[o] == v) position = int(o);
       const Alias* a = steps[size_t(s)].row->alias(size_t(position));
-      if (a && a->kind == Alias::kInPlace && size_t(a->input) < steps[size_t(s)].inputs.size()) {
+      if (a && a->kind == Alias::kInPlace && size_t(a->input) < steps[size_t(s)].num_explicit) {
         const int in = steps[size_t(s)].inputs[size_t(a->input)];
         if (in >= 0 && root_kind[size_t(root[size_t(in)])] == RootKind::kCaller && may_take(size_t(s), size_t(a->input)))
           in_place = a->input;
@@ -454,55 +653,83 @@ namespace {
 
 class StepContext : public KernelContext {
  public:
-  StepContext(const Node& node, std::vector<const Tensor*> inputs, std::vector<Tensor>& outputs,
-              const std::vector<ValueType>& types, const RegisteredOp& row, const OpPlan* plan, int threads)
-      : node_(node), inputs_(std::move(inputs)), outputs_(outputs), types_(types), row_(row),
-        plan_(plan), threads_(threads) {
+  StepContext(const Session::Impl& plan, const Node& node, std::vector<const Value*> inputs,
+              std::vector<Value>& outputs, const std::vector<ValueType>& types, const RegisteredOp& row,
+              const OpPlan* op_plan, const std::vector<Value>& frame)
+      : graph_(plan), node_(node), inputs_(std::move(inputs)), outputs_(outputs), types_(types), row_(row),
+        plan_(op_plan), frame_(frame) {
     for (const ValueType& t : types_) shapes_.push_back(t.concrete_shape().value_or(Shape{}));
   }
 
   const Node& node() const override { return node_; }
   size_t num_inputs() const override { return inputs_.size(); }
-  const Tensor* input(size_t i) const override { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  const Tensor* input(size_t i) const override {
+    return i < inputs_.size() && inputs_[i] && inputs_[i]->is_tensor() ? &inputs_[i]->tensor() : nullptr;
+  }
+  const Value* value(size_t i) const override { return i < inputs_.size() ? inputs_[i] : nullptr; }
   size_t num_outputs() const override { return outputs_.size(); }
   bool output_requested(size_t i) const override { return node_.has_output(i); }
-  Tensor& output(size_t i) override { return outputs_[i]; }
+  Tensor& output(size_t i) override { return outputs_[i].tensor(); }
   void set_output(size_t i, Tensor view) override {
     const Alias* a = row_.alias(i);
     if (a && a->kind == Alias::kView) outputs_[i] = std::move(view);
     else misused_ = true;
   }
+  void set_value(size_t i, Value value) override {
+    // A view of a sequence or optional is the value itself.
+    const Alias* a = row_.alias(i);
+    if ((row_.def.makes_outputs || (a && a->kind == Alias::kView)) && i < outputs_.size())
+      outputs_[i] = std::move(value);
+    else misused_ = true;
+  }
+  absl::Status RunSubgraph(const Subgraph& graph, std::vector<Value> inputs,
+                           std::vector<Value>* outputs) const override;
   const Shape& output_shape(size_t i) const override { return shapes_[i]; }
-  int threads() const override { return threads_; }
+  int threads() const override;
   bool misused() const { return misused_; }
 
  protected:
   const OpPlan* plan_ptr() const override { return plan_; }
 
  private:
+  const Session::Impl& graph_;
   const Node& node_;
-  std::vector<const Tensor*> inputs_;
-  std::vector<Tensor>& outputs_;
+  std::vector<const Value*> inputs_;
+  std::vector<Value>& outputs_;
   const std::vector<ValueType>& types_;
   std::vector<Shape> shapes_;
   const RegisteredOp& row_;
   const OpPlan* plan_;
-  int threads_;
+  const std::vector<Value>& frame_;
   bool misused_ = false;
 };
 
 }  // namespace
 
-absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& values,
+int StepContext::threads() const { return graph_.threads; }
+
+absl::Status StepContext::RunSubgraph(const Subgraph& graph, std::vector<Value> inputs,
+                                      std::vector<Value>* outputs) const {
+  // Every Subgraph an op holds was planned by this session (InferContext::subgraph).
+  const auto& sub = static_cast<const Session::Impl&>(graph);
+  if (sub.parent != &graph_) return absl::InternalError(node_.Describe() + ": a subgraph of another graph");
+  return sub.RunGraph(std::move(inputs), frame_, outputs);
+}
+
+absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values,
                                     const std::vector<Tensor>& bound) const {
   const Node& node = *step.node;
-  std::vector<const Tensor*> in_ptrs(step.inputs.size(), nullptr);
+  std::vector<const Value*> in_values(step.num_explicit, nullptr);
+  std::vector<const Tensor*> in_ptrs(step.num_explicit, nullptr);
   bool planned = step.is_static;
-  for (size_t i = 0; i < step.inputs.size(); ++i) {
+  const bool makes_outputs = step.row->def.makes_outputs;
+  for (size_t i = 0; i < step.num_explicit; ++i) {
     const int v = step.inputs[i];
-    if (v < 0 || !values[size_t(v)].defined()) continue;
-    in_ptrs[i] = &values[size_t(v)];
-    planned = planned && in_ptrs[i]->shape() == step.input_shapes[i];
+    if (v < 0) continue;
+    in_values[i] = &values[size_t(v)];
+    if (!values[size_t(v)].is_tensor()) continue;
+    in_ptrs[i] = &values[size_t(v)].tensor();
+    planned = planned && (makes_outputs || in_ptrs[i]->shape() == step.input_shapes[i]);
   }
   // The plan: made at creation, or made now from the real inputs.
   const std::vector<ValueType>* types = &step.output_types;
@@ -510,20 +737,23 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& value
   std::vector<ValueType> run_types;
   std::shared_ptr<const OpPlan> run_plan;
   if (!planned) {
-    std::vector<ValueType> in_types(step.inputs.size());
-    std::vector<const ValueType*> in_type_ptrs(step.inputs.size(), nullptr);
-    for (size_t i = 0; i < step.inputs.size(); ++i)
+    std::vector<ValueType> in_types(step.num_explicit);
+    std::vector<const ValueType*> in_type_ptrs(step.num_explicit, nullptr);
+    for (size_t i = 0; i < step.num_explicit; ++i) {
       if (in_ptrs[i]) {
         in_types[i] = ValueType::Of(in_ptrs[i]->dtype(), in_ptrs[i]->shape());
         in_type_ptrs[i] = &in_types[i];
+      } else if (in_values[i]) {  // a sequence or optional: its planned type
+        in_type_ptrs[i] = &value_types[size_t(step.inputs[i])];
       }
+    }
     InferContext ictx(node, in_type_ptrs, in_ptrs);
     RETURN_IF_ERROR(step.op->Infer(ictx));
     run_types = ictx.outputs();
     run_plan = ictx.plan();
     for (size_t i = 0; i < step.outputs.size(); ++i) {
-      if (!step.has_buffer(i)) continue;
       const ValueType& t = run_types[i];
+      if (!step.has_buffer(i) || !t.is_tensor()) continue;
       std::optional<Shape> shape = t.concrete_shape();
       if (!shape || t.dtype == DType::kUndefined)
         return absl::InternalError(absl::StrCat(node.Describe(), ": output ", i,
@@ -536,8 +766,8 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& value
 
   // Every buffer the kernel writes exists before it runs: a caller's
   // buffer, an input's storage taken in place, or a new allocation.
-  std::vector<Tensor> results(step.outputs.size());
-  for (size_t i = 0; i < step.outputs.size(); ++i) {
+  std::vector<Value> results(step.outputs.size());
+  for (size_t i = 0; i < step.outputs.size() && !makes_outputs; ++i) {
     if (!step.has_buffer(i)) continue;
     const Alias* alias = step.row->alias(i);
     if (alias && alias->kind == Alias::kView) continue;  // the kernel sets a view
@@ -563,18 +793,48 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Tensor>& value
                           absl::StrCat(node.Describe(), ": output ", i, ": ", made.status().message()));
     results[i] = *std::move(made);
   }
-  StepContext ctx(node, in_ptrs, results, *types, *step.row, plan, threads);
+  StepContext ctx(*this, node, in_values, results, *types, *step.row, plan, values);
   RETURN_IF_ERROR(step.op->Compute(ctx));
   if (ctx.misused())
-    return absl::InternalError(absl::StrCat(node.Describe(), ": the kernel set a view its row does not declare"));
+    return absl::InternalError(absl::StrCat(node.Describe(), ": the kernel set an output its row does not let it set"));
   for (size_t i = 0; i < step.outputs.size(); ++i) {
     const int v = step.outputs[i];
     if (v < 0) continue;
-    if (!results[i].defined())
+    if (results[i].is_none() && (*types)[i].kind != ValueType::Kind::kOptional)
       return absl::InternalError(absl::StrCat(node.Describe(), ": the kernel produced no output ", i));
+    if (makes_outputs && !bound.empty() && i < bound.size() && bound[i].defined())
+      return absl::InternalError(absl::StrCat(node.Describe(), ": a caller's buffer for a made output"));
     values[size_t(v)] = std::move(results[i]);
   }
-  for (int v : step.release) values[size_t(v)] = Tensor();
+  for (int v : step.release) values[size_t(v)] = Value();
+  return absl::OkStatus();
+}
+
+absl::Status Session::Impl::Execute(std::vector<Value>& values,
+                                    const std::vector<std::vector<Tensor>>* direct) const {
+  static const std::vector<Tensor> kNone;
+  for (size_t s = 0; s < steps.size(); ++s)
+    RETURN_IF_ERROR(RunStep(steps[s], values, direct ? (*direct)[s] : kNone));
+  return absl::OkStatus();
+}
+
+absl::Status Session::Impl::RunGraph(std::vector<Value> inputs, const std::vector<Value>& outer,
+                                     std::vector<Value>* outputs) const {
+  if (inputs.size() != input_values.size())
+    return absl::InternalError(absl::StrCat("subgraph '", graph->name, "' takes ", input_values.size(),
+                                            " inputs, got ", inputs.size()));
+  std::vector<Value> values(value_names.size());
+  for (size_t v = 0; v < constants.size(); ++v)
+    if (constants[v].defined()) values[v] = constants[v];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    RETURN_IF_ERROR(CheckValue(absl::StrCat("subgraph '", graph->name, "' input '", input_infos[i].name, "'"),
+                               input_infos[i].type, inputs[i], false));
+    values[size_t(input_values[i])] = std::move(inputs[i]);
+  }
+  for (auto [v, o] : captures) values[size_t(v)] = outer[size_t(o)];
+  RETURN_IF_ERROR(Execute(values, nullptr));
+  outputs->clear();
+  for (int v : output_values) outputs->push_back(values[size_t(v)]);
   return absl::OkStatus();
 }
 
@@ -584,7 +844,8 @@ Session::~Session() = default;
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRegistry& ops,
                                                          const SessionOptions& options) {
   auto impl = std::make_unique<Impl>();
-  impl->graph = std::move(graph);
+  impl->owned_graph = std::move(graph);
+  impl->graph = &impl->owned_graph;
   impl->ops = &ops;
   impl->options = options;
   try {
@@ -601,41 +862,68 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path, 
   return Create(std::move(g), ops, options);
 }
 
-const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
-const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs; }
-const Graph& Session::graph() const { return impl_->graph; }
+const std::vector<ValueInfo>& Session::inputs() const { return impl_->input_infos; }
+const std::vector<ValueInfo>& Session::outputs() const { return impl_->output_infos; }
+const Graph& Session::graph() const { return *impl_->graph; }
 
-absl::Status Session::ValidateInputs(const std::vector<NamedTensor>& inputs) const {
+absl::Status Session::ValidateValues(const std::vector<NamedValue>& inputs) const {
   const Impl& im = *impl_;
   std::set<std::string> given;
-  for (const NamedTensor& in : inputs) {
+  for (const NamedValue& in : inputs) {
     const ValueInfo* info = nullptr;
-    for (const ValueInfo& vi : im.inputs)
+    for (const ValueInfo& vi : im.input_infos)
       if (vi.name == in.name) info = &vi;
     if (info == nullptr)
       return absl::InvalidArgumentError(absl::StrCat("'", in.name, "' is not an input of the model"));
     if (!given.insert(in.name).second)
       return absl::InvalidArgumentError(absl::StrCat("input '", in.name, "' is given twice"));
-    const Tensor& t = in.tensor;
-    if (!t.defined() || t.size() < 0)
-      return absl::InvalidArgumentError(absl::StrCat("input '", in.name, "' has no data"));
-    if (t.dtype() != info->type.dtype)
-      return absl::InvalidArgumentError(absl::StrCat("input '", in.name, "' must be ",
-                                                     LowerName(info->type.dtype), ", got ",
-                                                     LowerName(t.dtype())));
-    if (info->type.dims) {
-      bool ok = info->type.dims->size() == t.shape().size();
-      for (size_t i = 0; ok && i < t.shape().size(); ++i)
-        ok = !(*info->type.dims)[i].known() || (*info->type.dims)[i].value == t.shape()[i];
-      if (!ok)
-        return absl::InvalidArgumentError(absl::StrCat("input '", in.name, "' must have shape ",
-                                                       info->type.ToString(), ", got ",
-                                                       ShapeToString(t.shape())));
-    }
+    RETURN_IF_ERROR(CheckValue(absl::StrCat("input '", in.name, "'"), info->type, in.value));
   }
-  for (const ValueInfo& vi : im.inputs)
+  for (const ValueInfo& vi : im.input_infos)
     if (!given.count(vi.name))
       return absl::InvalidArgumentError(absl::StrCat("input '", vi.name, "' is missing"));
+  return absl::OkStatus();
+}
+
+absl::Status Session::ValidateInputs(const std::vector<NamedTensor>& inputs) const {
+  std::vector<NamedValue> values;
+  values.reserve(inputs.size());
+  for (const NamedTensor& in : inputs) {
+    if (!in.tensor.defined())
+      return absl::InvalidArgumentError(absl::StrCat("input '", in.name, "' has no data"));
+    values.push_back({in.name, in.tensor});
+  }
+  return ValidateValues(values);
+}
+
+absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs) const {
+  const Impl& im = *impl_;
+  RETURN_IF_ERROR(ValidateValues(inputs));
+  std::vector<Value> values(im.value_names.size());
+  for (size_t v = 0; v < im.constants.size(); ++v)
+    if (im.constants[v].defined()) values[v] = im.constants[v];
+  for (const NamedValue& in : inputs) values[size_t(im.value_index.at(in.name))] = in.value;
+  RETURN_IF_ERROR(im.Execute(values, nullptr));
+  // Hand out only memory this run made: a tensor that may share a constant's,
+  // an input's or a subgraph's storage is copied (sequence items always).
+  outputs->clear();
+  for (size_t k = 0; k < im.output_values.size(); ++k) {
+    const int v = im.output_values[k];
+    const Value& out = values[size_t(v)];
+    if (out.is_sequence()) {
+      std::vector<Tensor> items;
+      for (const Tensor& item : out.sequence()) {
+        ASSIGN_OR_RETURN(Tensor copy, item.Clone());
+        items.push_back(std::move(copy));
+      }
+      outputs->push_back(Value::Sequence(out.sequence_dtype(), std::move(items)));
+    } else if (out.is_tensor() && im.root_kind[size_t(im.root[size_t(v)])] != RootKind::kSession) {
+      ASSIGN_OR_RETURN(Tensor copy, out.tensor().Clone());
+      outputs->push_back(std::move(copy));
+    } else {
+      outputs->push_back(out);
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -652,9 +940,16 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
 
 absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const {
   const Impl& im = *impl_;
+  for (const auto* list : {&im.input_infos, &im.output_infos})
+    for (const ValueInfo& vi : *list)
+      if (!vi.type.is_tensor())
+        return absl::UnimplementedError(absl::StrCat("not implemented: sequence and optional values in the "
+                                                     "tensor interface ('", vi.name, "' is ", vi.type.ToString(),
+                                                     "; Session::RunValues takes them)"));
   RETURN_IF_ERROR(ValidateInputs(inputs));
-  std::vector<Tensor> values(im.value_names.size());
-  for (size_t v = 0; v < im.constants.size(); ++v) values[v] = im.constants[v];
+  std::vector<Value> values(im.value_names.size());
+  for (size_t v = 0; v < im.constants.size(); ++v)
+    if (im.constants[v].defined()) values[v] = im.constants[v];
   for (const NamedTensor& in : inputs) values[size_t(im.value_index.at(in.name))] = in.tensor;
 
   // Caller buffers: written directly by the producing step unless the buffer
@@ -669,7 +964,7 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::
     if (!buffer.defined()) continue;
     const int s = im.output_step[k];
     const int position = im.output_position[k];
-    bool safe = s >= 0;
+    bool safe = s >= 0 && !im.steps[size_t(s)].row->def.makes_outputs;
     if (safe) {
       const Alias* a = im.steps[size_t(s)].row->alias(size_t(position));
       safe = !(a && a->kind == Alias::kView);
@@ -693,11 +988,11 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::
     }
     slots[size_t(position)] = buffer;
   }
-  for (size_t s = 0; s < im.steps.size(); ++s) RETURN_IF_ERROR(im.RunStep(im.steps[s], values, direct[s]));
+  RETURN_IF_ERROR(im.Execute(values, &direct));
   // Check every caller buffer before writing any: a mismatch writes nothing.
   for (size_t k = 0; k < im.output_values.size(); ++k) {
     if (!copy_at_end[k]) continue;
-    const Tensor& v = values[size_t(im.output_values[k])];
+    const Tensor& v = values[size_t(im.output_values[k])].tensor();
     const Tensor& buffer = (*outputs)[k];
     if (v.dtype() != buffer.dtype() || v.shape() != buffer.shape())
       return absl::InvalidArgumentError(absl::StrCat(
@@ -706,15 +1001,18 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::
           ShapeToString(v.shape())));
   }
   for (size_t k = 0; k < im.output_values.size(); ++k) {
-    const Tensor& v = values[size_t(im.output_values[k])];
+    const int value = im.output_values[k];
+    const Tensor& v = values[size_t(value)].tensor();
     if (copy_at_end[k]) {
       CopyElements(v, (*outputs)[k], im.threads);
       continue;
     }
     if ((*outputs)[k].defined()) continue;  // written directly
     // Hand out only memory the session allocated for this run: an output that
-    // views a constant or a caller's input is copied.
-    bool shared = v.storage() && !v.storage()->owned();
+    // views a constant or a caller's input, or that a kernel making its
+    // outputs may share with anything it saw, is copied.
+    bool shared = (v.storage() && !v.storage()->owned()) ||
+                  im.root_kind[size_t(im.root[size_t(value)])] == RootKind::kShared;
     for (const Tensor& c : im.constants) shared = shared || (c.defined() && c.storage() == v.storage());
     for (const NamedTensor& in : inputs) shared = shared || in.tensor.storage() == v.storage();
     if (shared) {

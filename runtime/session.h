@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/graph.h"
+#include "runtime/value.h"
 
 namespace onnx_mini {
 
@@ -63,8 +64,17 @@ class Session {
   // Convenience: runs and returns fresh outputs.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<NamedTensor>& inputs) const;
 
- private:
+  // Runs a graph whose inputs or outputs may be sequences or optionals (Run
+  // takes tensors only). Every graph input must be given; an optional input
+  // may be a none Value. Outputs are fresh values.
+  absl::Status RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs) const;
+  // Checks inputs as RunValues does first.
+  absl::Status ValidateValues(const std::vector<NamedValue>& inputs) const;
+
+  // The plan of a graph (internal: the model's, and its subgraphs').
   struct Impl;
+
+ private:
   explicit Session(std::unique_ptr<Impl> impl);
   absl::Status RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const;
   std::unique_ptr<Impl> impl_;

@@ -133,6 +133,66 @@ absl::StatusOr<NamedTensorFile> ReadTensorFile(const std::string& path) {
   return t;
 }
 
+namespace {
+
+absl::StatusOr<Value> SequenceFromProto(const onnx::SequenceProto& p, DType dtype) {
+  // Element-type code 1 is "tensor"; an empty sequence may leave it out.
+  if (p.elem_type() != 1 && !(p.elem_type() == 0 && p.tensor_values_size() == 0))
+    return absl::UnimplementedError(
+        absl::StrCat("not implemented: sequences of element kind ", p.elem_type(), " (only tensors)"));
+  std::vector<Tensor> items;
+  for (const auto& tp : p.tensor_values()) {
+    ASSIGN_OR_RETURN(Tensor t, TensorFromProto(tp, ""));
+    if (dtype == DType::kUndefined) dtype = t.dtype();
+    if (t.dtype() != dtype)
+      return absl::InvalidArgumentError(absl::StrCat("sequence '", p.name(), "' mixes ", LowerName(dtype),
+                                                     " and ", LowerName(t.dtype()), " items"));
+    items.push_back(std::move(t));
+  }
+  return Value::Sequence(dtype, std::move(items));
+}
+
+}  // namespace
+
+absl::StatusOr<Value> ParseValueProto(const std::string& bytes, const ValueType& type) {
+  switch (type.kind) {
+    case ValueType::Kind::kTensor: {
+      ASSIGN_OR_RETURN(NamedTensorFile t, ParseTensorProto(bytes));
+      return Value(std::move(t.tensor));
+    }
+    case ValueType::Kind::kSequence: {
+      onnx::SequenceProto p;
+      if (!p.ParseFromString(bytes)) return absl::InvalidArgumentError("not a serialized SequenceProto");
+      return SequenceFromProto(p, type.dtype);
+    }
+    case ValueType::Kind::kOptional: {
+      onnx::OptionalProto p;
+      if (!p.ParseFromString(bytes)) return absl::InvalidArgumentError("not a serialized OptionalProto");
+      if (p.has_tensor_value()) {
+        ASSIGN_OR_RETURN(Tensor t, TensorFromProto(p.tensor_value(), ""));
+        return Value(std::move(t));
+      }
+      if (p.has_sequence_value()) return SequenceFromProto(p.sequence_value(), type.dtype);
+      if (p.elem_type() == 0 || p.elem_type() == 1 || p.elem_type() == 3) return Value();  // none
+      return absl::UnimplementedError(
+          absl::StrCat("not implemented: optionals of element kind ", p.elem_type()));
+    }
+    default:
+      return absl::UnimplementedError(absl::StrCat("not implemented: values of type ", type.ToString()));
+  }
+}
+
+absl::StatusOr<Value> ReadValueFile(const std::string& path, const ValueType& type) {
+  if (type.kind == ValueType::Kind::kTensor) {
+    ASSIGN_OR_RETURN(NamedTensorFile t, ReadTensorFile(path));
+    return Value(std::move(t.tensor));
+  }
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  absl::StatusOr<Value> v = ParseValueProto(bytes, type);
+  if (!v.ok()) return absl::Status(v.status().code(), absl::StrCat(path, ": ", v.status().message()));
+  return v;
+}
+
 std::string SerializeTensorProto(const Tensor& tensor, const std::string& name) {
   onnx::TensorProto proto;
   TensorToProto(tensor, name, &proto);

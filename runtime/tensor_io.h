@@ -5,7 +5,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "runtime/graph.h"
 #include "runtime/tensor.h"
+#include "runtime/value.h"
 
 namespace onnx_mini {
 
@@ -20,6 +22,11 @@ absl::StatusOr<NamedTensorFile> ReadTensorFile(const std::string& path);
 absl::StatusOr<NamedTensorFile> ParseTensorProto(const std::string& bytes);
 // Parses the bytes of a .npy file.
 absl::StatusOr<Tensor> ParseNpy(const std::string& bytes);
+
+// Reads a serialized TensorProto, SequenceProto (of tensors) or OptionalProto
+// (of a tensor or a sequence), as `type` (a tensor, sequence or optional type) says.
+absl::StatusOr<Value> ReadValueFile(const std::string& path, const ValueType& type);
+absl::StatusOr<Value> ParseValueProto(const std::string& bytes, const ValueType& type);
 
 // Serializes `tensor` as a TensorProto named `name`.
 std::string SerializeTensorProto(const Tensor& tensor, const std::string& name);

@@ -364,6 +364,52 @@ void ConvNetCase(const fs::path& out) {
   WriteCase(out / "conformance" / "test_mini_conv_net_opset9", m, {Tensor::FromVector(x, {1, C, H, W})},
             {Tensor::FromVector(logits, {1, classes})});
 }
+// A Loop with carried state and a scan output, recurrent style: the body
+// reads row i of the outer-scope input xs and the outer initializer w,
+// h <- h * w + xs[i], count <- count + 1, and emits h at every iteration.
+void LoopCase(const fs::path& out) {
+  ModelBuilder body(17);
+  body.Input("i", DType::kInt64, {}).Input("cond", DType::kBool, {});
+  body.Input("h", DType::kFloat, {3}).Input("count", DType::kInt64, {});
+  body.Initializer("one", Tensor::FromVector<int64_t>({1}, {}));
+  SetAttr(body.Node("Gather", {"xs", "i"}, {"xi"}), "axis", int64_t(0));
+  body.Node("Mul", {"h", "w"}, {"hw"});
+  body.Node("Add", {"hw", "xi"}, {"h_out"});
+  body.Node("Add", {"count", "one"}, {"count_out"});
+  body.Node("Identity", {"cond"}, {"cond_out"});
+  body.Node("Identity", {"h_out"}, {"h_scan"});
+  body.Output("cond_out", DType::kBool, {}).Output("h_out", DType::kFloat, {3});
+  body.Output("count_out", DType::kInt64, {}).Output("h_scan", DType::kFloat, {3});
+  onnx::GraphProto body_graph = body.graph();
+  body_graph.set_name("loop_body");
+
+  const std::vector<float> w = {0.5f, -1, 2};
+  ModelBuilder m(17);
+  m.Input("M", DType::kInt64, {}).Input("xs", DType::kFloat, {4, 3}).Input("h0", DType::kFloat, {3});
+  m.Initializer("w", Tensor::FromVector(w, {3}));
+  m.Initializer("c0", Tensor::FromVector<int64_t>({0}, {}));
+  onnx::NodeProto& loop = m.Node("Loop", {"M", "", "h0", "c0"}, {"h_final", "count", "hs"});
+  onnx::AttributeProto* g = loop.add_attribute();
+  g->set_name("body");
+  g->set_type(onnx::AttributeProto::GRAPH);
+  *g->mutable_g() = body_graph;
+  m.Output("h_final", DType::kFloat, {3}).Output("count", DType::kInt64, {}).Output("hs", DType::kFloat, {-1, 3});
+
+  const int64_t trips = 4;
+  std::vector<float> xs(12), h = {1, -2, 0.25f}, hs;
+  for (int k = 0; k < 12; ++k) xs[size_t(k)] = 0.125f * float(k) - 0.5f;
+  const std::vector<float> h0 = h;
+  for (int64_t i = 0; i < trips; ++i)
+    for (size_t k = 0; k < 3; ++k) {
+      const float hw = h[k] * w[k];  // as the graph rounds: the product, then the sum
+      h[k] = hw + xs[size_t(i) * 3 + k];
+      hs.push_back(h[k]);
+    }
+  WriteCase(out / "conformance" / "test_mini_loop_carried_scan", m,
+            {Tensor::FromVector<int64_t>({trips}, {}), Tensor::FromVector(xs, {4, 3}), Tensor::FromVector(h0, {3})},
+            {Tensor::FromVector(h, {3}), Tensor::FromVector<int64_t>({trips}, {}), Tensor::FromVector(hs, {trips, 3})});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -379,6 +425,7 @@ int main(int argc, char** argv) {
   HostileCases(out);
   LegacyOpsetCase(out);
   ConvNetCase(out);
+  LoopCase(out);
   WriteCapiModels(out / "capi");
   // The bundled decoder (four graphs over one external weights file).
   if (absl::Status s = WriteDecoderModels(out / "decoder"); !s.ok()) {

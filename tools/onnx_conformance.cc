@@ -117,6 +117,36 @@ Comparison Compare(const Tensor& expected, const Tensor& actual, const Tolerance
   return c;
 }
 
+// Values element by element: the same kind, the same number of items, each
+// item compared as a tensor.
+Comparison CompareValues(const Value& expected, const Value& actual, const Tolerance& tol) {
+  Comparison c;
+  const auto kind = [](const Value& v) { return v.is_tensor() ? "a tensor" : v.is_sequence() ? "a sequence" : "none"; };
+  if (expected.is_tensor() != actual.is_tensor() || expected.is_sequence() != actual.is_sequence()) {
+    c.ok = false;
+    c.detail = absl::StrCat(kind(actual), ", expected ", kind(expected));
+    return c;
+  }
+  if (expected.is_tensor()) return Compare(expected.tensor(), actual.tensor(), tol);
+  if (expected.is_none()) return c;
+  if (expected.sequence().size() != actual.sequence().size() ||
+      (expected.sequence().empty() && expected.sequence_dtype() != actual.sequence_dtype())) {
+    c.ok = false;
+    c.detail = absl::StrCat("a sequence of ", actual.sequence().size(), " ", LowerName(actual.sequence_dtype()),
+                            ", expected ", expected.sequence().size(), " ", LowerName(expected.sequence_dtype()));
+    return c;
+  }
+  for (size_t i = 0; i < expected.sequence().size(); ++i) {
+    Comparison item = Compare(expected.sequence()[i], actual.sequence()[i], tol);
+    c.max_abs = std::max(c.max_abs, item.max_abs);
+    if (!item.ok) {
+      item.detail = absl::StrCat("item ", i, ": ", item.detail);
+      return item;
+    }
+  }
+  return c;
+}
+
 // ---- One case, in the child ----
 
 CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
@@ -150,7 +180,7 @@ CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
   const std::vector<ValueInfo>& inputs = (*session)->inputs();
   const std::vector<ValueInfo>& outputs = (*session)->outputs();
   for (const fs::path& set : sets) {
-    std::vector<NamedTensor> feeds;
+    std::vector<NamedValue> feeds;
     for (size_t k = 0;; ++k) {
       const fs::path file = set / absl::StrCat("input_", k, ".pb");
       if (!fs::exists(file)) break;
@@ -159,16 +189,19 @@ CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
         r.message = absl::StrCat(set.filename().string(), " has more inputs than the model (", inputs.size(), ")");
         return r;
       }
-      absl::StatusOr<NamedTensorFile> t = ReadTensorFile(file.string());
+      absl::StatusOr<Value> t = ReadValueFile(file.string(), inputs[k].type);
       if (!t.ok()) {
         r.status = "UNSUPPORTED";
         r.message = absl::StrCat("input ", k, ": ", t.status().message());
         return r;
       }
-      feeds.push_back({inputs[k].name, t->tensor});
+      feeds.push_back({inputs[k].name, *std::move(t)});
     }
-    std::vector<Tensor> got;
-    absl::Status s = (*session)->Run(feeds, &got);
+    // An optional input without a file is none.
+    for (size_t k = feeds.size(); k < inputs.size(); ++k)
+      if (inputs[k].type.kind == ValueType::Kind::kOptional) feeds.push_back({inputs[k].name, Value()});
+    std::vector<Value> got;
+    absl::Status s = (*session)->RunValues(feeds, &got);
     if (!s.ok()) {
       r.status = absl::IsUnimplemented(s) ? "UNSUPPORTED" : "ERROR";
       r.message = std::string(s.message());
@@ -176,13 +209,16 @@ CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
     }
     for (size_t k = 0; k < outputs.size(); ++k) {
       const fs::path file = set / absl::StrCat("output_", k, ".pb");
-      absl::StatusOr<NamedTensorFile> want = ReadTensorFile(file.string());
+      // The file holds the declared kind (an optional output that the graph
+      // fills with a tensor is an OptionalProto).
+      const ValueType& declared = (*session)->graph().outputs[k].type;
+      absl::StatusOr<Value> want = ReadValueFile(file.string(), declared.supported() ? declared : outputs[k].type);
       if (!want.ok()) {
         r.status = "ERROR";
         r.message = absl::StrCat("expected output ", k, ": ", want.status().message());
         return r;
       }
-      Comparison c = Compare(want->tensor, got[k], tol);
+      Comparison c = CompareValues(*want, got[k], tol);
       r.max_abs_err = std::max(r.max_abs_err, c.max_abs);
       if (!c.ok) {
         r.status = "FAIL";

@@ -159,6 +159,9 @@ TEST(BuiltinOps, EveryRowRunsEveryTypeItDeclares) {
   ASSERT_TRUE(RegisterBuiltinOps(registry).ok());
   int cases = 0;
   for (const RegisteredOp* row : registry.rows()) {
+    // Rows over sequences, optionals and subgraphs: sequence_test.cc and
+    // control_flow_test.cc run each with every type it declares.
+    if (row->def.makes_outputs) continue;
     Chosen defaults;
     for (const TypeConstraint& c : row->def.types) defaults.push_back(Default(c.types));
     for (size_t c = 0; c < row->def.types.size(); ++c) {

@@ -11,6 +11,9 @@
 
 #include "onnx.pb.h"
 #include "runtime/element.h"
+#include "runtime/registry.h"
+#include "runtime/session.h"
+#include "tests/ops/graph_util.h"
 #include "tools/model_builder.h"
 
 namespace onnx_mini {
@@ -334,6 +337,64 @@ TEST(LoadModel, OpsetsAttributesAndSubgraphs) {
   EXPECT_EQ(graph->inputs[0].type.ToString(), "float[N0,3]");
   EXPECT_FALSE(graph->outputs[0].type.has_rank());
   EXPECT_EQ(graph->ir_version, 7);
+}
+
+// A model-local function whose body holds a Loop: the loop body reads the
+// function's formal input, a value local to the body and an attribute of
+// the call. Inlined twice, each copy's names are renamed into its own scope
+// (the main graph's own "t" is not the body's "t").
+TEST(LoadModel, SubgraphsOfInlinedFunctionsAreRenamed) {
+  ModelBuilder loop_body(17);
+  loop_body.Input("i", DType::kInt64, {}).Input("c", DType::kBool, {}).Input("v", DType::kFloat, {}, false);
+  onnx::NodeProto& scale = loop_body.Node("Constant", {}, {"scale"});
+  onnx::AttributeProto* ref = scale.add_attribute();
+  ref->set_name("value_float");
+  ref->set_type(onnx::AttributeProto::FLOAT);
+  ref->set_ref_attr_name("alpha");
+  loop_body.Node("Mul", {"x", "scale"}, {"xs"});      // x: the function's formal input
+  loop_body.Node("Add", {"v", "xs"}, {"v_out"});
+  loop_body.Node("Add", {"v_out", "zero"}, {"v_next"});  // zero: local to the function body
+  loop_body.Node("Identity", {"c"}, {"c_out"});
+  loop_body.Output("c_out", DType::kBool, {}).Output("v_next", DType::kFloat, {}, false);
+
+  ModelBuilder m(17);
+  m.Opset("local", 1);
+  onnx::FunctionProto* f = m.proto().add_functions();
+  f->set_name("Scaled");
+  f->set_domain("local");
+  f->add_input("x");
+  f->add_output("y");
+  f->add_attribute("alpha");
+  auto* opset = f->add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  auto add = [&](const std::string& op, std::vector<std::string> ins, std::vector<std::string> outs) {
+    onnx::NodeProto* n = f->add_node();
+    n->set_op_type(op);
+    for (auto& s : ins) n->add_input(s);
+    for (auto& s : outs) n->add_output(s);
+    return n;
+  };
+  add("Neg", {"x"}, {"t"});
+  add("Sub", {"t", "t"}, {"zero"});
+  onnx::NodeProto* three = add("Constant", {}, {"m"});
+  SetAttr(*three, "value", Tensor::FromVector<int64_t>({3}, {}));
+  SetGraph(*add("Loop", {"m", "", "t"}, {"y"}), "body", Body(loop_body));
+
+  m.Input("a", DType::kFloat, {2}).Input("b", DType::kFloat, {2});
+  m.Node("Abs", {"a"}, {"t"});  // a main-graph "t"
+  SetAttr(m.Node("Scaled", {"t"}, {"y1"}, "local"), "alpha", 2.0f);
+  SetAttr(m.Node("Scaled", {"b"}, {"y2"}, "local"), "alpha", 0.5f);
+  m.Output("y1", DType::kFloat, {2}).Output("y2", DType::kFloat, {2});
+  auto session = m.Build();
+  ASSERT_TRUE(session.ok()) << session.status();
+  // y = -x + 3 * alpha * x
+  auto out = (*session)->Run({{"a", Tensor::FromVector<float>({-1, 2}, {2})}, {"b", Tensor::FromVector<float>({4, -8}, {2})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].data<float>()[0], 5.0f);
+  EXPECT_EQ((*out)[0].data<float>()[1], 10.0f);
+  EXPECT_EQ((*out)[1].data<float>()[0], 2.0f);
+  EXPECT_EQ((*out)[1].data<float>()[1], -4.0f);
 }
 
 }  // namespace

@@ -53,6 +53,18 @@ TEST(Registry, OverlappingAndMalformedRowsAreRefused) {
   EXPECT_TRUE(absl::IsAlreadyExists(custom.Add({"", "Add", 14, 0, "T T", "T", {{"T", {DType::kFloat}}}, NoOp})));
 }
 
+TEST(Registry, VariadicTailsOfOneOrZeroOrMore) {
+  OpRegistry registry;
+  ASSERT_TRUE(registry.Add({"", "Some", 1, 0, "S V*", "S", {{"S", {DType::kFloat}}, {"V", {DType::kFloat}}}, NoOp}).ok());
+  ASSERT_TRUE(registry.Add({"", "Any", 1, 0, "S V*?", "S", {{"S", {DType::kFloat}}, {"V", {DType::kFloat}}}, NoOp}).ok());
+  const RegisteredOp* some = *registry.Find("", "Some", 1);
+  const RegisteredOp* any = *registry.Find("", "Any", 1);
+  EXPECT_EQ(some->min_inputs, 2u);
+  EXPECT_EQ(any->min_inputs, 1u);
+  EXPECT_EQ(any->max_inputs, SIZE_MAX);
+  EXPECT_EQ(any->input(5)->constraint, 1);
+}
+
 // A custom op from outside ops/: y = x * scale + offset, float only.
 class AffineOp : public Op {
  public:
