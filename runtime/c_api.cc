@@ -28,6 +28,10 @@ struct om_tensor {
   Tensor tensor;
 };
 
+struct om_value {
+  Value value;
+};
+
 struct om_session_options {
   SessionOptions options;
 };
@@ -231,6 +235,7 @@ struct om_session {
   // The introspection answers, stable for the session's life.
   struct Info {
     std::string name;
+    om_type_kind kind = OM_TYPE_TENSOR;
     int32_t elem_type = 0;
     bool ranked = false;
     std::vector<int64_t> dims;
@@ -246,7 +251,12 @@ std::vector<om_session::Info> Describe(const std::vector<ValueInfo>& values) {
   std::vector<om_session::Info> out(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     om_session::Info& info = out[i];
+    const ValueType& type = values[i].type;
     info.name = values[i].name;
+    info.kind = type.kind == ValueType::Kind::kSequence ? OM_TYPE_SEQUENCE
+                : type.kind != ValueType::Kind::kOptional ? OM_TYPE_TENSOR
+                : type.content == ValueType::Kind::kSequence ? OM_TYPE_OPTIONAL_SEQUENCE
+                                                             : OM_TYPE_OPTIONAL_TENSOR;
     info.elem_type = int32_t(values[i].type.dtype);
     info.ranked = values[i].type.dims.has_value();
     if (info.ranked)
@@ -474,8 +484,8 @@ om_status* om_session_run(const om_session* session, const char* const* input_na
     for (const auto* list : {&session->session->inputs(), &session->session->outputs()})
       for (const ValueInfo& vi : *list)
         if (!vi.type.is_tensor())
-          return FromAbsl(absl::UnimplementedError(absl::StrCat(
-              "not implemented: sequence values in the C API ('", vi.name, "' is ", vi.type.ToString(), ")")));
+          return Invalid(absl::StrCat("'", vi.name, "' is ", vi.type.ToString(),
+                                      ": a model with sequence or optional values runs with om_session_run_values"));
     if (input_count > 0 && (input_names == nullptr || inputs == nullptr)) return Invalid("inputs are NULL");
     if (output_count > 0 && (output_names == nullptr || outputs == nullptr)) return Invalid("outputs are NULL");
     std::vector<NamedTensor> feeds(input_count);
@@ -535,6 +545,143 @@ om_status* om_session_run(const om_session* session, const char* const* input_na
       if (outputs[k] == nullptr) fresh[k] = std::make_unique<om_tensor>(om_tensor{results[size_t(requested[k])]});
     for (size_t k = 0; k < output_count; ++k)
       if (fresh[k]) outputs[k] = fresh[k].release();
+    return nullptr;
+  });
+}
+
+// ---- Sequences and optionals ----
+
+namespace {
+om_status* Kind(const std::vector<om_session::Info>& infos, size_t index, const char* what, om_type_kind* kind) {
+  if (index >= infos.size())
+    return Invalid(absl::StrCat(what, " index ", index, " is out of range (the model has ", infos.size(), ")"));
+  *kind = infos[index].kind;
+  return nullptr;
+}
+
+om_status* NewValue(Value v, om_value** out) {
+  *out = new om_value{std::move(v)};
+  return nullptr;
+}
+}  // namespace
+
+om_status* om_session_input_kind(const om_session* session, size_t index, om_type_kind* kind) {
+  OM_REQUIRE(session);
+  OM_REQUIRE(kind);
+  return Guard([&] { return Kind(session->inputs, index, "input", kind); });
+}
+
+om_status* om_session_output_kind(const om_session* session, size_t index, om_type_kind* kind) {
+  OM_REQUIRE(session);
+  OM_REQUIRE(kind);
+  return Guard([&] { return Kind(session->outputs, index, "output", kind); });
+}
+
+om_status* om_value_create_tensor(const om_tensor* tensor, om_value** out) {
+  OM_REQUIRE(tensor);
+  OM_REQUIRE(out);
+  *out = nullptr;
+  return Guard([&] { return NewValue(tensor->tensor, out); });
+}
+
+om_status* om_value_create_sequence(int32_t elem_type, const om_tensor* const* items, size_t count,
+                                    om_value** out) {
+  OM_REQUIRE(out);
+  *out = nullptr;
+  if (count > 0 && items == nullptr) return Invalid("items is NULL");
+  if (!IsValidDType(elem_type) || elem_type == 0)
+    return Invalid(absl::StrCat("elem_type ", elem_type, " is not an element type"));
+  return Guard([&]() -> om_status* {
+    std::vector<Tensor> tensors;
+    tensors.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (items[i] == nullptr) return Invalid(absl::StrCat("item ", i, " is NULL"));
+      if (int32_t(items[i]->tensor.dtype()) != elem_type)
+        return Invalid(absl::StrCat("item ", i, " is ", LowerName(items[i]->tensor.dtype()), ", the sequence is ",
+                                    LowerName(DType(elem_type))));
+      tensors.push_back(items[i]->tensor);
+    }
+    return NewValue(Value::Sequence(DType(elem_type), std::move(tensors)), out);
+  });
+}
+
+om_status* om_value_create_none(om_value** out) {
+  OM_REQUIRE(out);
+  *out = nullptr;
+  return Guard([&] { return NewValue(Value(), out); });
+}
+
+void om_value_free(om_value* value) { delete value; }
+
+om_status* om_value_get_kind(const om_value* value, om_value_kind* kind) {
+  OM_REQUIRE(value);
+  OM_REQUIRE(kind);
+  const Value& v = value->value;
+  *kind = v.is_tensor() ? OM_VALUE_TENSOR : v.is_sequence() ? OM_VALUE_SEQUENCE : OM_VALUE_NONE;
+  return nullptr;
+}
+
+om_status* om_value_elem_type(const om_value* value, int32_t* elem_type) {
+  OM_REQUIRE(value);
+  OM_REQUIRE(elem_type);
+  const Value& v = value->value;
+  *elem_type = v.is_tensor() ? int32_t(v.tensor().dtype()) : v.is_sequence() ? int32_t(v.sequence_dtype()) : 0;
+  return nullptr;
+}
+
+om_status* om_value_tensor_count(const om_value* value, size_t* count) {
+  OM_REQUIRE(value);
+  OM_REQUIRE(count);
+  const Value& v = value->value;
+  *count = v.is_tensor() ? 1 : v.is_sequence() ? v.sequence().size() : 0;
+  return nullptr;
+}
+
+om_status* om_value_get_tensor(const om_value* value, size_t index, om_tensor** tensor) {
+  OM_REQUIRE(value);
+  OM_REQUIRE(tensor);
+  *tensor = nullptr;
+  const Value& v = value->value;
+  const size_t count = v.is_tensor() ? 1 : v.is_sequence() ? v.sequence().size() : 0;
+  if (index >= count)
+    return Invalid(absl::StrCat("tensor index ", index, " is out of range (the value holds ", count, ")"));
+  return Guard([&]() -> om_status* {
+    *tensor = new om_tensor{v.is_tensor() ? v.tensor() : v.sequence()[index]};
+    return nullptr;
+  });
+}
+
+om_status* om_session_run_values(const om_session* session, const char* const* input_names,
+                                 const om_value* const* inputs, size_t input_count,
+                                 const char* const* output_names, om_value** outputs, size_t output_count) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(session);
+    if (input_count > 0 && (input_names == nullptr || inputs == nullptr)) return Invalid("inputs are NULL");
+    if (output_count > 0 && (output_names == nullptr || outputs == nullptr)) return Invalid("outputs are NULL");
+    std::vector<NamedValue> feeds(input_count);
+    for (size_t i = 0; i < input_count; ++i) {
+      if (input_names[i] == nullptr) return Invalid(absl::StrCat("input name ", i, " is NULL"));
+      if (inputs[i] == nullptr) return Invalid(absl::StrCat("input '", input_names[i], "' is NULL"));
+      feeds[i] = {input_names[i], inputs[i]->value};
+    }
+    const std::vector<om_session::Info>& infos = session->outputs;
+    std::vector<int> requested(output_count, -1);
+    for (size_t k = 0; k < output_count; ++k) {
+      if (output_names[k] == nullptr) return Invalid(absl::StrCat("output name ", k, " is NULL"));
+      if (outputs[k] != nullptr)
+        return Invalid(absl::StrCat("output '", output_names[k], "': om_session_run_values makes its outputs; "
+                                    "the slot must be NULL"));
+      for (size_t j = 0; j < infos.size() && requested[k] < 0; ++j)
+        if (infos[j].name == output_names[k]) requested[k] = int(j);
+      if (requested[k] < 0) return Invalid(absl::StrCat("'", output_names[k], "' is not an output of the model"));
+    }
+    std::vector<Value> results;
+    if (absl::Status s = session->session->RunValues(feeds, &results); !s.ok()) return FromAbsl(s);
+    // Every wrapper first, so that a failure leaves the slots NULL.
+    std::vector<std::unique_ptr<om_value>> fresh(output_count);
+    for (size_t k = 0; k < output_count; ++k)
+      fresh[k] = std::make_unique<om_value>(om_value{results[size_t(requested[k])]});
+    for (size_t k = 0; k < output_count; ++k) outputs[k] = fresh[k].release();
     return nullptr;
   });
 }

@@ -158,8 +158,9 @@ om_status* om_session_output_count(const om_session* session, size_t* count);
 om_status* om_session_input_info(const om_session* session, size_t index, om_value_info* info);
 om_status* om_session_output_info(const om_session* session, size_t index, om_value_info* info);
 
-/* Runs the model. Every graph input must be given by name, with its declared
- * element type and a shape that fits the declared one. Inputs are read in
+/* Runs a model whose inputs and outputs are tensors (om_session_run_values
+ * runs any model). Every graph input must be given by name, with its
+ * declared element type and a shape that fits the declared one. Inputs are read in
  * place (never copied) and not modified, except through a bound output.
  *
  * Outputs are asked for by name, any subset in any order. outputs[i] == NULL
@@ -180,6 +181,57 @@ om_status* om_session_output_info(const om_session* session, size_t index, om_va
 om_status* om_session_run(const om_session* session, const char* const* input_names,
                           const om_tensor* const* inputs, size_t input_count,
                           const char* const* output_names, om_tensor** outputs, size_t output_count);
+
+/* ---- Sequences and optionals ------------------------------------------------ */
+
+/* A graph input or output may hold more than one tensor. om_value_info
+ * describes the tensor itself, or the tensors the sequence or optional holds;
+ * the kind says which. */
+typedef enum om_type_kind {
+  OM_TYPE_TENSOR = 0,
+  OM_TYPE_SEQUENCE = 1,          /* a sequence of tensors of one element type */
+  OM_TYPE_OPTIONAL_TENSOR = 2,   /* a tensor, or nothing */
+  OM_TYPE_OPTIONAL_SEQUENCE = 3  /* a sequence, or nothing */
+} om_type_kind;
+
+om_status* om_session_input_kind(const om_session* session, size_t index, om_type_kind* kind);
+om_status* om_session_output_kind(const om_session* session, size_t index, om_type_kind* kind);
+
+/* A value of any kind, for om_session_run_values. */
+typedef struct om_value om_value;
+
+typedef enum om_value_kind {
+  OM_VALUE_TENSOR = 0,
+  OM_VALUE_SEQUENCE = 1,
+  OM_VALUE_NONE = 2 /* an optional without an element */
+} om_value_kind;
+
+/* Values that refer to tensors share their memory (no copy): a wrapped
+ * tensor's memory must outlive the value. A sequence's items must all have
+ * `elem_type`; `count` may be 0. */
+om_status* om_value_create_tensor(const om_tensor* tensor, om_value** out);
+om_status* om_value_create_sequence(int32_t elem_type, const om_tensor* const* items, size_t count,
+                                    om_value** out);
+om_status* om_value_create_none(om_value** out);
+/* Frees a value (not the memory of tensors it shares); NULL is allowed. */
+void om_value_free(om_value* value);
+
+om_status* om_value_get_kind(const om_value* value, om_value_kind* kind);
+/* The tensor's element type, or the sequence's; 0 for none. */
+om_status* om_value_elem_type(const om_value* value, int32_t* elem_type);
+/* The number of tensors: 1 for a tensor, the length of a sequence, 0 for none. */
+om_status* om_value_tensor_count(const om_value* value, size_t* count);
+/* Tensor `index` of the value (0 for a tensor value), as a new handle that
+ * shares its memory; the caller frees it with om_tensor_free. */
+om_status* om_value_get_tensor(const om_value* value, size_t index, om_tensor** tensor);
+
+/* om_session_run for models of any value kinds. Inputs are given as values;
+ * every output slot must be NULL and receives a new value the caller frees
+ * (outputs are not written into caller memory here). On error the slots stay
+ * NULL. A tensor-only model may use either function. */
+om_status* om_session_run_values(const om_session* session, const char* const* input_names,
+                                 const om_value* const* inputs, size_t input_count,
+                                 const char* const* output_names, om_value** outputs, size_t output_count);
 
 /* ---- Custom ops ------------------------------------------------------------- */
 

@@ -60,6 +60,36 @@ void Custom(const std::filesystem::path& path, DType dtype) {
   Write(path, m.Serialize());
 }
 
+// A graph value of a sequence or optional type whose tensors are float [n].
+void SetFloatsType(onnx::ValueInfoProto* value, const std::string& name, bool sequence, bool optional) {
+  value->set_name(name);
+  onnx::TypeProto* type = value->mutable_type();
+  if (optional) type = type->mutable_optional_type()->mutable_elem_type();
+  if (sequence) type = type->mutable_sequence_type()->mutable_elem_type();
+  onnx::TypeProto::Tensor* tensor = type->mutable_tensor_type();
+  tensor->set_elem_type(int32_t(DType::kFloat));
+  tensor->mutable_shape()->add_dim()->set_dim_param("n");
+}
+
+// longer = SequenceInsert(seq, x), count = SequenceLength(longer),
+// has = OptionalHasElement(opt), maybe = Identity(opt):
+// seq a sequence of float [n], x float [n], opt an optional float [n].
+void Sequence(const std::filesystem::path& path) {
+  ModelBuilder m(18);
+  m.Input("x", DType::kFloat, {-1});
+  NameDims(m.graph().mutable_input(0), {"n"});
+  SetFloatsType(m.graph().add_input(), "seq", true, false);
+  SetFloatsType(m.graph().add_input(), "opt", false, true);
+  SetFloatsType(m.graph().add_output(), "longer", true, false);
+  m.Output("count", DType::kInt64, {}).Output("has", DType::kBool, {});
+  SetFloatsType(m.graph().add_output(), "maybe", false, true);
+  m.Node("SequenceInsert", {"seq", "x"}, {"longer"});
+  m.Node("SequenceLength", {"longer"}, {"count"});
+  m.Node("OptionalHasElement", {"opt"}, {"has"});
+  m.Node("Identity", {"opt"}, {"maybe"});
+  Write(path, m.Serialize());
+}
+
 }  // namespace
 
 void WriteCapiModels(const std::filesystem::path& dir) {
@@ -67,6 +97,7 @@ void WriteCapiModels(const std::filesystem::path& dir) {
   Scatter(dir / "scatter_read.onnx", true);
   Custom(dir / "custom.onnx", DType::kFloat);
   Custom(dir / "custom_int.onnx", DType::kInt32);
+  Sequence(dir / "sequence.onnx");
 }
 
 }  // namespace onnx_mini

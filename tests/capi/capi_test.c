@@ -613,6 +613,118 @@ static void test_custom_op(void) {
   CHECK(s2 == NULL);
 }
 
+/* ---- sequences and optionals ---- */
+
+static void test_sequences_and_optionals(void) {
+  /* sequence.onnx: longer = SequenceInsert(seq, x), count = SequenceLength(longer),
+   * has = OptionalHasElement(opt), maybe = Identity(opt). */
+  om_session* s = load("capi/sequence.onnx");
+  om_type_kind kind = OM_TYPE_TENSOR;
+  om_value_info info;
+  OK(om_session_input_kind(s, 1, &kind));
+  CHECK(kind == OM_TYPE_SEQUENCE);
+  OK(om_session_input_info(s, 1, &info));
+  CHECK(strcmp(info.name, "seq") == 0 && info.elem_type == OM_FLOAT && info.rank == 1);
+  OK(om_session_input_kind(s, 2, &kind));
+  CHECK(kind == OM_TYPE_OPTIONAL_TENSOR);
+  OK(om_session_output_kind(s, 1, &kind));
+  CHECK(kind == OM_TYPE_TENSOR);
+  ERR(om_session_output_kind(s, 4, &kind), OM_INVALID_ARGUMENT, "output index 4 is out of range");
+
+  float a[2] = {1, 2}, b[3] = {3, 4, 5}, x[2] = {6, 7};
+  const int64_t two = 2, three = 3;
+  om_tensor *ta = NULL, *tb = NULL, *tx = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, &two, 1, a, sizeof a, &ta));
+  OK(om_tensor_wrap(OM_FLOAT, &three, 1, b, sizeof b, &tb));
+  OK(om_tensor_wrap(OM_FLOAT, &two, 1, x, sizeof x, &tx));
+  const om_tensor* items[2] = {ta, tb};
+  om_value *seq = NULL, *vx = NULL, *none = NULL, *bad = NULL;
+  OK(om_value_create_sequence(OM_FLOAT, items, 2, &seq));
+  OK(om_value_create_tensor(tx, &vx));
+  OK(om_value_create_none(&none));
+  ERR(om_value_create_sequence(OM_INT64, items, 2, &bad), OM_INVALID_ARGUMENT, "item 0 is float");
+  CHECK(bad == NULL);
+  ERR(om_value_create_sequence(OM_FLOAT, NULL, 1, &bad), OM_INVALID_ARGUMENT, "items is NULL");
+  ERR(om_value_create_sequence(999, items, 0, &bad), OM_INVALID_ARGUMENT, "elem_type 999");
+
+  /* The tensor interface refuses the model and says which function runs it. */
+  const om_tensor* tensor_inputs[1] = {tx};
+  const char* x_name[1] = {"x"};
+  om_tensor* tensor_out[1] = {NULL};
+  const char* count_name[1] = {"count"};
+  ERR(om_session_run(s, x_name, tensor_inputs, 1, count_name, tensor_out, 1), OM_INVALID_ARGUMENT,
+      "om_session_run_values");
+
+  const char* in_names[3] = {"x", "seq", "opt"};
+  const om_value* ins[3] = {vx, seq, none};
+  const char* out_names[4] = {"maybe", "longer", "count", "has"};
+  om_value* outs[4] = {NULL, NULL, NULL, NULL};
+  OK(om_session_run_values(s, in_names, ins, 3, out_names, outs, 4));
+  om_value_kind vk = OM_VALUE_TENSOR;
+  size_t n = 0;
+  int32_t et = 0;
+  OK(om_value_get_kind(outs[0], &vk));
+  CHECK(vk == OM_VALUE_NONE);
+  OK(om_value_tensor_count(outs[0], &n));
+  CHECK(n == 0);
+  OK(om_value_get_kind(outs[1], &vk));
+  OK(om_value_tensor_count(outs[1], &n));
+  OK(om_value_elem_type(outs[1], &et));
+  CHECK(vk == OM_VALUE_SEQUENCE && n == 3 && et == OM_FLOAT);
+  om_tensor* item = NULL;
+  const void* data = NULL;
+  const int64_t* dims = NULL;
+  size_t rank = 0;
+  OK(om_value_get_tensor(outs[1], 2, &item));
+  OK(om_tensor_shape(item, &dims, &rank));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(rank == 1 && dims[0] == 2 && ((const float*)data)[0] == 6 && ((const float*)data)[1] == 7);
+  om_tensor_free(item);
+  OK(om_value_get_tensor(outs[1], 1, &item));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(((const float*)data)[2] == 5);
+  om_tensor_free(item);
+  ERR(om_value_get_tensor(outs[1], 3, &item), OM_INVALID_ARGUMENT, "tensor index 3 is out of range");
+  CHECK(item == NULL);
+  OK(om_value_get_tensor(outs[2], 0, &item));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(*(const int64_t*)data == 3);
+  om_tensor_free(item);
+  OK(om_value_get_tensor(outs[3], 0, &item));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(*(const unsigned char*)data == 0);
+  om_tensor_free(item);
+  for (int k = 0; k < 4; ++k) om_value_free(outs[k]);
+
+  /* The optional given an element; a wrong kind of input; a slot that is not NULL. */
+  ins[2] = vx;
+  om_value* has[1] = {NULL};
+  const char* has_name[1] = {"has"};
+  OK(om_session_run_values(s, in_names, ins, 3, has_name, has, 1));
+  OK(om_value_get_tensor(has[0], 0, &item));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(*(const unsigned char*)data == 1);
+  om_tensor_free(item);
+  ERR(om_session_run_values(s, in_names, ins, 3, has_name, has, 1), OM_INVALID_ARGUMENT, "the slot must be NULL");
+  om_value_free(has[0]);
+  has[0] = NULL;
+  ins[1] = vx; /* a tensor where a sequence is declared */
+  ERR(om_session_run_values(s, in_names, ins, 3, has_name, has, 1), OM_INVALID_ARGUMENT, "seq");
+  CHECK(has[0] == NULL);
+  const char* unknown[1] = {"nope"};
+  ins[1] = seq;
+  ERR(om_session_run_values(s, in_names, ins, 3, unknown, has, 1), OM_INVALID_ARGUMENT, "not an output");
+
+  om_value_free(seq);
+  om_value_free(vx);
+  om_value_free(none);
+  om_value_free(NULL);
+  om_tensor_free(ta);
+  om_tensor_free(tb);
+  om_tensor_free(tx);
+  om_session_free(s);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: capi_test TESTDATA_DIR\n");
@@ -628,6 +740,7 @@ int main(int argc, char** argv) {
   test_cache_in_place();
   test_threads();
   test_custom_op();
+  test_sequences_and_optionals();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
