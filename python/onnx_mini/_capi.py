@@ -196,6 +196,18 @@ om_session_input_count = _declare("om_session_input_count", _VP, _VP, _P_SIZE)
 om_session_output_count = _declare("om_session_output_count", _VP, _VP, _P_SIZE)
 om_session_input_info = _declare("om_session_input_info", _VP, _VP, _SIZE, _c.POINTER(ValueInfo))
 om_session_output_info = _declare("om_session_output_info", _VP, _VP, _SIZE, _c.POINTER(ValueInfo))
+om_session_input_kind = _declare("om_session_input_kind", _VP, _VP, _SIZE, _c.POINTER(_c.c_int))
+om_session_output_kind = _declare("om_session_output_kind", _VP, _VP, _SIZE, _c.POINTER(_c.c_int))
+om_value_create_tensor = _declare("om_value_create_tensor", _VP, _VP, _P_VP)
+om_value_create_sequence = _declare("om_value_create_sequence", _VP, _c.c_int32, _P_VP, _SIZE, _P_VP)
+om_value_create_none = _declare("om_value_create_none", _VP, _P_VP)
+om_value_free = _declare("om_value_free", None, _VP)
+om_value_get_kind = _declare("om_value_get_kind", _VP, _VP, _c.POINTER(_c.c_int))
+om_value_tensor_count = _declare("om_value_tensor_count", _VP, _VP, _P_SIZE)
+om_value_get_tensor = _declare("om_value_get_tensor", _VP, _VP, _SIZE, _P_VP)
+om_session_run_values = _declare(
+    "om_session_run_values", _VP, _VP, _c.POINTER(_c.c_char_p), _P_VP, _SIZE, _c.POINTER(_c.c_char_p), _P_VP, _SIZE
+)
 om_session_run = _declare(
     "om_session_run",
     _VP,

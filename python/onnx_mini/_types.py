@@ -70,8 +70,23 @@ for _code in (1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15):
 del _code
 
 
-def type_string(elem_type):
-    return TYPE_STRINGS.get(elem_type, "tensor(undefined)")
+# om_type_kind: what a graph input or output holds.
+TENSOR, SEQUENCE, OPTIONAL_TENSOR, OPTIONAL_SEQUENCE = 0, 1, 2, 3
+# om_value_kind
+VALUE_TENSOR, VALUE_SEQUENCE, VALUE_NONE = 0, 1, 2
+
+
+def type_string(elem_type, kind=TENSOR):
+    """ONNX Runtime's type string: "tensor(float)", "seq(tensor(float))",
+    "optional(tensor(float))", "optional(seq(tensor(float)))"."""
+    tensor = TYPE_STRINGS.get(elem_type, "tensor(undefined)")
+    if kind == SEQUENCE:
+        return "seq(%s)" % tensor
+    if kind == OPTIONAL_TENSOR:
+        return "optional(%s)" % tensor
+    if kind == OPTIONAL_SEQUENCE:
+        return "optional(seq(%s))" % tensor
+    return tensor
 
 
 def describe(elem_type):

@@ -65,7 +65,9 @@ class OnnxMiniRep(BackendRep):
                     feeds[name] = value
         for arg in self._inputs:
             value = feeds.get(arg.name)
-            if arg.elem_type == _BFLOAT16 and value is not None and np.asarray(value).dtype != np.uint16:
+            if arg.kind != 0 and isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 0:
+                feeds[arg.name] = value.item()  # onnx's runner wraps an absent optional as array(None)
+            elif arg.elem_type == _BFLOAT16 and value is not None and np.asarray(value).dtype != np.uint16:
                 feeds[arg.name] = float_to_bfloat16_bits(value)
         results = self.session.run(None, feeds)
         return namedtupledict("Outputs", [a.name for a in self._outputs])(*results)

@@ -21,22 +21,25 @@ class NodeArg:
     """A graph input or output, as ONNX Runtime's ``NodeArg``.
 
     - ``name``: the value's name;
-    - ``type``: ONNX Runtime's type string, e.g. ``"tensor(float)"``;
+    - ``type``: ONNX Runtime's type string, e.g. ``"tensor(float)"``,
+      ``"seq(tensor(float))"``, ``"optional(tensor(int64))"``;
     - ``shape``: a list with an int for each known dim, the symbolic name
       (``dim_param``) for a named dim, ``None`` for an unknown one; ``[]`` when
-      even the rank is unknown (as ONNX Runtime; see ``rank``).
+      even the rank is unknown (as ONNX Runtime; see ``rank``). For a
+      sequence or optional, the shape of the tensors it holds.
 
     onnx-mini additions: ``elem_type`` (the ONNX TensorProto.DataType code),
     ``dtype`` (the NumPy dtype arrays of this value have; ``None`` for types
     that cannot cross the Python API) and ``rank`` (``None`` when unknown).
     """
 
-    __slots__ = ("name", "type", "shape", "elem_type", "dtype", "rank")
+    __slots__ = ("name", "type", "shape", "elem_type", "dtype", "rank", "kind")
 
-    def __init__(self, name, elem_type, shape, rank):
+    def __init__(self, name, elem_type, shape, rank, kind=_types.TENSOR):
         self.name = name
         self.elem_type = elem_type
-        self.type = _types.type_string(elem_type)
+        self.kind = kind  # _types.TENSOR, SEQUENCE, OPTIONAL_TENSOR or OPTIONAL_SEQUENCE
+        self.type = _types.type_string(elem_type, kind)
         self.dtype = _types.NUMPY_DTYPES.get(elem_type)
         self.shape = shape
         self.rank = rank
@@ -45,10 +48,10 @@ class NodeArg:
         return "NodeArg(name=%r, type=%r, shape=%r)" % (self.name, self.type, self.shape)
 
 
-def _node_arg(info):
+def _node_arg(info, kind):
     name = info.name.decode("utf-8")
     if info.rank < 0:
-        return NodeArg(name, info.elem_type, [], None)
+        return NodeArg(name, info.elem_type, [], None, kind)
     shape = []
     for d in range(info.rank):
         size = info.dims[d]
@@ -57,7 +60,7 @@ def _node_arg(info):
         else:
             dim_name = info.dim_names[d]
             shape.append(dim_name.decode("utf-8") if dim_name else None)
-    return NodeArg(name, info.elem_type, shape, int(info.rank))
+    return NodeArg(name, info.elem_type, shape, int(info.rank), kind)
 
 
 class _TensorOwner:
@@ -222,20 +225,28 @@ class InferenceSession:
         finally:
             _capi.om_session_options_free(options)
 
-        self._inputs = self._infos(_capi.om_session_input_count, _capi.om_session_input_info)
-        self._outputs = self._infos(_capi.om_session_output_count, _capi.om_session_output_info)
+        self._inputs = self._infos(
+            _capi.om_session_input_count, _capi.om_session_input_info, _capi.om_session_input_kind
+        )
+        self._outputs = self._infos(
+            _capi.om_session_output_count, _capi.om_session_output_info, _capi.om_session_output_kind
+        )
+        # Sequences or optionals anywhere: runs go through om_session_run_values.
+        self._values = any(a.kind != _types.TENSOR for a in self._inputs + self._outputs)
         self._input_by_name = {a.name: a for a in self._inputs}
         self._output_by_name = {a.name: a for a in self._outputs}
         self._output_names = [a.name for a in self._outputs]
 
-    def _infos(self, count_fn, info_fn):
+    def _infos(self, count_fn, info_fn, kind_fn):
         count = ctypes.c_size_t()
         _capi.check(count_fn(self._handle, ctypes.byref(count)))
         result = []
         for i in range(count.value):
             info = _capi.ValueInfo()
             _capi.check(info_fn(self._handle, i, ctypes.byref(info)))
-            result.append(_node_arg(info))
+            kind = ctypes.c_int()
+            _capi.check(kind_fn(self._handle, i, ctypes.byref(kind)))
+            result.append(_node_arg(info, kind.value))
         return result
 
     # ---- introspection ----
@@ -363,6 +374,13 @@ class InferenceSession:
         elif not isinstance(outputs, Mapping):
             raise TypeError("outputs must be a dict of output name -> array, not %s" % type(outputs).__name__)
 
+        if self._values:
+            if outputs:
+                raise OnnxMiniError(
+                    "outputs: a model with sequence or optional values makes its own outputs", _INVALID
+                )
+            return self._run_values(names, input_feed)
+
         # Inputs: (name, array actually passed, element type).
         feeds = []
         for name, value in input_feed.items():
@@ -471,6 +489,89 @@ class InferenceSession:
                     _capi.om_tensor_free(t)
             raise
         return results
+
+    def _value(self, arg, value, wrappers):
+        """A new om_value (added to `wrappers`) for input `arg`: an array for a
+        tensor, a list of arrays for a sequence, None for an empty optional."""
+        kind = arg.kind
+        if kind in (_types.OPTIONAL_TENSOR, _types.OPTIONAL_SEQUENCE):
+            if value is None:
+                handle = ctypes.c_void_p()
+                _capi.check(_capi.om_value_create_none(ctypes.byref(handle)))
+                wrappers.append((_capi.om_value_free, handle.value))
+                return handle.value
+            kind = _types.TENSOR if kind == _types.OPTIONAL_TENSOR else _types.SEQUENCE
+        handle = ctypes.c_void_p()
+        if kind == _types.TENSOR:
+            array = self._input_array(arg, value)
+            tensor = _wrap(arg.elem_type or _types.ELEM_TYPES[array.dtype], array)
+            wrappers.append((_capi.om_tensor_free, tensor))
+            _capi.check(_capi.om_value_create_tensor(tensor, ctypes.byref(handle)))
+        else:
+            if isinstance(value, np.ndarray) or not isinstance(value, (list, tuple)):
+                raise OnnxMiniError(
+                    "input '%s' is %s: give a list of arrays, not %s" % (arg.name, arg.type, type(value).__name__),
+                    _INVALID,
+                )
+            arrays = [self._input_array(arg, item) for item in value]
+            elem_type = arg.elem_type or (_types.ELEM_TYPES[arrays[0].dtype] if arrays else 1)
+            items = (ctypes.c_void_p * max(len(arrays), 1))()
+            for i, array in enumerate(arrays):
+                items[i] = _wrap(elem_type, array)
+                wrappers.append((_capi.om_tensor_free, items[i]))
+            _capi.check(_capi.om_value_create_sequence(elem_type, items, len(arrays), ctypes.byref(handle)))
+        wrappers.append((_capi.om_value_free, handle.value))
+        return handle.value
+
+    def _run_values(self, names, input_feed):
+        """run() for models with sequence or optional values: sequences come
+        back as lists of arrays, an empty optional as None."""
+        feeds = []
+        for name in input_feed:
+            if name not in self._input_by_name:
+                raise OnnxMiniError(
+                    "'%s' is not an input of the model (its inputs: %s)"
+                    % (name, ", ".join(a.name for a in self._inputs) or "none"),
+                    _INVALID,
+                )
+            feeds.append(name)
+        handle = self._acquire()
+        wrappers = []  # (free function, handle) of everything this call makes
+        try:
+            n_in, n_out = len(feeds), len(names)
+            in_names = (ctypes.c_char_p * max(n_in, 1))()
+            in_values = (ctypes.c_void_p * max(n_in, 1))()
+            for i, name in enumerate(feeds):
+                in_names[i] = name.encode("utf-8")
+                in_values[i] = self._value(self._input_by_name[name], input_feed[name], wrappers)
+            out_names = (ctypes.c_char_p * max(n_out, 1))()
+            out_values = (ctypes.c_void_p * max(n_out, 1))()
+            for k, name in enumerate(names):
+                out_names[k] = name.encode("utf-8")
+            status = _capi.om_session_run_values(handle, in_names, in_values, n_in, out_names, out_values, n_out)
+            for k in range(n_out):
+                if out_values[k]:
+                    wrappers.append((_capi.om_value_free, out_values[k]))
+            _capi.check(status)
+            return [self._value_to_python(out_values[k], name) for k, name in enumerate(names)]
+        finally:
+            for free, h in reversed(wrappers):
+                free(h)
+            self._release()
+
+    @staticmethod
+    def _value_to_python(value, name):
+        kind, count = ctypes.c_int(), ctypes.c_size_t()
+        _capi.check(_capi.om_value_get_kind(value, ctypes.byref(kind)))
+        _capi.check(_capi.om_value_tensor_count(value, ctypes.byref(count)))
+        arrays = []
+        for i in range(count.value):
+            tensor = ctypes.c_void_p()
+            _capi.check(_capi.om_value_get_tensor(value, i, ctypes.byref(tensor)))
+            arrays.append(_tensor_to_array(tensor.value, name))
+        if kind.value == _types.VALUE_NONE:
+            return None
+        return arrays if kind.value == _types.VALUE_SEQUENCE else arrays[0]
 
     def _check_bound(self, arg, array):
         """Checks a caller's output array; returns its element type."""

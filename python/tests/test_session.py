@@ -465,3 +465,47 @@ def test_strings_are_unsupported():
     assert s.get_inputs()[0].type == "tensor(string)"
     expect_error(StatusCode.NOT_IMPLEMENTED, "string tensors cannot cross", s.run, None,
                  {"x": np.array(["a", "b"], dtype=object)})
+
+
+# ---- sequences and optionals (testdata/capi/sequence.onnx) ----
+# longer = SequenceInsert(seq, x), count = SequenceLength(longer),
+# has = OptionalHasElement(opt), maybe = Identity(opt).
+
+
+def test_sequence_and_optional_types():
+    s = onnx_mini.InferenceSession(str(TESTDATA / "capi" / "sequence.onnx"))
+    assert [(a.name, a.type, a.shape) for a in s.get_inputs()] == [
+        ("x", "tensor(float)", ["n"]),
+        ("seq", "seq(tensor(float))", ["n"]),
+        ("opt", "optional(tensor(float))", ["n"]),
+    ]
+    assert [a.type for a in s.get_outputs()] == [
+        "seq(tensor(float))", "tensor(int64)", "tensor(bool)", "optional(tensor(float))"
+    ]
+
+
+def test_sequences_are_lists_and_an_empty_optional_is_none():
+    s = onnx_mini.InferenceSession(str(TESTDATA / "capi" / "sequence.onnx"))
+    a, b, x = np.array([1, 2], np.float32), np.array([3, 4, 5], np.float32), np.array([6, 7], np.float32)
+    longer, count, has, maybe = s.run(None, {"x": x, "seq": [a, b], "opt": None})
+    assert isinstance(longer, list) and [t.tolist() for t in longer] == [[1, 2], [3, 4, 5], [6, 7]]
+    assert count.tolist() == 3 and has.tolist() is False and maybe is None
+    has, maybe = s.run(["has", "maybe"], {"x": x, "seq": (), "opt": x[::-1]})
+    assert has.tolist() is True and maybe.tolist() == [7, 6]
+    [longer] = s.run(["longer"], {"x": x, "seq": [], "opt": None})
+    assert [t.tolist() for t in longer] == [[6, 7]]
+
+
+def test_sequence_errors():
+    s = onnx_mini.InferenceSession(str(TESTDATA / "capi" / "sequence.onnx"))
+    x = np.array([6, 7], np.float32)
+    with pytest.raises(onnx_mini.OnnxMiniError, match="input 'seq' is seq\\(tensor\\(float\\)\\): give a list"):
+        s.run(None, {"x": x, "seq": x, "opt": None})
+    with pytest.raises(onnx_mini.OnnxMiniError, match="must be tensor\\(float\\)"):
+        s.run(None, {"x": x, "seq": [np.zeros(2, np.int64)], "opt": None})
+    with pytest.raises(onnx_mini.OnnxMiniError, match="makes its own outputs"):
+        s.run(["count"], {"x": x, "seq": [], "opt": None}, outputs={"count": np.zeros((), np.int64)})
+    with pytest.raises(onnx_mini.OnnxMiniError, match="'nope' is not an input"):
+        s.run(None, {"nope": x})
+    with pytest.raises(onnx_mini.OnnxMiniError, match="'opt' is missing"):
+        s.run(None, {"x": x, "seq": []})
