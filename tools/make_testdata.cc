@@ -364,6 +364,68 @@ void ConvNetCase(const fs::path& out) {
   WriteCase(out / "conformance" / "test_mini_conv_net_opset9", m, {Tensor::FromVector(x, {1, C, H, W})},
             {Tensor::FromVector(logits, {1, classes})});
 }
+// A speech-model pattern: If around an LSTM. The then-branch runs an LSTM
+// over the outer-scope input x and returns its final state Y_h; the else-branch
+// returns the outer initializer h_zero. Expected values from the LSTM
+// equations in double (gates i, o, f, c; sigmoid, tanh, tanh).
+void IfLstmCase(const fs::path& out) {
+  constexpr int64_t T = 3, I = 2, H = 3;
+  std::vector<float> w(4 * H * I), r(4 * H * H), b(8 * H), x(T * I);
+  for (size_t k = 0; k < w.size(); ++k) w[k] = float(int(k * 7 % 9) - 4) / 8.0f;
+  for (size_t k = 0; k < r.size(); ++k) r[k] = float(int(k * 5 % 7) - 3) / 8.0f;
+  for (size_t k = 0; k < b.size(); ++k) b[k] = float(int(k % 5) - 2) / 16.0f;
+  for (size_t k = 0; k < x.size(); ++k) x[k] = float(int(k * 3 % 5) - 2) / 2.0f;
+
+  ModelBuilder then_branch(14);
+  SetAttr(then_branch.Node("LSTM", {"x", "W", "R", "B"}, {"", "y_h"}), "hidden_size", H);
+  then_branch.Output("y_h", DType::kFloat, {1, 1, H});
+  onnx::GraphProto then_graph = then_branch.graph();
+  then_graph.set_name("then_lstm");
+  ModelBuilder else_branch(14);
+  else_branch.Node("Identity", {"h_zero"}, {"h"});
+  else_branch.Output("h", DType::kFloat, {1, 1, H});
+  onnx::GraphProto else_graph = else_branch.graph();
+  else_graph.set_name("else_zero");
+
+  ModelBuilder m(14);
+  m.Input("use_lstm", DType::kBool, {}).Input("x", DType::kFloat, {T, 1, I});
+  m.Initializer("W", Tensor::FromVector(w, {1, 4 * H, I})).Initializer("R", Tensor::FromVector(r, {1, 4 * H, H}));
+  m.Initializer("B", Tensor::FromVector(b, {1, 8 * H}));
+  m.Initializer("h_zero", Tensor::FromVector(std::vector<float>(H, 0.5f), {1, 1, H}));
+  onnx::NodeProto& cond = m.Node("If", {"use_lstm"}, {"state"});
+  for (auto [name, graph] : {std::pair{"then_branch", &then_graph}, std::pair{"else_branch", &else_graph}}) {
+    onnx::AttributeProto* a = cond.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = *graph;
+  }
+  m.Output("state", DType::kFloat, {1, 1, H});
+
+  const auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  std::vector<double> h(H, 0), c(H, 0);
+  for (int64_t t = 0; t < T; ++t) {
+    double gate[4][H];
+    for (int g = 0; g < 4; ++g)
+      for (int64_t j = 0; j < H; ++j) {
+        const int64_t row = g * H + j;
+        double v = b[size_t(row)] + b[size_t(4 * H + row)];
+        for (int64_t k = 0; k < I; ++k) v += double(x[size_t(t * I + k)]) * w[size_t(row * I + k)];
+        for (int64_t k = 0; k < H; ++k) v += h[size_t(k)] * r[size_t(row * H + k)];
+        gate[g][j] = v;
+      }
+    for (int64_t j = 0; j < H; ++j) {
+      c[size_t(j)] = sigmoid(gate[2][j]) * c[size_t(j)] + sigmoid(gate[0][j]) * std::tanh(gate[3][j]);
+      h[size_t(j)] = sigmoid(gate[1][j]) * std::tanh(c[size_t(j)]);
+    }
+  }
+  const std::vector<float> y_h(h.begin(), h.end());
+  const Tensor xt = Tensor::FromVector(x, {T, 1, I});
+  WriteCase(out / "conformance" / "test_mini_if_lstm", m, {Tensor::FromVector<bool>({true}, {}), xt},
+            {Tensor::FromVector(y_h, {1, 1, H})});
+  WriteCase(out / "conformance" / "test_mini_if_lstm_else", m, {Tensor::FromVector<bool>({false}, {}), xt},
+            {Tensor::FromVector(std::vector<float>(H, 0.5f), {1, 1, H})});
+}
+
 // A Loop with carried state and a scan output, recurrent style: the body
 // reads row i of the outer-scope input xs and the outer initializer w,
 // h <- h * w + xs[i], count <- count + 1, and emits h at every iteration.
@@ -426,6 +488,7 @@ int main(int argc, char** argv) {
   LegacyOpsetCase(out);
   ConvNetCase(out);
   LoopCase(out);
+  IfLstmCase(out);
   WriteCapiModels(out / "capi");
   // The bundled decoder (four graphs over one external weights file).
   if (absl::Status s = WriteDecoderModels(out / "decoder"); !s.ok()) {
