@@ -303,7 +303,7 @@ om_status* Info(const std::vector<om_session::Info>& infos, size_t index, const 
 
 extern "C" {
 
-const char* om_version(void) { return "0.2.0"; }
+const char* om_version(void) { return "0.3.0"; }
 
 om_status* om_status_create(om_status_code code, const char* message) {
   return MakeStatus(code, message ? message : "");
@@ -578,9 +578,9 @@ om_status* om_session_output_kind(const om_session* session, size_t index, om_ty
 }
 
 om_status* om_value_create_tensor(const om_tensor* tensor, om_value** out) {
-  OM_REQUIRE(tensor);
   OM_REQUIRE(out);
   *out = nullptr;
+  OM_REQUIRE(tensor);
   return Guard([&] { return NewValue(tensor->tensor, out); });
 }
 
@@ -588,10 +588,9 @@ om_status* om_value_create_sequence(int32_t elem_type, const om_tensor* const* i
                                     om_value** out) {
   OM_REQUIRE(out);
   *out = nullptr;
-  if (count > 0 && items == nullptr) return Invalid("items is NULL");
-  if (!IsValidDType(elem_type) || elem_type == 0)
-    return Invalid(absl::StrCat("elem_type ", elem_type, " is not an element type"));
   return Guard([&]() -> om_status* {
+    if (count > 0 && items == nullptr) return Invalid("items is NULL");
+    if (absl::Status s = CheckElemType(elem_type); !s.ok()) return FromAbsl(s);
     std::vector<Tensor> tensors;
     tensors.reserve(count);
     for (size_t i = 0; i < count; ++i) {
@@ -642,10 +641,10 @@ om_status* om_value_get_tensor(const om_value* value, size_t index, om_tensor** 
   OM_REQUIRE(tensor);
   *tensor = nullptr;
   const Value& v = value->value;
-  const size_t count = v.is_tensor() ? 1 : v.is_sequence() ? v.sequence().size() : 0;
-  if (index >= count)
-    return Invalid(absl::StrCat("tensor index ", index, " is out of range (the value holds ", count, ")"));
   return Guard([&]() -> om_status* {
+    const size_t count = v.is_tensor() ? 1 : v.is_sequence() ? v.sequence().size() : 0;
+    if (index >= count)
+      return Invalid(absl::StrCat("tensor index ", index, " is out of range (the value holds ", count, ")"));
     *tensor = new om_tensor{v.is_tensor() ? v.tensor() : v.sequence()[index]};
     return nullptr;
   });
@@ -674,6 +673,8 @@ om_status* om_session_run_values(const om_session* session, const char* const* i
       for (size_t j = 0; j < infos.size() && requested[k] < 0; ++j)
         if (infos[j].name == output_names[k]) requested[k] = int(j);
       if (requested[k] < 0) return Invalid(absl::StrCat("'", output_names[k], "' is not an output of the model"));
+      for (size_t q = 0; q < k; ++q)
+        if (requested[q] == requested[k]) return Invalid(absl::StrCat("output '", output_names[k], "' is asked for twice"));
     }
     std::vector<Value> results;
     if (absl::Status s = session->session->RunValues(feeds, &results); !s.ok()) return FromAbsl(s);

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define OM_VERSION_MAJOR 0
-#define OM_VERSION_MINOR 2
+#define OM_VERSION_MINOR 3
 #define OM_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH" (of the library loaded, which
@@ -185,8 +185,8 @@ om_status* om_session_run(const om_session* session, const char* const* input_na
 /* ---- Sequences and optionals ------------------------------------------------ */
 
 /* A graph input or output may hold more than one tensor. om_value_info
- * describes the tensor itself, or the tensors the sequence or optional holds;
- * the kind says which. */
+ * describes the tensor itself, or the tensors the sequence or optional holds
+ * (their element type, rank and dims); the kind says which. */
 typedef enum om_type_kind {
   OM_TYPE_TENSOR = 0,
   OM_TYPE_SEQUENCE = 1,          /* a sequence of tensors of one element type */
@@ -194,10 +194,14 @@ typedef enum om_type_kind {
   OM_TYPE_OPTIONAL_SEQUENCE = 3  /* a sequence, or nothing */
 } om_type_kind;
 
+/* The kind of input or output `index` (an index out of range is
+ * OM_INVALID_ARGUMENT). */
 om_status* om_session_input_kind(const om_session* session, size_t index, om_type_kind* kind);
 om_status* om_session_output_kind(const om_session* session, size_t index, om_type_kind* kind);
 
-/* A value of any kind, for om_session_run_values. */
+/* A run-time value of any kind, for om_session_run_values. An optional that
+ * holds an element is that element's value (a tensor or a sequence); one
+ * that holds nothing is a none value. */
 typedef struct om_value om_value;
 
 typedef enum om_value_kind {
@@ -206,14 +210,16 @@ typedef enum om_value_kind {
   OM_VALUE_NONE = 2 /* an optional without an element */
 } om_value_kind;
 
-/* Values that refer to tensors share their memory (no copy): a wrapped
- * tensor's memory must outlive the value. A sequence's items must all have
- * `elem_type`; `count` may be 0. */
+/* New values; *out is NULL on error. A value shares the memory of the
+ * tensors it is made of (no copy): the om_tensor handles may be freed right
+ * after the call, but memory wrapped with om_tensor_wrap must outlive the
+ * value. A sequence's items must all have `elem_type` (not string); `count`
+ * may be 0 (an empty sequence). */
 om_status* om_value_create_tensor(const om_tensor* tensor, om_value** out);
 om_status* om_value_create_sequence(int32_t elem_type, const om_tensor* const* items, size_t count,
                                     om_value** out);
 om_status* om_value_create_none(om_value** out);
-/* Frees a value (not the memory of tensors it shares); NULL is allowed. */
+/* Frees a value (not the memory of wrapped tensors); NULL is allowed. */
 void om_value_free(om_value* value);
 
 om_status* om_value_get_kind(const om_value* value, om_value_kind* kind);
@@ -221,14 +227,23 @@ om_status* om_value_get_kind(const om_value* value, om_value_kind* kind);
 om_status* om_value_elem_type(const om_value* value, int32_t* elem_type);
 /* The number of tensors: 1 for a tensor, the length of a sequence, 0 for none. */
 om_status* om_value_tensor_count(const om_value* value, size_t* count);
-/* Tensor `index` of the value (0 for a tensor value), as a new handle that
- * shares its memory; the caller frees it with om_tensor_free. */
+/* Tensor `index` of the value (0 for a tensor value) as a new handle, which
+ * the caller frees with om_tensor_free; *tensor is NULL on error. It shares
+ * the value's memory and stays valid after om_value_free (but for wrapped
+ * memory, which must still be alive). Do not write it while the value is an
+ * input of a run in progress. */
 om_status* om_value_get_tensor(const om_value* value, size_t index, om_tensor** tensor);
 
-/* om_session_run for models of any value kinds. Inputs are given as values;
- * every output slot must be NULL and receives a new value the caller frees
- * (outputs are not written into caller memory here). On error the slots stay
- * NULL. A tensor-only model may use either function. */
+/* Runs any model, its inputs and outputs given as values (a tensor-only model
+ * may use either this or om_session_run). Every graph input must be given by
+ * name: an optional input takes a none value or its element's value; a none
+ * value for any other input is OM_INVALID_ARGUMENT. Inputs are read in place
+ * and never modified. Outputs are asked for by name, each once; every output
+ * slot must be NULL and receives a new value the caller frees: outputs never
+ * share memory with the inputs, but two outputs may share memory with each
+ * other (an output and its Identity). There is no writing into caller
+ * memory here (use om_session_run). On error the slots stay NULL. One
+ * session may run from many threads at once. */
 om_status* om_session_run_values(const om_session* session, const char* const* input_names,
                                  const om_value* const* inputs, size_t input_count,
                                  const char* const* output_names, om_value** outputs, size_t output_count);

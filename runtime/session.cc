@@ -897,34 +897,38 @@ absl::Status Session::ValidateInputs(const std::vector<NamedTensor>& inputs) con
 }
 
 absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs) const {
-  const Impl& im = *impl_;
-  RETURN_IF_ERROR(ValidateValues(inputs));
-  std::vector<Value> values(im.value_names.size());
-  for (size_t v = 0; v < im.constants.size(); ++v)
-    if (im.constants[v].defined()) values[v] = im.constants[v];
-  for (const NamedValue& in : inputs) values[size_t(im.value_index.at(in.name))] = in.value;
-  RETURN_IF_ERROR(im.Execute(values, nullptr));
-  // Hand out only memory this run made: a tensor that may share a constant's,
-  // an input's or a subgraph's storage is copied (sequence items always).
-  outputs->clear();
-  for (size_t k = 0; k < im.output_values.size(); ++k) {
-    const int v = im.output_values[k];
-    const Value& out = values[size_t(v)];
-    if (out.is_sequence()) {
-      std::vector<Tensor> items;
-      for (const Tensor& item : out.sequence()) {
-        ASSIGN_OR_RETURN(Tensor copy, item.Clone());
-        items.push_back(std::move(copy));
+  try {
+    const Impl& im = *impl_;
+    RETURN_IF_ERROR(ValidateValues(inputs));
+    std::vector<Value> values(im.value_names.size());
+    for (size_t v = 0; v < im.constants.size(); ++v)
+      if (im.constants[v].defined()) values[v] = im.constants[v];
+    for (const NamedValue& in : inputs) values[size_t(im.value_index.at(in.name))] = in.value;
+    RETURN_IF_ERROR(im.Execute(values, nullptr));
+    // Hand out only memory this run made: a tensor that may share a constant's,
+    // an input's or a subgraph's storage is copied (sequence items always).
+    outputs->clear();
+    for (size_t k = 0; k < im.output_values.size(); ++k) {
+      const int v = im.output_values[k];
+      const Value& out = values[size_t(v)];
+      if (out.is_sequence()) {
+        std::vector<Tensor> items;
+        for (const Tensor& item : out.sequence()) {
+          ASSIGN_OR_RETURN(Tensor copy, item.Clone(im.budget));
+          items.push_back(std::move(copy));
+        }
+        outputs->push_back(Value::Sequence(out.sequence_dtype(), std::move(items)));
+      } else if (out.is_tensor() && im.root_kind[size_t(im.root[size_t(v)])] != RootKind::kSession) {
+        ASSIGN_OR_RETURN(Tensor copy, out.tensor().Clone(im.budget));
+        outputs->push_back(std::move(copy));
+      } else {
+        outputs->push_back(out);
       }
-      outputs->push_back(Value::Sequence(out.sequence_dtype(), std::move(items)));
-    } else if (out.is_tensor() && im.root_kind[size_t(im.root[size_t(v)])] != RootKind::kSession) {
-      ASSIGN_OR_RETURN(Tensor copy, out.tensor().Clone());
-      outputs->push_back(std::move(copy));
-    } else {
-      outputs->push_back(out);
     }
+    return absl::OkStatus();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory for a kernel's temporary buffers");
   }
-  return absl::OkStatus();
 }
 
 // Tensors are checked against the budget before they are allocated; what

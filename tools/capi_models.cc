@@ -60,7 +60,8 @@ void Custom(const std::filesystem::path& path, DType dtype) {
   Write(path, m.Serialize());
 }
 
-// A graph value of a sequence or optional type whose tensors are float [n].
+// A graph value of a sequence or optional type whose tensors are float [?]
+// (each item its own length).
 void SetFloatsType(onnx::ValueInfoProto* value, const std::string& name, bool sequence, bool optional) {
   value->set_name(name);
   onnx::TypeProto* type = value->mutable_type();
@@ -68,12 +69,12 @@ void SetFloatsType(onnx::ValueInfoProto* value, const std::string& name, bool se
   if (sequence) type = type->mutable_sequence_type()->mutable_elem_type();
   onnx::TypeProto::Tensor* tensor = type->mutable_tensor_type();
   tensor->set_elem_type(int32_t(DType::kFloat));
-  tensor->mutable_shape()->add_dim()->set_dim_param("n");
+  tensor->mutable_shape()->add_dim();
 }
 
 // longer = SequenceInsert(seq, x), count = SequenceLength(longer),
 // has = OptionalHasElement(opt), maybe = Identity(opt):
-// seq a sequence of float [n], x float [n], opt an optional float [n].
+// seq a sequence of float [?], x float [n], opt an optional float [?].
 void Sequence(const std::filesystem::path& path) {
   ModelBuilder m(18);
   m.Input("x", DType::kFloat, {-1});

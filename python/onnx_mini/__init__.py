@@ -17,7 +17,7 @@ the ldconfig cache) or ctypes.util.find_library("onnx_mini").
 from ._capi import OnnxMiniError, StatusCode, library_path, library_version
 from .session import InferenceSession, NodeArg
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "InferenceSession",

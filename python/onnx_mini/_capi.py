@@ -13,9 +13,11 @@ import ctypes.util
 import enum
 import os
 
-# The major version of the C API this package is written against. Within one
-# major version the C API only grows.
+# The C API this package is written against: its major version, and the
+# oldest minor version that has every function it declares (0.3: sequences
+# and optionals). Within one major version the C API only grows.
 API_MAJOR = 0
+API_MINOR = 3
 
 SONAME = "libonnx_mini.so.0"
 ENV = "ONNX_MINI_LIBRARY"
@@ -149,7 +151,7 @@ def _declare(name, restype, *argtypes):
     except AttributeError:
         raise ImportError(
             "onnx_mini: %s (%s) has no function %s: it is older than the C API this package needs "
-            "(%d.x). %s" % (library_path, library_version, name, API_MAJOR, _HOW_TO)
+            "(%d.%d or later). %s" % (library_path, library_version, name, API_MAJOR, API_MINOR, _HOW_TO)
         ) from None
     f.restype = restype
     f.argtypes = argtypes
@@ -159,14 +161,14 @@ def _declare(name, restype, *argtypes):
 om_version = _declare("om_version", _c.c_char_p)
 library_version = om_version().decode("ascii", "replace")
 try:
-    _major = int(library_version.split(".")[0])
+    _major, _minor = (int(part) for part in library_version.split(".")[:2])
 except ValueError:
-    _major = -1
-if _major != API_MAJOR:
+    _major, _minor = -1, -1
+if _major != API_MAJOR or _minor < API_MINOR:
     raise ImportError(
-        "onnx_mini: %s is version %s, but this package needs the C API version %d.x. "
+        "onnx_mini: %s is version %s, but this package needs the C API version %d.x, %d.%d or later. "
         "Install a matching onnx-mini (or the package that goes with this library)."
-        % (library_path, library_version, API_MAJOR)
+        % (library_path, library_version, API_MAJOR, API_MAJOR, API_MINOR)
     )
 
 om_status_get_code = _declare("om_status_get_code", _c.c_int, _VP)

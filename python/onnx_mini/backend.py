@@ -24,6 +24,7 @@ import onnx
 from onnx import helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
 
+from . import _types
 from ._capi import OnnxMiniError, StatusCode
 from .session import InferenceSession
 
@@ -65,9 +66,10 @@ class OnnxMiniRep(BackendRep):
                     feeds[name] = value
         for arg in self._inputs:
             value = feeds.get(arg.name)
-            if arg.kind != 0 and isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 0:
+            if arg.kind != _types.TENSOR and isinstance(value, np.ndarray) and value.dtype == object and value.ndim == 0:
                 feeds[arg.name] = value.item()  # onnx's runner wraps an absent optional as array(None)
-            elif arg.elem_type == _BFLOAT16 and value is not None and np.asarray(value).dtype != np.uint16:
+            elif (arg.kind == _types.TENSOR and arg.elem_type == _BFLOAT16 and value is not None
+                  and np.asarray(value).dtype != np.uint16):
                 feeds[arg.name] = float_to_bfloat16_bits(value)
         results = self.session.run(None, feeds)
         return namedtupledict("Outputs", [a.name for a in self._outputs])(*results)

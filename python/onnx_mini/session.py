@@ -490,9 +490,11 @@ class InferenceSession:
             raise
         return results
 
-    def _value(self, arg, value, wrappers):
+    def _value(self, arg, value, wrappers, keep):
         """A new om_value (added to `wrappers`) for input `arg`: an array for a
-        tensor, a list of arrays for a sequence, None for an empty optional."""
+        tensor, a list of arrays for a sequence, None for an empty optional.
+        The arrays wrapped (copies, when the caller's are not contiguous) go
+        to `keep`: their memory must outlive the run."""
         kind = arg.kind
         if kind in (_types.OPTIONAL_TENSOR, _types.OPTIONAL_SEQUENCE):
             if value is None:
@@ -504,6 +506,7 @@ class InferenceSession:
         handle = ctypes.c_void_p()
         if kind == _types.TENSOR:
             array = self._input_array(arg, value)
+            keep.append(array)
             tensor = _wrap(arg.elem_type or _types.ELEM_TYPES[array.dtype], array)
             wrappers.append((_capi.om_tensor_free, tensor))
             _capi.check(_capi.om_value_create_tensor(tensor, ctypes.byref(handle)))
@@ -514,7 +517,15 @@ class InferenceSession:
                     _INVALID,
                 )
             arrays = [self._input_array(arg, item) for item in value]
+            keep.extend(arrays)
             elem_type = arg.elem_type or (_types.ELEM_TYPES[arrays[0].dtype] if arrays else 1)
+            for array in arrays:
+                if _types.ELEM_TYPES.get(array.dtype, elem_type) != elem_type:
+                    raise OnnxMiniError(
+                        "input '%s': the items of a sequence have one dtype, not %s and %s"
+                        % (arg.name, arrays[0].dtype, array.dtype),
+                        _INVALID,
+                    )
             items = (ctypes.c_void_p * max(len(arrays), 1))()
             for i, array in enumerate(arrays):
                 items[i] = _wrap(elem_type, array)
@@ -537,13 +548,14 @@ class InferenceSession:
             feeds.append(name)
         handle = self._acquire()
         wrappers = []  # (free function, handle) of everything this call makes
+        keep = []  # the input arrays wrapped, alive until the run is over
         try:
             n_in, n_out = len(feeds), len(names)
             in_names = (ctypes.c_char_p * max(n_in, 1))()
             in_values = (ctypes.c_void_p * max(n_in, 1))()
             for i, name in enumerate(feeds):
                 in_names[i] = name.encode("utf-8")
-                in_values[i] = self._value(self._input_by_name[name], input_feed[name], wrappers)
+                in_values[i] = self._value(self._input_by_name[name], input_feed[name], wrappers, keep)
             out_names = (ctypes.c_char_p * max(n_out, 1))()
             out_values = (ctypes.c_void_p * max(n_out, 1))()
             for k, name in enumerate(names):
@@ -553,11 +565,26 @@ class InferenceSession:
                 if out_values[k]:
                     wrappers.append((_capi.om_value_free, out_values[k]))
             _capi.check(status)
-            return [self._value_to_python(out_values[k], name) for k, name in enumerate(names)]
+            results = [self._value_to_python(out_values[k], name) for k, name in enumerate(names)]
         finally:
             for free, h in reversed(wrappers):
                 free(h)
             self._release()
+        # Outputs over one buffer (y and Identity(y)): each gets its own memory,
+        # as ONNX Runtime does.
+        seen = []
+        for k, result in enumerate(results):
+            arrays = result if isinstance(result, list) else [] if result is None else [result]
+            for j, array in enumerate(arrays):
+                if any(_overlaps(array, other) for other in seen):
+                    array = array.copy()
+                    if isinstance(result, list):
+                        result[j] = array
+                    else:
+                        results[k] = array
+                seen.append(array)
+        return results
+
 
     @staticmethod
     def _value_to_python(value, name):

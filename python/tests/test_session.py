@@ -476,8 +476,8 @@ def test_sequence_and_optional_types():
     s = onnx_mini.InferenceSession(str(TESTDATA / "capi" / "sequence.onnx"))
     assert [(a.name, a.type, a.shape) for a in s.get_inputs()] == [
         ("x", "tensor(float)", ["n"]),
-        ("seq", "seq(tensor(float))", ["n"]),
-        ("opt", "optional(tensor(float))", ["n"]),
+        ("seq", "seq(tensor(float))", [None]),
+        ("opt", "optional(tensor(float))", [None]),
     ]
     assert [a.type for a in s.get_outputs()] == [
         "seq(tensor(float))", "tensor(int64)", "tensor(bool)", "optional(tensor(float))"
@@ -509,3 +509,21 @@ def test_sequence_errors():
         s.run(None, {"nope": x})
     with pytest.raises(onnx_mini.OnnxMiniError, match="'opt' is missing"):
         s.run(None, {"x": x, "seq": []})
+
+
+def test_sequence_inputs_that_are_copies_stay_alive_through_the_run():
+    s = onnx_mini.InferenceSession(str(TESTDATA / "capi" / "sequence.onnx"))
+    a = np.arange(6, dtype=np.float32).reshape(3, 2)
+    b = -np.arange(6, dtype=np.float32).reshape(3, 2)
+    # Columns are not contiguous: both are copied before the run.
+    longer, maybe = s.run(["longer", "maybe"], {"x": a[:2, 1], "seq": [a[:, 0], b[:, 0]], "opt": b[:, 1]})
+    assert [t.tolist() for t in longer] == [[0, 2, 4], [0, -2, -4], [1, 3]]
+    assert maybe.tolist() == [-1, -3, -5]
+
+
+def test_sequence_output_kinds_and_duplicates():
+    s = onnx_mini.InferenceSession(str(TESTDATA / "capi" / "sequence.onnx"))
+    assert [a.kind for a in s.get_inputs()] == [0, 1, 2]
+    x = np.array([6, 7], np.float32)
+    with pytest.raises(onnx_mini.OnnxMiniError, match="asked for twice"):
+        s.run(["has", "has"], {"x": x, "seq": [], "opt": None})

@@ -645,7 +645,12 @@ static void test_sequences_and_optionals(void) {
   ERR(om_value_create_sequence(OM_INT64, items, 2, &bad), OM_INVALID_ARGUMENT, "item 0 is float");
   CHECK(bad == NULL);
   ERR(om_value_create_sequence(OM_FLOAT, NULL, 1, &bad), OM_INVALID_ARGUMENT, "items is NULL");
-  ERR(om_value_create_sequence(999, items, 0, &bad), OM_INVALID_ARGUMENT, "elem_type 999");
+  ERR(om_value_create_sequence(999, items, 0, &bad), OM_INVALID_ARGUMENT, "unknown element type 999");
+  ERR(om_value_create_sequence(OM_STRING, NULL, 0, &bad), OM_NOT_IMPLEMENTED, "string tensors");
+  bad = (om_value*)&bad; /* set to NULL on error, even for a NULL argument */
+  ERR(om_value_create_tensor(NULL, &bad), OM_INVALID_ARGUMENT, "tensor is NULL");
+  CHECK(bad == NULL);
+  ERR(om_value_create_none(NULL), OM_INVALID_ARGUMENT, "out is NULL");
 
   /* The tensor interface refuses the model and says which function runs it. */
   const om_tensor* tensor_inputs[1] = {tx};
@@ -667,6 +672,8 @@ static void test_sequences_and_optionals(void) {
   CHECK(vk == OM_VALUE_NONE);
   OK(om_value_tensor_count(outs[0], &n));
   CHECK(n == 0);
+  OK(om_value_elem_type(outs[0], &et));
+  CHECK(et == 0);
   OK(om_value_get_kind(outs[1], &vk));
   OK(om_value_tensor_count(outs[1], &n));
   OK(om_value_elem_type(outs[1], &et));
@@ -690,6 +697,13 @@ static void test_sequences_and_optionals(void) {
   OK(om_tensor_const_data(item, &data));
   CHECK(*(const int64_t*)data == 3);
   om_tensor_free(item);
+  /* An item's handle outlives its value. */
+  OK(om_value_get_tensor(outs[1], 0, &item));
+  om_value_free(outs[1]);
+  outs[1] = NULL;
+  OK(om_tensor_const_data(item, &data));
+  CHECK(((const float*)data)[0] == 1 && ((const float*)data)[1] == 2);
+  om_tensor_free(item);
   OK(om_value_get_tensor(outs[3], 0, &item));
   OK(om_tensor_const_data(item, &data));
   CHECK(*(const unsigned char*)data == 0);
@@ -711,6 +725,13 @@ static void test_sequences_and_optionals(void) {
   ins[1] = vx; /* a tensor where a sequence is declared */
   ERR(om_session_run_values(s, in_names, ins, 3, has_name, has, 1), OM_INVALID_ARGUMENT, "seq");
   CHECK(has[0] == NULL);
+  ins[1] = none; /* none where a sequence (not an optional) is declared */
+  ERR(om_session_run_values(s, in_names, ins, 3, has_name, has, 1), OM_INVALID_ARGUMENT, "seq");
+  const char* twice[2] = {"has", "has"};
+  om_value* two_outs[2] = {NULL, NULL};
+  ins[1] = seq;
+  ERR(om_session_run_values(s, in_names, ins, 3, twice, two_outs, 2), OM_INVALID_ARGUMENT, "asked for twice");
+  CHECK(two_outs[0] == NULL && two_outs[1] == NULL);
   const char* unknown[1] = {"nope"};
   ins[1] = seq;
   ERR(om_session_run_values(s, in_names, ins, 3, unknown, has, 1), OM_INVALID_ARGUMENT, "not an output");
@@ -719,6 +740,29 @@ static void test_sequences_and_optionals(void) {
   om_value_free(vx);
   om_value_free(none);
   om_value_free(NULL);
+  om_session_free(s);
+
+  /* A tensor-only model runs through om_session_run_values too. default.onnx:
+   * y = Transpose(x * w + b), y_shape = Shape(y), x float [2, 4]. */
+  s = load("default.onnx");
+  float xs[8] = {0};
+  const int64_t dims24[2] = {2, 4};
+  om_tensor* t24 = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims24, 2, xs, sizeof xs, &t24));
+  om_value* v24 = NULL;
+  OK(om_value_create_tensor(t24, &v24));
+  om_tensor_free(t24); /* the value keeps what it needs; xs stays alive */
+  const char* x_only[1] = {"x"};
+  const om_value* x_in[1] = {v24};
+  const char* shape_name[1] = {"y_shape"};
+  om_value* shape_out[1] = {NULL};
+  OK(om_session_run_values(s, x_only, x_in, 1, shape_name, shape_out, 1));
+  OK(om_value_get_tensor(shape_out[0], 0, &item));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(((const int64_t*)data)[0] == 4 && ((const int64_t*)data)[1] == 2);
+  om_tensor_free(item);
+  om_value_free(shape_out[0]);
+  om_value_free(v24);
   om_tensor_free(ta);
   om_tensor_free(tb);
   om_tensor_free(tx);
