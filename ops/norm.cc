@@ -4,6 +4,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "runtime/checked.h"
 
 namespace onnx_mini {
 namespace {
@@ -58,10 +59,11 @@ class NormalizationOp : public Op {
     if (ctx.has_input(2)) bias = ctx.input(2).concrete_shape();
     if (shape && scale && (!ctx.has_input(2) || bias)) {
       auto plan = std::make_shared<NormPlan>();
-      plan->rows = 1;
-      plan->n = 1;
-      for (int64_t d = 0; d < axis; ++d) plan->rows *= (*shape)[size_t(d)];
-      for (int64_t d = axis; d < rank; ++d) plan->n *= (*shape)[size_t(d)];
+      // An empty input normalizes nothing: no per-element tables sized by its
+      // (possibly huge, possibly overflowing) other dims.
+      const bool empty = ElementCount(*shape) == 0;
+      plan->rows = empty ? 0 : *CheckedProduct(*shape, 0, size_t(axis));
+      plan->n = empty ? 0 : *CheckedProduct(*shape, size_t(axis), size_t(rank));
       const Shape norm_shape(shape->begin() + axis, shape->end());
       const std::vector<int64_t> scale_strides = BroadcastStrides(*scale, norm_shape);
       const std::vector<int64_t> bias_strides = bias ? BroadcastStrides(*bias, norm_shape) : scale_strides;

@@ -7,6 +7,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "runtime/checked.h"
 
 namespace onnx_mini {
 namespace {
@@ -138,10 +139,9 @@ class TensorScatterOp : public Op {
     g->batch = (*past_shape)[0];
     g->max_len = (*past_shape)[size_t(axis)];
     g->update_len = (*update_shape)[size_t(axis)];
-    g->outer = 1;
-    for (int64_t d = 0; d < axis; ++d) g->outer *= (*past_shape)[size_t(d)];
-    g->inner = 1;
-    for (int64_t d = axis + 1; d < rank; ++d) g->inner *= (*past_shape)[size_t(d)];
+    // Only an empty cache's dims can overflow (0 then: the kernel writes nothing).
+    g->outer = CheckedProduct(*past_shape, 0, size_t(axis)).value_or(0);
+    g->inner = CheckedProduct(*past_shape, size_t(axis) + 1, size_t(rank)).value_or(0);
     g->circular = circular_;
     // With the indices at hand (constant, or at each run), check every linear
     // write stays inside the cache (TS5, TS9), before anything is written.

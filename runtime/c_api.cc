@@ -420,6 +420,14 @@ om_status* om_session_options_set_intra_op_threads(om_session_options* options, 
   });
 }
 
+om_status* om_session_options_set_memory_limit(om_session_options* options, uint64_t bytes) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(options);
+    options->options.memory_limit = size_t(bytes);
+    return nullptr;
+  });
+}
+
 void om_session_options_free(om_session_options* options) { delete options; }
 
 // ---- Sessions ----

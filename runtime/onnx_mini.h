@@ -120,6 +120,11 @@ om_status* om_session_options_create(om_session_options** out);
 /* Threads each run of the session uses for its kernels (ONNX Runtime's
  * intra_op_num_threads); 0 means all cores, the default. */
 om_status* om_session_options_set_intra_op_threads(om_session_options* options, int threads);
+/* The most bytes the session's tensors (outputs, intermediate values, folded
+ * constants) may hold at once, all concurrent runs together, checked before
+ * each allocation: a run that would exceed it fails with OM_OUT_OF_MEMORY.
+ * 0 means the default, 3/4 of physical memory. */
+om_status* om_session_options_set_memory_limit(om_session_options* options, uint64_t bytes);
 /* Frees options; NULL is allowed. Sessions keep their own copy. */
 void om_session_options_free(om_session_options* options);
 

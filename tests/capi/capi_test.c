@@ -158,6 +158,8 @@ static void test_tensors(void) {
 
 /* ---- options and sessions ---- */
 
+static om_status* run_default(const om_session* s, float* x, om_tensor** y, om_tensor** y_shape);
+
 static void test_options(void) {
   om_session_options* o = NULL;
   OK(om_session_options_create(&o));
@@ -171,6 +173,21 @@ static void test_options(void) {
   CHECK(s != NULL);
   om_session_free(s);
   om_session_options_free(NULL);
+
+  /* The memory limit: 16 bytes cannot hold default.onnx's outputs. */
+  OK(om_session_options_create(&o));
+  OK(om_session_options_set_memory_limit(o, 16));
+  ERR(om_session_options_set_memory_limit(NULL, 16), OM_INVALID_ARGUMENT, "options is NULL");
+  s = NULL;
+  OK(om_session_create(path_of("default.onnx"), o, &s));
+  om_session_options_free(o);
+  if (s != NULL) {
+    float x[8] = {0};
+    om_tensor *y = NULL, *y_shape = NULL;
+    ERR(run_default(s, x, &y, &y_shape), OM_OUT_OF_MEMORY, "exceed the session's memory limit of 16 bytes");
+    CHECK(y == NULL && y_shape == NULL);
+    om_session_free(s);
+  }
 }
 
 /* The default model: y = Transpose(x * w + b) with x, w [2,4], b [4]; y_shape = Shape(y). */

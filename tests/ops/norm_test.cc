@@ -64,5 +64,15 @@ TEST(RotaryEmbedding, PositionIdsAreInt64AsTheSchemaSays) {
   EXPECT_NEAR(out->data<float>()[0], px[0] * c[0] - px[2] * c[0], 1e-6);
 }
 
+TEST(Norm, AnEmptyInputWithHugeDimsBuildsNoTables) {
+  // [0, 2^40] used to size per-element tables by the 2^40 normalized elements.
+  const int64_t kBig = int64_t(1) << 40;
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunNode(17, "LayerNormalization", {Tensor::Zeros(DType::kFloat, {0, kBig}), F({1}, {1})}, 1,
+              [](onnx::NodeProto& n) { SetAttr(n, "axis", int64_t(-1)); });
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({0, kBig}));
+}
+
 }  // namespace
 }  // namespace onnx_mini

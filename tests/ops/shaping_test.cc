@@ -109,5 +109,14 @@ TEST(Reshape, TheShapeIsAnAttributeBeforeOpset5) {
   ASSERT_FALSE(y.ok());
 }
 
+TEST(Shaping, AShapeInputDeclaredHugeIsRefusedBeforeAnythingIsBuilt) {
+  // int64[1e12] as Reshape's shape input used to make the shape function
+  // build a vector that long (std::bad_alloc at session creation).
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2}).Input("shape", DType::kInt64, {1000000000000}).Output("y", DType::kFloat, {}, false);
+  m.Node("Reshape", {"x", "shape"}, {"y"});
+  EXPECT_THAT(Message(m.Build().status()), HasSubstr("the shape input has 1000000000000 entries; the most is 4096"));
+}
+
 }  // namespace
 }  // namespace onnx_mini
