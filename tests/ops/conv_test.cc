@@ -325,6 +325,18 @@ TEST(ConvInteger, SubtractsZeroPointsPerTensorAndPerOutputChannel) {
               HasSubstr("w_zero_point [3] must have one element or one per output channel"));
 }
 
+TEST(Conv, NoInputChannelsLeaveTheBias) {
+  // C = 0: every output is its channel's bias, for oneDNN's type and the reference's.
+  for (DType dt : {DType::kFloat, DType::kDouble}) {
+    Tensor b = Tensor::Zeros(dt, {2});
+    SetDouble(b, 0, 1.5);
+    SetDouble(b, 1, -2);
+    auto y = RunOne(11, "Conv", {Tensor::Zeros(dt, {1, 0, 2, 2}), Tensor::Zeros(dt, {2, 0, 1, 1}), b});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_THAT(Values(*y), ElementsAre(1.5, 1.5, 1.5, 1.5, -2, -2, -2, -2));
+  }
+}
+
 TEST(Conv, EmptyBatchGivesAnEmptyOutput) {
   auto y = RunOne(11, "Conv", {Tensor::Zeros(DType::kFloat, {0, 2, 4, 4}), F(std::vector<float>(18, 1), {1, 2, 3, 3})});
   ASSERT_TRUE(y.ok()) << y.status();
