@@ -168,7 +168,7 @@ class GroupNormOp : public Op {
     if (!xs) return absl::OkStatus();
     ASSIGN_OR_RETURN(std::shared_ptr<ImagePlan> p, PlanImage(ctx, *xs, instance_ ? 3 : 2));
     const int64_t groups = instance_ ? p->c : groups_;
-    if (p->c % groups != 0)
+    if (!instance_ && p->c % groups != 0)
       return ctx.Error(absl::StrCat("num_groups ", groups, " does not divide the ", p->c, " channels"));
     const Shape param = {per_group_params_ ? groups : p->c};
     RETURN_IF_ERROR(CheckParam(ctx, 1, "scale", param));
@@ -181,7 +181,7 @@ class GroupNormOp : public Op {
     const Tensor& x = *ctx.input(0);
     const ImagePlan& p = ctx.plan<ImagePlan>();
     const int64_t groups = instance_ ? p.c : groups_;
-    const int64_t per = p.c / groups;  // channels per group
+    const int64_t per = instance_ ? 1 : p.c / groups;  // channels per group
     const std::vector<double> scale = Doubles(*ctx.input(1)), bias = Doubles(*ctx.input(2));
     Tensor& y = ctx.output(0);
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {

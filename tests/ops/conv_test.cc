@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <thread>
 
 #include "runtime/element.h"
@@ -209,6 +210,49 @@ TEST(Conv, MatchesTheDefinitionIn1d2d3dWithGroupsStridesDilationsAndPads) {
                     false);
 }
 
+TEST(Conv, RandomGeometriesMatchTheDefinitionOrAreRefusedByName) {
+  // 150 random geometries (fixed seed): each either runs and matches the
+  // definition or fails with a message naming the node, never crashes.
+  std::mt19937 rng(12345);
+  auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  std::vector<ConvCase> valid;
+  for (int t = 0; t < 150; ++t) {
+    const size_t r = size_t(pick(1, 3));
+    ConvCase c;
+    c.group = pick(1, 3);
+    const int64_t cg = pick(1, 2), mg = pick(1, 2);
+    c.x = {pick(1, 2), cg * c.group};
+    c.w = {mg * c.group, cg};
+    for (size_t i = 0; i < r; ++i) {
+      c.x.push_back(pick(1, 6));
+      c.w.push_back(pick(1, 3));
+      c.strides.push_back(pick(1, 3));
+      c.dilations.push_back(pick(1, 2));
+    }
+    for (size_t i = 0; i < 2 * r; ++i) c.pads.push_back(pick(0, 2));
+    const int64_t mode = pick(0, 5);
+    if (mode == 1) c.auto_pad = "SAME_UPPER";
+    if (mode == 2) c.auto_pad = "SAME_LOWER";
+    if (mode == 3) c.auto_pad = "VALID";
+    if (mode != 0 && mode <= 3) c.pads.clear();
+    c.bias = pick(0, 1) == 1;
+    std::vector<int64_t> pb, pe;
+    Shape out;
+    ForwardGeometry(c, pb, pe, out);
+    bool ok = true;
+    for (size_t i = 0; i < r; ++i)
+      ok = ok && c.x[2 + i] + pb[i] + pe[i] >= (c.w[2 + i] - 1) * c.dilations[i] + 1;
+    if (ok) {
+      valid.push_back(c);
+      continue;
+    }
+    auto y = RunOne(11, "Conv", {RandomUniform(DType::kFloat, c.x, 1), RandomUniform(DType::kFloat, c.w, 2)}, ConvAttrs(c));
+    EXPECT_THAT(Message(y.status()), HasSubstr("larger than the padded input")) << ShapeToString(c.x);
+  }
+  EXPECT_GT(valid.size(), 50u);
+  CheckAgainstNaive("Conv", valid, false);
+}
+
 TEST(ConvTranspose, MatchesTheDefinitionWithOutputPaddingOutputShapeAndGroups) {
   ConvCase with_shape{{1, 2, 3, 4}, {2, 3, 3, 3}, 1, {2, 2}};
   with_shape.output_shape = {8, 9};
@@ -323,6 +367,18 @@ TEST(ConvInteger, SubtractsZeroPointsPerTensorAndPerOutputChannel) {
               HasSubstr("x_zero_point [2] must have one element"));
   EXPECT_THAT(Message(RunOne(10, "ConvInteger", {x, w, Tensor(), Tensor::FromVector<int8_t>({0, 1, 2}, {3})}).status()),
               HasSubstr("w_zero_point [3] must have one element or one per output channel"));
+}
+
+TEST(Conv, NoInputChannelsLeaveTheBias) {
+  // C = 0: every output is its channel's bias, for oneDNN's type and the reference's.
+  for (DType dt : {DType::kFloat, DType::kDouble}) {
+    Tensor b = Tensor::Zeros(dt, {2});
+    SetDouble(b, 0, 1.5);
+    SetDouble(b, 1, -2);
+    auto y = RunOne(11, "Conv", {Tensor::Zeros(dt, {1, 0, 2, 2}), Tensor::Zeros(dt, {2, 0, 1, 1}), b});
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_THAT(Values(*y), ElementsAre(1.5, 1.5, 1.5, 1.5, -2, -2, -2, -2));
+  }
 }
 
 TEST(Conv, EmptyBatchGivesAnEmptyOutput) {

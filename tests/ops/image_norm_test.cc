@@ -121,6 +121,23 @@ TEST(GroupNormalization, Opset18ScalesPerGroupAnd21PerChannel) {
               HasSubstr("num_groups 0 must be given"));
 }
 
+TEST(ImageNormalizations, EmptyChannelsAndBatchesGiveEmptyOutputs) {
+  const Tensor none = F({}, {0});
+  auto in = RunOne(6, "InstanceNormalization", {Tensor::Zeros(DType::kFloat, {2, 0, 3}), none, none});
+  ASSERT_TRUE(in.ok()) << in.status();
+  EXPECT_EQ(in->shape(), Shape({2, 0, 3}));
+  auto gn = RunOne(21, "GroupNormalization", {Tensor::Zeros(DType::kFloat, {0, 4, 3}), F({1, 1, 1, 1}, {4}), F({0, 0, 0, 0}, {4})},
+                   [](onnx::NodeProto& n) { SetAttr(n, "num_groups", int64_t(2)); });
+  ASSERT_TRUE(gn.ok()) << gn.status();
+  EXPECT_EQ(gn->shape(), Shape({0, 4, 3}));
+  auto bn = RunOne(15, "BatchNormalization", {Tensor::Zeros(DType::kFloat, {3, 0, 2}), none, none, none, none});
+  ASSERT_TRUE(bn.ok()) << bn.status();
+  EXPECT_EQ(bn->shape(), Shape({3, 0, 2}));
+  auto lrn = RunOne(13, "LRN", {Tensor::Zeros(DType::kFloat, {1, 0, 2})}, [](onnx::NodeProto& n) { SetAttr(n, "size", int64_t(3)); });
+  ASSERT_TRUE(lrn.ok()) << lrn.status();
+  EXPECT_EQ(lrn->shape(), Shape({1, 0, 2}));
+}
+
 TEST(LRN, SumsSquaresOverNearbyChannels) {
   // C = 3, size 2: channel c sums c and c + 1 (floor((2 - 1) / 2) = 0 before, 1 after).
   for (DType dt : {DType::kFloat, DType::kDouble}) {

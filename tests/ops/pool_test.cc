@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "runtime/element.h"
 #include "tests/ops/op_tester.h"
@@ -141,6 +142,64 @@ TEST(Pools, MatchTheDefinitionWithStridesPadsDilationsCeilModeAndSame) {
           ASSERT_NEAR(GetDouble(*y, i), want[size_t(i)], tol * (1 + std::fabs(want[size_t(i)]))) << what << " at " << i;
       }
     }
+}
+
+TEST(Pools, RandomGeometriesMatchTheDefinition) {
+  // 120 random 1-D and 2-D geometries (fixed seed) for the three pools, in
+  // float (oneDNN) and double (the reference).
+  std::mt19937 rng(777);
+  auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  int ran = 0;
+  for (int t = 0; t < 120; ++t) {
+    const size_t r = size_t(pick(1, 2));
+    PoolCase c;
+    c.x = {pick(1, 2), pick(1, 3)};
+    for (size_t i = 0; i < r; ++i) {
+      c.x.push_back(pick(1, 7));
+      c.kernel.push_back(pick(1, 3));
+      c.strides.push_back(pick(1, 3));
+      c.dilations.push_back(pick(1, 2));
+    }
+    // Pads smaller than the kernel, as ONNX asks.
+    for (size_t i = 0; i < 2 * r; ++i) c.pads.push_back(pick(0, int(c.kernel[i % r]) - 1));
+    c.ceil = pick(0, 1) == 1;
+    c.include_pad = pick(0, 1) == 1;
+    if (pick(0, 4) == 0) {
+      c.auto_pad = pick(0, 1) ? "SAME_UPPER" : "SAME_LOWER";
+      c.pads.clear();
+      c.ceil = false;
+    }
+    bool fits = true;
+    for (size_t i = 0; i < r; ++i) {
+      const int64_t pads = c.pads.empty() ? 0 : c.pads[i] + c.pads[r + i];
+      fits = fits && c.x[2 + i] + pads >= (c.kernel[i] - 1) * c.dilations[i] + 1;
+    }
+    if (!fits) continue;
+    ++ran;
+    for (const char* op : {"MaxPool", "AveragePool", "LpPool"})
+      for (DType dt : {DType::kFloat, DType::kDouble}) {
+        Tensor x = RandomUniform(dt, c.x, uint32_t(t + 1));
+        auto y = RunOne(std::string(op) == "MaxPool" ? 12 : 19, op, {x}, [&](onnx::NodeProto& n) {
+          SetAttr(n, "kernel_shape", c.kernel);
+          SetAttr(n, "strides", c.strides);
+          SetAttr(n, "dilations", c.dilations);
+          if (!c.pads.empty()) SetAttr(n, "pads", c.pads);
+          if (!c.auto_pad.empty()) SetAttr(n, "auto_pad", c.auto_pad);
+          SetAttr(n, "ceil_mode", int64_t(c.ceil));
+          SetAttr(n, "count_include_pad", int64_t(c.include_pad));
+        });
+        const std::string what = absl::StrCat(op, " ", LowerName(dt), " case ", t);
+        ASSERT_TRUE(y.ok()) << what << ": " << y.status();
+        Shape want_shape;
+        const std::vector<double> want = NaivePool(op, c, x, want_shape);
+        ASSERT_EQ(y->shape(), want_shape) << what;
+        for (int64_t i = 0; i < y->size(); ++i) {
+          if (std::isnan(want[size_t(i)]) || std::isinf(want[size_t(i)])) continue;  // a window over pads alone
+          ASSERT_NEAR(GetDouble(*y, i), want[size_t(i)], 1e-5 * (1 + std::fabs(want[size_t(i)]))) << what << " at " << i;
+        }
+      }
+  }
+  EXPECT_GT(ran, 40);
 }
 
 TEST(MaxPool, IndicesRowAndColumnMajorAndIntegerTypes) {
