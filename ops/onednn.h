@@ -2,11 +2,35 @@
 // bfloat16). Callers fall back to their reference kernel when this declines.
 #pragma once
 
+#include <omp.h>
+
 #include <cstdint>
 
 #include "runtime/dtype.h"
 
+namespace dnnl {
+struct engine;
+}
+
 namespace onnx_mini {
+
+// The CPU engine every oneDNN primitive of onnx-mini runs on.
+dnnl::engine& OneDnnEngine();
+
+// Sets this thread's OpenMP thread count, which oneDNN uses, and restores it
+// on every path out. Enter it before creating a primitive: oneDNN builds a
+// primitive for the thread count in force, and one built for more threads
+// than it runs with is several times slower.
+class OmpThreadsScope {
+ public:
+  explicit OmpThreadsScope(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~OmpThreadsScope() { omp_set_num_threads(saved_); }
+  OmpThreadsScope(const OmpThreadsScope&) = delete;
+  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
+
+ private:
+  int saved_;
+};
 
 // C[i] = op(A[i]) x op(B[i]) for i < batch, row-major, where A holds batch_a
 // and B batch_b matrices (each 1 or batch: a single matrix is broadcast).

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "oneapi/dnnl/dnnl.hpp"
+#include "ops/onednn.h"
 
 namespace onnx_mini {
 
@@ -112,22 +113,6 @@ namespace {
 
 using dnnl::memory;
 
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// Sets this thread's OpenMP thread count for oneDNN and restores it on every path out.
-class OmpThreadsScope {
- public:
-  explicit OmpThreadsScope(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
-  ~OmpThreadsScope() { omp_set_num_threads(saved_); }
-  OmpThreadsScope(const OmpThreadsScope&) = delete;
-  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
-
- private:
-  int saved_;
-};
 
 // Row-major strides of `dims` laid out in the order `order` (outermost first).
 memory::dims StridesInOrder(const memory::dims& dims, const std::vector<int>& order) {
@@ -166,14 +151,14 @@ struct Reorder {
   dnnl::reorder primitive;
   void Run(dnnl::stream& stream, const memory& from, const memory& to) const {
     primitive.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to},
-                               {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), Engine())}});
+                               {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), OneDnnEngine())}});
   }
 };
 
 // None when the layouts are the same.
 std::optional<Reorder> MakeReorder(const memory::desc& from, const memory::desc& to) {
   if (from == to) return std::nullopt;
-  dnnl::reorder::primitive_desc pd(Engine(), from, Engine(), to, UserScratchpad());
+  dnnl::reorder::primitive_desc pd(OneDnnEngine(), from, OneDnnEngine(), to, UserScratchpad());
   return Reorder{pd, dnnl::reorder(pd)};
 }
 
@@ -194,24 +179,24 @@ class Forward : public OneDnnForward::Primitive {
 
   bool Run(const void* src, const void* weights, const void* bias, void* dst) const override {
     try {
-      dnnl::stream stream(Engine());
+      dnnl::stream stream(OneDnnEngine());
       // Reorders into the primitive's layout, where it differs from the caller's.
       auto in = [&](const memory::desc& plain, const void* data, const std::optional<Reorder>& reorder,
                     const memory::desc& wanted) {
-        memory user(plain, Engine(), const_cast<void*>(data));
+        memory user(plain, OneDnnEngine(), const_cast<void*>(data));
         if (!reorder) return user;
-        memory mine(wanted, Engine());
+        memory mine(wanted, OneDnnEngine());
         reorder->Run(stream, user, mine);
         return mine;
       };
       std::unordered_map<int, memory> args = {
           {DNNL_ARG_SRC, in(src_, src, src_in_, pd_.src_desc())},
-          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), Engine())},
+          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), OneDnnEngine())},
       };
       if (weights) args[DNNL_ARG_WEIGHTS] = in(weights_, weights, weights_in_, pd_.weights_desc());
-      if (bias) args[DNNL_ARG_BIAS] = memory(bias_, Engine(), const_cast<void*>(bias));
-      memory user_dst(dst_, Engine(), dst);
-      args[DNNL_ARG_DST] = dst_out_ ? memory(pd_.dst_desc(), Engine()) : user_dst;
+      if (bias) args[DNNL_ARG_BIAS] = memory(bias_, OneDnnEngine(), const_cast<void*>(bias));
+      memory user_dst(dst_, OneDnnEngine(), dst);
+      args[DNNL_ARG_DST] = dst_out_ ? memory(pd_.dst_desc(), OneDnnEngine()) : user_dst;
       primitive_.execute(stream, args);
       if (dst_out_) dst_out_->Run(stream, args[DNNL_ARG_DST], user_dst);
       stream.wait();
@@ -284,12 +269,12 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type 
       const dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                                 dnnl::algorithm::deconvolution_direct, src_any, weights_any, bias,
                                                 dst_any, strides, dilates, pl, pr);
-      const dnnl::deconvolution_forward::primitive_desc pd(d, UserScratchpad(), Engine());
+      const dnnl::deconvolution_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
       return std::make_shared<Forward<dnnl::deconvolution_forward>>(pd, src, weights, bias, dst);
     }
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                             src_any, weights_any, bias, dst_any, strides, dilates, pl, pr);
-    const dnnl::convolution_forward::primitive_desc pd(d, UserScratchpad(), Engine());
+    const dnnl::convolution_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
     return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst);
   } catch (const dnnl::error&) {
     return nullptr;
@@ -321,7 +306,7 @@ std::shared_ptr<const OneDnnForward::Primitive> PoolPrimitive(memory::data_type 
                                                                         : dnnl::algorithm::pooling_avg_exclude_padding;
     const dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algo, src, dst, Dims(w, w.s),
                                            Dims(w, w.k), Dims(w, w.d, 1), Dims(w, w.pb), Dims(w, pr));
-    const dnnl::pooling_v2_forward::primitive_desc pd(d, UserScratchpad(), Engine());
+    const dnnl::pooling_v2_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
     return std::make_shared<Forward<dnnl::pooling_v2_forward>>(pd, src, memory::desc(), memory::desc(), dst);
   } catch (const dnnl::error&) {
     return nullptr;
