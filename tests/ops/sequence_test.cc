@@ -326,7 +326,9 @@ TEST(SequenceTest, EveryDeclaredTypeRuns) {
     EXPECT_EQ(Values((*out)[1].tensor()), std::vector<double>{1});
     EXPECT_EQ(Values((*out)[2].tensor()), std::vector<double>{1});
     EXPECT_EQ((*out)[3].sequence().size(), 2u);
-    if (copied) EXPECT_EQ((*out)[4].tensor().shape(), (Shape{2, 2}));
+    if (copied) {
+      EXPECT_EQ((*out)[4].tensor().shape(), (Shape{2, 2}));
+    }
   }
 }
 
