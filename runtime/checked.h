@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace onnx_mini {
@@ -49,6 +50,22 @@ inline std::optional<int64_t> CheckedProduct(const std::vector<int64_t>& dims, s
 }
 inline std::optional<int64_t> CheckedProduct(const std::vector<int64_t>& dims) {
   return CheckedProduct(dims, 0, dims.size());
+}
+
+// A non-negative decimal integer with nothing else around it: "abc", "-1",
+// "+1", "1e3", " 1" or a value past int64 give nullopt (sizes and offsets in
+// files must not be guessed).
+inline std::optional<int64_t> ParseNonNegative(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    std::optional<int64_t> next = CheckedMul(v, 10);
+    if (next) next = CheckedAdd(*next, c - '0');
+    if (!next) return std::nullopt;
+    v = *next;
+  }
+  return v;
 }
 
 // Row-major element strides of a shape. A shape with no elements may have

@@ -71,7 +71,7 @@ absl::StatusOr<Fd> OpenExternal(const std::string& location, const std::string& 
   }
   if (parts.empty()) return error("names no file");
   Fd dir(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0) return error(absl::StrCat("cannot be opened: the model folder '", base_dir, "' cannot"));
+  if (dir.get() < 0) return error(absl::StrCat("cannot be read: the model folder '", base_dir, "' cannot be opened"));
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     Fd sub(::openat(dir.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (sub.get() < 0)
@@ -89,21 +89,6 @@ absl::StatusOr<Fd> OpenExternal(const std::string& location, const std::string& 
   if (!S_ISREG(st.st_mode)) return error("is not a regular file");
   file_size = int64_t(st.st_size);
   return file;
-}
-
-// A non-negative decimal integer with nothing else around it: "abc", "-1",
-// "1e3" or a value past int64 are errors, not 0 or "the whole file".
-std::optional<int64_t> ParseSize(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  int64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    std::optional<int64_t> next = CheckedMul(v, 10);
-    if (next) next = CheckedAdd(*next, c - '0');
-    if (!next) return std::nullopt;
-    v = *next;
-  }
-  return v;
 }
 
 // Reads exactly `bytes` bytes at `offset` of `fd` into `out`.
@@ -446,7 +431,7 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::st
       if (kv.key() == "location") {
         location = kv.value();
       } else if (kv.key() == "offset" || kv.key() == "length") {
-        const std::optional<int64_t> v = ParseSize(kv.value());
+        const std::optional<int64_t> v = ParseNonNegative(kv.value());
         if (!v)
           return Invalid(absl::StrCat("tensor '", p.name(), "': external data ", kv.key(), " '", kv.value(),
                                       "' is not a non-negative integer"));

@@ -84,6 +84,9 @@ absl::Status CheckInputs(const Node& node, const RegisteredOp& row,
     if (types[i] == nullptr) {
       if (f != nullptr && f->kind != RegisteredOp::Formal::kOptional && i < given)
         return error(absl::StrCat("input ", i, " is required"));
+      // Variadic inputs are all present, trailing ones too: kernels read every one.
+      if (f != nullptr && f->kind == RegisteredOp::Formal::kVariadic)
+        return error(absl::StrCat("input ", i, " is empty, but every input of a variadic list is required"));
       continue;
     }
     const ValueType& t = *types[i];

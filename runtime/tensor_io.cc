@@ -100,11 +100,7 @@ absl::StatusOr<Tensor> ParseNpy(const std::string& bytes) {
     const size_t first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
     if (first == std::string::npos) continue;
     // Plain decimal digits only: "-1", "2x" or a value past int64 is an error, not a guess.
-    std::optional<int64_t> d = 0;
-    for (size_t i = first; i <= last && d; ++i) {
-      if (item[i] < '0' || item[i] > '9') d.reset();
-      else if ((d = CheckedMul(*d, 10))) d = CheckedAdd(*d, item[i] - '0');
-    }
+    const std::optional<int64_t> d = ParseNonNegative(std::string_view(item).substr(first, last - first + 1));
     if (!d) return bad(absl::StrCat("bad dim '", item, "'"));
     shape.push_back(*d);
   }

@@ -469,5 +469,15 @@ TEST(Limits, TheSessionMemoryLimitIsCheckedBeforeAllocatingAndGivenBack) {
   EXPECT_TRUE(run(256).ok());
 }
 
+TEST(Signature, AnEmptyNameInAVariadicListIsAnError) {
+  // Found by fuzz-run: Concat(a, "") passed the signature check (a trailing
+  // empty name) and Infer read the absent input (SIGSEGV).
+  ModelBuilder m(13);
+  m.Input("a", DType::kFloat, {2}).Output("y", DType::kFloat, {}, false);
+  SetAttr(m.Node("Concat", {"a", ""}, {"y"}), "axis", int64_t(0));
+  EXPECT_THAT(Message(m.Build().status()),
+              HasSubstr("input 1 is empty, but every input of a variadic list is required"));
+}
+
 }  // namespace
 }  // namespace onnx_mini
