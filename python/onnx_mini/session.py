@@ -303,6 +303,17 @@ class InferenceSession:
 
     # ---- running ----
 
+    def _input_arg(self, name):
+        """The NodeArg of input `name`; an error naming the inputs if there is none."""
+        arg = self._input_by_name.get(name)
+        if arg is None:
+            raise OnnxMiniError(
+                "'%s' is not an input of the model (its inputs: %s)"
+                % (name, ", ".join(a.name for a in self._inputs) or "none"),
+                _INVALID,
+            )
+        return arg
+
     def _input_array(self, arg, value):
         """The array passed for input `arg`: `value` itself when it is a
         C-contiguous, aligned ndarray of the declared dtype; a contiguous copy
@@ -384,13 +395,7 @@ class InferenceSession:
         # Inputs: (name, array actually passed, element type).
         feeds = []
         for name, value in input_feed.items():
-            arg = self._input_by_name.get(name)
-            if arg is None:
-                raise OnnxMiniError(
-                    "'%s' is not an input of the model (its inputs: %s)"
-                    % (name, ", ".join(a.name for a in self._inputs) or "none"),
-                    _INVALID,
-                )
+            arg = self._input_arg(name)
             array = self._input_array(arg, value)
             elem_type = arg.elem_type or _types.ELEM_TYPES[array.dtype]
             feeds.append((name, array, elem_type))
@@ -537,15 +542,9 @@ class InferenceSession:
     def _run_values(self, names, input_feed):
         """run() for models with sequence or optional values: sequences come
         back as lists of arrays, an empty optional as None."""
-        feeds = []
-        for name in input_feed:
-            if name not in self._input_by_name:
-                raise OnnxMiniError(
-                    "'%s' is not an input of the model (its inputs: %s)"
-                    % (name, ", ".join(a.name for a in self._inputs) or "none"),
-                    _INVALID,
-                )
-            feeds.append(name)
+        feeds = list(input_feed)
+        for name in feeds:
+            self._input_arg(name)
         handle = self._acquire()
         wrappers = []  # (free function, handle) of everything this call makes
         keep = []  # the input arrays wrapped, alive until the run is over
