@@ -266,19 +266,120 @@ template <int kVectorBytes, class A>
   }
 }
 
-// Dot product with 16 independent partial sums: vectorizes without
+// The sum of a vector's lanes, halving the width down to 16 bytes.
+template <class V>
+[[gnu::always_inline]] inline auto LaneSum(V v) {
+  using A = std::remove_reference_t<decltype(v[0])>;
+  if constexpr (sizeof(V) > 16) {
+    typedef A Half __attribute__((vector_size(sizeof(V) / 2)));
+    Half lo, hi;
+    std::memcpy(&lo, &v, sizeof(Half));
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(Half), sizeof(Half));
+    return LaneSum(lo + hi);
+  } else {
+    A sum = 0;
+    for (size_t l = 0; l < sizeof(V) / sizeof(A); ++l) sum += v[l];
+    return sum;
+  }
+}
+
+// Scores of four query rows (q, rows of D) against n keys, one pass over each
+// key row: s[r * kKeyBlock + j] = q_r . k_j. Four independent accumulators
+// keep the FMA units busy where one row's dot product would wait on itself.
+template <int kVectorBytes, class A>
+[[gnu::always_inline]] inline void ScoreRows4(const A* q, int64_t D, const A* const* k_rows, int64_t n, A* s) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  const int64_t d_vec = D / kLanes * kLanes;
+  for (int64_t j = 0; j < n; ++j) {
+    const A* k = k_rows[j];
+    Vec acc[4] = {};
+    for (int64_t d = 0; d < d_vec; d += kLanes) {
+      Vec kv;
+      std::memcpy(&kv, k + d, sizeof(Vec));
+      for (int r = 0; r < 4; ++r) {
+        Vec qv;
+        std::memcpy(&qv, q + r * D + d, sizeof(Vec));
+        acc[r] += qv * kv;
+      }
+    }
+    for (int r = 0; r < 4; ++r) {
+      A sum = LaneSum(acc[r]);
+      for (int64_t d = d_vec; d < D; ++d) sum += q[r * D + d] * k[d];
+      s[r * kKeyBlock + j] = sum;
+    }
+  }
+}
+
+// The largest of n values; NaN does not count (as std::max(m, z) in order).
+template <class A>
+[[gnu::always_inline]] inline A MaxOf(const A* z, int64_t n) {
+  constexpr int kParts = 16;
+  A part[kParts];
+  for (int l = 0; l < kParts; ++l) part[l] = -std::numeric_limits<A>::infinity();
+  int64_t t = 0;
+  for (; t + kParts <= n; t += kParts)
+    for (int l = 0; l < kParts; ++l) part[l] = z[t + l] > part[l] ? z[t + l] : part[l];
+  A m = -std::numeric_limits<A>::infinity();
+  for (; t < n; ++t) m = z[t] > m ? z[t] : m;
+  for (int l = 0; l < kParts; ++l) m = part[l] > m ? part[l] : m;
+  return m;
+}
+
+// Sum of n values with 16 independent partial sums: vectorizes without
 // reassociating a single sum (no -ffast-math needed).
 template <class A>
-[[gnu::always_inline]] inline A Dot(const A* a, const A* b, int64_t n) {
-  constexpr int kLanes = 16;
-  A part[kLanes] = {};
-  int64_t d = 0;
-  for (; d + kLanes <= n; d += kLanes)
-    for (int l = 0; l < kLanes; ++l) part[l] += a[d + l] * b[d + l];
+[[gnu::always_inline]] inline A SumOf(const A* z, int64_t n) {
+  constexpr int kParts = 16;
+  A part[kParts] = {};
+  int64_t t = 0;
+  for (; t + kParts <= n; t += kParts)
+    for (int l = 0; l < kParts; ++l) part[l] += z[t + l];
   A sum = 0;
-  for (; d < n; ++d) sum += a[d] * b[d];
-  for (int l = 0; l < kLanes; ++l) sum += part[l];
+  for (; t < n; ++t) sum += z[t];
+  for (int l = 0; l < kParts; ++l) sum += part[l];
   return sum;
+}
+
+// out[d] += sum_t w[t] * v_t[d] over n value rows, register-tiled: a chunk of
+// out stays in vector registers while every row of the block is added to it,
+// so out is loaded and stored once per block, not once per key.
+template <int kVectorBytes, class A>
+[[gnu::always_inline]] inline void AddWeightedRows(A* out, const A* w, const A* const* v_rows, int64_t n,
+                                                   int64_t Dv) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  constexpr int kChunk = 8;  // accumulators per pass: 8 of the target's 16 or 32 registers
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  int64_t d0 = 0;
+  for (; d0 + kChunk * kLanes <= Dv; d0 += kChunk * kLanes) {
+    Vec acc[kChunk];
+    std::memcpy(acc, out + d0, sizeof(acc));
+    for (int64_t t = 0; t < n; ++t) {
+      const A wt = w[t];
+      const A* v = v_rows[t] + d0;
+      for (int c = 0; c < kChunk; ++c) {
+        Vec x;
+        std::memcpy(&x, v + c * kLanes, sizeof(Vec));
+        acc[c] += wt * x;
+      }
+    }
+    std::memcpy(out + d0, acc, sizeof(acc));
+  }
+  for (; d0 + kLanes <= Dv; d0 += kLanes) {
+    Vec acc;
+    std::memcpy(&acc, out + d0, sizeof(acc));
+    for (int64_t t = 0; t < n; ++t) {
+      Vec x;
+      std::memcpy(&x, v_rows[t] + d0, sizeof(Vec));
+      acc += w[t] * x;
+    }
+    std::memcpy(out + d0, &acc, sizeof(acc));
+  }
+  for (; d0 < Dv; ++d0) {
+    A acc = out[d0];
+    for (int64_t t = 0; t < n; ++t) acc += w[t] * v_rows[t][d0];
+    out[d0] = acc;
+  }
 }
 
 // e^x for x <= 0 (softmax weights), branch-free so loops over it vectorize:
@@ -305,7 +406,7 @@ template <class A>
 }
 [[gnu::always_inline]] inline double ExpNonPositive(double x) { return std::exp(x); }
 
-// kVectorBytes: the target's vector width (for ScoreTile).
+// kVectorBytes: the target's vector width (for the score and value tiles).
 template <class T, int kVectorBytes>
 [[gnu::always_inline]] inline void FastBlockBody(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
                                                  int64_t i1, std::vector<Acc<T>>& scratch) {
@@ -316,21 +417,28 @@ template <class T, int kVectorBytes>
   constexpr bool kDirect = std::is_same_v<T, A>;
   const int64_t D = p.head_size, Dv = p.v_head_size, G = p.group(), n_rows = i1 - i0;
   const int64_t rows = G * n_rows;  // row = (head in group) * n_rows + (i - i0)
+  const int64_t rows4 = (rows + 3) / 4 * 4;  // q padded with zero rows for ScoreRows4
+  // Scores come straight from the dot products when no softcap, mask or
+  // 16-bit rounding sits between them and the softmax: no per-key work.
+  const bool plain = kDirect && p.softcap == 0 && !p.mask;
   const A r = ScaleRoot<T>(p);
   // Direct rows are unscaled, so the query carries both factors of r.
   const A q_factor = kDirect ? r * r : r;
-  scratch.resize(size_t(rows * D + rows * Dv + 3 * rows + kKeyBlock * (1 + D + (kDirect ? 0 : D + Dv))));
+  scratch.resize(size_t(rows4 * D + rows * Dv + 3 * rows + rows4 * kKeyBlock + kKeyBlock +
+                        kKeyBlock * (D + (kDirect ? 0 : D + Dv))));
   A* q = scratch.data();
-  A* acc = q + rows * D;
+  A* acc = q + rows4 * D;
   A* m = acc + rows * Dv;
   A* l = m + rows;  // NaN (for good) once a visible key scored NaN
   A* seen = l + rows;  // 1 once a key with a finite bias was seen
-  A* s = seen + rows;
-  A* kt = s + kKeyBlock;  // the K block transposed, kt[d * kKeyBlock + j]
+  A* s = seen + rows;  // the block's raw scores, s[row * kKeyBlock + (j - j0)]
+  A* w = s + rows4 * kKeyBlock;  // one row's softmax weights of the block
+  A* kt = w + kKeyBlock;  // the K block transposed, kt[d * kKeyBlock + j]
   A* kb = kt + kKeyBlock * D;
   A* vb = kb + kKeyBlock * D;
   std::vector<int64_t> first(static_cast<size_t>(rows)), last(first);
   int64_t lo = p.total_len, hi = 0;
+  std::fill(q + rows * D, q + rows4 * D, A(0));
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
     const T* src = static_cast<const T*>(p.q_data) + p.q.At(b, h, i);
@@ -348,15 +456,16 @@ template <class T, int kVectorBytes>
     seen[row] = 0;
     std::fill(acc + row * Dv, acc + (row + 1) * Dv, A(0));
   }
-  std::vector<const A*> k_rows(kKeyBlock), v_rows(kKeyBlock);
-  int32_t keys[kKeyBlock];  // the keys of the block the mask leaves visible to a row
+  const A* k_rows[kKeyBlock];
+  const A* v_rows[kKeyBlock];
+  const A* v_sel[kKeyBlock];  // the value rows of a row's visible keys, in order
   for (int64_t j0 = lo; j0 < hi; j0 += kKeyBlock) {
-    const int64_t j1 = std::min(hi, j0 + kKeyBlock);
+    const int64_t j1 = std::min(hi, j0 + kKeyBlock), n_keys = j1 - j0;
     // Each K/V row of the block is loaded once for every query head of the group.
     for (int64_t j = j0; j < j1; ++j) {
       if constexpr (kDirect) {
-        k_rows[size_t(j - j0)] = KeyRow<T>(p, b, g, j);
-        v_rows[size_t(j - j0)] = ValueRow<T>(p, b, g, j);
+        k_rows[j - j0] = KeyRow<T>(p, b, g, j);
+        v_rows[j - j0] = ValueRow<T>(p, b, g, j);
       } else {
         const T* k = KeyRow<T>(p, b, g, j);
         const T* v = ValueRow<T>(p, b, g, j);
@@ -366,53 +475,69 @@ template <class T, int kVectorBytes>
         for (int64_t d = 0; d < D; ++d) kd[d] *= r;
         RoundRow<T>(kd, D);
         WidenRow(v, vd, Dv);
-        k_rows[size_t(j - j0)] = kd;
-        v_rows[size_t(j - j0)] = vd;
+        k_rows[j - j0] = kd;
+        v_rows[j - j0] = vd;
       }
     }
     // Many rows per block (prefill): transpose the K block once, then each
     // row's scores come 16 keys at a time from register accumulators with no
-    // horizontal sums. Few rows (decode): one dot product per key.
-    const bool tiled = rows >= kTiledRows;
-    if (tiled) {
+    // horizontal sums. Few rows (decode): four rows per pass over each key.
+    if (rows >= kTiledRows) {
       for (int64_t j = j0; j < j1; ++j)
-        for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + (j - j0)] = k_rows[size_t(j - j0)][d];
-      for (int64_t j = j1 - j0; j < kKeyBlock; ++j)
+        for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + (j - j0)] = k_rows[j - j0][d];
+      for (int64_t j = n_keys; j < kKeyBlock; ++j)
         for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + j] = 0;
+      for (int64_t row = 0; row < rows; ++row)
+        if (std::max(j0, first[size_t(row)]) < std::min(j1, last[size_t(row)]))
+          ScoreTile<kVectorBytes>(q + row * D, kt, D, s + row * kKeyBlock);
+    } else {
+      for (int64_t r0 = 0; r0 < rows; r0 += 4)
+        ScoreRows4<kVectorBytes>(q + r0 * D, D, k_rows, n_keys, s + r0 * kKeyBlock);
     }
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t a = std::max(j0, first[size_t(row)]), e = std::min(j1, last[size_t(row)]);
       if (a >= e) continue;
-      const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
-      const A* qr = q + row * D;
-      if (tiled) ScoreTile<kVectorBytes>(qr, kt, D, s);
-      // The scores of the keys the mask leaves visible, compacted: s[0, n)
-      // for the keys j0 + keys[0, n). Masked keys (-inf) take no part, even
-      // if their score or value is NaN.
+      const A* sr = s + row * kKeyBlock;
+      // The scores the softmax sees, z[0, n), and their value rows.
+      const A* z;
+      const A* const* vz;
       int64_t n = 0;
-      A block_max = kMinusInf;
-      for (int64_t j = a; j < e; ++j) {
-        A z = tiled ? s[j - j0] : Dot(qr, k_rows[size_t(j - j0)], D);
-        if constexpr (!kDirect) z = RoundTo<T>(z);
-        if (p.softcap != 0) {
-          z = A(p.softcap) * std::tanh(z / A(p.softcap));
-          if constexpr (!kDirect) z = RoundTo<T>(z);
+      A block_max;
+      if (plain) {
+        z = sr + (a - j0);
+        vz = v_rows + (a - j0);
+        n = e - a;
+        block_max = MaxOf(z, n);
+      } else {
+        // Compacted to the keys the mask leaves visible. Masked keys (-inf)
+        // take no part, even if their score or value is NaN.
+        const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
+        block_max = kMinusInf;
+        for (int64_t j = a; j < e; ++j) {
+          A zj = sr[j - j0];
+          if constexpr (!kDirect) zj = RoundTo<T>(zj);
+          if (p.softcap != 0) {
+            zj = A(p.softcap) * std::tanh(zj / A(p.softcap));
+            if constexpr (!kDirect) zj = RoundTo<T>(zj);
+          }
+          if (p.mask) {
+            const A bias = A(MaskAt(p, b, h, i, j));
+            if (bias == kMinusInf) continue;
+            zj += bias;
+            if constexpr (!kDirect) zj = RoundTo<T>(zj);
+          }
+          w[n] = zj;
+          v_sel[n++] = v_rows[j - j0];
+          block_max = zj > block_max ? zj : block_max;  // NaN scores do not count here
         }
-        if (p.mask) {
-          const A bias = A(MaskAt(p, b, h, i, j));
-          if (bias == kMinusInf) continue;
-          z += bias;
-          if constexpr (!kDirect) z = RoundTo<T>(z);
-        }
-        s[n] = z;
-        keys[n++] = int32_t(j - j0);
-        block_max = std::max(block_max, z);  // NaN scores do not count here
+        z = w;
+        vz = v_sel;
       }
       // A NaN score makes l NaN: through its weight below, or here when no
       // score of the block is above -inf.
       if (block_max == kMinusInf) {
         for (int64_t t = 0; t < n; ++t)
-          if (std::isnan(s[t])) l[row] = std::numeric_limits<A>::quiet_NaN();
+          if (std::isnan(z[t])) l[row] = std::numeric_limits<A>::quiet_NaN();
         continue;
       }
       seen[row] = 1;
@@ -425,17 +550,9 @@ template <class T, int kVectorBytes>
         m[row] = block_max;
       }
       const A mr = m[row];
-      A sum = 0;
-      for (int64_t t = 0; t < n; ++t) {
-        s[t] = ExpNonPositive(s[t] - mr);  // NaN for a NaN score (and +inf: inf - inf)
-        sum += s[t];
-      }
-      l[row] += sum;
-      for (int64_t t = 0; t < n; ++t) {
-        const A w = s[t];
-        const A* vd = v_rows[size_t(keys[t])];
-        for (int64_t d = 0; d < Dv; ++d) out[d] += w * vd[d];
-      }
+      for (int64_t t = 0; t < n; ++t) w[t] = ExpNonPositive(z[t] - mr);  // NaN for NaN (and inf - inf)
+      l[row] += SumOf(w, n);
+      AddWeightedRows<kVectorBytes>(out, w, vz, n, Dv);
     }
   }
   for (int64_t row = 0; row < rows; ++row) {
