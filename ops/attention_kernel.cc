@@ -240,29 +240,31 @@ template <class T, class A>
   for (int64_t d = 0; d < n; ++d) out[d] = A(Widen(in[d]));
 }
 
-// Scores of one query row against a transposed block of kKeyBlock keys:
-// s[j] = sum_d q[d] * kt[d][j], with GCC vectors of the target's width
-// (kVectorBytes: 64 for AVX-512, 32 for AVX2, 16 for SSE2) as accumulators
-// that stay in registers, at most 8 at a time; no horizontal sums.
+// Scores of four query rows (q, rows of D) against a transposed block of
+// kKeyBlock keys: s[r * kKeyBlock + j] = sum_d q_r[d] * kt[d][j], with GCC
+// vectors of the target's width (kVectorBytes: 64 for AVX-512, 32 for AVX2,
+// 16 for SSE2) as accumulators that stay in registers; each K vector loaded
+// serves the four rows, and the independent accumulators keep both FMA
+// ports busy. No horizontal sums.
 template <int kVectorBytes, class A>
-[[gnu::always_inline]] inline void ScoreTile(const A* q, const A* kt, int64_t d_len, A* s) {
+[[gnu::always_inline]] inline void ScoreTile4(const A* q, const A* kt, int64_t D, A* s) {
   constexpr int kLanes = kVectorBytes / int(sizeof(A));
-  constexpr int kVectors = int(kKeyBlock) / kLanes;  // accumulators for the whole tile
-  constexpr int kChunk = kVectors < 8 ? kVectors : 8;  // accumulators per pass over d
+  constexpr int kVectors = int(kKeyBlock) / kLanes;  // vectors across the tile
+  constexpr int kChunk = kVectors < 4 ? kVectors : 4;  // per pass over d: 4 rows x kChunk accumulators
   static_assert(kKeyBlock % kLanes == 0 && kVectors % kChunk == 0, "the tile is whole vectors");
   typedef A Vec __attribute__((vector_size(kVectorBytes)));
   for (int c0 = 0; c0 < kVectors; c0 += kChunk) {
-    Vec acc[kChunk] = {};
-    for (int64_t d = 0; d < d_len; ++d) {
-      const A qd = q[d];
+    Vec acc[4][kChunk] = {};
+    for (int64_t d = 0; d < D; ++d) {
       const A* k = kt + d * kKeyBlock + c0 * kLanes;
-      for (int c = 0; c < kChunk; ++c) {
-        Vec kv;
-        std::memcpy(&kv, k + c * kLanes, sizeof(Vec));
-        acc[c] += qd * kv;
+      Vec kv[kChunk];
+      std::memcpy(kv, k, sizeof(kv));
+      for (int r = 0; r < 4; ++r) {
+        const A qd = q[r * D + d];
+        for (int c = 0; c < kChunk; ++c) acc[r][c] += qd * kv[c];
       }
     }
-    std::memcpy(s + c0 * kLanes, acc, sizeof(acc));
+    for (int r = 0; r < 4; ++r) std::memcpy(s + r * kKeyBlock + c0 * kLanes, acc[r], sizeof(acc[r]));
   }
 }
 
@@ -417,7 +419,7 @@ template <class T, int kVectorBytes>
   constexpr bool kDirect = std::is_same_v<T, A>;
   const int64_t D = p.head_size, Dv = p.v_head_size, G = p.group(), n_rows = i1 - i0;
   const int64_t rows = G * n_rows;  // row = (head in group) * n_rows + (i - i0)
-  const int64_t rows4 = (rows + 3) / 4 * 4;  // q padded with zero rows for ScoreRows4
+  const int64_t rows4 = (rows + 3) / 4 * 4;  // q padded with zero rows for the 4-row score kernels
   // Scores come straight from the dot products when no softcap, mask or
   // 16-bit rounding sits between them and the softmax: no per-key work.
   const bool plain = kDirect && p.softcap == 0 && !p.mask;
@@ -479,17 +481,20 @@ template <class T, int kVectorBytes>
         v_rows[j - j0] = vd;
       }
     }
-    // Many rows per block (prefill): transpose the K block once, then each
-    // row's scores come 16 keys at a time from register accumulators with no
+    // Many rows per block (prefill): transpose the K block once, then four
+    // rows' scores at a time come from register accumulators with no
     // horizontal sums. Few rows (decode): four rows per pass over each key.
     if (rows >= kTiledRows) {
       for (int64_t j = j0; j < j1; ++j)
         for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + (j - j0)] = k_rows[j - j0][d];
       for (int64_t j = n_keys; j < kKeyBlock; ++j)
         for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + j] = 0;
-      for (int64_t row = 0; row < rows; ++row)
-        if (std::max(j0, first[size_t(row)]) < std::min(j1, last[size_t(row)]))
-          ScoreTile<kVectorBytes>(q + row * D, kt, D, s + row * kKeyBlock);
+      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+        bool visible = false;  // rows of the group with a key in the block
+        for (int64_t row = r0; row < std::min(rows, r0 + 4); ++row)
+          visible = visible || std::max(j0, first[size_t(row)]) < std::min(j1, last[size_t(row)]);
+        if (visible) ScoreTile4<kVectorBytes>(q + r0 * D, kt, D, s + r0 * kKeyBlock);
+      }
     } else {
       for (int64_t r0 = 0; r0 < rows; r0 += 4)
         ScoreRows4<kVectorBytes>(q + r0 * D, D, k_rows, n_keys, s + r0 * kKeyBlock);
