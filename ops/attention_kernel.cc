@@ -205,7 +205,7 @@ bool UsesFastPath(const AttentionProblem& p) {
 namespace {
 
 constexpr int64_t kKeyBlock = 64;
-constexpr int64_t kQueryBlock = 16;
+constexpr int64_t kQueryBlock = 32;
 constexpr int64_t kTiledRows = 16;
 
 // The fast kernel is one source compiled for each CPU target: FastBlockBody
@@ -249,22 +249,31 @@ template <class T, class A>
 template <int kVectorBytes, class A>
 [[gnu::always_inline]] inline void ScoreTile4(const A* q, const A* kt, int64_t D, A* s) {
   constexpr int kLanes = kVectorBytes / int(sizeof(A));
-  constexpr int kVectors = int(kKeyBlock) / kLanes;  // vectors across the tile
-  constexpr int kChunk = kVectors < 4 ? kVectors : 4;  // per pass over d: 4 rows x kChunk accumulators
-  static_assert(kKeyBlock % kLanes == 0 && kVectors % kChunk == 0, "the tile is whole vectors");
+  static_assert(kKeyBlock % (4 * kLanes) == 0, "the tile is whole groups of four vectors");
   typedef A Vec __attribute__((vector_size(kVectorBytes)));
-  for (int c0 = 0; c0 < kVectors; c0 += kChunk) {
-    Vec acc[4][kChunk] = {};
+  // Sixteen named accumulators: GCC keeps these in registers, where an
+  // array of vectors would be stored back to the stack every iteration.
+  for (int c0 = 0; c0 < int(kKeyBlock) / kLanes; c0 += 4) {
+    Vec a00 = {}, a01 = {}, a02 = {}, a03 = {}, a10 = {}, a11 = {}, a12 = {}, a13 = {};
+    Vec a20 = {}, a21 = {}, a22 = {}, a23 = {}, a30 = {}, a31 = {}, a32 = {}, a33 = {};
     for (int64_t d = 0; d < D; ++d) {
       const A* k = kt + d * kKeyBlock + c0 * kLanes;
-      Vec kv[kChunk];
-      std::memcpy(kv, k, sizeof(kv));
-      for (int r = 0; r < 4; ++r) {
-        const A qd = q[r * D + d];
-        for (int c = 0; c < kChunk; ++c) acc[r][c] += qd * kv[c];
-      }
+      Vec k0, k1, k2, k3;
+      std::memcpy(&k0, k, sizeof(Vec));
+      std::memcpy(&k1, k + kLanes, sizeof(Vec));
+      std::memcpy(&k2, k + 2 * kLanes, sizeof(Vec));
+      std::memcpy(&k3, k + 3 * kLanes, sizeof(Vec));
+      const A q0 = q[d], q1 = q[D + d], q2 = q[2 * D + d], q3 = q[3 * D + d];
+      a00 += q0 * k0, a01 += q0 * k1, a02 += q0 * k2, a03 += q0 * k3;
+      a10 += q1 * k0, a11 += q1 * k1, a12 += q1 * k2, a13 += q1 * k3;
+      a20 += q2 * k0, a21 += q2 * k1, a22 += q2 * k2, a23 += q2 * k3;
+      a30 += q3 * k0, a31 += q3 * k1, a32 += q3 * k2, a33 += q3 * k3;
     }
-    for (int r = 0; r < 4; ++r) std::memcpy(s + r * kKeyBlock + c0 * kLanes, acc[r], sizeof(acc[r]));
+    const Vec* acc[4][4] = {{&a00, &a01, &a02, &a03}, {&a10, &a11, &a12, &a13},
+                            {&a20, &a21, &a22, &a23}, {&a30, &a31, &a32, &a33}};
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 4; ++c)
+        std::memcpy(s + r * kKeyBlock + (c0 + c) * kLanes, acc[r][c], sizeof(Vec));
   }
 }
 
