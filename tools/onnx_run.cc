@@ -21,6 +21,7 @@
 #include "runtime/status_macros.h"
 #include "runtime/tensor_io.h"
 #include "tools/json.h"
+#include "tools/omp_defaults.h"
 
 namespace fs = std::filesystem;
 using namespace onnx_mini;
@@ -303,4 +304,7 @@ int Main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return Main(argc, argv); }
+int main(int argc, char** argv) {
+  ReexecWithOmpWaitDefault(argv);
+  return Main(argc, argv);
+}

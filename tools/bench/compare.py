@@ -3,7 +3,7 @@
 in one sitting and prints the ratio table in markdown.
 
 Every round runs each case with each runtime in turn (the order alternates
-between rounds), at each thread count; a run's figure is the median of its
+between rounds), at each thread count, quiet and (with --busy) contended; a run's figure is the median of its
 timed iterations after warm-up, and the table shows the median over rounds.
 The machine is shared and noisy: compare ratios from one sitting, not
 figures from different sittings.
@@ -144,10 +144,10 @@ def main():
     # times[(case, threads, load, column)] = [median of each round]
     times, errors = {}, {}
     for rnd in range(args.rounds):
-        for load in loads:
-            with Busy(load):
-                for t in threads:
-                    for case in cases:
+        for t in threads:
+            for case in cases:
+                for load in (loads if rnd % 2 == 0 else loads[::-1]):
+                    with Busy(load):
                         order = columns if rnd % 2 == 0 else columns[::-1]
                         for col in order:
                             if col == "onnxruntime":

@@ -23,6 +23,12 @@ function load(file) {
   const bytes = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length);
   return new ort.Tensor(type, new ARR[type](bytes), t.dims.map(Number));
 }
+// An element as a number (float16 tensors hold their bits in a Uint16Array).
+function half(h) {
+  const e = (h >> 10) & 31, m = h & 1023, s = h >> 15 ? -1 : 1;
+  return e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1024 + m) * 2 ** (e - 25);
+}
+function values(t) { return t.type === 'float16' ? Array.from(t.data, half) : Array.from(t.data, Number); }
 function flag(name, dflt) {
   const i = process.argv.indexOf(name);
   return i < 0 ? dflt : process.argv[i + 1];
@@ -53,12 +59,13 @@ function flag(name, dflt) {
     const out = await s.run(feeds);
     let maxAbs = 0, maxRel = 0, bad = 0;
     s.outputNames.forEach((o, k) => {
-      const want = load(path.join(check, `output_${k}.pb`)), got = out[o];
-      if (want.dims.join() !== got.dims.join()) throw new Error(`${o}: shape ${got.dims} vs ${want.dims}`);
+      const wantT = load(path.join(check, `output_${k}.pb`));
+      if (wantT.dims.join() !== out[o].dims.join()) throw new Error(`${o}: shape ${out[o].dims} vs ${wantT.dims}`);
+      const want = values(wantT), got = values(out[o]);
       let scale = 0;
-      for (let i = 0; i < got.data.length; i++) scale = Math.max(scale, Math.abs(Number(got.data[i])));
-      for (let i = 0; i < got.data.length; i++) {
-        const d = Math.abs(Number(got.data[i]) - Number(want.data[i]));
+      for (let i = 0; i < got.length; i++) scale = Math.max(scale, Math.abs(got[i]));
+      for (let i = 0; i < got.length; i++) {
+        const d = Math.abs(got[i] - want[i]);
         if (!(d <= 1e-3 * scale + 1e-5)) bad++;
         maxAbs = Math.max(maxAbs, d);
         if (scale > 0) maxRel = Math.max(maxRel, d / scale);
