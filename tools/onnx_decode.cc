@@ -33,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "omp_defaults.h"  // same folder: onnx-decode sees only the C API's include path
+
 #ifndef ONNX_MINI_DECODER_DIR
 #define ONNX_MINI_DECODER_DIR "testdata/decoder"
 #endif
@@ -772,6 +774,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  onnx_mini::ReexecWithOmpWaitDefault(argv);
   try {
     return Main(argc, argv);
   } catch (const Failure& f) {

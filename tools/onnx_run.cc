@@ -21,6 +21,7 @@
 #include "runtime/status_macros.h"
 #include "runtime/tensor_io.h"
 #include "tools/json.h"
+#include "tools/omp_defaults.h"
 
 namespace fs = std::filesystem;
 using namespace onnx_mini;
@@ -29,11 +30,14 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
-    "                [--output-dir DIR] [--repeat N] [--threads N] [--memory-limit BYTES] [--json]\n"
+    "                [--output-dir DIR] [--repeat N] [--warmup N] [--threads N] [--memory-limit BYTES]\n"
+    "                [--json]\n"
     "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ", with random inputs).\n"
     "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
     "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
     "--output-dir writes output_K.pb (output_K.npy if over 2 GiB), all or nothing.\n"
+    "--repeat N times N runs and reports their median and minimum, after --warmup untimed\n"
+    "runs (default 1 when N > 1, else 0).\n"
     "--memory-limit caps the session's tensors (K, M, G suffixes; default 3/4 of RAM).\n"
     "--json prints one JSON object.\n";
 
@@ -44,6 +48,7 @@ struct Options {
   bool random_inputs = false, json = false;
   bool random_default = true;  // the bundled model runs on random inputs unless given some
   int repeat = 1, threads = 0;
+  int warmup = -1;  // -1: one untimed run when repeat > 1, none otherwise
   size_t memory_limit = 0;  // 0: the session's default
 };
 
@@ -92,14 +97,14 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
     } else if (is("--output-dir")) {
       ASSIGN_OR_RETURN(std::string v, value("--output-dir"));
       o.output_dir = v;
-    } else if (is("--repeat") || is("--threads")) {
-      const bool repeat = is("--repeat");
-      ASSIGN_OR_RETURN(std::string v, value(repeat ? "--repeat" : "--threads"));
+    } else if (is("--repeat") || is("--threads") || is("--warmup")) {
+      const char* flag = is("--repeat") ? "--repeat" : is("--threads") ? "--threads" : "--warmup";
+      const bool repeat = flag == std::string("--repeat");
+      ASSIGN_OR_RETURN(std::string v, value(flag));
       int n;
       if (!ParseInt(v, n) || (repeat && n < 1))
-        return absl::InvalidArgumentError(absl::StrCat(repeat ? "--repeat" : "--threads",
-                                                       " takes a number, got '", v, "'"));
-      (repeat ? o.repeat : o.threads) = n;
+        return absl::InvalidArgumentError(absl::StrCat(flag, " takes a number, got '", v, "'"));
+      (repeat ? o.repeat : flag == std::string("--threads") ? o.threads : o.warmup) = n;
     } else if (is("--memory-limit")) {
       ASSIGN_OR_RETURN(std::string v, value("--memory-limit"));
       if (!ParseBytes(v, o.memory_limit))
@@ -245,8 +250,16 @@ int Main(int argc, char** argv) {
     if (!known) return Fail(absl::StrCat("'", name, "' is not an input of the model"));
   }
 
-  std::vector<double> times;
+  // Untimed warm-up runs first: the first run pays for page faults, the
+  // memory pool's first blocks and oneDNN's primitive creation.
   std::vector<Tensor> outputs;
+  const int warmup = o.warmup >= 0 ? o.warmup : o.repeat > 1 ? 1 : 0;
+  for (int r = 0; r < warmup; ++r) {
+    outputs.clear();
+    absl::Status s = (*session)->Run(feeds, &outputs);
+    if (!s.ok()) return Fail(std::string(s.message()));
+  }
+  std::vector<double> times;
   for (int r = 0; r < o.repeat; ++r) {
     outputs.clear();
     auto start = std::chrono::steady_clock::now();
@@ -273,9 +286,9 @@ int Main(int argc, char** argv) {
           JsonEscape(out_info[k].name), LowerName(outputs[k].dtype()),
           absl::StrJoin(outputs[k].shape(), ", "), absl::StrJoin(FirstValues(outputs[k], 8), ", ")));
     std::cout << absl::StrFormat(
-        "{\"model\": \"%s\", \"outputs\": [%s], \"repeat\": %d, \"threads\": %d, "
-        "\"median_ms\": %.4f, \"min_ms\": %.4f}\n",
-        JsonEscape(o.model), absl::StrJoin(items, ", "), o.repeat, o.threads, median, min);
+        "{\"model\": \"%s\", \"outputs\": [%s], \"repeat\": %d, \"warmup\": %d, "
+        "\"threads\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f}\n",
+        JsonEscape(o.model), absl::StrJoin(items, ", "), o.repeat, warmup, o.threads, median, min);
   } else {
     std::cout << "model: " << o.model << "\n";
     for (size_t k = 0; k < outputs.size(); ++k)
@@ -283,12 +296,15 @@ int Main(int argc, char** argv) {
                                    LowerName(outputs[k].dtype()), ShapeToString(outputs[k].shape()),
                                    absl::StrJoin(FirstValues(outputs[k], 8), ", "),
                                    outputs[k].size() > 8 ? ", ..." : "");
-    std::cout << absl::StrFormat("time: median %.4f ms, min %.4f ms over %d run%s\n", median, min,
-                                 o.repeat, o.repeat == 1 ? "" : "s");
+    std::cout << absl::StrFormat("time: median %.4f ms, min %.4f ms over %d run%s (after %d untimed)\n",
+                                 median, min, o.repeat, o.repeat == 1 ? "" : "s", warmup);
   }
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return Main(argc, argv); }
+int main(int argc, char** argv) {
+  ReexecWithOmpWaitDefault(argv);
+  return Main(argc, argv);
+}

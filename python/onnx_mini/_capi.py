@@ -74,9 +74,20 @@ def _candidates():
         yield found
 
 
+def _set_omp_wait_default():
+    """libgomp reads its wait policy once, when it is loaded: unless the user
+    chose one, ask for a short spin before waiting threads sleep (the default
+    spins for milliseconds and collapses parallel regions when another busy
+    process shares the cores; the README's "Threads under contention"). No
+    effect if libgomp is already loaded in this process."""
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = "1000"
+
+
 def _load():
     """Returns (CDLL, name loaded). Raises ImportError when no library can be loaded."""
     explicit = os.environ.get(ENV)
+    _set_omp_wait_default()
     tried = []
     for name in _candidates():
         tried.append(name)
