@@ -30,18 +30,20 @@ namespace {
 constexpr char kUsage[] =
     "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
     "                [--output-dir DIR] [--repeat N] [--threads N] [--memory-limit BYTES] [--json]\n"
+    "                [--no-rewrites]\n"
     "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ", with random inputs).\n"
     "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
     "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
     "--output-dir writes output_K.pb (output_K.npy if over 2 GiB), all or nothing.\n"
     "--memory-limit caps the session's tensors (K, M, G suffixes; default 3/4 of RAM).\n"
-    "--json prints one JSON object.\n";
+    "--json prints one JSON object.\n"
+    "--no-rewrites runs the graph as written (no fused-pattern rewrites).\n";
 
 struct Options {
   std::string model = ONNX_MINI_DEFAULT_MODEL;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string input_dir, output_dir;
-  bool random_inputs = false, json = false;
+  bool random_inputs = false, json = false, rewrites = true;
   bool random_default = true;  // the bundled model runs on random inputs unless given some
   int repeat = 1, threads = 0;
   size_t memory_limit = 0;  // 0: the session's default
@@ -106,6 +108,8 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
         return absl::InvalidArgumentError(absl::StrCat("--memory-limit takes a byte count (K, M, G suffixes), got '", v, "'"));
     } else if (arg == "--random-inputs") {
       o.random_inputs = true;
+    } else if (arg == "--no-rewrites") {
+      o.rewrites = false;
     } else if (arg == "--json") {
       o.json = true;
     } else if (arg == "--help" || arg == "-h") {
@@ -205,6 +209,7 @@ int Main(int argc, char** argv) {
   SessionOptions so;
   so.threads = o.threads;
   so.memory_limit = o.memory_limit;
+  so.graph_rewrites = o.rewrites;
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Load(o.model, BuiltinOps(), so);
   if (!session.ok()) return Fail(std::string(session.status().message()));
 
