@@ -12,6 +12,7 @@
 //             or Mul(x, x), 1/Sqrt(.) as Reciprocal(Sqrt(.)) or Div(1, Sqrt(.)),
 //             or x / Sqrt(.), and w a constant 1-D scale
 //             -> RMSNormalization(x, w, axis = -1, epsilon = eps)
+//   SiLU      Mul(x, Sigmoid(x)) (either order) -> Swish(x) (opset 24, alpha 1)
 //   Pow2      Pow(x, c) with c a constant scalar 2 -> Mul(x, x)
 #pragma once
 

@@ -131,6 +131,26 @@ TEST(Rewrite, RmsNormOverAnotherAxisIsKept) {
   EXPECT_EQ(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {3, 5}, 9)}}, 1e-6).size(), 6u);
 }
 
+TEST(Rewrite, MulBySigmoidBecomesSwish) {
+  for (DType dt : {DType::kFloat, DType::kFloat16, DType::kDouble})
+    for (bool sigmoid_first : {false, true}) {
+      ModelBuilder m(17);
+      m.Input("x", dt, {-1}).Output("y", dt, {-1}).Output("z", dt, {-1});
+      m.Node("Sigmoid", {"x"}, {"s"});
+      if (sigmoid_first) m.Node("Mul", {"s", "x"}, {"y"});
+      else m.Node("Mul", {"x", "s"}, {"y"});
+      // Sigmoid of another value: not SiLU.
+      m.Node("Sigmoid", {"y"}, {"t"});
+      m.Node("Mul", {"x", "t"}, {"z"});
+      for (int64_t n : {0, 1, 17, 1000}) {
+        const Tensor x = RandomUniform(dt, {n}, uint32_t(n), -30, 30);
+        EXPECT_THAT(RunBothWays(m, {{"x", x}}, dt == DType::kFloat16 ? 1e-3 : 1e-6),
+                    ::testing::ElementsAre("Swish", "Sigmoid", "Mul"))
+            << LowerName(dt);
+      }
+    }
+}
+
 TEST(Rewrite, PowOfTwoBecomesAMultiply) {
   for (DType dt : {DType::kFloat, DType::kDouble, DType::kInt64}) {
     ModelBuilder m(17);
