@@ -60,6 +60,13 @@ class MatMulOp : public Op {
  public:
   explicit MatMulOp(const Node&) {}
 
+  // A constant 2-D B is packed for oneDNN once (float, bfloat16).
+  absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads) override {
+    if (constants.size() > 1 && constants[1] && constants[1]->shape().size() == 2)
+      packed_ = PackedMatMul::Make(*constants[1], false, Tensor(), threads);
+    return absl::OkStatus();
+  }
+
   absl::Status Infer(InferContext& ctx) const override {
     ValueType out;
     out.dtype = ctx.input(0).dtype;
@@ -92,6 +99,10 @@ class MatMulOp : public Op {
     Tensor& out = ctx.output(0);
     const MatMulPlan& p = ctx.plan<MatMulPlan>();
     const int64_t M = p.M, K = p.K, N = p.N;
+    // B 2-D: A's batches are rows of one product.
+    if (packed_ && packed_->packs(b) && a.shape().size() >= 2 &&
+        packed_->Run(a.raw(), out.raw(), p.batches * M, ctx.threads()))
+      return absl::OkStatus();
     if (p.one_call && OneDnnMatMul(a.dtype(), a.raw(), b.raw(), out.raw(), p.batches, p.count_a, p.count_b, M, K, N,
                                    false, false, ctx.threads()))
       return absl::OkStatus();
@@ -132,6 +143,9 @@ class MatMulOp : public Op {
       }
     });
   }
+
+ private:
+  std::unique_ptr<PackedMatMul> packed_;  // set by Prepare, read-only after
 };
 
 // ---- Gemm: Y = alpha * A' B' + beta * C ----
@@ -147,6 +161,20 @@ class GemmOp : public Op {
       : alpha_(node.attr_float("alpha", 1)), beta_(node.attr_float("beta", 1)),
         trans_a_(node.attr_int("transA", 0) != 0), trans_b_(node.attr_int("transB", 0) != 0),
         c_exact_(node.opset < 7 && node.attr_int("broadcast", 0) == 0) {}
+
+  // A constant B is packed for oneDNN once, with a constant C as its bias
+  // when Y = A' B' + C with C of N elements.
+  absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads) override {
+    if (trans_a_ || constants.size() < 2 || !constants[1]) return absl::OkStatus();
+    const Tensor& b = *constants[1];
+    if (b.shape().size() != 2) return absl::OkStatus();
+    const Tensor* c = constants.size() > 2 ? constants[2] : nullptr;
+    const int64_t n = b.shape()[trans_b_ ? 0 : 1];
+    const bool bias = c && alpha_ == 1 && beta_ == 1 && c->size() == n &&
+                      (c->shape() == Shape{n} || c->shape() == Shape{1, n});
+    packed_ = PackedMatMul::Make(b, trans_b_, bias ? *c : Tensor(), threads);
+    return absl::OkStatus();
+  }
 
   absl::Status Infer(InferContext& ctx) const override {
     ValueType out;
@@ -196,18 +224,15 @@ class GemmOp : public Op {
     const GemmPlan& p = ctx.plan<GemmPlan>();
     const int64_t M = p.M, N = p.N, K = p.K;
     const std::vector<int64_t>& cs = p.c_strides;
+    if (packed_ && packed_->packs(b) && (!packed_->has_bias() || c != nullptr) &&
+        packed_->Run(a.raw(), y.raw(), M, ctx.threads())) {
+      if (packed_->has_bias()) return absl::OkStatus();  // alpha = beta = 1, C added
+      if (alpha_ == 1 && (c == nullptr || beta_ == 0)) return absl::OkStatus();
+      return Scale(ctx, y, c, p);
+    }
     if (OneDnnMatMul(a.dtype(), a.raw(), b.raw(), y.raw(), 1, 1, 1, M, K, N, trans_a_, trans_b_, ctx.threads())) {
       if (alpha_ == 1 && (c == nullptr || beta_ == 0)) return absl::OkStatus();
-      return Dispatch<OneDnnTypes>(ctx, a.dtype(), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        T* py = y.data<T>();
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            float v = alpha_ * float(Widen(py[m * N + n]));
-            if (c) v += beta_ * float(Widen(c->data<T>()[m * cs[0] + n * cs[1]]));
-            py[m * N + n] = Narrow<T>(v);
-          }
-      });
+      return Scale(ctx, y, c, p);
     }
     return Dispatch<MatMulTypes>(ctx, a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -228,8 +253,25 @@ class GemmOp : public Op {
   }
 
  private:
+  // Y = alpha * Y + beta * C, after oneDNN wrote A' B' into Y.
+  absl::Status Scale(KernelContext& ctx, Tensor& y, const Tensor* c, const GemmPlan& p) const {
+    const int64_t M = p.M, N = p.N;
+    const std::vector<int64_t>& cs = p.c_strides;
+    return Dispatch<OneDnnTypes>(ctx, y.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* py = y.data<T>();
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          float v = alpha_ * float(Widen(py[m * N + n]));
+          if (c) v += beta_ * float(Widen(c->data<T>()[m * cs[0] + n * cs[1]]));
+          py[m * N + n] = Narrow<T>(v);
+        }
+    });
+  }
+
   float alpha_, beta_;
   bool trans_a_, trans_b_, c_exact_;
+  std::unique_ptr<PackedMatMul> packed_;  // set by Prepare, read-only after
 };
 
 }  // namespace

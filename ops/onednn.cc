@@ -1,5 +1,9 @@
 #include "ops/onednn.h"
 
+#include <map>
+#include <mutex>
+#include <vector>
+
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace onnx_mini {
@@ -31,6 +35,134 @@ bool OneDnnMatMul(DType dtype, const void* a, const void* b, void* c, int64_t ba
     memory b_mem(b_md, OneDnnEngine(), const_cast<void*>(b));
     memory c_mem(c_md, OneDnnEngine(), c);
     primitive.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    stream.wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+namespace {
+
+bool OneDnnType(DType dtype, dnnl::memory::data_type& dt) {
+  if (dtype == DType::kFloat) dt = dnnl::memory::data_type::f32;
+  else if (dtype == DType::kBFloat16) dt = dnnl::memory::data_type::bf16;
+  else return false;
+  return true;
+}
+
+// Row counts of A with a cached primitive; more distinct ones get a primitive
+// made per call (oneDNN's own cache still helps them).
+constexpr size_t kMaxPackedShapes = 16;
+
+}  // namespace
+
+struct PackedMatMul::Impl {
+  Tensor b, bias;
+  dnnl::memory::data_type dt = dnnl::memory::data_type::f32;
+  int64_t k = 0, n = 0;
+  bool trans_b = false;
+  int threads = 1;
+  dnnl::memory::desc b_md, bias_md;
+  // B in each layout a primitive asked for (usually one for every M).
+  struct Layout {
+    dnnl::memory::desc md;
+    dnnl::memory mem;
+  };
+  struct Entry {
+    dnnl::matmul primitive;
+    dnnl::memory::desc a_md, c_md;
+    size_t layout = 0;
+  };
+  mutable std::mutex mu;
+  mutable std::vector<Layout> layouts;
+  mutable std::map<int64_t, Entry> entries;
+
+  // The primitive for M rows, with B in its layout. Call with mu held and the
+  // thread count set.
+  Entry Make(int64_t m) const {
+    using dnnl::memory;
+    Entry e;
+    e.a_md = memory::desc({m, k}, dt, memory::format_tag::ab);
+    e.c_md = memory::desc({m, n}, dt, memory::format_tag::ab);
+    const memory::desc any({k, n}, dt, memory::format_tag::any);
+    const dnnl::matmul::desc d = bias.defined() ? dnnl::matmul::desc(e.a_md, any, bias_md, e.c_md)
+                                                : dnnl::matmul::desc(e.a_md, any, e.c_md);
+    const dnnl::matmul::primitive_desc pd(d, OneDnnEngine());
+    const memory::desc want = pd.weights_desc();
+    e.layout = layouts.size();
+    for (size_t i = 0; i < layouts.size(); ++i)
+      if (layouts[i].md == want) e.layout = i;
+    if (e.layout == layouts.size()) {
+      memory src(b_md, OneDnnEngine(), const_cast<void*>(b.raw()));
+      memory dst(want, OneDnnEngine());
+      dnnl::stream stream(OneDnnEngine());
+      dnnl::reorder(src, dst).execute(stream, src, dst);
+      stream.wait();
+      layouts.push_back({want, dst});
+    }
+    e.primitive = dnnl::matmul(pd);
+    return e;
+  }
+};
+
+PackedMatMul::PackedMatMul(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PackedMatMul::~PackedMatMul() = default;
+
+std::unique_ptr<PackedMatMul> PackedMatMul::Make(const Tensor& b, bool trans_b, const Tensor& bias, int threads) {
+  using dnnl::memory;
+  auto impl = std::make_unique<Impl>();
+  if (!OneDnnType(b.dtype(), impl->dt) || b.shape().size() != 2 || threads <= 0) return nullptr;
+  const int64_t k = b.shape()[trans_b ? 1 : 0], n = b.shape()[trans_b ? 0 : 1];
+  if (k <= 0 || n <= 0) return nullptr;
+  if (bias.defined() && (bias.dtype() != b.dtype() || bias.size() != n)) return nullptr;
+  impl->b = b;
+  impl->bias = bias;
+  impl->k = k;
+  impl->n = n;
+  impl->trans_b = trans_b;
+  impl->threads = threads;
+  try {
+    impl->b_md = memory::desc({k, n}, impl->dt, trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+    if (bias.defined()) impl->bias_md = memory::desc({1, n}, impl->dt, memory::format_tag::ab);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+  return std::unique_ptr<PackedMatMul>(new PackedMatMul(std::move(impl)));
+}
+
+int64_t PackedMatMul::k() const { return impl_->k; }
+int64_t PackedMatMul::n() const { return impl_->n; }
+bool PackedMatMul::has_bias() const { return impl_->bias.defined(); }
+bool PackedMatMul::packs(const Tensor& b) const {
+  return b.raw() == impl_->b.raw() && b.dtype() == impl_->b.dtype() && b.shape() == impl_->b.shape();
+}
+
+bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
+  using dnnl::memory;
+  const Impl& im = *impl_;
+  if (m <= 0 || threads != im.threads) return false;
+  try {
+    const OmpThreadsScope scope(threads);
+    Impl::Entry e;
+    memory w;
+    {
+      std::lock_guard<std::mutex> lock(im.mu);
+      auto it = im.entries.find(m);
+      if (it != im.entries.end()) {
+        e = it->second;
+      } else {
+        e = im.Make(m);
+        if (im.entries.size() < kMaxPackedShapes) im.entries.emplace(m, e);
+      }
+      w = im.layouts[e.layout].mem;
+    }
+    dnnl::stream stream(OneDnnEngine());
+    memory a_mem(e.a_md, OneDnnEngine(), const_cast<void*>(a));
+    memory c_mem(e.c_md, OneDnnEngine(), c);
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, c_mem}};
+    if (im.bias.defined()) args[DNNL_ARG_BIAS] = memory(im.bias_md, OneDnnEngine(), const_cast<void*>(im.bias.raw()));
+    e.primitive.execute(stream, args);
     stream.wait();
     return true;
   } catch (const dnnl::error&) {

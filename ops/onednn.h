@@ -5,8 +5,10 @@
 #include <omp.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "runtime/dtype.h"
+#include "runtime/tensor.h"
 
 namespace dnnl {
 struct engine;
@@ -39,5 +41,35 @@ class OmpThreadsScope {
 // cannot run this dtype or shape.
 bool OneDnnMatMul(DType dtype, const void* a, const void* b, void* c, int64_t batch, int64_t batch_a,
                   int64_t batch_b, int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b, int threads);
+
+// C = A x B (+ bias) with a constant B, prepared once at session creation:
+// B is reordered into the layout oneDNN's matmul prefers (pre-packing) and
+// kept, and a primitive per row count M of A is made on first use and cached
+// (a bounded cache: decode and prefill shapes, not every length). Run may be
+// called from several threads at once.
+class PackedMatMul {
+ public:
+  // B is (K, N), or (N, K) with trans_b; bias, if defined, has N elements.
+  // Both must outlive this object (it keeps references to their storage).
+  // nullptr when oneDNN does not run this dtype or shape.
+  static std::unique_ptr<PackedMatMul> Make(const Tensor& b, bool trans_b, const Tensor& bias, int threads);
+  ~PackedMatMul();
+
+  int64_t k() const;
+  int64_t n() const;
+  bool has_bias() const;
+  // Whether `b` is the matrix this object packed (the same storage).
+  bool packs(const Tensor& b) const;
+  // C (M x N, row-major) = A (M x K, row-major) x B (+ bias), with the thread
+  // count it was made for. Returns false (having written nothing) when
+  // oneDNN declines or `threads` differs.
+  bool Run(const void* a, void* c, int64_t m, int threads) const;
+
+  struct Impl;
+
+ private:
+  explicit PackedMatMul(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace onnx_mini

@@ -7,6 +7,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "ops/vec_math.h"
 #include "runtime/checked.h"
 #include "runtime/element.h"
 
@@ -259,6 +260,13 @@ class SoftmaxOp : public Op {
       const T* src = in.data<T>();
       T* dst = out.data<T>();
       const int64_t n = s.n, inner = s.inner;
+      if constexpr (std::is_same_v<T, float> && Kind == SoftmaxKind::kSoftmax) {
+        if (inner == 1) {  // contiguous rows: the vectorized path (ops/vec_math.h)
+#pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 15))
+          for (int64_t o = 0; o < s.outer; ++o) VecSoftmaxRow(src + o * n, dst + o * n, n);
+          return;
+        }
+      }
 #pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 15))
       for (int64_t r = 0; r < s.outer * inner; ++r) {
         const int64_t o = r / inner, e = r % inner;

@@ -11,6 +11,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "ops/vec_math.h"
 #include "runtime/element.h"
 
 namespace onnx_mini {
@@ -188,6 +189,22 @@ class UnaryOpKernel : public Op {
       } else {
         T* dst = out.data<T>();
         using A = typename Arith<T>::type;
+        constexpr bool kVec = std::is_same_v<T, float> &&
+                              (Kind == UnaryOp::kExp || Kind == UnaryOp::kSigmoid || Kind == UnaryOp::kSwish);
+        if (kVec && (Kind != UnaryOp::kSwish || params_.alpha == 1)) {
+          // The vectorized float path (ops/vec_math.h), in chunks across threads.
+          constexpr int64_t kChunk = 1 << 14;
+          const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for num_threads(ctx.threads()) if (chunks > 2)
+          for (int64_t c = 0; c < chunks; ++c) {
+            const int64_t i = c * kChunk, len = std::min(kChunk, n - i);
+            if constexpr (!kVec) continue;
+            else if constexpr (Kind == UnaryOp::kExp) VecExp(src + i, dst + i, len);
+            else if constexpr (Kind == UnaryOp::kSigmoid) VecSigmoid(src + i, dst + i, len);
+            else VecSilu(src + i, dst + i, len);
+          }
+          return;
+        }
 #pragma omp parallel for num_threads(ctx.threads()) if (n > (1 << 15))
         for (int64_t i = 0; i < n; ++i) dst[i] = Narrow<T>(Apply<Kind, A>(Widen(src[i]), params_));
       }

@@ -428,6 +428,15 @@ om_status* om_session_options_set_memory_limit(om_session_options* options, uint
   });
 }
 
+om_status* om_session_options_set_graph_rewrites(om_session_options* options, int enabled) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(options);
+    if (enabled != 0 && enabled != 1) return Invalid(absl::StrCat("graph rewrites must be 0 or 1, got ", enabled));
+    options->options.graph_rewrites = enabled != 0;
+    return nullptr;
+  });
+}
+
 void om_session_options_free(om_session_options* options) { delete options; }
 
 // ---- Sessions ----

@@ -125,6 +125,11 @@ om_status* om_session_options_set_intra_op_threads(om_session_options* options, 
  * each allocation: a run that would exceed it fails with OM_OUT_OF_MEMORY.
  * 0 means the default, 3/4 of physical memory. */
 om_status* om_session_options_set_memory_limit(om_session_options* options, uint64_t bytes);
+/* Whether the session rewrites decomposed patterns (RMSNorm written as
+ * Pow/ReduceMean/Sqrt/..., Pow(x, 2)) into fused kernels before planning:
+ * 1 (the default) rewrites, 0 runs the graph as written; other values are
+ * refused. */
+om_status* om_session_options_set_graph_rewrites(om_session_options* options, int enabled);
 /* Frees options; NULL is allowed. Sessions keep their own copy. */
 void om_session_options_free(om_session_options* options);
 

@@ -164,6 +164,19 @@ class Op {
   virtual ~Op() = default;
   virtual absl::Status Infer(InferContext& ctx) const = 0;
   virtual absl::Status Compute(KernelContext& ctx) const = 0;
+  // Session-creation work on the node's constant inputs, done once, before
+  // any run and single-threaded: e.g. a weight reordered into the layout a
+  // kernel wants. `constants[i]` is input i's value when it is an
+  // initializer or a folded constant (the same tensor every run sees), else
+  // nullptr; `threads` is the session's intra-op thread count. The op may
+  // keep what it derives (this is the one call that may modify it); Compute
+  // must still work when Prepare kept nothing. Not called for nodes the
+  // session folds. Default: nothing to prepare.
+  virtual absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads) {
+    (void)constants;
+    (void)threads;
+    return absl::OkStatus();
+  }
 };
 
 // Parses and validates the node's attributes into an op.

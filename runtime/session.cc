@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/loader.h"
 #include "runtime/registry.h"
+#include "runtime/rewrite.h"
 
 namespace onnx_mini {
 namespace {
@@ -542,6 +543,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
       }
       // Folding failed: the same error will come from the run.
     }
+    RETURN_IF_ERROR(step.op->Prepare(in_values, threads));
     steps.push_back(std::move(step));
   }
 
@@ -848,6 +850,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
                                                          const SessionOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->owned_graph = std::move(graph);
+  if (options.graph_rewrites) RewriteGraph(impl->owned_graph);
   impl->graph = &impl->owned_graph;
   impl->ops = &ops;
   impl->options = options;

@@ -22,6 +22,10 @@ struct SessionOptions {
   // before each allocation. 0: DefaultMemoryLimit(), 3/4 of physical memory.
   // The model's initializers, loaded before the session, are not counted.
   size_t memory_limit = 0;
+  // Rewrite decomposed patterns into fused kernels before planning
+  // (runtime/rewrite.h lists them). Off: the graph runs as written (to
+  // debug, or to check a rewrite against the original).
+  bool graph_rewrites = true;
 };
 
 struct NamedTensor {

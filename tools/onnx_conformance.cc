@@ -41,7 +41,13 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: onnx-conformance DIR... [--filter REGEX] [--jobs N] [--json FILE] [--expect FILE]\n"
-    "                        [--tolerances FILE] [--threads N] [--timeout SECONDS] [--quiet]\n";
+    "                        [--tolerances FILE] [--threads N] [--timeout SECONDS] [--quiet]\n"
+    "                        [--no-rewrites]\n"
+    "--no-rewrites runs each model as written (SessionOptions::graph_rewrites off).\n";
+
+// Whether sessions rewrite fused patterns (--no-rewrites turns it off); set
+// once, before any case runs.
+bool g_rewrites = true;
 
 struct Tolerance {
   double rtol = 1e-3, atol = 1e-7;
@@ -161,6 +167,7 @@ CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
   for (const Node& n : graph->nodes) r.node_ops.push_back(n.op_type);
   SessionOptions options;
   options.threads = threads;
+  options.graph_rewrites = g_rewrites;
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*std::move(graph), BuiltinOps(), options);
   if (!session.ok()) {
     r.status = absl::IsUnimplemented(session.status()) ? "UNSUPPORTED" : "ERROR";
@@ -426,6 +433,7 @@ int Main(int argc, char** argv) {
     else if (arg == "--expect") expect_path = value();
     else if (arg == "--tolerances") tolerance_path = value();
     else if (arg == "--quiet") quiet = true;
+    else if (arg == "--no-rewrites") g_rewrites = false;
     else if (arg == "--help" || arg == "-h") { std::cout << kUsage; return 0; }
     else if (arg.rfind("--", 0) == 0) { std::cerr << "onnx-conformance: unknown option " << arg << "\n" << kUsage; return 2; }
     else roots.push_back(arg);

@@ -31,7 +31,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
     "                [--output-dir DIR] [--repeat N] [--warmup N] [--threads N] [--memory-limit BYTES]\n"
-    "                [--json]\n"
+    "                [--json] [--no-rewrites]\n"
     "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ", with random inputs).\n"
     "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
     "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
@@ -39,13 +39,14 @@ constexpr char kUsage[] =
     "--repeat N times N runs and reports their median and minimum, after --warmup untimed\n"
     "runs (default 1 when N > 1, else 0).\n"
     "--memory-limit caps the session's tensors (K, M, G suffixes; default 3/4 of RAM).\n"
-    "--json prints one JSON object.\n";
+    "--json prints one JSON object.\n"
+    "--no-rewrites runs the graph as written (no fused-pattern rewrites).\n";
 
 struct Options {
   std::string model = ONNX_MINI_DEFAULT_MODEL;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string input_dir, output_dir;
-  bool random_inputs = false, json = false;
+  bool random_inputs = false, json = false, rewrites = true;
   bool random_default = true;  // the bundled model runs on random inputs unless given some
   int repeat = 1, threads = 0;
   int warmup = -1;  // -1: one untimed run when repeat > 1, none otherwise
@@ -111,6 +112,8 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
         return absl::InvalidArgumentError(absl::StrCat("--memory-limit takes a byte count (K, M, G suffixes), got '", v, "'"));
     } else if (arg == "--random-inputs") {
       o.random_inputs = true;
+    } else if (arg == "--no-rewrites") {
+      o.rewrites = false;
     } else if (arg == "--json") {
       o.json = true;
     } else if (arg == "--help" || arg == "-h") {
@@ -210,6 +213,7 @@ int Main(int argc, char** argv) {
   SessionOptions so;
   so.threads = o.threads;
   so.memory_limit = o.memory_limit;
+  so.graph_rewrites = o.rewrites;
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Load(o.model, BuiltinOps(), so);
   if (!session.ok()) return Fail(std::string(session.status().message()));
 

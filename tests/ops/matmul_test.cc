@@ -91,3 +91,91 @@ TEST(Gemm, LegacyBroadcastAttributeAndRequiredC) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// The largest difference between two float/bfloat16 results, relative to 1 + |b|.
+double MaxRelDiff(const Tensor& a, const Tensor& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(GetDouble(a, i) - GetDouble(b, i)) / (1 + std::fabs(GetDouble(b, i))));
+  return worst;
+}
+
+// A constant B is packed at session creation (Prepare); the result must be
+// the one a B given at run time gets.
+TEST(MatMul, PackedConstantWeightsMatchRunTimeWeights) {
+  struct Case { Shape a, b; };
+  const std::vector<Case> cases = {{{3, 5}, {5, 7}}, {{2, 4, 33, 17}, {17, 65}}, {{1, 1, 64}, {64, 96}},
+                                   {{5}, {5, 3}}, {{1, 200}, {200, 1}}, {{0, 8}, {8, 4}}, {{2, 3, 8}, {2, 8, 4}}};
+  for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kDouble}) {
+    uint32_t seed = 7;
+    for (const Case& c : cases) {
+      const Tensor a = RandomUniform(dt, c.a, seed++), b = RandomUniform(dt, c.b, seed++);
+      auto plain = RunNode(13, "MatMul", {a, b});
+      auto packed = RunNode(13, "MatMul", {a, b}, 1, {}, {false, true});
+      ASSERT_TRUE(plain.ok() && packed.ok()) << plain.status() << packed.status();
+      ASSERT_EQ((*packed)[0].shape(), (*plain)[0].shape());
+      EXPECT_LE(MaxRelDiff((*packed)[0], (*plain)[0]), dt == DType::kBFloat16 ? 1e-2 : 1e-5)
+          << LowerName(dt) << " " << ShapeToString(c.a) << "x" << ShapeToString(c.b);
+    }
+  }
+}
+
+TEST(Gemm, PackedConstantWeightsAndBiasMatchRunTimeOnes) {
+  struct Case { int64_t m, k, n; bool trans_b; Shape c; float alpha, beta; };
+  const std::vector<Case> cases = {{3, 5, 7, false, {7}, 1, 1},     {4, 17, 65, true, {65}, 1, 1},
+                                   {2, 8, 6, true, {1, 6}, 1, 1},   {2, 8, 6, true, {2, 6}, 1, 1},
+                                   {5, 9, 3, false, {3}, 0.5f, 2},  {1, 64, 32, true, {}, 1, 1},
+                                   {3, 4, 5, false, {1}, 1, 1}};
+  for (DType dt : {DType::kFloat, DType::kBFloat16}) {
+    uint32_t seed = 3;
+    for (const Case& c : cases) {
+      const Tensor a = RandomUniform(dt, {c.m, c.k}, seed++);
+      const Tensor b = RandomUniform(dt, c.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed++);
+      std::vector<Tensor> in = {a, b};
+      if (!c.c.empty()) in.push_back(RandomUniform(dt, c.c, seed++));
+      const auto attrs = [&](onnx::NodeProto& n) {
+        SetAttr(n, "transB", int64_t(c.trans_b));
+        SetAttr(n, "alpha", c.alpha);
+        SetAttr(n, "beta", c.beta);
+      };
+      auto plain = RunNode(13, "Gemm", in, 1, attrs);
+      auto packed = RunNode(13, "Gemm", in, 1, attrs, {false, true, true});
+      ASSERT_TRUE(plain.ok() && packed.ok()) << plain.status() << packed.status();
+      EXPECT_LE(MaxRelDiff((*packed)[0], (*plain)[0]), dt == DType::kBFloat16 ? 1e-2 : 1e-5)
+          << LowerName(dt) << " m" << c.m << " k" << c.k << " n" << c.n << " C" << ShapeToString(c.c);
+    }
+  }
+}
+
+// With a dynamic row count, each M gets its primitive (cached) over the one
+// packed B: many lengths, repeated, from several threads at once.
+TEST(MatMul, PackedWeightsServeEveryRowCount) {
+  const Tensor w = RandomUniform(DType::kFloat, {48, 40}, 11);
+  ModelBuilder m;
+  m.Input("x", DType::kFloat, {1, -1, 48}).Output("y", DType::kFloat, {1, -1, 40}).Initializer("w", w);
+  m.Node("MatMul", {"x", "w"}, {"y"});
+  SessionOptions options;
+  options.threads = 1;
+  auto session = m.Build(options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<int64_t> lengths;
+  for (int64_t s = 1; s <= 40; s += 3) lengths.push_back(s);  // more than the cache holds
+  for (int round = 0; round < 2; ++round)
+#pragma omp parallel for num_threads(2)
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      const Tensor x = RandomUniform(DType::kFloat, {1, lengths[i], 48}, uint32_t(100 + i));
+      auto got = (*session)->Run({{"x", x}});
+      auto want = RunNode(13, "MatMul", {x, w});
+      if (!got.ok() || !want.ok()) {
+        ADD_FAILURE() << got.status() << want.status();
+        continue;
+      }
+      EXPECT_LE(MaxRelDiff((*got)[0], (*want)[0]), 1e-5) << lengths[i];
+    }
+}
+
+}  // namespace
+}  // namespace onnx_mini

@@ -1,0 +1,170 @@
+#include "ops/vec_math.h"
+
+#include <cstring>
+#include <limits>
+
+#include "runtime/cpu.h"
+
+// Vectors pass by value only between always-inlined functions, so the
+// ABI notes GCC gives for wide vectors in baseline code do not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace onnx_mini {
+namespace {
+
+// Everything below is inlined into the per-target entry points at the end,
+// which carry the target attributes (as ops/attention_kernel.cc does).
+template <int kBytes>
+struct V {
+  typedef float F __attribute__((vector_size(kBytes)));
+  typedef int32_t I __attribute__((vector_size(kBytes)));
+  static constexpr int64_t kLanes = kBytes / 4;
+};
+
+template <class F>
+[[gnu::always_inline]] inline F Load(const float* p) {
+  F v;
+  std::memcpy(&v, p, sizeof(F));
+  return v;
+}
+template <class F>
+[[gnu::always_inline]] inline void Store(float* p, F v) {
+  std::memcpy(p, &v, sizeof(F));
+}
+
+// exp: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, a degree-7
+// polynomial for e^r (Cephes' expf coefficients), and 2^n applied as two
+// factors so that results down to the denormals round once.
+template <class F, class I>
+[[gnu::always_inline]] inline F ExpV(F x) {
+  const F zero = {};
+  F c = x < 88.76f ? x : zero + 88.76f;
+  c = c > -104.0f ? c : zero - 104.0f;
+  const F t = c * 1.44269504088896341f + 12582912.0f;  // + 1.5 * 2^23 rounds to an integer
+  const F nf = t - 12582912.0f;
+  const I n = (I)t - 0x4B400000;
+  const F r = (c - nf * 0.693359375f) + nf * 2.12194440e-4f;
+  F p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const I n1 = n >> 1, n2 = n - n1;
+  const F s1 = (F)((n1 + 127) << 23), s2 = (F)((n2 + 127) << 23);
+  const F y = p * s1 * s2;
+  return x != x ? x : y;
+}
+
+template <class F, class I>
+[[gnu::always_inline]] inline F SigmoidV(F x) {
+  // e = exp(-|x|) <= 1: 1/(1+e) for x >= 0, e/(1+e) below, as the plain kernel.
+  const F neg = x > 0.0f ? -x : x;
+  const F e = ExpV<F, I>(neg);
+  const F s = 1.0f / (1.0f + e);
+  const F y = x >= 0.0f ? s : e * s;
+  return x != x ? x : y;
+}
+
+enum class Fn { kExp, kSigmoid, kSilu };
+
+// The function of one vector (`shift` subtracted first: the softmax max).
+template <Fn kFn, class F, class I>
+[[gnu::always_inline]] inline F Apply(F v, float shift) {
+  if constexpr (kFn == Fn::kExp) return ExpV<F, I>(v - shift);
+  else if constexpr (kFn == Fn::kSigmoid) return SigmoidV<F, I>(v);
+  else return v * SigmoidV<F, I>(v);
+}
+
+// Applies the function to n floats, whole vectors then a zero-padded last one.
+template <int kBytes, Fn kFn>
+[[gnu::always_inline]] inline void Map(const float* x, float* y, int64_t n, float shift = 0) {
+  using F = typename V<kBytes>::F;
+  using I = typename V<kBytes>::I;
+  constexpr int64_t L = V<kBytes>::kLanes;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) Store(y + i, Apply<kFn, F, I>(Load<F>(x + i), shift));
+  if (i < n) {
+    float buf[L] = {};
+    std::memcpy(buf, x + i, size_t(n - i) * sizeof(float));
+    Store(buf, Apply<kFn, F, I>(Load<F>(buf), shift));
+    std::memcpy(y + i, buf, size_t(n - i) * sizeof(float));
+  }
+}
+
+template <int kBytes>
+[[gnu::always_inline]] inline void ExpBody(const float* x, float* y, int64_t n) {
+  Map<kBytes, Fn::kExp>(x, y, n);
+}
+template <int kBytes>
+[[gnu::always_inline]] inline void SigmoidBody(const float* x, float* y, int64_t n) {
+  Map<kBytes, Fn::kSigmoid>(x, y, n);
+}
+template <int kBytes>
+[[gnu::always_inline]] inline void SiluBody(const float* x, float* y, int64_t n) {
+  Map<kBytes, Fn::kSilu>(x, y, n);
+}
+template <int kBytes>
+[[gnu::always_inline]] inline void SoftmaxBody(const float* x, float* y, int64_t n) {
+  using F = typename V<kBytes>::F;
+  constexpr int64_t L = V<kBytes>::kLanes;
+  if (n <= 0) return;
+  // The max as the plain kernel takes it: a NaN never replaces it.
+  float max = -std::numeric_limits<float>::infinity();
+  {
+    F m = F{} + max;
+    int64_t i = 0;
+    for (; i + L <= n; i += L) {
+      const F v = Load<F>(x + i);
+      m = m < v ? v : m;
+    }
+    for (int64_t l = 0; l < L; ++l) max = max < m[l] ? m[l] : max;
+    for (; i < n; ++i) max = max < x[i] ? x[i] : max;
+  }
+  Map<kBytes, Fn::kExp>(x, y, n, max);
+  F acc = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L) acc += Load<F>(y + i);
+  float sum = 0;
+  for (int64_t l = 0; l < L; ++l) sum += acc[l];
+  for (; i < n; ++i) sum += y[i];
+  i = 0;
+  for (; i + L <= n; i += L) Store(y + i, Load<F>(y + i) / sum);
+  for (; i < n; ++i) y[i] /= sum;
+}
+
+#define ONNX_MINI_VEC_TARGETS(Name, Body)                                                              \
+  void Name##Baseline(const float* x, float* y, int64_t n) { Body<16>(x, y, n); }                      \
+  [[gnu::target("avx2,fma")]] void Name##Avx2(const float* x, float* y, int64_t n) { Body<32>(x, y, n); } \
+  [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void Name##Avx512(const float* x, float* y, \
+                                                                                   int64_t n) {         \
+    Body<64>(x, y, n);                                                                                  \
+  }                                                                                                     \
+  void Name##Active(const float* x, float* y, int64_t n) {                                             \
+    switch (ActiveCpuTarget()) {                                                                        \
+      case CpuTarget::kAvx512: return Name##Avx512(x, y, n);                                           \
+      case CpuTarget::kAvx2: return Name##Avx2(x, y, n);                                               \
+      default: return Name##Baseline(x, y, n);                                                          \
+    }                                                                                                   \
+  }
+
+#if defined(__x86_64__)
+ONNX_MINI_VEC_TARGETS(Exp, ExpBody)
+ONNX_MINI_VEC_TARGETS(Sigmoid, SigmoidBody)
+ONNX_MINI_VEC_TARGETS(Silu, SiluBody)
+ONNX_MINI_VEC_TARGETS(Softmax, SoftmaxBody)
+#else
+void ExpActive(const float* x, float* y, int64_t n) { ExpBody<16>(x, y, n); }
+void SigmoidActive(const float* x, float* y, int64_t n) { SigmoidBody<16>(x, y, n); }
+void SiluActive(const float* x, float* y, int64_t n) { SiluBody<16>(x, y, n); }
+void SoftmaxActive(const float* x, float* y, int64_t n) { SoftmaxBody<16>(x, y, n); }
+#endif
+
+}  // namespace
+
+void VecExp(const float* x, float* y, int64_t n) { ExpActive(x, y, n); }
+void VecSigmoid(const float* x, float* y, int64_t n) { SigmoidActive(x, y, n); }
+void VecSilu(const float* x, float* y, int64_t n) { SiluActive(x, y, n); }
+void VecSoftmaxRow(const float* x, float* y, int64_t n) { SoftmaxActive(x, y, n); }
+
+}  // namespace onnx_mini

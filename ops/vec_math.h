@@ -1,0 +1,23 @@
+// Float math over arrays, vectorized: one source compiled for each CPU target
+// (runtime/cpu.h: baseline SSE2, AVX2, AVX-512) and the active one chosen at
+// each call. The plain kernels (libm per element) stay the reference; these
+// agree with them within a few ulp (tests/ops/vec_math_test.cc states the
+// bounds): exp within 2 ulp for normal results, exactly 0/inf beyond the
+// float range, NaN for NaN; sigmoid within 3 ulp.
+#pragma once
+
+#include <cstdint>
+
+namespace onnx_mini {
+
+// y[i] = exp(x[i]). x and y may be the same array.
+void VecExp(const float* x, float* y, int64_t n);
+// y[i] = 1 / (1 + exp(-x[i])), computed without overflow for either sign.
+void VecSigmoid(const float* x, float* y, int64_t n);
+// y[i] = x[i] * sigmoid(x[i]) (SiLU / Swish with alpha 1).
+void VecSilu(const float* x, float* y, int64_t n);
+// One contiguous row: y = exp(x - max(x)) / sum(exp(x - max(x))), NaN
+// propagating as the plain kernel's (a NaN anywhere makes the row NaN).
+void VecSoftmaxRow(const float* x, float* y, int64_t n);
+
+}  // namespace onnx_mini

@@ -1,0 +1,142 @@
+// ops/vec_math.cc: the vectorized float math against the plain libm
+// formulas, on every CPU target this machine runs, across sizes (empty, 1,
+// odd, long) and the special values.
+#include "ops/vec_math.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "runtime/cpu.h"
+#include "tests/ops/op_tester.h"
+
+namespace onnx_mini {
+namespace {
+
+// Distance in units in the last place (floats ordered as integers).
+int64_t Ulps(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX;
+  const auto key = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, 4);
+    return i < 0 ? int64_t(INT32_MIN) - i : int64_t(i);
+  };
+  return std::llabs(key(a) - key(b));
+}
+
+std::vector<float> Inputs(int64_t n, float lo, float hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = {0.0f, -0.0f, 1.0f, -1.0f, 88.7f, 88.73f, -87.3f, -103.0f, -104.5f, 200.0f,
+                                      -200.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-30f, -1e-30f};
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) x[size_t(i)] = i % 7 == 3 ? special[size_t(i / 7) % special.size()] : u(rng);
+  return x;
+}
+
+class VecMath : public ::testing::TestWithParam<CpuTarget> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > BestCpuTarget()) GTEST_SKIP() << CpuTargetName(GetParam()) << " is not available here";
+    saved_ = SetCpuTargetForTesting(GetParam());
+  }
+  void TearDown() override { SetCpuTargetForTesting(saved_); }
+  CpuTarget saved_ = CpuTarget::kBaseline;
+};
+
+const std::vector<int64_t> kSizes = {0, 1, 3, 17, 64, 1000};
+
+TEST_P(VecMath, ExpWithinTwoUlpsOfLibm) {
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = Inputs(n, -110, 95, uint32_t(n));
+    std::vector<float> y(size_t(n) + 1, 42.0f);
+    VecExp(x.data(), y.data(), n);
+    EXPECT_EQ(y[size_t(n)], 42.0f) << "wrote past the end";
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = std::exp(x[size_t(i)]);
+      const float got = y[size_t(i)];
+      if (std::fabs(want) < std::numeric_limits<float>::min())  // denormal results: absolute
+        EXPECT_NEAR(got, want, 4e-45f) << x[size_t(i)];
+      else
+        EXPECT_LE(Ulps(got, want), 2) << "exp(" << x[size_t(i)] << ") = " << got << ", libm " << want;
+    }
+  }
+  // In place.
+  std::vector<float> x = Inputs(33, -5, 5, 1), want(33);
+  for (size_t i = 0; i < x.size(); ++i) want[i] = std::exp(x[i]);
+  VecExp(x.data(), x.data(), 33);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_LE(Ulps(x[i], want[i]), 2);
+}
+
+TEST_P(VecMath, SigmoidAndSiluWithinThreeUlpsOfThePlainFormula) {
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = Inputs(n, -40, 40, uint32_t(n + 5));
+    std::vector<float> s(static_cast<size_t>(n)), silu(static_cast<size_t>(n));
+    VecSigmoid(x.data(), s.data(), n);
+    VecSilu(x.data(), silu.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[size_t(i)];
+      const float want = v >= 0 ? 1.0f / (1.0f + std::exp(-v)) : std::exp(v) / (1.0f + std::exp(v));
+      if (std::fabs(want) < std::numeric_limits<float>::min()) EXPECT_NEAR(s[size_t(i)], want, 4e-45f);
+      else EXPECT_LE(Ulps(s[size_t(i)], want), 3) << "sigmoid(" << v << ")";
+      const float want_silu = v * want;
+      if (std::isinf(v) && v < 0) EXPECT_TRUE(std::isnan(silu[size_t(i)]) || silu[size_t(i)] == 0) << v;
+      else if (std::fabs(want_silu) < std::numeric_limits<float>::min()) EXPECT_NEAR(silu[size_t(i)], want_silu, 4e-45f);
+      else EXPECT_LE(Ulps(silu[size_t(i)], want_silu), 4) << "silu(" << v << ")";
+    }
+  }
+}
+
+TEST_P(VecMath, SoftmaxRowMatchesThePlainKernel) {
+  for (int64_t n : kSizes) {
+    std::mt19937 rng(static_cast<uint32_t>(n));
+    std::uniform_real_distribution<float> u(-30, 30);
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (float& v : x) v = u(rng);
+    VecSoftmaxRow(x.data(), y.data(), n);
+    float max = -std::numeric_limits<float>::infinity();
+    for (float v : x) max = std::max(max, v);
+    // The reference in double from the float differences x - max that both
+    // kernels start from (their rounding is inherent in float softmax).
+    double sum = 0;
+    for (float v : x) sum += std::exp(double(v - max));
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = std::exp(double(x[size_t(i)] - max)) / sum;
+      EXPECT_NEAR(y[size_t(i)], want, 1e-6 * want + 1e-37) << n << " [" << i << "]";
+    }
+  }
+  // A NaN makes the row NaN; -inf entries are 0; all -inf is NaN (as the plain kernel).
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x = {1, nan, 2}, y(3);
+  VecSoftmaxRow(x.data(), y.data(), 3);
+  for (float v : y) EXPECT_TRUE(std::isnan(v));
+  x = {-inf, 0, -inf};
+  VecSoftmaxRow(x.data(), y.data(), 3);
+  EXPECT_EQ(y, (std::vector<float>{0, 1, 0}));
+}
+
+// Through the ops: the vectorized float path and the double reference agree.
+TEST_P(VecMath, OpsTakeTheFastPathForFloat) {
+  const Tensor xf = RandomUniform(DType::kFloat, {3, 37}, 4, -20, 20);
+  const Tensor xd = RandomUniform(DType::kDouble, {3, 37}, 4, -20, 20);
+  for (const char* op : {"Exp", "Sigmoid", "Softmax"}) {
+    auto f = RunOne(13, op, {xf});
+    auto d = RunOne(13, op, {xd});
+    ASSERT_TRUE(f.ok() && d.ok()) << op;
+    // Softmax: x - max rounds in float (|x - max| <= 40: 40 * 2^-24 relative).
+    const double tol = std::string(op) == "Softmax" ? 5e-6 : 1e-6;
+    for (int64_t i = 0; i < f->size(); ++i)
+      EXPECT_NEAR(GetDouble(*f, i), GetDouble(*d, i), tol * std::fabs(GetDouble(*d, i)) + 1e-30) << op << " " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, VecMath, ::testing::Values(CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512),
+                         [](const auto& info) { return std::string(CpuTargetName(info.param)); });
+
+}  // namespace
+}  // namespace onnx_mini

@@ -1,0 +1,176 @@
+// runtime/rewrite.cc: each rewrite gives the results of the graph as written
+// (the same model run with SessionOptions::graph_rewrites on and off), and
+// fires only where it may.
+#include "runtime/rewrite.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/element.h"
+#include "tests/ops/op_tester.h"
+#include "tools/model_builder.h"
+
+namespace onnx_mini {
+namespace {
+
+std::vector<std::string> OpTypes(const Session& s) {
+  std::vector<std::string> ops;
+  for (const Node& n : s.graph().nodes) ops.push_back(n.op_type);
+  return ops;
+}
+
+// Runs `m` both ways on `inputs`; checks the outputs agree within `tol`
+// (relative to 1 + |value|) and returns the rewritten session's op types.
+std::vector<std::string> RunBothWays(const ModelBuilder& m, const std::vector<NamedTensor>& inputs, double tol) {
+  SessionOptions on, off;
+  off.graph_rewrites = false;
+  auto a = m.Build(on);
+  auto b = m.Build(off);
+  EXPECT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  if (!a.ok() || !b.ok()) return {};
+  auto ya = (*a)->Run(inputs);
+  auto yb = (*b)->Run(inputs);
+  EXPECT_TRUE(ya.ok() && yb.ok()) << ya.status() << yb.status();
+  if (!ya.ok() || !yb.ok()) return {};
+  EXPECT_EQ(ya->size(), yb->size());
+  for (size_t k = 0; k < ya->size() && k < yb->size(); ++k) {
+    const Tensor& x = (*ya)[k];
+    const Tensor& y = (*yb)[k];
+    EXPECT_EQ(x.dtype(), y.dtype());
+    EXPECT_EQ(x.shape(), y.shape());
+    if (x.shape() != y.shape()) continue;
+    for (int64_t i = 0; i < x.size(); ++i)
+      EXPECT_NEAR(GetDouble(x, i), GetDouble(y, i), tol * (1 + std::fabs(GetDouble(y, i)))) << "output " << k << " [" << i << "]";
+  }
+  EXPECT_EQ(OpTypes(**b).size(), m.graph().node_size());  // off: as written
+  return OpTypes(**a);
+}
+
+struct RmsForm {
+  bool square_by_mul;   // Mul(x, x) instead of Pow(x, 2)
+  int inverse;          // 0: Reciprocal(Sqrt) then Mul, 1: Div(1, Sqrt) then Mul, 2: Div(x, Sqrt)
+  bool weight_first;    // Mul(w, y) instead of Mul(y, w)
+  int64_t opset;        // ReduceMean's axes: an attribute before 18, an input from 18
+};
+
+// The decomposed RMSNorm as exporters write it, in every variant the rewrite takes.
+ModelBuilder RmsModel(const RmsForm& f, DType dt, int64_t hidden, bool mean_is_output = false) {
+  ModelBuilder m(f.opset);
+  m.Input("x", dt, {2, -1, hidden}).Output("y", dt, {2, -1, hidden});
+  m.Initializer("w", RandomUniform(dt, {hidden}, 5, 0.5, 1.5));
+  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {}));
+  Tensor eps = RandomUniform(dt, {}, 1, 1e-5, 1e-5);
+  m.Initializer("eps", eps);
+  m.Initializer("one", RandomUniform(dt, {}, 1, 1, 1));
+  if (f.square_by_mul) m.Node("Mul", {"x", "x"}, {"sq"});
+  else m.Node("Pow", {"x", "two"}, {"sq"});
+  if (f.opset >= 18) {
+    m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{-1}, {1}));
+    m.Node("ReduceMean", {"sq", "axes"}, {"mean"});
+  } else {
+    SetAttr(m.Node("ReduceMean", {"sq"}, {"mean"}), "axes", std::vector<int64_t>{-1});
+  }
+  if (mean_is_output) m.Output("mean", dt, {2, -1, 1});
+  m.Node("Add", {"mean", "eps"}, {"var"});
+  m.Node("Sqrt", {"var"}, {"std"});
+  if (f.inverse == 0) {
+    m.Node("Reciprocal", {"std"}, {"inv"});
+    m.Node("Mul", {"x", "inv"}, {"normed"});
+  } else if (f.inverse == 1) {
+    m.Node("Div", {"one", "std"}, {"inv"});
+    m.Node("Mul", {"inv", "x"}, {"normed"});
+  } else {
+    m.Node("Div", {"x", "std"}, {"normed"});
+  }
+  if (f.weight_first) m.Node("Mul", {"w", "normed"}, {"y"});
+  else m.Node("Mul", {"normed", "w"}, {"y"});
+  return m;
+}
+
+TEST(Rewrite, DecomposedRmsNormBecomesRMSNormalization) {
+  for (DType dt : {DType::kFloat, DType::kFloat16}) {
+    for (bool by_mul : {false, true})
+      for (int inverse : {0, 1, 2})
+        for (bool weight_first : {false, true})
+          for (int64_t opset : {17, 18}) {
+            const RmsForm f{by_mul, inverse, weight_first, opset};
+            for (int64_t hidden : {1, 17, 64}) {
+              const Tensor x = RandomUniform(dt, {2, 3, hidden}, uint32_t(hidden));
+              const std::vector<std::string> ops =
+                  RunBothWays(RmsModel(f, dt, hidden), {{"x", x}}, dt == DType::kFloat ? 1e-5 : 2e-3);
+              EXPECT_THAT(ops, ::testing::ElementsAre("RMSNormalization"))
+                  << LowerName(dt) << " mul " << by_mul << " inverse " << inverse << " weight first "
+                  << weight_first << " opset " << opset;
+            }
+          }
+  }
+}
+
+TEST(Rewrite, RmsNormIsKeptWhenAnIntermediateIsUsedElsewhere) {
+  const RmsForm f{false, 0, false, 18};
+  const Tensor x = RandomUniform(DType::kFloat, {2, 4, 8}, 3);
+  const std::vector<std::string> ops = RunBothWays(RmsModel(f, DType::kFloat, 8, true), {{"x", x}}, 1e-6);
+  // The mean is a graph output: no RMSNorm, but Pow(x, 2) still becomes Mul.
+  EXPECT_THAT(ops, ::testing::ElementsAre("Mul", "ReduceMean", "Add", "Sqrt", "Reciprocal", "Mul", "Mul"));
+}
+
+TEST(Rewrite, RmsNormOverAnotherAxisIsKept) {
+  ModelBuilder m(18);
+  m.Input("x", DType::kFloat, {3, 5}).Output("y", DType::kFloat, {3, 5});
+  m.Initializer("w", RandomUniform(DType::kFloat, {5}, 5));
+  m.Initializer("eps", Tensor::FromVector(std::vector<float>{1e-5f}, {}));
+  m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{0}, {1}));
+  m.Node("Mul", {"x", "x"}, {"sq"});
+  m.Node("ReduceMean", {"sq", "axes"}, {"mean"});
+  m.Node("Add", {"mean", "eps"}, {"var"});
+  m.Node("Sqrt", {"var"}, {"std"});
+  m.Node("Div", {"x", "std"}, {"normed"});
+  m.Node("Mul", {"normed", "w"}, {"y"});
+  EXPECT_EQ(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {3, 5}, 9)}}, 1e-6).size(), 6u);
+}
+
+TEST(Rewrite, MulBySigmoidBecomesSwish) {
+  for (DType dt : {DType::kFloat, DType::kFloat16, DType::kDouble})
+    for (bool sigmoid_first : {false, true}) {
+      ModelBuilder m(17);
+      m.Input("x", dt, {-1}).Output("y", dt, {-1}).Output("z", dt, {-1});
+      m.Node("Sigmoid", {"x"}, {"s"});
+      if (sigmoid_first) m.Node("Mul", {"s", "x"}, {"y"});
+      else m.Node("Mul", {"x", "s"}, {"y"});
+      // Sigmoid of another value: not SiLU.
+      m.Node("Sigmoid", {"y"}, {"t"});
+      m.Node("Mul", {"x", "t"}, {"z"});
+      for (int64_t n : {0, 1, 17, 1000}) {
+        const Tensor x = RandomUniform(dt, {n}, uint32_t(n), -30, 30);
+        EXPECT_THAT(RunBothWays(m, {{"x", x}}, dt == DType::kFloat16 ? 1e-3 : 1e-6),
+                    ::testing::ElementsAre("Swish", "Sigmoid", "Mul"))
+            << LowerName(dt);
+      }
+    }
+}
+
+TEST(Rewrite, PowOfTwoBecomesAMultiply) {
+  for (DType dt : {DType::kFloat, DType::kDouble, DType::kInt64}) {
+    ModelBuilder m(17);
+    m.Input("x", dt, {-1}).Output("y", dt, {-1}).Output("z", dt, {-1});
+    m.Initializer("two", Tensor::FromVector(std::vector<int64_t>{2}, {}));
+    m.Initializer("three", Tensor::FromVector(std::vector<float>{3}, {}));
+    m.Node("Pow", {"x", "two"}, {"y"});
+    m.Node("Pow", {"x", "three"}, {"z"});  // not rewritten
+    for (int64_t n : {0, 1, 17, 1000}) {
+      const Tensor x = Random(dt, {n}, uint32_t(n));
+      EXPECT_THAT(RunBothWays(m, {{"x", x}}, 0), ::testing::ElementsAre("Mul", "Pow")) << LowerName(dt);
+    }
+  }
+  // An exponent of shape [1] broadcasts a scalar base to [1]: left alone.
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {}).Output("y", DType::kFloat, {1});
+  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {1}));
+  m.Node("Pow", {"x", "two"}, {"y"});
+  EXPECT_THAT(RunBothWays(m, {{"x", F({3}, {})}}, 0), ::testing::ElementsAre("Pow"));
+}
+
+}  // namespace
+}  // namespace onnx_mini
