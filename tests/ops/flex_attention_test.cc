@@ -69,7 +69,8 @@ struct Case {
 
 TEST(FlexAttention, FastPathMatchesReferenceAcrossTypesAndShapes) {
   const std::vector<Case> cases = {
-      {2, 4, 4, 8, 6, 16, 16}, {1, 6, 2, 1, 37, 8, 5}, {3, 3, 1, 5, 70, 7, 9}, {1, 2, 2, 1, 1, 3, 3}};
+      {2, 4, 4, 8, 6, 16, 16}, {1, 6, 2, 1, 37, 8, 5}, {3, 3, 1, 5, 70, 7, 9}, {1, 2, 2, 1, 1, 3, 3},
+      {1, 2, 2, 3, 0, 4, 4} /* no keys: zeros */, {2, 2, 1, 0, 5, 4, 3} /* no queries */};
   uint32_t seed = 1;
   for (DType t : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
     for (const Case& c : cases) {
