@@ -46,20 +46,36 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
                            const Tensor& V, float scale, Tensor& Y) {
   const Shape &qs = Q.shape(), &ks = K.shape(), &vs = V.shape();
   const int64_t B = qs[0], Hq = qs[1], L = qs[2], E = qs[3], Hkv = ks[1], S = ks[2], Dv = vs[3];
-  const int64_t group = Hq / Hkv;
+  const int64_t group = Hq / Hkv, rows = B * Hq * L;
   const DType t = Q.dtype(), sdt = plan.softmax;
   const double ss = RoundToDType(t, std::sqrt(scale));
+  const int threads = ctx.threads();
+  // Every input element is converted (and rounded at its cast point) once;
+  // the loops then run on doubles. Tensors, not vectors: a failed allocation
+  // is an error status.
+  auto widen = [&](const Tensor& x, double mul, DType round) -> absl::StatusOr<Tensor> {
+    ASSIGN_OR_RETURN(Tensor d, Tensor::Make(DType::kDouble, x.shape()));
+    double* out = d.data<double>();
+#pragma omp parallel for num_threads(threads) if (x.size() > (1 << 16))
+    for (int64_t i = 0; i < x.size(); ++i) out[i] = RoundToDType(round, GetDouble(x, i) * mul);
+    return d;
+  };
+  ASSIGN_OR_RETURN(Tensor qd, widen(Q, ss, t));   // Q * Cast_T(sqrt(scale)), in T
+  ASSIGN_OR_RETURN(Tensor kd, widen(K, ss, t));   // K * Cast_T(sqrt(scale)), in T
+  ASSIGN_OR_RETURN(Tensor vd, widen(V, 1, sdt));  // Cast(V) to the softmax type
   ASSIGN_OR_RETURN(Tensor scores, Tensor::Make(sdt, {B, Hq, L, S}));
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h)
-      for (int64_t i = 0; i < L; ++i)
-        for (int64_t j = 0; j < S; ++j) {
-          double dot = 0;
-          const int64_t qo = ((b * Hq + h) * L + i) * E, ko = ((b * Hkv + h / group) * S + j) * E;
-          for (int64_t e = 0; e < E; ++e)
-            dot += RoundToDType(t, GetDouble(Q, qo + e) * ss) * RoundToDType(t, GetDouble(K, ko + e) * ss);
-          SetDouble(scores, ((b * Hq + h) * L + i) * S + j, RoundToDType(t, dot));
-        }
+  const double *q = qd.data<double>(), *k = kd.data<double>(), *v = vd.data<double>();
+#pragma omp parallel for num_threads(threads) if (rows * S * E > (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t h = (r / L) % Hq, b = r / (L * Hq);
+    const double* qr = q + r * E;
+    for (int64_t j = 0; j < S; ++j) {
+      const double* kr = k + ((b * Hkv + h / group) * S + j) * E;
+      double dot = 0;
+      for (int64_t e = 0; e < E; ++e) dot += qr[e] * kr[e];
+      SetDouble(scores, r * S + j, RoundToDType(t, dot));  // the MatMul's T result, then the softmax type
+    }
+  }
   auto modify = [&](const Subgraph* g, Tensor& x, const char* what) -> absl::Status {
     if (g == nullptr) return absl::OkStatus();
     const Shape shape = x.shape();
@@ -72,26 +88,37 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
     return absl::OkStatus();
   };
   RETURN_IF_ERROR(modify(plan.score_mod, scores, "score_mod"));
-  // Softmax over the keys, in double, rounded to the softmax type.
-  std::vector<double> row(static_cast<size_t>(S));
+  // Softmax over the keys in double, rounded to the softmax type; the
+  // probabilities stay in `pd` unless prob_mod replaces them.
   ASSIGN_OR_RETURN(Tensor probs, Tensor::Make(sdt, {B, Hq, L, S}));
-  for (int64_t r = 0; r < B * Hq * L; ++r) {
+  ASSIGN_OR_RETURN(Tensor pd, Tensor::Make(DType::kDouble, {B, Hq, L, S}));
+  double* p = pd.data<double>();
+#pragma omp parallel for num_threads(threads) if (rows * S > (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    double* row = p + r * S;
     double mx = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[size_t(j)] = GetDouble(scores, r * S + j));
-    for (int64_t j = 0; j < S; ++j) sum += row[size_t(j)] = std::exp(row[size_t(j)] - mx);
-    for (int64_t j = 0; j < S; ++j) SetDouble(probs, r * S + j, RoundToDType(sdt, row[size_t(j)] / sum));
+    for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j] = GetDouble(scores, r * S + j));
+    for (int64_t j = 0; j < S; ++j) sum += row[j] = std::exp(row[j] - mx);
+    for (int64_t j = 0; j < S; ++j) {
+      row[j] = RoundToDType(sdt, row[j] / sum);
+      if (plan.prob_mod) SetDouble(probs, r * S + j, row[j]);
+    }
   }
-  RETURN_IF_ERROR(modify(plan.prob_mod, probs, "prob_mod"));
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h)
-      for (int64_t i = 0; i < L; ++i)
-        for (int64_t m = 0; m < Dv; ++m) {
-          double acc = 0;
-          const int64_t po = ((b * Hq + h) * L + i) * S, vo = (b * Hkv + h / group) * S * Dv;
-          for (int64_t j = 0; j < S; ++j)
-            acc += GetDouble(probs, po + j) * RoundToDType(sdt, GetDouble(V, vo + j * Dv + m));
-          SetDouble(Y, ((b * Hq + h) * L + i) * Dv + m, RoundToDType(sdt, acc));
-        }
+  if (plan.prob_mod) {
+    RETURN_IF_ERROR(modify(plan.prob_mod, probs, "prob_mod"));
+    ASSIGN_OR_RETURN(pd, widen(probs, 1, sdt));
+    p = pd.data<double>();
+  }
+#pragma omp parallel for num_threads(threads) if (rows * S * Dv > (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t h = (r / L) % Hq, b = r / (L * Hq);
+    const double* vh = v + (b * Hkv + h / group) * S * Dv;
+    for (int64_t m = 0; m < Dv; ++m) {
+      double acc = 0;
+      for (int64_t j = 0; j < S; ++j) acc += p[r * S + j] * vh[j * Dv + m];
+      SetDouble(Y, r * Dv + m, RoundToDType(sdt, acc));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -107,13 +134,12 @@ class FlexAttentionOp : public Op {
       op->scale_ = a->f;
     }
     if (const Attribute* a = node.attr("softmax_precision")) {
-      const DType d = static_cast<DType>(a->i);
       if (a->i != int64_t(DType::kFloat) && a->i != int64_t(DType::kFloat16) && a->i != int64_t(DType::kBFloat16) &&
           a->i != int64_t(DType::kDouble))
         return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": softmax_precision ", a->i,
                                                        " is not float (1), float16 (10), bfloat16 (16) or double (11)"
                                                        " (FA4)"));
-      op->softmax_ = d;
+      op->softmax_ = static_cast<DType>(a->i);  // validated above
     }
     return std::unique_ptr<Op>(std::move(op));
   }
