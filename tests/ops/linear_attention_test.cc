@@ -189,6 +189,33 @@ TEST(LinearAttention, PrefillEqualsTokenByTokenDecodingInPlace) {
   ExpectNear(past, (*prefill)[1], 1e-5, "state after five steps");
 }
 
+TEST(LinearAttention, InPlaceOnAnIntermediateInsideAGraph) {
+  // past = x + 0 is read only by LinearAttention, which may take its buffer;
+  // x itself must stay untouched and the results right.
+  const int64_t B = 2, hq = 2, hkv = 1, dk = 3, dv = 4;
+  LinearCase c{B, 2, hq, hkv, dk, dv, "linear", true, false, false};
+  const LinearInputs in = MakeInputs(c, DType::kFloat, DType::kFloat, 21);
+  ModelBuilder m(27);
+  m.Input("q", DType::kFloat, {B, 2, hq * dk}).Input("k", DType::kFloat, {B, 2, hkv * dk});
+  m.Input("v", DType::kFloat, {B, 2, hkv * dv}).Input("x", DType::kFloat, {B, hkv, dk, dv});
+  m.Initializer("zero", Tensor::FromVector<float>({0.f}, {}));
+  m.Output("y", DType::kFloat, {B, 2, hq * dv}).Output("present", DType::kFloat, {B, hkv, dk, dv});
+  m.Node("Add", {"x", "zero"}, {"past"});
+  onnx::NodeProto& n = m.Node("LinearAttention", {"q", "k", "v", "past"}, {"y", "present"});
+  SetAttr(n, "q_num_heads", hq);
+  SetAttr(n, "kv_num_heads", hkv);
+  SetAttr(n, "update_rule", std::string("linear"));
+  std::unique_ptr<Session> s = *m.Build();
+  const std::vector<float> x_before(in.past.data<float>(), in.past.data<float>() + in.past.size());
+  absl::StatusOr<std::vector<Tensor>> out = s->Run({{"q", in.q}, {"k", in.k}, {"v", in.v}, {"x", in.past}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  absl::StatusOr<std::vector<Tensor>> want = RunLinear(c, in);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ExpectNear((*out)[0], (*want)[0], 1e-6, "output");
+  ExpectNear((*out)[1], (*want)[1], 1e-6, "state");
+  for (size_t i = 0; i < x_before.size(); ++i) ASSERT_EQ(in.past.data<float>()[i], x_before[i]);
+}
+
 TEST(LinearAttention, InvalidAttributesAndShapesNameTheRule) {
   LinearCase c{1, 2, 2, 2, 4, 4, "gated_delta", true, true, true};
   const LinearInputs good = MakeInputs(c, DType::kFloat, DType::kFloat, 1);
