@@ -119,6 +119,14 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
               a->set_type(onnx::AttributeProto::FLOATS);
               for (float f : {1.0f, 1.0f, 2.0f, 2.0f}) a->add_floats(f);
             }};
+  if (op == "SwiGLU") return {{{{2, 3}}, {{2, 3}}}};
+  if (op == "LinearAttention")
+    return {{{{1, 1, 4}}, {{1, 1, 4}}, {{1, 1, 4}}, {{1, 2, 2, 2}}}, 2, [](onnx::NodeProto& n) {
+              SetAttr(n, "q_num_heads", int64_t(2));
+              SetAttr(n, "kv_num_heads", int64_t(2));
+              SetAttr(n, "update_rule", std::string("linear"));
+            }};
+  if (op == "CausalConvWithState") return {{{{1, 2, 3}}, {{2, 1, 2}}, {{2}}, {{1, 2, 1}}}, 2};
   if (op == "Resize" && opset >= 11) return {{{{1, 1, 2, 2}}, {{0}}, {{4}, {1, 1, 2, 2}}}};
   if (op == "Resize" || op == "Upsample") return {{{{1, 1, 2, 2}}, {{4}, {1, 1, 2, 2}}}};
   (void)opset;

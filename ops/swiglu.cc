@@ -1,0 +1,79 @@
+// SwiGLU-28: Y = Swish_alpha(A) * B = A * Sigmoid(alpha * A) * B, the gated
+// activation of Llama-style MLPs. A and B have identical shapes (the schema
+// forbids broadcasting). 16-bit types compute in float and round once.
+#include <cmath>
+
+#include "ops/common.h"
+#include "ops/ops.h"
+
+namespace onnx_mini {
+namespace {
+
+// Sigmoid without overflow for large |x|.
+template <class A>
+A Sigmoid(A x) {
+  if (x >= 0) return A(1) / (A(1) + std::exp(-x));
+  const A e = std::exp(x);
+  return e / (A(1) + e);
+}
+
+class SwiGLUOp : public Op {
+ public:
+  explicit SwiGLUOp(const Node& node) : alpha_(node.attr_float("alpha", 1.0f)) {}
+
+  absl::Status Infer(InferContext& ctx) const override {
+    const ValueType& a = ctx.input(0);
+    const ValueType& b = ctx.input(1);
+    ValueType out = a;
+    if (a.dims && b.dims) {
+      if (a.rank() != b.rank())
+        return ctx.Error(absl::StrCat("A ", a.ToString(), " and B ", b.ToString(),
+                                      " must have identical shapes (SwiGLU does not broadcast)"));
+      for (size_t d = 0; d < a.dims->size(); ++d) {
+        const Dim& x = (*a.dims)[d];
+        const Dim& y = (*b.dims)[d];
+        if (x.known() && y.known() && x.value != y.value)
+          return ctx.Error(absl::StrCat("A ", a.ToString(), " and B ", b.ToString(),
+                                        " must have identical shapes (SwiGLU does not broadcast); dim ", d,
+                                        " differs"));
+        if (!x.known() && y.known()) (*out.dims)[d] = y;
+      }
+    } else if (!a.dims) {
+      out.dims = b.dims;
+    }
+    ctx.set_output(0, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& a = *ctx.input(0);
+    const Tensor& b = *ctx.input(1);
+    // With unknown dims at creation, Infer ran on the real shapes: they agree here.
+    Tensor& y = ctx.output(0);
+    return Dispatch<FloatTypes>(ctx, a.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using A = typename Arith<T>::type;
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* py = y.data<T>();
+      const A alpha = A(alpha_);
+      const int64_t n = a.size();
+#pragma omp parallel for num_threads(ctx.threads()) if (n > (1 << 16))
+      for (int64_t i = 0; i < n; ++i) {
+        const A x = Widen(pa[i]);
+        py[i] = Narrow<T>(x * Sigmoid(alpha * x) * Widen(pb[i]));
+      }
+    });
+  }
+
+ private:
+  float alpha_;
+};
+
+}  // namespace
+
+std::vector<OpDef> SwiGLUOps() {
+  return {{"", "SwiGLU", 28, 0, "T T", "T", {{"T", kFloatTypes}}, MakeOp<SwiGLUOp>, {{0, 0, Alias::kInPlace}}}};
+}
+
+}  // namespace onnx_mini
