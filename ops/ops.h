@@ -26,10 +26,15 @@ std::vector<OpDef> RecurrentOps();      // RNN, GRU, LSTM
 std::vector<OpDef> ResizeOps();         // Resize, Upsample
 std::vector<OpDef> SequenceOps();       // Sequence*, SplitToSequence, ConcatFromSequence, Optional*
 std::vector<OpDef> ControlFlowOps();    // If, Loop, Scan
+std::vector<OpDef> IndexingOps();       // GatherElements, GatherND, Scatter, ScatterElements, ScatterND, OneHot, Compress, NonZero, Unique
+std::vector<OpDef> RearrangeOps();      // Tile, EyeLike, DepthToSpace, SpaceToDepth, ReverseSequence, CenterCropPad, Col2Im
+std::vector<OpDef> SamplingOps();       // GridSample, AffineGrid, RoiAlign, MaxUnpool, NonMaxSuppression
+std::vector<OpDef> EinsumOps();         // Einsum
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
     ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps, SequenceOps, ControlFlowOps,
+    IndexingOps, RearrangeOps, SamplingOps, EinsumOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.
