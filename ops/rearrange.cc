@@ -171,8 +171,9 @@ class BlockMoveOp : public Op {
       if (in.rank() != 4) return ctx.Error(absl::StrCat("the input must be 4-D (NCHW), got ", in.ToString()));
       const std::vector<Dim>& d = *in.dims;
       out.dims = std::vector<Dim>{d[0], Dim{}, Dim{}, Dim{}};
-      const int64_t bb = b_ * b_;  // checked below before use
-      if (!CheckedMul(b_, b_)) return ctx.Error(absl::StrCat("blocksize ", b_, " is too large"));
+      const std::optional<int64_t> square = CheckedMul(b_, b_);
+      if (!square) return ctx.Error(absl::StrCat("blocksize ", b_, " is too large"));
+      const int64_t bb = *square;
       if (to_space_) {
         if (d[1].known()) {
           if (d[1].value % bb != 0)

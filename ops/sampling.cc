@@ -416,14 +416,27 @@ class RoiAlignOp : public Op {
     const Tensor& rois = *ctx.input(1);
     const int64_t* batch = ctx.input(2)->data<int64_t>();
     Tensor& out = ctx.output(0);
-    const int64_t R = out.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), N = x.dim(0);
+    const int64_t R = out.dim(0), N = x.dim(0);
     for (int64_t r = 0; r < R; ++r)
       if (batch[r] < 0 || batch[r] >= N)
         return ctx.Error(absl::StrCat("batch_indices[", r, "] = ", batch[r], " is out of range for ", N,
                                       " images"));
     if (out.size() == 0) return absl::OkStatus();
-    return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) -> void {
-      using T = typename decltype(tag)::type;
+    absl::Status status;
+    RETURN_IF_ERROR(Dispatch<FloatTypes>(
+        ctx, x.dtype(), [&](auto tag) { status = Pool<typename decltype(tag)::type>(ctx, x, rois, batch, out); }));
+    return status;
+  }
+
+ private:
+  // At most this many bilinear samples per roi (all its bins together).
+  static constexpr int64_t kMaxSamples = int64_t(1) << 24;
+
+  template <class T>
+  absl::Status Pool(const KernelContext& ctx, const Tensor& x, const Tensor& rois, const int64_t* batch,
+                    Tensor& out) const {
+    const int64_t R = out.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
+    {
       const T* src = x.data<T>();
       const T* box = rois.data<T>();
       T* dst = out.data<T>();
@@ -446,9 +459,14 @@ class RoiAlignOp : public Op {
         auto grid = [&](double bin) -> int64_t {
           if (ratio_ > 0) return ratio_;
           const double g = std::ceil(bin);
-          return g >= 1 ? int64_t(std::min(g, 1024.0)) : 0;
+          return g >= 1 ? int64_t(std::min(g, double(kMaxSamples) + 1)) : 0;
         };
         const int64_t gh = grid(bin_h), gw = grid(bin_w);
+        std::optional<int64_t> total = CheckedMul(gh, gw);
+        if (total) total = CheckedMul(*total, out_h_ * out_w_);
+        if (!total || *total > kMaxSamples)
+          return ctx.Error(absl::StrCat("roi ", r, " needs ", gh, " x ", gw, " samples in each of ", out_h_ * out_w_,
+                                        " bins; the most is ", kMaxSamples, " in all"));
         const double count = double(std::max<int64_t>(gh * gw, 1));
         samples.clear();
         for (int64_t ph = 0; ph < out_h_; ++ph)
@@ -504,10 +522,10 @@ class RoiAlignOp : public Op {
           }
         }
       }
-    });
+    }
+    return absl::OkStatus();
   }
 
- private:
   RoiAlignOp() = default;
   bool max_ = false, half_pixel_ = true;
   int64_t out_h_ = 1, out_w_ = 1, ratio_ = 0;

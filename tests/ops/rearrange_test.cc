@@ -96,6 +96,8 @@ TEST(DepthToSpace, DcrCrdAndSpaceToDepthInverts) {
   EXPECT_THAT(Message(RunOne(13, "DepthToSpace", {F(v, {8})}, Int("blocksize", 2)).status()), HasSubstr("4-D"));
   EXPECT_THAT(Message(RunOne(13, "DepthToSpace", {x}, Int("blocksize", 0)).status()), HasSubstr("blocksize must be >= 1"));
   EXPECT_THAT(Message(RunOne(13, "DepthToSpace", {x}).status()), HasSubstr("'blocksize' is required"));
+  EXPECT_THAT(Message(RunOne(13, "DepthToSpace", {x}, Int("blocksize", int64_t(1) << 32)).status()),
+              HasSubstr("blocksize 4294967296 is too large"));
 }
 
 TEST(ReverseSequence, BothAxisOrders) {

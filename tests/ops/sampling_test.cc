@@ -145,6 +145,13 @@ TEST(RoiAlign, AverageMaxAndCoordinateModes) {
                              [](onnx::NodeProto& n) { SetAttr(n, "mode", std::string("sum")); })
                           .status()),
               HasSubstr("mode 'sum' is not avg or max"));
+  // Absurd sample counts are refused, not run.
+  EXPECT_THAT(Message(RunOne(16, "RoiAlign", {x, F({0, 0, 1, 1}, {1, 4}), I({0}, {1})},
+                             [](onnx::NodeProto& n) { SetAttr(n, "sampling_ratio", int64_t(1) << 40); })
+                          .status()),
+              HasSubstr("samples in each of 1 bins"));
+  EXPECT_THAT(Message(RunOne(16, "RoiAlign", {x, F({0, 0, 1e30f, 1e30f}, {1, 4}), I({0}, {1})}).status()),
+              HasSubstr("roi 0 needs"));
 }
 
 TEST(MaxUnpool, PlacesValuesAndChecksIndices) {
