@@ -29,11 +29,16 @@ std::vector<OpDef> ControlFlowOps();    // If, Loop, Scan
 std::vector<OpDef> SwiGLUOps();         // SwiGLU
 std::vector<OpDef> LinearAttentionOps();  // LinearAttention, CausalConvWithState (recurrent-state caches)
 std::vector<OpDef> FlexAttentionOps();  // ai.onnx.preview FlexAttention
+std::vector<OpDef> IndexingOps();       // GatherElements, GatherND, Scatter, ScatterElements, ScatterND, OneHot, Compress, NonZero, Unique
+std::vector<OpDef> RearrangeOps();      // Tile, EyeLike, DepthToSpace, SpaceToDepth, ReverseSequence, CenterCropPad, Col2Im
+std::vector<OpDef> SamplingOps();       // GridSample, AffineGrid, RoiAlign, MaxUnpool, NonMaxSuppression
+std::vector<OpDef> EinsumOps();         // Einsum
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
     ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps, SequenceOps, ControlFlowOps,
     SwiGLUOps, LinearAttentionOps, FlexAttentionOps,
+    IndexingOps, RearrangeOps, SamplingOps, EinsumOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

@@ -129,6 +129,30 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
   if (op == "CausalConvWithState") return {{{{1, 2, 3}}, {{2, 1, 2}}, {{2}}, {{1, 2, 1}}}, 2};
   if (op == "Resize" && opset >= 11) return {{{{1, 1, 2, 2}}, {{0}}, {{4}, {1, 1, 2, 2}}}};
   if (op == "Resize" || op == "Upsample") return {{{{1, 1, 2, 2}}, {{4}, {1, 1, 2, 2}}}};
+  // ops/indexing.cc and ops/rearrange.cc
+  if (op == "GatherElements") return {{{{2, 3}}, {{2, 3}, {0, 1}}}};
+  if (op == "GatherND") return {{{{2, 3}}, {{1, 1}, {1}}}};
+  if (op == "Scatter" || op == "ScatterElements") return {{{{2, 3}}, {{1, 3}, {1}}, {{1, 3}}}};
+  if (op == "ScatterND") return {{{{2, 3}}, {{1, 1}, {1}}, {{1, 3}}}};
+  if (op == "OneHot") return {{{{3}, {0, 1, 2}}, {{}, {3}}, {{2}, {0, 1}}}};
+  if (op == "Compress") return {{{{2, 3}}, {{2}, {1, 0}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "axis", int64_t(0)); }};
+  if (op == "Tile") return {{{{2, 3}}, {{2}, {1, 2}}}};
+  if (op == "EyeLike") return {{{{2, 3}}}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "dtype", int64_t(out)); }};
+  if (op == "DepthToSpace" || op == "SpaceToDepth")
+    return {{{op == "DepthToSpace" ? Shape{1, 4, 1, 1} : Shape{1, 1, 2, 2}}}, 1,
+            [](onnx::NodeProto& n) { SetAttr(n, "blocksize", int64_t(2)); }};
+  if (op == "ReverseSequence") return {{{{2, 3}}, {{3}, {1}}}};
+  if (op == "CenterCropPad") return {{{{2, 3}}, {{2}, {1, 4}}}};
+  if (op == "Col2Im") return {{{{1, 4, 1}}, {{2}, {2, 2}}, {{2}, {2, 2}}}};
+  if (op == "GridSample")
+    return {{{{1, 1, 2, 2}}, {{1, 1, 1, 2}, {0}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "mode", std::string("nearest")); }};
+  if (op == "AffineGrid") return {{{{1, 2, 3}}, {{4}, {1, 1, 2, 2}}}};
+  if (op == "RoiAlign") return {{{{1, 1, 2, 2}}, {{1, 4}, {0, 0, 1, 1}}, {{1}, {0}}}};
+  if (op == "MaxUnpool")
+    return {{{{1, 1, 1, 1}}, {{1, 1, 1, 1}, {0}}}, 1,
+            [](onnx::NodeProto& n) { SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); }};
+  if (op == "NonMaxSuppression") return {{{{1, 1, 4}, {0, 0, 1, 1}}, {{1, 1, 1}}, {{1}, {1}}}};
+  if (op == "Einsum") return {{{{2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "equation", std::string("ij->ji")); }};
   (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
