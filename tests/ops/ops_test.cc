@@ -121,6 +121,10 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
             }};
   if (op == "Resize" && opset >= 11) return {{{{1, 1, 2, 2}}, {{0}}, {{4}, {1, 1, 2, 2}}}};
   if (op == "Resize" || op == "Upsample") return {{{{1, 1, 2, 2}}, {{4}, {1, 1, 2, 2}}}};
+  if (op == "MeanVarianceNormalization") return {{{{1, 2, 2, 2}}}};
+  if (op == "Det") return {{{{2, 2, 2}}}};
+  if (op == "CumSum" || op == "CumProd") return {{{{2, 3}}, {{}, {1}}}};
+  if (op == "NegativeLogLikelihoodLoss" || op == "SoftmaxCrossEntropyLoss") return {{{{2, 3}}, {{2}, {0}}}};
   (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
