@@ -36,6 +36,11 @@ struct ReducePlan : OpPlan {
   std::vector<int64_t> out_stride;  // per input dim; 0 where reduced
   int64_t count = 0;                // input elements per output element
   int64_t groups = 0;               // output elements
+  // When the reduced dims (of extent > 1) are adjacent, the input is
+  // outer x n x inner with n reduced, and output element o * inner + e
+  // reduces input (o, 0..n, e): the fast path, no index arithmetic per element.
+  bool block = false;
+  int64_t outer = 0, n = 0, inner = 0;
 };
 
 std::shared_ptr<ReducePlan> MakeReducePlan(const Shape& shape, const std::vector<bool>& reduced) {
@@ -53,6 +58,20 @@ std::shared_ptr<ReducePlan> MakeReducePlan(const Shape& shape, const std::vector
     }
   plan->count = kept > 0 ? ElementCount(shape) / kept : 0;
   plan->groups = kept;
+  if (ElementCount(shape) == 0) return plan;  // the general path: products may overflow
+  int64_t lo = rank, hi = -1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[size_t(d)] && shape[size_t(d)] != 1) {
+      lo = std::min(lo, d);
+      hi = d;
+    }
+  if (hi < 0) lo = hi = rank;  // nothing reduced: n = 1
+  for (int64_t d = lo; d < hi; ++d)
+    if (!reduced[size_t(d)] && shape[size_t(d)] != 1) return plan;
+  plan->block = true;
+  plan->outer = *CheckedProduct(shape, 0, size_t(std::min(lo, rank)));
+  plan->n = *CheckedProduct(shape, size_t(std::min(lo, rank)), size_t(std::min(hi + 1, rank)));
+  plan->inner = *CheckedProduct(shape, size_t(std::min(hi + 1, rank)), size_t(rank));
   return plan;
 }
 
@@ -194,6 +213,29 @@ class ReduceOpKernel : public Op {
     return Dispatch<Types>(ctx, in.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using Acc = Accum<Kind, T>;
+      T* dst = out.data<T>();
+      if (plan.block) {
+        const T* src = in.data<T>();
+        const int64_t n = plan.n, inner = plan.inner, total = plan.outer * inner;
+#pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 16) && total > 1)
+        for (int64_t r = 0; r < total; ++r) {
+          const T* p = src + (r / inner) * n * inner + r % inner;
+          typename Acc::type acc = Acc::Init();
+          double max = -std::numeric_limits<double>::infinity();
+          if constexpr (Kind == ReduceOp::kLogSumExp) {
+            for (int64_t k = 0; k < n; ++k) {
+              const double v = double(Widen(p[k * inner]));
+              if (v > max || v != v) max = v;
+            }
+            for (int64_t k = 0; k < n; ++k) acc += std::exp(double(Widen(p[k * inner])) - max);
+          } else {
+            for (int64_t k = 0; k < n; ++k) Acc::Add(acc, p[k * inner]);
+          }
+          dst[r] = Acc::Finish(acc, plan.count, max);
+        }
+        return;
+      }
+      // The general path: any reduced dims, empty inputs.
       const auto for_each = [&](auto f) { ForEachReduced<T>(in, plan, f); };
       std::vector<typename Acc::type> acc(size_t(out.size()), Acc::Init());
       // LogSumExp subtracts each output's maximum before exp, so no exp overflows.
@@ -208,7 +250,6 @@ class ReduceOpKernel : public Op {
       } else {
         for_each([&](int64_t o, T x) { Acc::Add(acc[size_t(o)], x); });
       }
-      T* dst = out.data<T>();
       for (int64_t o = 0; o < out.size(); ++o)
         dst[o] = Acc::Finish(acc[size_t(o)], plan.count, max.empty() ? 0.0 : max[size_t(o)]);
     });

@@ -255,6 +255,38 @@ TEST(Reduce, AxesOutOfRangeAreErrors) {
   }
 }
 
+// X [A, B, C] over axes {0, 2} takes the general path (the reduced dims are
+// not adjacent); its transpose [B, A, C] over {1, 2} takes the block fast
+// path, and accumulates each output's elements in the same order: the two
+// must agree exactly, for every reduction, type, odd and empty shape, and
+// thread count.
+TEST(Reduce, FastPathMatchesTheGeneralPath) {
+  const std::vector<std::string> ops = {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1",
+                                        "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+  const std::vector<Shape> shapes = {{3, 5, 7}, {1, 4, 1}, {2, 1, 3}, {0, 3, 2}, {37, 3, 901}};
+  uint32_t seed = 1;
+  for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kInt32, DType::kInt64, DType::kUInt8})
+    for (const Shape& s : shapes) {
+      const int64_t a = s[0], b = s[1], c = s[2];
+      const Tensor x = Random(dtype, s, seed++);
+      Tensor y = Tensor::Zeros(dtype, {b, a, c});
+      for (int64_t i = 0; i < a; ++i)
+        for (int64_t j = 0; j < b; ++j)
+          for (int64_t k = 0; k < c; ++k) SetDouble(y, (j * a + i) * c + k, GetDouble(x, (i * b + j) * c + k));
+      for (const std::string& op : ops) {
+        auto general = RunNode(18, op, {x, I({0, 2}, {2})}, 1, keepdims(0), {false, true}, 2);
+        auto fast = RunNode(18, op, {y, I({2, -2}, {2})}, 1, keepdims(0), {false, true}, 2);
+        ASSERT_TRUE(general.ok() && fast.ok()) << op << ": " << general.status() << " " << fast.status();
+        const std::vector<double> want = Values((*general)[0]), got = Values((*fast)[0]);
+        ASSERT_EQ(got.size(), size_t(b));
+        for (size_t i = 0; i < got.size(); ++i)
+          EXPECT_TRUE(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])))
+              << op << " " << LowerName(dtype) << " " << ShapeToString(s) << " [" << i << "]: " << got[i] << " vs "
+              << want[i];
+      }
+    }
+}
+
 TEST(ArgMin, FirstOrLastMinimumAlongAnAxis) {
   const Tensor x = F({1, 3, 1, 2, 0, 0}, {2, 3});
   const auto attrs = [](int64_t axis, int64_t keep, int64_t last) {
