@@ -11,7 +11,7 @@ namespace onnx_mini {
 std::vector<OpDef> BinaryOps();     // Add, Sub, Mul, Div, Mod, Pow, comparisons, And, Or, Where, PRelu, Sum, Max, Min, Mean
 std::vector<OpDef> UnaryOps();      // Neg, Abs, Relu, ..., Gelu, Not, the activations, trigonometry, IsNaN, IsInf, Clip, Dropout
 std::vector<OpDef> MovementOps();   // Concat, Expand, Gather, Slice, Range, ConstantOfShape, Pad, Trilu, Split
-std::vector<OpDef> ReduceOps();     // ReduceMax/Sum/Mean, ArgMax, Softmax, LogSoftmax, Hardmax, TopK
+std::vector<OpDef> ReduceOps();     // Reduce*, ArgMax, ArgMin, Softmax, LogSoftmax, Hardmax, TopK, LpNormalization, MeanVarianceNormalization
 std::vector<OpDef> MatMulOps();     // MatMul, Gemm
 std::vector<OpDef> NormalizationOps();  // LayerNormalization, RMSNormalization, RotaryEmbedding
 std::vector<OpDef> CastOps();       // Cast, CastLike
@@ -33,12 +33,15 @@ std::vector<OpDef> IndexingOps();       // GatherElements, GatherND, Scatter, Sc
 std::vector<OpDef> RearrangeOps();      // Tile, EyeLike, DepthToSpace, SpaceToDepth, ReverseSequence, CenterCropPad, Col2Im
 std::vector<OpDef> SamplingOps();       // GridSample, AffineGrid, RoiAlign, MaxUnpool, NonMaxSuppression
 std::vector<OpDef> EinsumOps();         // Einsum
+std::vector<OpDef> LossOps();           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+std::vector<OpDef> MathOps();           // CumSum, CumProd, Det
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
     ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps, SequenceOps, ControlFlowOps,
     SwiGLUOps, LinearAttentionOps, FlexAttentionOps,
     IndexingOps, RearrangeOps, SamplingOps, EinsumOps,
+    LossOps, MathOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

@@ -153,6 +153,10 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
             [](onnx::NodeProto& n) { SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); }};
   if (op == "NonMaxSuppression") return {{{{1, 1, 4}, {0, 0, 1, 1}}, {{1, 1, 1}}, {{1}, {1}}}};
   if (op == "Einsum") return {{{{2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "equation", std::string("ij->ji")); }};
+  if (op == "MeanVarianceNormalization") return {{{{1, 2, 2, 2}}}};
+  if (op == "Det") return {{{{2, 2, 2}}}};
+  if (op == "CumSum" || op == "CumProd") return {{{{2, 3}}, {{}, {1}}}};
+  if (op == "NegativeLogLikelihoodLoss" || op == "SoftmaxCrossEntropyLoss") return {{{{2, 3}}, {{2}, {0}}}};
   (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
