@@ -143,7 +143,7 @@ struct QuantAttrs {
         // Blocked: the scale is x's shape with ceil(dim / block_size) at the axis.
         bool fits = int64_t(ss->size()) == rank;
         for (int64_t d = 0; fits && d < rank; ++d)
-          fits = d == axis ? (*ss)[size_t(d)] == (p->dim + block_size - 1) / block_size
+          fits = d == axis ? (*ss)[size_t(d)] == (p->dim == 0 ? 0 : (p->dim - 1) / block_size + 1)  // no overflow
                            : (*ss)[size_t(d)] == (*xs)[size_t(d)];
         if (!fits)
           return ctx.Error(absl::StrCat("a blocked scale must be x's shape with ceil(", p->dim, " / block_size ",

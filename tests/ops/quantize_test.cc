@@ -181,6 +181,15 @@ TEST(QuantizeOps, BadAxesAndShapesAreErrors) {
   ASSERT_FALSE(dtype.ok());
   EXPECT_THAT(Message(dtype.status()), HasSubstr("output_dtype uint8 differs from y_zero_point's int8"));
   EXPECT_FALSE(RunOne(21, "QuantizeLinear", {x, F({1}, {})}, Ints({{"block_size", -1}})).ok());
+  // A block larger than the axis: one block (and no overflow in ceil).
+  absl::StatusOr<Tensor> huge = RunOne(21, "QuantizeLinear", {x, F({1, 2, 3, 4, 5, 6}, {2, 3}), Of(DType::kInt8, {0, 0, 0, 0, 0, 0}, {2, 3})},
+                                       Ints({{"axis", 0}, {"block_size", std::numeric_limits<int64_t>::max()}}));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(Message(huge.status()), HasSubstr("ceil(2 / block_size 9223372036854775807) at axis 0"));
+  absl::StatusOr<Tensor> one = RunOne(21, "QuantizeLinear", {x, F({1, 2, 4}, {1, 3}), Of(DType::kInt8, {0, 0, 0}, {1, 3})},
+                                      Ints({{"axis", 0}, {"block_size", std::numeric_limits<int64_t>::max()}}));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(Values(*one), ElementsAre(1, 1, 1, 4, 2, 2));
 }
 
 TEST(DynamicQuantizeLinear, ScaleAndZeroPointFromTheRange) {
