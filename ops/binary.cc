@@ -1,5 +1,6 @@
 // Elementwise ops over two (or, for Where, three) inputs with NumPy
-// broadcasting: Add, Sub, Mul, Div, Mod, Pow, the comparisons, And, Or, Where;
+// broadcasting: Add, Sub, Mul, Div, Mod, Pow, the comparisons, And, Or, Xor,
+// BitwiseAnd, BitwiseOr, BitwiseXor, BitShift, Where;
 // PRelu (the slope broadcasts to X); Sum, Max, Min, Mean over any number of
 // inputs. Before opset 7 the two-input ops broadcast only when asked
 // (`broadcast`, `axis`), B onto A.
@@ -17,10 +18,26 @@ namespace {
 enum class BinaryOp {
   kAdd, kSub, kMul, kDiv, kMod, kPow,                             // arithmetic
   kEqual, kLess, kLessOrEqual, kGreater, kGreaterOrEqual,         // comparisons -> bool
-  kAnd, kOr,                                                      // bool -> bool
+  kAnd, kOr, kXor,                                                // bool -> bool
+  kBitwiseAnd, kBitwiseOr, kBitwiseXor, kBitShift,                // integers -> integers
 };
 constexpr bool IsComparison(BinaryOp op) { return op >= BinaryOp::kEqual && op <= BinaryOp::kGreaterOrEqual; }
-constexpr bool IsLogical(BinaryOp op) { return op == BinaryOp::kAnd || op == BinaryOp::kOr; }
+constexpr bool IsLogical(BinaryOp op) { return op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor; }
+constexpr bool IsBitwise(BinaryOp op) { return op >= BinaryOp::kBitwiseAnd; }
+
+// BitwiseAnd/Or/Xor and BitShift on integers. A shift by the type's width or
+// more gives 0 (as NumPy does), never the undefined C++ shift.
+template <BinaryOp Kind, class T>
+T Bitwise(T x, T y, bool shift_left) {
+  if constexpr (Kind == BinaryOp::kBitwiseAnd) return T(x & y);
+  else if constexpr (Kind == BinaryOp::kBitwiseOr) return T(x | y);
+  else if constexpr (Kind == BinaryOp::kBitwiseXor) return T(x ^ y);
+  else {
+    if (uint64_t(y) >= sizeof(T) * 8) return T(0);
+    using W = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, T>;  // no promotion to int
+    return T(shift_left ? W(x) << y : W(x) >> y);
+  }
+}
 
 absl::StatusOr<std::vector<Dim>> BroadcastInputs(const InferContext& ctx, size_t n) {
   std::vector<Dim> dims;
@@ -111,6 +128,11 @@ template <BinaryOp Kind> struct BinaryTypes { using type = NumericTypes; };
 template <> struct BinaryTypes<BinaryOp::kEqual> { using type = Join<NumericTypes, TypeList<bool, std::string>>; };
 template <> struct BinaryTypes<BinaryOp::kAnd> { using type = TypeList<bool>; };
 template <> struct BinaryTypes<BinaryOp::kOr> { using type = TypeList<bool>; };
+template <> struct BinaryTypes<BinaryOp::kXor> { using type = TypeList<bool>; };
+template <> struct BinaryTypes<BinaryOp::kBitwiseAnd> { using type = IntTypes; };
+template <> struct BinaryTypes<BinaryOp::kBitwiseOr> { using type = IntTypes; };
+template <> struct BinaryTypes<BinaryOp::kBitwiseXor> { using type = IntTypes; };
+template <> struct BinaryTypes<BinaryOp::kBitShift> { using type = UnsignedIntTypes; };
 using PowBaseTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t>;
 template <> struct BinaryTypes<BinaryOp::kPow> { using type = PowBaseTypes; };
 
@@ -183,12 +205,15 @@ class LegacyBroadcast {
 template <BinaryOp Kind>
 class BinaryOpKernel : public Op {
  public:
-  explicit BinaryOpKernel(const Node& node) : fmod_(node.attr_int("fmod", 0) != 0), legacy_(node) {}
+  explicit BinaryOpKernel(const Node& node)
+      : fmod_(node.attr_int("fmod", 0) != 0), direction_(node.attr_string("direction", "")), legacy_(node) {}
 
   absl::Status Infer(InferContext& ctx) const override {
     const DType a = ctx.input(0).dtype;
     if (Kind == BinaryOp::kMod && Info(a).kind == DTypeKind::kFloat && !fmod_)
       return ctx.Error("Mod of floating-point inputs requires fmod = 1");
+    if (Kind == BinaryOp::kBitShift && direction_ != "LEFT" && direction_ != "RIGHT")
+      return ctx.Error("direction '" + direction_ + "' must be LEFT or RIGHT");
     if (legacy_.enabled()) return legacy_.Infer(ctx, IsComparison(Kind) || IsLogical(Kind) ? DType::kBool : a);
     return SetBroadcastOutput(ctx, 2, IsComparison(Kind) || IsLogical(Kind) ? DType::kBool : a);
   }
@@ -207,7 +232,14 @@ class BinaryOpKernel : public Op {
         const bool* pb = b.data<bool>();
         bool* po = out.data<bool>();
         ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
-          po[o] = Kind == BinaryOp::kAnd ? (pa[i] && pb[j]) : (pa[i] || pb[j]);
+          po[o] = Kind == BinaryOp::kAnd ? (pa[i] && pb[j]) : Kind == BinaryOp::kOr ? (pa[i] || pb[j]) : (pa[i] != pb[j]);
+        });
+      } else if constexpr (IsBitwise(Kind)) {
+        const T* pb = b.data<T>();
+        T* po = out.data<T>();
+        const bool left = direction_ == "LEFT";
+        ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
+          po[o] = Bitwise<Kind, T>(pa[i], pb[j], left);
         });
       } else if constexpr (IsComparison(Kind)) {
         const T* pb = b.data<T>();
@@ -243,6 +275,7 @@ class BinaryOpKernel : public Op {
 
  private:
   bool fmod_;
+  std::string direction_;  // BitShift
   LegacyBroadcast legacy_;
 };
 
@@ -391,6 +424,11 @@ std::vector<OpDef> BinaryOps() {
       Binary<BinaryOp::kGreaterOrEqual>("GreaterOrEqual", 12, kNumericTypes, true, false),
       Binary<BinaryOp::kAnd>("And", 1, kBool, true, false),
       Binary<BinaryOp::kOr>("Or", 1, kBool, true, false),
+      Binary<BinaryOp::kXor>("Xor", 1, kBool, true, false),
+      Binary<BinaryOp::kBitwiseAnd>("BitwiseAnd", 18, IntTypes::set(), false, true),
+      Binary<BinaryOp::kBitwiseOr>("BitwiseOr", 18, IntTypes::set(), false, true),
+      Binary<BinaryOp::kBitwiseXor>("BitwiseXor", 18, IntTypes::set(), false, true),
+      Binary<BinaryOp::kBitShift>("BitShift", 11, UnsignedIntTypes::set(), false, true),
       // Pow's exponent has a type of its own.
       {"", "Pow", 1, 0, "T T1", "T", {{"T", PowBaseTypes::set()}, {"T1", kNumericTypes}},
        MakeOp<BinaryOpKernel<BinaryOp::kPow>>, {{0, 0, Alias::kInPlace}}},

@@ -1,9 +1,14 @@
-// Conv (1, 11, 22), ConvTranspose (1, 11, 22) and ConvInteger (10): 1-D to
+// Conv (1, 11, 22), ConvTranspose (1, 11, 22), ConvInteger (10) and
+// QLinearConv (10; ConvInteger's path, then requantized): 1-D to
 // 3-D, groups, dilations, strides, pads and auto_pad. float and bfloat16 Conv
 // and ConvTranspose run on oneDNN in the layouts it prefers (the primitive is kept
 // in the plan, made on the first run for the session's thread count); every
 // type also has the plain reference kernel, which accumulates 16-bit floats
 // in float and ConvInteger in int32.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "ops/ops.h"
 #include "ops/spatial.h"
 
@@ -103,12 +108,15 @@ void ConvTransposeReference(const ConvPlan& p, const T* x, const T* wt, const T*
   }
 }
 
-enum class ConvKind { kConv, kTransposed, kInteger };
+enum class ConvKind { kConv, kTransposed, kInteger, kQLinear };
 
 template <ConvKind kKind>
 class ConvOp : public Op {
   static constexpr bool kTransposed = kKind == ConvKind::kTransposed;
-  static constexpr bool kInteger = kKind == ConvKind::kInteger;
+  static constexpr bool kQLinear = kKind == ConvKind::kQLinear;
+  static constexpr bool kInteger = kKind == ConvKind::kInteger || kQLinear;
+  // QLinearConv's inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B.
+  static constexpr size_t kW = kQLinear ? 3 : 1;
 
  public:
   static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
@@ -130,9 +138,9 @@ class ConvOp : public Op {
 
   absl::Status Infer(InferContext& ctx) const override {
     const ValueType& x = ctx.input(0);
-    const ValueType& wt = ctx.input(1);
+    const ValueType& wt = ctx.input(kW);
     ValueType out;
-    out.dtype = kInteger ? DType::kInt32 : x.dtype;
+    out.dtype = kQLinear ? ctx.input(7).dtype : kInteger ? DType::kInt32 : x.dtype;
     const std::optional<Shape> xs = x.concrete_shape(), ws = wt.concrete_shape();
     if (x.dims && wt.dims) {
       if (x.rank() < 3 || wt.rank() != x.rank())
@@ -172,13 +180,26 @@ class ConvOp : public Op {
     }
     if (kInteger) {
       // ConvInteger's zero points: one for X; one for W or one per output channel.
-      for (size_t i : {size_t(2), size_t(3)}) {
+      // QLinearConv's scales too (and its y_scale and y_zero_point: one element).
+      static constexpr const char* kInputNames[] = {"x", kQLinear ? "x_scale" : "w", "x_zero_point",
+                                                    kQLinear ? "w" : "w_zero_point", "w_scale", "w_zero_point",
+                                                    "y_scale", "y_zero_point"};
+      const std::vector<size_t> per_tensor = kQLinear ? std::vector<size_t>{1, 2, 6, 7} : std::vector<size_t>{2};
+      const std::vector<size_t> per_channel = kQLinear ? std::vector<size_t>{4, 5} : std::vector<size_t>{3};
+      for (size_t i : {1, 2, 3, 4, 5, 6, 7}) {
+        const bool channel = std::count(per_channel.begin(), per_channel.end(), i) > 0;
+        if (!channel && !std::count(per_tensor.begin(), per_tensor.end(), i)) continue;
         const std::optional<Shape> zs = ctx.has_input(i) ? ctx.input(i).concrete_shape() : std::nullopt;
         const int64_t count = zs ? ElementCount(*zs) : 1;
-        if (zs && zs->size() > 1) return ctx.Error("a zero point must be a scalar or 1-D");
-        if (count != 1 && !(i == 3 && count == p->m))
-          return ctx.Error(absl::StrCat(i == 2 ? "x_zero_point " : "w_zero_point ", ShapeToString(*zs),
-                                        i == 2 ? " must have one element" : " must have one element or one per output channel"));
+        if (zs && zs->size() > 1) return ctx.Error("a zero point or scale must be a scalar or 1-D");
+        if (count != 1 && !(channel && count == p->m))
+          return ctx.Error(absl::StrCat(kInputNames[i], " ", ShapeToString(*zs),
+                                        channel ? " must have one element or one per output channel" : " must have one element"));
+      }
+      if (kQLinear && ctx.has_input(8)) {
+        const std::optional<Shape> bs = ctx.input(8).concrete_shape();
+        if (bs && (bs->size() != 1 || (*bs)[0] != p->m))
+          return ctx.Error(absl::StrCat("B ", ShapeToString(*bs), " must be (", p->m, ")"));
       }
     } else if (ctx.has_input(2)) {
       const std::optional<Shape> bs = ctx.input(2).concrete_shape();
@@ -196,12 +217,13 @@ class ConvOp : public Op {
 
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
-    const Tensor& wt = *ctx.input(1);
+    const Tensor& wt = *ctx.input(kW);
     const Tensor* b = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
     Tensor& y = ctx.output(0);
     const ConvPlan& p = ctx.plan<ConvPlan>();
     if (y.size() == 0) return absl::OkStatus();
-    if (kInteger) return ComputeInteger(ctx, p);
+    if (kQLinear) return ComputeQLinear(ctx, p);
+    if (kInteger) return ComputeInteger(ctx, p, ctx.output(0).data<int32_t>());
     if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads()))
       return absl::OkStatus();
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
@@ -215,11 +237,11 @@ class ConvOp : public Op {
  private:
   // ConvInteger: X and W less their zero points, widened to int32, through
   // the reference convolution (int32 accumulation).
-  absl::Status ComputeInteger(KernelContext& ctx, const ConvPlan& p) const {
+  absl::Status ComputeInteger(KernelContext& ctx, const ConvPlan& p, int32_t* y) const {
     const Tensor& x = *ctx.input(0);
-    const Tensor& wt = *ctx.input(1);
+    const Tensor& wt = *ctx.input(kW);
     const Tensor* xz = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
-    const Tensor* wz = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
+    const Tensor* wz = ctx.num_inputs() > kW + 2 ? ctx.input(kW + 2) : nullptr;
     std::vector<int32_t> xq(size_t(x.size())), wq(size_t(wt.size()));
     RETURN_IF_ERROR(Dispatch<QuantTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -235,8 +257,33 @@ class ConvOp : public Op {
       }
     }));
     // Summed in int64 (no overflow to trap on), kept modulo 2^32 as int32.
-    ConvReference<int32_t, int64_t>(p, xq.data(), wq.data(), nullptr, ctx.output(0).data<int32_t>(), ctx.threads());
+    const Tensor* bias = kQLinear && ctx.num_inputs() > 8 ? ctx.input(8) : nullptr;
+    ConvReference<int32_t, int64_t>(p, xq.data(), wq.data(), bias ? bias->data<int32_t>() : nullptr, y, ctx.threads());
     return absl::OkStatus();
+  }
+
+  // QLinearConv: the int32 convolution (with B), then y = saturate(round(acc *
+  // x_scale * w_scale / y_scale) + y_zero_point), the multiplier in float and
+  // the product in double, as ONNX's reference does.
+  absl::Status ComputeQLinear(KernelContext& ctx, const ConvPlan& p) const {
+    Tensor& y = ctx.output(0);
+    std::vector<int32_t> acc(size_t(y.size()));
+    RETURN_IF_ERROR(ComputeInteger(ctx, p, acc.data()));
+    const Tensor& ws = *ctx.input(4);
+    const float xs = ctx.input(1)->data<float>()[0], ys = ctx.input(6)->data<float>()[0];
+    return Dispatch<QuantTypes>(ctx, y.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const double zero = double(ctx.input(7)->data<T>()[0]);
+      const double lo = double(std::numeric_limits<T>::min()), hi = double(std::numeric_limits<T>::max());
+      const int64_t plane = y.size() / std::max<int64_t>(1, p.n * p.m);
+      T* py = y.data<T>();
+      for (int64_t e = 0; e < y.size(); ++e) {
+        const int64_t oc = (e / plane) % p.m;
+        const double mult = double(xs * ws.data<float>()[ws.size() == 1 ? 0 : oc] / ys);
+        const double v = std::nearbyint(double(acc[size_t(e)]) * mult + zero);
+        py[e] = T(std::isnan(v) ? zero : std::min(hi, std::max(lo, v)));
+      }
+    });
   }
 
   // ConvTranspose's output: s * (in - 1) + output_padding + (k - 1) * d + 1
@@ -303,6 +350,10 @@ std::vector<OpDef> ConvOps() {
       {"", "ConvInteger", 10, 0, "T1 T2 T1? T2?", "T3",
        {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", {DType::kInt32}}},
        ConvOp<ConvKind::kInteger>::Create},
+      {"", "QLinearConv", 10, 0, "T1 S T1 T2 S T2 S T3 T4?", "T3",
+       {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", QuantTypes::set()}, {"S", {DType::kFloat}},
+        {"T4", {DType::kInt32}}},
+       ConvOp<ConvKind::kQLinear>::Create},
   };
 }
 

@@ -35,6 +35,8 @@ std::vector<OpDef> SamplingOps();       // GridSample, AffineGrid, RoiAlign, Max
 std::vector<OpDef> EinsumOps();         // Einsum
 std::vector<OpDef> LossOps();           // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 std::vector<OpDef> MathOps();           // CumSum, CumProd, Det
+std::vector<OpDef> BitCastOps();        // BitCast
+std::vector<OpDef> QuantizeOps();       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
@@ -42,6 +44,7 @@ inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     SwiGLUOps, LinearAttentionOps, FlexAttentionOps,
     IndexingOps, RearrangeOps, SamplingOps, EinsumOps,
     LossOps, MathOps,
+    BitCastOps, QuantizeOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

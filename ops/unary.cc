@@ -1,5 +1,5 @@
 // Elementwise ops of one input: Neg, Abs, Sqrt, Exp, Log, Tanh, Erf, Sigmoid,
-// Reciprocal, Gelu, Relu, Ceil, Floor, Not; the activations with attributes
+// Reciprocal, Gelu, Relu, Ceil, Floor, Not, BitwiseNot; the activations with attributes
 // (Elu, Selu, Celu, LeakyRelu, HardSigmoid, HardSwish, Softplus, Softsign,
 // Mish, Swish, ThresholdedRelu, Shrink), Sign, Round, the trigonometric and
 // hyperbolic functions, IsNaN, IsInf; Clip and Dropout. 16-bit floats compute
@@ -17,7 +17,7 @@
 namespace onnx_mini {
 namespace {
 
-enum class UnaryOp { kNeg, kAbs, kRelu, kCeil, kFloor, kSqrt, kExp, kLog, kTanh, kErf, kSigmoid, kReciprocal, kGelu, kNot,
+enum class UnaryOp { kNeg, kAbs, kRelu, kCeil, kFloor, kSqrt, kExp, kLog, kTanh, kErf, kSigmoid, kReciprocal, kGelu, kNot, kBitwiseNot,
   kElu, kSelu, kCelu, kLeakyRelu, kHardSigmoid, kHardSwish, kSoftplus, kSoftsign, kMish, kSwish, kThresholdedRelu,
   kShrink, kSign, kRound, kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh,
   kIsNaN, kIsInf };
@@ -136,6 +136,7 @@ template <> struct UnaryTypes<UnaryOp::kNeg> { using type = SignedTypes; };
 template <> struct UnaryTypes<UnaryOp::kRelu> { using type = SignedTypes; };
 template <> struct UnaryTypes<UnaryOp::kAbs> { using type = NumericTypes; };
 template <> struct UnaryTypes<UnaryOp::kNot> { using type = TypeList<bool>; };
+template <> struct UnaryTypes<UnaryOp::kBitwiseNot> { using type = IntTypes; };
 template <> struct UnaryTypes<UnaryOp::kShrink> { using type = NumericTypes; };
 template <> struct UnaryTypes<UnaryOp::kSign> { using type = NumericTypes; };
 using FloatAndFloat8Types = Join<FloatTypes, Float8Types>;
@@ -186,6 +187,9 @@ class UnaryOpKernel : public Op {
       } else if constexpr (Kind == UnaryOp::kNot) {
         T* dst = out.data<T>();
         for (int64_t i = 0; i < n; ++i) dst[i] = !src[i];
+      } else if constexpr (Kind == UnaryOp::kBitwiseNot) {
+        T* dst = out.data<T>();
+        for (int64_t i = 0; i < n; ++i) dst[i] = T(~src[i]);
       } else {
         T* dst = out.data<T>();
         using A = typename Arith<T>::type;
@@ -393,6 +397,7 @@ std::vector<OpDef> UnaryOps() {
       Unary<UnaryOp::kReciprocal>("Reciprocal", 1),
       Unary<UnaryOp::kGelu>("Gelu", 20),
       Unary<UnaryOp::kNot>("Not", 1),
+      Unary<UnaryOp::kBitwiseNot>("BitwiseNot", 18),
       Unary<UnaryOp::kElu>("Elu", 1),
       Unary<UnaryOp::kSelu>("Selu", 1),
       Unary<UnaryOp::kCelu>("Celu", 12),

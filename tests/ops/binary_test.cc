@@ -261,5 +261,58 @@ TEST(Variadic, MaxMinMeanBroadcastAcrossTypes) {
   EXPECT_THAT(Values(*old), ElementsAre(1, 2));
 }
 
+TEST(BinaryOps, BitwiseOpsOnEveryIntegerTypeWithBroadcast) {
+  // 0b1100 op 0b1010 and -1 (all bits) op 5, the second input broadcast.
+  for (DType dtype : {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kInt32, DType::kUInt32,
+                      DType::kInt64, DType::kUInt64}) {
+    Tensor a = Tensor::Zeros(dtype, {2, 2}), b = Tensor::Zeros(dtype, {2});
+    const bool is_signed = Info(dtype).kind == DTypeKind::kSigned;
+    const double all = is_signed ? -1 : 255;  // all bits of int8 and uint8
+    SetDouble(a, 0, 12); SetDouble(a, 1, 12); SetDouble(a, 2, all); SetDouble(a, 3, 0);
+    SetDouble(b, 0, 10); SetDouble(b, 1, 5);
+    absl::StatusOr<Tensor> band = RunOne(18, "BitwiseAnd", {a, b});
+    absl::StatusOr<Tensor> bor = RunOne(18, "BitwiseOr", {a, b});
+    absl::StatusOr<Tensor> bxor = RunOne(18, "BitwiseXor", {a, b});
+    ASSERT_TRUE(band.ok() && bor.ok() && bxor.ok()) << LowerName(dtype) << ": " << band.status() << bor.status();
+    EXPECT_THAT(Values(*band), ElementsAre(8, 4, 10, 0)) << LowerName(dtype);
+    EXPECT_THAT(Values(*bor), ElementsAre(14, 13, all, 5)) << LowerName(dtype);
+    // all ^ 10: -11 signed, max - 10 unsigned.
+    EXPECT_THAT(Values(*bxor), ElementsAre(6, 9, is_signed ? -11 : 245, 5)) << LowerName(dtype);
+  }
+  EXPECT_FALSE(RunOne(18, "BitwiseAnd", {F({1}, {1}), F({1}, {1})}).ok());
+}
+
+TEST(BinaryOps, BitShiftBothDirectionsAndWideShifts) {
+  for (DType dtype : {DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64}) {
+    const int bits = Info(dtype).bits;
+    Tensor x = Tensor::Zeros(dtype, {4}), s = Tensor::Zeros(dtype, {4});
+    const double top = std::ldexp(1.0, bits - 1);  // the highest bit
+    SetDouble(x, 0, 1); SetDouble(x, 1, 3); SetDouble(x, 2, top); SetDouble(x, 3, 7);
+    if (dtype == DType::kUInt64) x.data<uint64_t>()[2] = uint64_t(1) << 63;  // beyond int64, which SetDouble clamps to
+    SetDouble(s, 0, 3); SetDouble(s, 1, 1); SetDouble(s, 2, 1); SetDouble(s, 3, bits);
+    auto dir = [](const char* d) { return [d](onnx::NodeProto& n) { SetAttr(n, "direction", std::string(d)); }; };
+    absl::StatusOr<Tensor> left = RunOne(11, "BitShift", {x, s}, dir("LEFT"));
+    absl::StatusOr<Tensor> right = RunOne(11, "BitShift", {x, s}, dir("RIGHT"));
+    ASSERT_TRUE(left.ok() && right.ok()) << left.status() << right.status();
+    // The top bit shifted left leaves the type; a shift by the width gives 0.
+    EXPECT_THAT(Values(*left), ElementsAre(8, 6, 0, 0)) << LowerName(dtype);
+    EXPECT_THAT(Values(*right), ElementsAre(0, 1, top / 2, 0)) << LowerName(dtype);
+    absl::StatusOr<Tensor> bad = RunOne(11, "BitShift", {x, s}, dir("UP"));
+    ASSERT_FALSE(bad.ok());
+    EXPECT_THAT(Message(bad.status()), HasSubstr("LEFT or RIGHT"));
+  }
+}
+
+TEST(BinaryOps, XorOfBoolsWithBroadcast) {
+  absl::StatusOr<Tensor> out = RunOne(7, "Xor", {B({true, false, false, true}, {2, 2}), B({true, false}, {2})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(Values(*out), ElementsAre(0, 0, 1, 1));
+  // Opset 1: B onto A only with broadcast = 1.
+  absl::StatusOr<Tensor> old = RunOne(1, "Xor", {B({true, false, true, false}, {2, 2}), B({false, true}, {2})},
+                                      [](onnx::NodeProto& n) { SetAttr(n, "broadcast", int64_t(1)); });
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_THAT(Values(*old), ElementsAre(1, 1, 1, 1));
+}
+
 }  // namespace
 }  // namespace onnx_mini

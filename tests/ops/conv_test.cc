@@ -346,6 +346,27 @@ TEST(Conv, DynamicShapesPlanPerRunAndStaticPlansAreSharedAcrossThreads) {
   for (const auto& r : results) EXPECT_EQ(r, Values((*want)[0]));
 }
 
+TEST(QLinearConv, RequantizesPerOutputChannelWithBias) {
+  // X - 10 = [0, 10, 20, 30]; 1x1 kernels W - w_zero_point = [1, -1];
+  // bias [4, 0]; multipliers 0.5 * [1, 0.25] / 1; plus 5, then rounded as
+  // ONNX's reference does (-2.5 + 5 = 2.5 rounds to 2).
+  const Tensor x = Tensor::FromVector<uint8_t>({10, 20, 30, 40}, {1, 1, 2, 2});
+  const Tensor w = Tensor::FromVector<int8_t>({1, -2}, {2, 1, 1, 1});
+  auto y = RunOne(10, "QLinearConv",
+                  {x, F({0.5f}, {}), Tensor::FromVector<uint8_t>({10}, {}), w, F({1, 0.25f}, {2}),
+                   Tensor::FromVector<int8_t>({0, -1}, {2}), F({1}, {}), Tensor::FromVector<uint8_t>({5}, {}),
+                   Tensor::FromVector<int32_t>({4, 0}, {2})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->dtype(), DType::kUInt8);
+  EXPECT_EQ(y->shape(), (Shape{1, 2, 2, 2}));
+  EXPECT_THAT(Values(*y), ElementsAre(7, 12, 17, 22, 5, 4, 2, 1));
+  auto bad = RunOne(10, "QLinearConv",
+                    {x, F({0.5f, 1}, {2}), Tensor::FromVector<uint8_t>({10}, {}), w, F({1}, {}),
+                     Tensor::FromVector<int8_t>({0}, {}), F({1}, {}), Tensor::FromVector<uint8_t>({5}, {})});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(Message(bad.status()), HasSubstr("x_scale [2] must have one element"));
+}
+
 TEST(ConvInteger, SubtractsZeroPointsPerTensorAndPerOutputChannel) {
   // X uint8 [[10, 11], [12, 13]] with zero point 10; two 1x1 int8 filters [2] and [-1]
   // with zero points 0 and -1 (per output channel).

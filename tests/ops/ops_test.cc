@@ -45,10 +45,12 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
   const bool attrs_form = row.inputs.size() == 1;  // an old row whose extra inputs were attributes
   static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Mod", "Pow", "Equal", "Less",
                                                "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Sum",
-                                               "Max", "Min", "Mean", "PRelu"};
+                                               "Max", "Min", "Mean", "PRelu", "Xor", "BitwiseAnd", "BitwiseOr",
+                                               "BitwiseXor", "BitShift"};
   if (kBinary.count(op)) {
     Tiny t{{{{2, 3}, {2}}, {{3}, {1}}}};
     if (op == "Mod") t.attrs = [](onnx::NodeProto& n) { SetAttr(n, "fmod", int64_t(1)); };
+    if (op == "BitShift") t.attrs = [](onnx::NodeProto& n) { SetAttr(n, "direction", std::string("LEFT")); };
     if (opset < 7) t.attrs = [](onnx::NodeProto& n) { SetAttr(n, "broadcast", int64_t(1)); };  // legacy broadcasting
     return t;
   }
@@ -127,6 +129,14 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
               SetAttr(n, "update_rule", std::string("linear"));
             }};
   if (op == "CausalConvWithState") return {{{{1, 2, 3}}, {{2, 1, 2}}, {{2}}, {{1, 2, 1}}}, 2};
+  if (op == "BitCast") return {{{{2, 3}}}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "to", int64_t(out)); }};
+  if (op == "QuantizeLinear") return {{{{2, 3}}, {{}}, {{}}}};
+  if (op == "DequantizeLinear")
+    return {{{{2, 3}}, {{}}, {{}}}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "output_dtype", int64_t(out)); }};
+  if (op == "QLinearMatMul") return {{{{2, 3}}, {{}}, {{}}, {{3, 2}}, {{}}, {{}}, {{}}, {{}}}};
+  if (op == "QLinearConv") return {{{{1, 2, 3, 3}}, {{}}, {{}}, {{2, 2, 2, 2}}, {{}}, {{}}, {{}}, {{}}, {{2}}}};
+  if (op == "MatMulInteger") return {{{{2, 3}}, {{3, 2}}}};
+  if (op == "DynamicQuantizeLinear") return {{{{2, 3}}}, 3};
   if (op == "Resize" && opset >= 11) return {{{{1, 1, 2, 2}}, {{0}}, {{4}, {1, 1, 2, 2}}}};
   if (op == "Resize" || op == "Upsample") return {{{{1, 1, 2, 2}}, {{4}, {1, 1, 2, 2}}}};
   // ops/indexing.cc and ops/rearrange.cc
@@ -172,7 +182,9 @@ DType Default(const TypeSet& set) {
   return DType::kUndefined;
 }
 
-absl::Status RunTiny(const RegisteredOp& row, const Chosen& chosen) {
+absl::Status RunTiny(const RegisteredOp& row, Chosen chosen) {
+  // BitCast's two types must have one width: each type is cast to itself.
+  if (row.def.op_type == "BitCast") chosen[0] = chosen[1] = chosen[0] != DType::kFloat ? chosen[0] : chosen[1];
   const RegisteredOp::Formal* out = row.output(0);
   const DType out_type = out ? chosen[size_t(out->constraint)] : DType::kUndefined;
   Tiny tiny = CaseFor(row, out_type);

@@ -299,5 +299,20 @@ TEST(Dropout, TrainingDropsAndScalesConsistentlyWithItsMask) {
   EXPECT_THAT(Message(a.status()), HasSubstr("ratio must be in [0, 1), got 1"));
 }
 
+TEST(UnaryOps, BitwiseNotOnEveryIntegerType) {
+  for (DType dtype : {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16, DType::kInt32, DType::kUInt32,
+                      DType::kInt64, DType::kUInt64}) {
+    Tensor x = Tensor::Zeros(dtype, {3});
+    SetDouble(x, 1, 5);
+    SetDouble(x, 2, 1);
+    absl::StatusOr<Tensor> out = RunOne(18, "BitwiseNot", {x});
+    ASSERT_TRUE(out.ok()) << LowerName(dtype) << ": " << out.status();
+    const double max = std::ldexp(1.0, Info(dtype).bits) - 1;
+    if (Info(dtype).kind == DTypeKind::kSigned) EXPECT_THAT(Values(*out), ElementsAre(-1, -6, -2));
+    else EXPECT_THAT(Values(*out), ElementsAre(max, max - 5, max - 1)) << LowerName(dtype);
+  }
+  EXPECT_FALSE(RunOne(18, "BitwiseNot", {F({1}, {1})}).ok());
+}
+
 }  // namespace
 }  // namespace onnx_mini
