@@ -26,10 +26,13 @@ std::vector<OpDef> RecurrentOps();      // RNN, GRU, LSTM
 std::vector<OpDef> ResizeOps();         // Resize, Upsample
 std::vector<OpDef> SequenceOps();       // Sequence*, SplitToSequence, ConcatFromSequence, Optional*
 std::vector<OpDef> ControlFlowOps();    // If, Loop, Scan
+std::vector<OpDef> SignalOps();         // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
+std::vector<OpDef> RandomOps();         // RandomNormal, RandomUniform, their Like forms, Bernoulli, Multinomial
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
     ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps, SequenceOps, ControlFlowOps,
+    SignalOps, RandomOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.
