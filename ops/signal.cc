@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <new>
 #include <optional>
 
@@ -243,6 +244,8 @@ class DftOp : public Op {
       if (n && *n < 1) return ctx.Error(absl::StrCat("dft_length ", *n, " must be at least 1"));
     } else if (len.known()) {
       // The inverse of a one-sided spectrum of L bins is 2 (L - 1) long by default.
+      if (irfft && len.value > std::numeric_limits<int64_t>::max() / 2)
+        return ctx.Error(absl::StrCat("input ", x.ToString(), " is too long along axis ", axis));
       n = irfft ? 2 * (len.value - 1) : len.value;
       if (*n < 1)
         return ctx.Error(absl::StrCat("the default DFT length of input ", x.ToString(), " along axis ", axis, " is ",
@@ -528,7 +531,8 @@ class MelWeightMatrixOp : public Op {
     if (!(*lower >= 0 && *lower <= *upper && std::isfinite(*upper)))
       return ctx.Error(absl::StrCat("the edges lower_edge_hertz ", *lower, " and upper_edge_hertz ", *upper,
                                     " must satisfy 0 <= lower <= upper, both finite"));
-    if (!CheckedMul(*dft_length / 2 + 1, *mel_bins))
+    const std::optional<int64_t> count = CheckedMul(*dft_length / 2 + 1, *mel_bins);
+    if (!count || *count > int64_t(kMaxTensorBytes))
       return ctx.Error(absl::StrCat("the output [", *dft_length / 2 + 1, ", ", *mel_bins, "] is too large"));
     // num_mel_bins + 2 points evenly spaced on the mel scale, mapped to
     // spectrogram bins floor((dft_length + 1) f / sample_rate).
@@ -543,7 +547,7 @@ class MelWeightMatrixOp : public Op {
     }
     for (int64_t i = 0; i < *mel_bins + 2; ++i) {
       const double hz = 700.0 * (std::pow(10.0, (double(i) * step + low) / 2595.0) - 1.0);
-      const double bin = std::floor(double(*dft_length + 1) * hz / double(*sample_rate));
+      const double bin = std::floor((double(*dft_length) + 1) * hz / double(*sample_rate));
       // The last band's right edge may lie one past the spectrogram (it is never written).
       const int64_t limit = i == *mel_bins + 1 ? bins : bins - 1;
       if (!(bin >= 0 && bin <= double(limit)))

@@ -215,6 +215,28 @@ TEST(DFT, InverseOneSidedIgnoresTheUndefinedImaginaryParts) {
   for (int64_t j = 0; j < 4; ++j) EXPECT_NEAR(GetDouble(*y, j), want[size_t(j)], 1e-6) << j;
 }
 
+TEST(DFT, ThreadsAndConstantInputsDoNotChangeTheResult) {
+  // 64 lines of 500 (Bluestein) or 512 (radix-2) points: enough work to run in parallel.
+  for (int64_t n : {500, 512}) {
+    const std::vector<Cplx> sig = RandomSignal(64 * n, 9);
+    std::vector<double> v;
+    for (const Cplx& c : sig) {
+      v.push_back(c.real());
+      v.push_back(c.imag());
+    }
+    const Tensor x = Typed(DType::kFloat, v, {64, n, 2});
+    // dft_length and axis as run-time inputs (planned at every run) or initializers (planned once).
+    auto one = RunNode(20, "DFT", {x, I({n}, {}), I({1}, {})}, 1, {}, {false, false, false}, 1);
+    auto two = RunNode(20, "DFT", {x, I({n}, {}), I({1}, {})}, 1, {}, {false, true, true}, 2);
+    ASSERT_TRUE(one.ok() && two.ok()) << one.status() << two.status();
+    EXPECT_EQ(Values((*one)[0]), Values((*two)[0]));
+    std::vector<Cplx> want(static_cast<size_t>(n));
+    ReferenceDft(sig.data() + 37 * n, want.data(), n, false);  // line 37
+    for (int64_t k = 0; k < n; ++k)
+      EXPECT_NEAR(std::abs(At((*two)[0], 37 * n + k) - want[size_t(k)]), 0, 2e-3 * (1 + std::abs(want[size_t(k)])));
+  }
+}
+
 TEST(DFT, ClearErrors) {
   const Tensor x = F(std::vector<float>(12, 1.0f), {1, 4, 3});
   EXPECT_THAT(Message(RunOne(20, "DFT", {x}).status()), HasSubstr("must be 1 (real) or 2"));
@@ -296,6 +318,19 @@ TEST(STFT, ASineOfABinFrequencyPeaksInThatBin) {
       EXPECT_NEAR(At(*y, f * 9 + k).real(), k == 2 ? 8 : 0, 1e-5) << f << " " << k;
       EXPECT_NEAR(At(*y, f * 9 + k).imag(), 0, 1e-5) << f << " " << k;
     }
+}
+
+TEST(STFT, ConstantFrameParametersArePlannedOnce) {
+  std::vector<float> v;
+  for (int64_t j = 0; j < 32; ++j) v.push_back(float(j % 5));
+  const std::vector<Tensor> in = {F(v, {1, 32, 1}), I({4}, {}), F(std::vector<float>(8, 0.5f), {8}), I({8}, {})};
+  auto run_time = RunNode(17, "STFT", in);
+  auto planned = RunNode(17, "STFT", in, 1, {}, {false, true, true, true});
+  ASSERT_TRUE(run_time.ok() && planned.ok()) << run_time.status() << planned.status();
+  EXPECT_EQ((*planned)[0].shape(), (Shape{1, 7, 5, 2}));
+  EXPECT_EQ(Values((*run_time)[0]), Values((*planned)[0]));
+  // Bin 0 of frame 0 is half the sum of samples 0..7: (0+1+2+3+4+0+1+2) / 2.
+  EXPECT_NEAR(GetDouble((*planned)[0], 0), 6.5, 1e-6);
 }
 
 TEST(STFT, ClearErrors) {
@@ -397,6 +432,8 @@ TEST(MelWeightMatrix, ClearErrors) {
               HasSubstr("must satisfy 0 <= lower <= upper"));
   EXPECT_THAT(Message(RunOne(17, "MelWeightMatrix", MelInputs(3, 16, 1000, 0, NAN)).status()),
               HasSubstr("must satisfy 0 <= lower <= upper"));
+  EXPECT_THAT(Message(RunOne(17, "MelWeightMatrix", MelInputs(1 << 30, 1 << 30, 1000, 0, 500)).status()),
+              HasSubstr("is too large"));
   // 5000 Hz is far past the 500 Hz Nyquist frequency: the edges leave the spectrogram.
   EXPECT_THAT(Message(RunOne(17, "MelWeightMatrix", MelInputs(3, 16, 1000, 0, 5000)).status()),
               HasSubstr("beyond the 9 bins"));
