@@ -37,6 +37,8 @@ std::vector<OpDef> LossOps();           // NegativeLogLikelihoodLoss, SoftmaxCro
 std::vector<OpDef> MathOps();           // CumSum, CumProd, Det
 std::vector<OpDef> BitCastOps();        // BitCast
 std::vector<OpDef> QuantizeOps();       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul
+std::vector<OpDef> SignalOps();         // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
+std::vector<OpDef> RandomOps();         // RandomNormal, RandomUniform, their Like forms, Bernoulli, Multinomial
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
@@ -45,6 +47,7 @@ inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     IndexingOps, RearrangeOps, SamplingOps, EinsumOps,
     LossOps, MathOps,
     BitCastOps, QuantizeOps,
+    SignalOps, RandomOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

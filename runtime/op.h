@@ -242,6 +242,9 @@ struct OpDef {
   // allocates nothing for them; their Infer runs once, at session creation,
   // from the types (the kernel checks what depends on the run's values).
   bool makes_outputs = false;
+  // The outputs are random draws (RandomNormal, Bernoulli...): never folded
+  // into constants at session creation, so that every run draws anew.
+  bool random = false;
 };
 
 // "not implemented: ai.onnx::Op opset N for <what>".

@@ -529,7 +529,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
         output_elements = count < 0 || output_elements > kFoldLimit ? kFoldLimit + 1 : output_elements + count;
       }
     // (A node without inputs, a Constant, holds its value already: always folded.)
-    if (all_constant && tensors_only && constant_elements <= kFoldLimit &&
+    if (all_constant && tensors_only && !row->def.random && constant_elements <= kFoldLimit &&
         (step.inputs.empty() || output_elements <= kFoldLimit)) {
       std::vector<Value> values(constants.begin(), constants.end());
       if (RunStep(step, values, {}).ok()) {

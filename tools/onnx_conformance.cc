@@ -15,6 +15,7 @@
 #include <complex>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -153,6 +154,59 @@ Comparison CompareValues(const Value& expected, const Value& actual, const Toler
   return c;
 }
 
+// Outputs drawn at random have no expected values: only what is defined is
+// compared, the element type and shape and, where the expected values are all
+// 0 or 1 (Bernoulli draws, also in their expanded form), that the actual ones are.
+Comparison CompareRandom(const Value& expected, const Value& actual) {
+  Comparison c;
+  if (!expected.is_tensor() || !actual.is_tensor()) return CompareValues(expected, actual, Tolerance{});
+  const Tensor& e = expected.tensor();
+  const Tensor& a = actual.tensor();
+  if (e.dtype() != a.dtype() || e.shape() != a.shape()) {
+    c.ok = false;
+    c.detail = absl::StrCat("random values of ", LowerName(a.dtype()), " ", ShapeToString(a.shape()), ", expected ",
+                            LowerName(e.dtype()), " ", ShapeToString(e.shape()));
+    return c;
+  }
+  if (!IsCastable(e.dtype())) return c;
+  for (int64_t i = 0; i < e.size(); ++i)
+    if (GetDouble(e, i) != 0 && GetDouble(e, i) != 1) return c;
+  for (int64_t i = 0; i < a.size(); ++i)
+    if (GetDouble(a, i) != 0 && GetDouble(a, i) != 1) {
+      c.ok = false;
+      c.detail = absl::StrFormat("flat index %d: got %.9g, expected a random 0 or 1", i, GetDouble(a, i));
+      return c;
+    }
+  return c;
+}
+
+// The graph values that depend on a random op's draws (the node's op type,
+// or one inside its subgraphs, is a random op), found from the model.
+void MarkRandom(const Graph& g, std::set<std::string>& random) {
+  static const std::set<std::string> kRandomOps = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                   "RandomUniformLike", "Bernoulli", "Multinomial"};
+  std::function<bool(const Node&)> draws = [&](const Node& n) {
+    if (kRandomOps.count(n.op_type)) return true;
+    for (const auto& [name, a] : n.attributes) {
+      std::vector<const Graph*> subs = {a.g.get()};
+      for (const auto& sub : a.graphs) subs.push_back(sub.get());
+      for (const Graph* sub : subs)
+        for (size_t i = 0; sub != nullptr && i < sub->nodes.size(); ++i)
+          if (draws(sub->nodes[i])) return true;
+    }
+    return false;
+  };
+  for (bool grew = true; grew;) {  // to a fixed point, whatever the order of the nodes
+    grew = false;
+    for (const Node& n : g.nodes) {
+      bool is_random = draws(n);
+      for (const std::string& in : n.inputs) is_random = is_random || random.count(in) > 0;
+      for (const std::string& out : n.outputs)
+        if (is_random && !out.empty()) grew = random.insert(out).second || grew;
+    }
+  }
+}
+
 // ---- One case, in the child ----
 
 CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
@@ -165,6 +219,8 @@ CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
     return r;
   }
   for (const Node& n : graph->nodes) r.node_ops.push_back(n.op_type);
+  std::set<std::string> random;
+  MarkRandom(*graph, random);
   SessionOptions options;
   options.threads = threads;
   options.graph_rewrites = g_rewrites;
@@ -225,7 +281,11 @@ CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
         r.message = absl::StrCat("expected output ", k, ": ", want.status().message());
         return r;
       }
-      Comparison c = CompareValues(*want, got[k], tol);
+      const bool drawn = random.count(outputs[k].name) > 0;
+      if (drawn)
+        r.message = absl::StrCat("output '", outputs[k].name,
+                                 "' is random: its element type and shape compared (and values in {0, 1} where expected)");
+      Comparison c = drawn ? CompareRandom(*want, got[k]) : CompareValues(*want, got[k], tol);
       r.max_abs_err = std::max(r.max_abs_err, c.max_abs);
       if (!c.ok) {
         r.status = "FAIL";

@@ -167,6 +167,20 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
   if (op == "Det") return {{{{2, 2, 2}}}};
   if (op == "CumSum" || op == "CumProd") return {{{{2, 3}}, {{}, {1}}}};
   if (op == "NegativeLogLikelihoodLoss" || op == "SoftmaxCrossEntropyLoss") return {{{{2, 3}}, {{2}, {0}}}};
+  if (op == "DFT") return {{{{1, 3, 1}}}};
+  if (op == "STFT") return {{{{1, 4, 1}}, {{}, {2}}, {{2}}, {{}, {2}}}};
+  if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow")
+    return {{{{}, {4}}}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "output_datatype", int64_t(out)); }};
+  if (op == "MelWeightMatrix")
+    return {{{{}, {2}}, {{}, {8}}, {{}, {16}}, {{}, {0}}, {{}, {8}}}, 1,
+            [out](onnx::NodeProto& n) { SetAttr(n, "output_datatype", int64_t(out)); }};
+  if (op == "RandomNormal" || op == "RandomUniform")
+    return {{}, 1, [out](onnx::NodeProto& n) {
+              SetAttr(n, "shape", std::vector<int64_t>{2, 3});
+              SetAttr(n, "dtype", int64_t(out));
+            }};
+  if (op == "RandomNormalLike" || op == "RandomUniformLike" || op == "Bernoulli" || op == "Multinomial")
+    return {{{{2, 3}, {0.5}}}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "dtype", int64_t(out)); }};
   (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
