@@ -69,9 +69,10 @@ std::shared_ptr<ReducePlan> MakeReducePlan(const Shape& shape, const std::vector
   for (int64_t d = lo; d < hi; ++d)
     if (!reduced[size_t(d)] && shape[size_t(d)] != 1) return plan;
   plan->block = true;
-  plan->outer = *CheckedProduct(shape, 0, size_t(std::min(lo, rank)));
-  plan->n = *CheckedProduct(shape, size_t(std::min(lo, rank)), size_t(std::min(hi + 1, rank)));
-  plan->inner = *CheckedProduct(shape, size_t(std::min(hi + 1, rank)), size_t(rank));
+  const size_t end = size_t(std::min(hi + 1, rank));
+  plan->outer = *CheckedProduct(shape, 0, size_t(lo));
+  plan->n = *CheckedProduct(shape, size_t(lo), end);
+  plan->inner = *CheckedProduct(shape, end, size_t(rank));
   return plan;
 }
 
@@ -162,7 +163,6 @@ struct Accum {
     }
   }
 };
-
 
 template <ReduceOp Kind>
 class ReduceOpKernel : public Op {
