@@ -312,7 +312,10 @@ class ArgOp : public Op {
           auto best_v = Widen(src[o * s.n * s.inner + e]);
           for (int64_t k = 1; k < s.n; ++k) {
             const auto v = Widen(src[(o * s.n + k) * s.inner + e]);
-            if ((kMin ? v < best_v : v > best_v) || (last_ && v == best_v)) {
+            // NaN is the extreme, as in NumPy: the first NaN, or the last with select_last_index.
+            const bool take = v != v ? (best_v == best_v || last_)
+                                     : best_v == best_v && ((kMin ? v < best_v : v > best_v) || (last_ && v == best_v));
+            if (take) {
               best = k;
               best_v = v;
             }
