@@ -70,9 +70,10 @@ std::shared_ptr<ReducePlan> MakeReducePlan(const Shape& shape, const std::vector
   for (int64_t d = lo; d < hi; ++d)
     if (!reduced[size_t(d)] && shape[size_t(d)] != 1) return plan;
   plan->block = true;
-  plan->outer = *CheckedProduct(shape, 0, size_t(std::min(lo, rank)));
-  plan->n = *CheckedProduct(shape, size_t(std::min(lo, rank)), size_t(std::min(hi + 1, rank)));
-  plan->inner = *CheckedProduct(shape, size_t(std::min(hi + 1, rank)), size_t(rank));
+  const size_t end = size_t(std::min(hi + 1, rank));
+  plan->outer = *CheckedProduct(shape, 0, size_t(lo));
+  plan->n = *CheckedProduct(shape, size_t(lo), end);
+  plan->inner = *CheckedProduct(shape, end, size_t(rank));
   return plan;
 }
 
@@ -163,7 +164,6 @@ struct Accum {
     }
   }
 };
-
 
 template <ReduceOp Kind>
 class ReduceOpKernel : public Op {
@@ -313,7 +313,10 @@ class ArgOp : public Op {
           auto best_v = Widen(src[o * s.n * s.inner + e]);
           for (int64_t k = 1; k < s.n; ++k) {
             const auto v = Widen(src[(o * s.n + k) * s.inner + e]);
-            if ((kMin ? v < best_v : v > best_v) || (last_ && v == best_v)) {
+            // NaN is the extreme, as in NumPy: the first NaN, or the last with select_last_index.
+            const bool take = v != v ? (best_v == best_v || last_)
+                                     : best_v == best_v && ((kMin ? v < best_v : v > best_v) || (last_ && v == best_v));
+            if (take) {
               best = k;
               best_v = v;
             }

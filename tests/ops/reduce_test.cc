@@ -312,6 +312,13 @@ TEST(ArgMin, FirstOrLastMinimumAlongAnAxis) {
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(y->shape(), Shape({}));
   EXPECT_THAT(Values(*y), ElementsAre(1));
+  // NaN is the extreme of both: the first, or the last with select_last_index.
+  const float nan = std::nanf("");
+  const Tensor with_nan = F({3, nan, -1, nan, 5}, {5});
+  for (const std::string op : {"ArgMin", "ArgMax"}) {
+    EXPECT_THAT(Values(*RunOne(13, op, {with_nan}, attrs(0, 0, 0))), ElementsAre(1)) << op;
+    EXPECT_THAT(Values(*RunOne(13, op, {with_nan}, attrs(0, 0, 1))), ElementsAre(3)) << op;
+  }
   EXPECT_THAT(Message(RunOne(13, "ArgMin", {x}, attrs(2, 1, 0)).status()), HasSubstr("axis 2 is out of range"));
   EXPECT_THAT(Message(RunOne(13, "ArgMin", {F({}, {2, 0})}, attrs(1, 1, 0)).status()),
               HasSubstr("ArgMin over the empty axis 1"));
