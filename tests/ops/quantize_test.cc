@@ -263,6 +263,30 @@ TEST(MatMulInteger, AgreesWithAPlainProductAcrossShapes) {
       }
 }
 
+TEST(MatMulInteger, PerRowAndPerColumnZeroPointsOnBothPaths) {
+  // int8 B runs on oneDNN (zero points applied as row and column sums),
+  // uint8 B on the reference: both against the plain sum.
+  const int64_t M = 7, K = 129, N = 5;
+  uint32_t seed = 40;
+  for (DType ta : {DType::kUInt8, DType::kInt8})
+    for (DType tb : {DType::kInt8, DType::kUInt8}) {
+      const double alo = ta == DType::kInt8 ? -128 : 0, blo = tb == DType::kInt8 ? -128 : 0;
+      const Tensor a = RandomUniform(ta, {M, K}, seed++, alo, alo + 256);
+      const Tensor b = RandomUniform(tb, {K, N}, seed++, blo, blo + 256);
+      const Tensor za = RandomUniform(ta, {M}, seed++, alo, alo + 256);
+      const Tensor zb = RandomUniform(tb, {N}, seed++, blo, blo + 256);
+      absl::StatusOr<Tensor> c = RunOne(10, "MatMulInteger", {a, b, za, zb});
+      ASSERT_TRUE(c.ok()) << c.status();
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += (GetDouble(a, m * K + k) - GetDouble(za, m)) * (GetDouble(b, k * N + n) - GetDouble(zb, n));
+          ASSERT_EQ(GetDouble(*c, m * N + n), acc) << LowerName(ta) << " x " << LowerName(tb) << " at " << m << ", " << n;
+        }
+    }
+}
+
 TEST(QLinearMatMul, RequantizesWithRoundingAndSaturation) {
   // (A - 1) = [2, 4]; (B - 2) = [[0, 253], [1, 253]]; C = [4, 1518];
   // times 0.5 * 0.25 / 0.25 = 0.5, plus 10: [12, 769 -> 255].
