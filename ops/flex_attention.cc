@@ -221,10 +221,10 @@ class FlexAttentionOp : public Op {
     p.y_data = Y.raw();
     p.scale = scale;
     p.softmax_dtype = plan.softmax;
-    if (!plan.score_mod && !plan.prob_mod && p.kv_heads > 0 && UsesFastPath(p)) {
-      AttentionFast(p, ctx.threads());
-    } else if (Y.size() > 0) {
-      RETURN_IF_ERROR(FlexReference(ctx, plan, Q, K, V, scale, Y));
+    // With Y empty there is nothing to compute (and B * Hq * L may be huge).
+    if (Y.size() > 0) {
+      if (!plan.score_mod && !plan.prob_mod && UsesFastPath(p)) AttentionFast(p, ctx.threads());
+      else RETURN_IF_ERROR(FlexReference(ctx, plan, Q, K, V, scale, Y));
     }
     ctx.set_value(0, std::move(Y));
     return absl::OkStatus();
