@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "ops/common.h"
@@ -19,6 +20,11 @@ namespace onnx_mini {
 namespace {
 
 // Element access for the three types T and S allow (float, float16, bfloat16).
+// Beyond float's range a double becomes +-inf (a plain float(v) is undefined there).
+float ToFloatSaturated(double v) {
+  if (std::fabs(v) > double(std::numeric_limits<float>::max())) return v > 0 ? INFINITY : -INFINITY;
+  return float(v);
+}
 float Load(DType t, const void* p, int64_t i) {
   switch (t) {
     case DType::kFloat16: return ToFloat(static_cast<const Float16*>(p)[i]);
@@ -30,14 +36,14 @@ void Store(DType t, void* p, int64_t i, double v) {
   switch (t) {
     case DType::kFloat16: static_cast<Float16*>(p)[i] = ToFloat16(v); break;
     case DType::kBFloat16: static_cast<BFloat16*>(p)[i] = ToBFloat16(v); break;
-    default: static_cast<float*>(p)[i] = float(v); break;
+    default: static_cast<float*>(p)[i] = ToFloatSaturated(v); break;
   }
 }
 double RoundTo(DType t, double v) {
   switch (t) {
     case DType::kFloat16: return ToFloat(ToFloat16(v));
     case DType::kBFloat16: return ToFloat(ToBFloat16(v));
-    default: return double(float(v));
+    default: return double(ToFloatSaturated(v));
   }
 }
 template <class A>

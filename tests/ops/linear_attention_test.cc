@@ -289,6 +289,28 @@ TEST(LinearAttention, EmptyHeadDimsGiveZerosAndHugeHeadCountsDoNotLoop) {
   EXPECT_EQ((*out)[1].shape(), (Shape{1, huge, 0, 0}));
 }
 
+TEST(LinearAttentionKernels, OverflowBecomesInfinityInBoth) {
+  // A decay of +100 per step multiplies the state by e^100: past float's
+  // range after one step. Both kernels give +inf (never an undefined cast).
+  LinearCase c{1, 2, 1, 1, 1, 1, "gated", true, true, false, 1.f};
+  LinearInputs in;
+  in.q = F({1, 1}, {1, 2, 1});
+  in.k = F({0, 0}, {1, 2, 1});
+  in.v = F({0, 0}, {1, 2, 1});
+  in.past = F({1}, {1, 1, 1, 1});
+  in.decay = F({100, 100}, {1, 2, 1});
+  LinearAttentionProblem p = Problem(c, in, DType::kFloat, DType::kFloat);
+  for (bool fast : {false, true}) {
+    Tensor y = *Tensor::Make(DType::kFloat, {1, 2, 1}), st = *Tensor::Make(DType::kFloat, {1, 1, 1, 1});
+    p.y = y.raw();
+    p.present = st.raw();
+    if (fast) LinearAttentionFast(p, 1);
+    else LinearAttentionReference(p);
+    EXPECT_EQ(y.data<float>()[1], INFINITY) << fast;
+    EXPECT_EQ(st.data<float>()[0], INFINITY) << fast;
+  }
+}
+
 // ---- CausalConvWithState ----
 
 struct ConvCase {
