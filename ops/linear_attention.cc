@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "ops/common.h"
@@ -19,6 +20,11 @@ namespace onnx_mini {
 namespace {
 
 // Element access for the three types T and S allow (float, float16, bfloat16).
+// Beyond float's range a double becomes +-inf (a plain float(v) is undefined there).
+float ToFloatSaturated(double v) {
+  if (std::fabs(v) > double(std::numeric_limits<float>::max())) return v > 0 ? INFINITY : -INFINITY;
+  return float(v);
+}
 float Load(DType t, const void* p, int64_t i) {
   switch (t) {
     case DType::kFloat16: return ToFloat(static_cast<const Float16*>(p)[i]);
@@ -30,14 +36,14 @@ void Store(DType t, void* p, int64_t i, double v) {
   switch (t) {
     case DType::kFloat16: static_cast<Float16*>(p)[i] = ToFloat16(v); break;
     case DType::kBFloat16: static_cast<BFloat16*>(p)[i] = ToBFloat16(v); break;
-    default: static_cast<float*>(p)[i] = float(v); break;
+    default: static_cast<float*>(p)[i] = ToFloatSaturated(v); break;
   }
 }
 double RoundTo(DType t, double v) {
   switch (t) {
     case DType::kFloat16: return ToFloat(ToFloat16(v));
     case DType::kBFloat16: return ToFloat(ToBFloat16(v));
-    default: return double(float(v));
+    default: return double(ToFloatSaturated(v));
   }
 }
 template <class A>
@@ -63,9 +69,23 @@ struct LinearLayout {
   }
 };
 
+// Shapes with nothing to compute. A state of no elements (d_k or d_v 0) leaves
+// every read an empty sum: the output is zeros. Returning here also keeps the
+// loops below bounded by real buffers: dims multiplied with an empty one may
+// be huge.
+bool LinearAttentionTrivial(const LinearAttentionProblem& p) {
+  if (p.batch == 0 || p.len == 0 || p.dk == 0 || p.dv == 0) {
+    if (p.batch > 0 && p.len > 0 && p.dv > 0)
+      std::memset(p.y, 0, size_t(p.batch * p.len * p.q_heads * p.dv) * size_t(Info(p.dtype).bits / 8));
+    return p.batch == 0 || p.dk == 0 || p.dv == 0;  // with T = 0 the state still passes through
+  }
+  return false;
+}
+
 }  // namespace
 
 void LinearAttentionReference(const LinearAttentionProblem& p) {
+  if (LinearAttentionTrivial(p)) return;
   const LinearLayout at{p};
   const int64_t group = p.q_heads / p.kv_heads, dk = p.dk, dv = p.dv;
   std::vector<double> S(static_cast<size_t>(dk * dv)), u(static_cast<size_t>(dv));
@@ -110,6 +130,7 @@ void LinearAttentionReference(const LinearAttentionProblem& p) {
 }
 
 void LinearAttentionFast(const LinearAttentionProblem& p, int threads) {
+  if (LinearAttentionTrivial(p)) return;
   const LinearLayout at{p};
   const int64_t group = p.q_heads / p.kv_heads, dk = p.dk, dv = p.dv;
   const int64_t tasks = p.batch * p.kv_heads;
@@ -184,6 +205,7 @@ void LinearAttentionFast(const LinearAttentionProblem& p, int threads) {
 
 void CausalConvReference(const CausalConvProblem& p) {
   const int64_t k = p.kernel, L = p.len, carry = k - 1;
+  if (L == 0 && carry == 0) return;  // nothing to write (and B * C may be huge)
   std::vector<double> padded(static_cast<size_t>(carry + L));
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t c = 0; c < p.channels; ++c) {
@@ -205,6 +227,7 @@ void CausalConvReference(const CausalConvProblem& p) {
 
 void CausalConvFast(const CausalConvProblem& p, int threads) {
   const int64_t k = p.kernel, L = p.len, carry = k - 1, rows = p.batch * p.channels;
+  if (L == 0 && carry == 0) return;  // nothing to write (and B * C may be huge)
   const size_t elem = size_t(Info(p.dtype).bits / 8);
 #pragma omp parallel for num_threads(threads) if (rows * L * k > (1 << 16))
   for (int64_t row = 0; row < rows; ++row) {

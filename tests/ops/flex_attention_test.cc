@@ -128,6 +128,43 @@ TEST(FlexAttention, ModifiersHaveTheirEffect) {
       }
 }
 
+TEST(FlexAttention, ScoreModReadsAnOuterScopeValue) {
+  // score_mod adds the main graph's input `bias` (1, 1, L, S): a causal mask
+  // of -inf above the diagonal. Row i then averages V's rows 0..i under the
+  // weights of the unmasked scores; with Q = 0 every score is 0, so row i is
+  // the mean of V's first i + 1 rows.
+  const int64_t L = 4, S = 4;
+  ModelBuilder g(26);
+  g.Input("s", DType::kFloat, {-1, -1, -1, -1});
+  g.Node("Add", {"s", "bias"}, {"out"});
+  g.Output("out", DType::kFloat, {-1, -1, -1, -1});
+  ModelBuilder m(26);
+  m.Opset("ai.onnx.preview", 1);
+  m.Input("Q", DType::kFloat, {1, 2, L, 3}).Input("K", DType::kFloat, {1, 1, S, 3});
+  m.Input("V", DType::kFloat, {1, 1, S, 2}).Input("bias", DType::kFloat, {1, 1, L, S});
+  onnx::NodeProto& n = m.Node("FlexAttention", {"Q", "K", "V"}, {"Y"});
+  n.set_domain("ai.onnx.preview");
+  SetGraph(n, "score_mod", Body(g, "causal"));
+  m.Output("Y", DType::kFloat, {1, 2, L, 2});
+  absl::StatusOr<std::unique_ptr<Session>> session = m.Build();
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::vector<float> mask(size_t(L * S));
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < S; ++j) mask[size_t(i * S + j)] = j > i ? -INFINITY : 0.f;
+  const Tensor v = RandomUniform(DType::kFloat, {1, 1, S, 2}, 8);
+  absl::StatusOr<std::vector<Tensor>> out =
+      (*session)->Run({{"Q", Tensor::Zeros(DType::kFloat, {1, 2, L, 3})}, {"K", RandomUniform(DType::kFloat, {1, 1, S, 3}, 7)},
+                       {"V", v}, {"bias", F(mask, {1, 1, L, S})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t m2 = 0; m2 < 2; ++m2) {
+        double want = 0;
+        for (int64_t j = 0; j <= i; ++j) want += v.data<float>()[j * 2 + m2] / double(i + 1);
+        EXPECT_NEAR((*out)[0].data<float>()[(h * L + i) * 2 + m2], want, 1e-6);
+      }
+}
+
 TEST(FlexAttention, SoftmaxPrecisionBelowTheInputTypeRunsTheReference) {
   const Tensor q = RandomUniform(DType::kFloat, {1, 2, 3, 8}, 4);
   const Tensor k = RandomUniform(DType::kFloat, {1, 2, 4, 8}, 5);

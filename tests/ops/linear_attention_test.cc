@@ -268,6 +268,49 @@ TEST(LinearAttention, InvalidAttributesAndShapesNameTheRule) {
   EXPECT_THAT(error(c, bad), HasSubstr("query float[2,8] must have rank 3 (LA3)"));
 }
 
+TEST(LinearAttention, EmptyHeadDimsGiveZerosAndHugeHeadCountsDoNotLoop) {
+  // d_k = 0: every read is an empty sum. kv_num_heads = 2^40 with empty key
+  // and value rows: nothing to compute, and no loop over the heads.
+  LinearCase c{2, 3, 2, 2, 0, 3, "linear", false, false, false, 1.f};
+  const LinearInputs in = MakeInputs(c, DType::kFloat, DType::kFloat, 4);
+  absl::StatusOr<std::vector<Tensor>> out = RunLinear(c, in);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{2, 3, 6}));
+  for (double x : Values((*out)[0])) EXPECT_EQ(x, 0.0);
+  EXPECT_EQ((*out)[1].shape(), (Shape{2, 2, 0, 3}));
+  const int64_t huge = int64_t(1) << 40;
+  LinearCase h{1, 1, huge, huge, 0, 0, "linear", false, false, false, 1.f};
+  LinearInputs e;
+  e.q = *Tensor::Make(DType::kFloat, {1, 1, 0});
+  e.k = *Tensor::Make(DType::kFloat, {1, 1, 0});
+  e.v = *Tensor::Make(DType::kFloat, {1, 1, 0});
+  out = RunLinear(h, e);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[1].shape(), (Shape{1, huge, 0, 0}));
+}
+
+TEST(LinearAttentionKernels, OverflowBecomesInfinityInBoth) {
+  // A decay of +100 per step multiplies the state by e^100: past float's
+  // range after one step. Both kernels give +inf (never an undefined cast).
+  LinearCase c{1, 2, 1, 1, 1, 1, "gated", true, true, false, 1.f};
+  LinearInputs in;
+  in.q = F({1, 1}, {1, 2, 1});
+  in.k = F({0, 0}, {1, 2, 1});
+  in.v = F({0, 0}, {1, 2, 1});
+  in.past = F({1}, {1, 1, 1, 1});
+  in.decay = F({100, 100}, {1, 2, 1});
+  LinearAttentionProblem p = Problem(c, in, DType::kFloat, DType::kFloat);
+  for (bool fast : {false, true}) {
+    Tensor y = *Tensor::Make(DType::kFloat, {1, 2, 1}), st = *Tensor::Make(DType::kFloat, {1, 1, 1, 1});
+    p.y = y.raw();
+    p.present = st.raw();
+    if (fast) LinearAttentionFast(p, 1);
+    else LinearAttentionReference(p);
+    EXPECT_EQ(y.data<float>()[1], INFINITY) << fast;
+    EXPECT_EQ(st.data<float>()[0], INFINITY) << fast;
+  }
+}
+
 // ---- CausalConvWithState ----
 
 struct ConvCase {
@@ -410,6 +453,18 @@ TEST(CausalConvWithState, PrefillEqualsTokenByTokenDecodingInPlace) {
       ASSERT_NEAR(outputs[0].data<float>()[r], (*prefill)[0].data<float>()[r * L + l], 1e-5) << l;
   }
   ExpectNear(past, (*prefill)[1], 0, "state after six steps");
+}
+
+TEST(CausalConvWithState, EmptyLengthWithKernelOneWritesNothing) {
+  // L = 0 and k = 1: both outputs are empty, whatever the batch size.
+  const int64_t huge = int64_t(1) << 50;
+  ConvInputs in;
+  in.x = *Tensor::Make(DType::kFloat, {huge, 2, 0});
+  in.w = F({1, 2}, {2, 1, 1});
+  absl::StatusOr<std::vector<Tensor>> out = RunConv({huge, 2, 0, 1, false, false, false}, in);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{huge, 2, 0}));
+  EXPECT_EQ((*out)[1].shape(), (Shape{huge, 2, 0}));
 }
 
 TEST(CausalConvWithState, InvalidAttributesAndShapesNameTheRule) {
