@@ -64,6 +64,11 @@ TEST(GridSample, ModesPaddingsAndAlignment) {
   ASSERT_TRUE(strs.ok()) << strs.status();
   EXPECT_EQ(strs->data<std::string>()[0], "b");
   EXPECT_EQ(strs->data<std::string>()[1], "");
+  auto cplx = RunOne(20, "GridSample",
+                     {Tensor::FromVector<Complex64>({{1, 1}, {3, -3}}, {1, 1, 2}), F({0}, {1, 1, 1})},
+                     Sample("linear", "zeros", 1));
+  ASSERT_TRUE(cplx.ok()) << cplx.status();
+  EXPECT_EQ(cplx->data<Complex64>()[0], Complex64(2, -1));
   // A NaN coordinate samples zero.
   EXPECT_THAT(Values(*RunOne(20, "GridSample", {line, F({std::nanf("")}, {1, 1, 1})}, Sample("linear", "border", 0))),
               ElementsAre(0));
