@@ -116,12 +116,14 @@ std::vector<int64_t> LabelStrides(const Shape& shape, const std::vector<int>& di
 }
 
 // Operand i reduced to the labels `keep` (in that order): diagonals taken,
-// the other labels of the operand summed, broadcast dims expanded.
+// the operand's other real labels (`own`) summed. A broadcast dim (1 where
+// the label is larger elsewhere) is not one of the operand's labels: the
+// operand is constant along it, and nothing is expanded.
 template <class T, class W>
 absl::StatusOr<Operand<W>> Reduce(const EinsumProblem& p, const Tensor& t, const std::vector<int>& dims,
-                                  const std::vector<int>& keep) {
+                                  const std::vector<int>& own, const std::vector<int>& keep) {
   std::vector<int> all = keep;
-  for (int l : dims)
+  for (int l : own)
     if (std::find(all.begin(), all.end(), l) == all.end()) all.push_back(l);
   ASSIGN_OR_RETURN(const int64_t size, Volume(p, keep));
   Operand<W> o{keep, std::vector<W>(size_t(size), W(0))};
@@ -183,28 +185,34 @@ absl::Status Planned(const EinsumProblem& p, const std::vector<const Tensor*>& o
   using W = typename Work<T>::type;
   const EinsumLabels& L = p.labels;
   const size_t count = operands.size();
+  // Each operand's own labels: once each, without its broadcast dims.
+  std::vector<std::vector<int>> own(count);
+  for (size_t i = 0; i < count; ++i)
+    for (size_t d = 0; d < L.inputs[i].size(); ++d) {
+      const int l = L.inputs[i][d];
+      if (!Contains(own[i], l) && operands[i]->dim(int64_t(d)) == p.sizes[size_t(l)]) own[i].push_back(l);
+    }
   // Labels needed after operand i: in the output or in a later operand.
   auto needed_after = [&](size_t i) {
     std::vector<int> need = L.output;
     for (size_t j = i + 1; j < count; ++j)
-      for (int l : L.inputs[j])
+      for (int l : own[j])
         if (!Contains(need, l)) need.push_back(l);
     return need;
   };
   // Each operand keeps the labels that the output or another operand has.
   auto kept = [&](size_t i) {
     std::vector<int> keep;
-    for (int l : L.inputs[i]) {
-      if (Contains(keep, l)) continue;
+    for (int l : own[i]) {
       bool other = Contains(L.output, l);
-      for (size_t j = 0; j < count && !other; ++j) other = j != i && Contains(L.inputs[j], l);
+      for (size_t j = 0; j < count && !other; ++j) other = j != i && Contains(own[j], l);
       if (other) keep.push_back(l);
     }
     return keep;
   };
-  ASSIGN_OR_RETURN(Operand<W> acc, (Reduce<T, W>(p, *operands[0], L.inputs[0], kept(0))));
+  ASSIGN_OR_RETURN(Operand<W> acc, (Reduce<T, W>(p, *operands[0], L.inputs[0], own[0], kept(0))));
   for (size_t i = 1; i < count; ++i) {
-    ASSIGN_OR_RETURN(Operand<W> next, (Reduce<T, W>(p, *operands[i], L.inputs[i], kept(i))));
+    ASSIGN_OR_RETURN(Operand<W> next, (Reduce<T, W>(p, *operands[i], L.inputs[i], own[i], kept(i))));
     const std::vector<int> need = needed_after(i);
     std::vector<int> batch, m, k, n;
     for (int l : acc.labels) {

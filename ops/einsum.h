@@ -1,6 +1,6 @@
 // Einsum: the equation parsed once, and two evaluations of it. The planned
 // one maps the work onto a few passes: each operand is reduced to the labels
-// still needed (diagonals taken, lone labels summed, broadcast dims
+// still needed (diagonals taken, lone labels summed; broadcast dims are not
 // expanded), then operands are contracted left to right, each contraction a
 // transpose of both sides to [batch, kept, contracted] and one batched matrix
 // product (oneDNN for float work, a plain loop otherwise). The reference sums

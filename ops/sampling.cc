@@ -162,11 +162,11 @@ class GridSampleOp : public Op {
       using T = typename decltype(tag)::type;
       const T* src = x.data<T>();
       T* dst = out.data<T>();
-      std::vector<int64_t> taps;   // offsets into the plane, -1 for a zero pixel
-      std::vector<double> weights;
+      std::vector<int64_t> taps, index;  // taps: offsets into the plane, -1 for a zero pixel
+      std::vector<double> weights, weight;
       for (int64_t n = 0; n < p.N; ++n)
         for (int64_t q = 0; q < p.points; ++q) {
-          Taps(&coords[size_t(n * p.points + q) * r], p.spatial, strides, taps, weights);
+          Taps(&coords[size_t(n * p.points + q) * r], p.spatial, strides, taps, weights, index, weight);
           for (int64_t c = 0; c < p.C; ++c) {
             const T* base = src + (n * p.C + c) * plane;
             T& y = dst[(n * p.C + c) * p.points + q];
@@ -202,13 +202,13 @@ class GridSampleOp : public Op {
 
   // The pixels a sample at normalized coordinates `g` (dim order) reads and
   // their weights: one for nearest, 2^r for linear, 4^r for cubic.
+  // `index` and `weight` are scratch, per dim: the pixel of each tap (-1: zero) and its weight.
   void Taps(const double* g, const Shape& spatial, const std::vector<int64_t>& strides, std::vector<int64_t>& taps,
-            std::vector<double>& weights) const {
+            std::vector<double>& weights, std::vector<int64_t>& index, std::vector<double>& weight) const {
     const size_t r = spatial.size();
     const int width = mode_ == SampleMode::kNearest ? 1 : mode_ == SampleMode::kLinear ? 2 : 4;
-    // Per dim: the pixel of each tap (-1: zero) and its weight.
-    std::vector<int64_t> index(r * size_t(width));
-    std::vector<double> weight(r * size_t(width));
+    index.resize(r * size_t(width));
+    weight.resize(r * size_t(width));
     bool zero = false;  // a NaN coordinate samples zero
     for (size_t d = 0; d < r; ++d) {
       const int64_t size = spatial[d];

@@ -112,6 +112,12 @@ TEST(Einsum, PlannedMatchesReference) {
       {"i,i->", {{9}, {9}}},
       {"ab,ab,ab->b", {{2, 3}, {2, 3}, {2, 3}}},
       {"ij,kl->", {{2, 3}, {0, 2}}},
+      {"bij,bjk->bik", {{3, 33, 17}, {3, 17, 29}}},  // odd sizes through oneDNN (float work)
+      {"...ik,kj->...ji", {{2, 5, 31, 9}, {9, 13}}},
+      {"...k,...k->...", {{3, 1, 5}, {1, 4, 5}}},  // broadcast batch dims, contracted k
+      {"...k,...k", {{3, 1, 5}, {4, 5}}},
+      {"...ij,...jk->...ik", {{1, 3, 2, 4}, {5, 1, 4, 3}}},
+      {"b...,b...->b", {{2, 1, 3}, {2, 4, 1}}},
   };
   uint32_t seed = 1;
   for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64,

@@ -59,6 +59,9 @@ TEST(EyeLike, DiagonalsAndTypes) {
   EXPECT_THAT(Values(*off), ElementsAre(0, 0, 0, 0));
   auto far = RunOne(22, "EyeLike", {F(std::vector<float>(4), {2, 2})}, Int("k", std::numeric_limits<int64_t>::min()));
   EXPECT_THAT(Values(*far), ElementsAre(0, 0, 0, 0));
+  auto empty = RunOne(22, "EyeLike", {F({}, {0, 3})});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), Shape({0, 3}));
   EXPECT_THAT(Message(RunOne(22, "EyeLike", {F({1, 2}, {2})}).status()), HasSubstr("must be 2-D"));
   EXPECT_THAT(Message(RunOne(22, "EyeLike", {F({1}, {1, 1})}, Int("dtype", int64_t(DType::kString))).status()),
               HasSubstr("dtype 8 is not a numeric or bool element type"));
@@ -122,6 +125,9 @@ TEST(ReverseSequence, BothAxisOrders) {
   EXPECT_THAT(Values(*inner), ElementsAre(5, 6, 3, 4, 1, 2));
   auto zero = RunOne(10, "ReverseSequence", {F({1, 2, 3}, {3, 1}), I({0}, {1})});
   EXPECT_THAT(Values(*zero), ElementsAre(1, 2, 3));
+  auto empty = RunOne(10, "ReverseSequence", {F({}, {0, 2}), I({0, 0}, {2})});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), Shape({0, 2}));
   EXPECT_THAT(Message(RunOne(10, "ReverseSequence", {F({1, 2, 3}, {3, 1}), I({4}, {1})}).status()),
               HasSubstr("sequence_lens[0] = 4 is outside [0, 3]"));
   EXPECT_THAT(Message(RunOne(10, "ReverseSequence", {F({1, 2, 3}, {3, 1}), I({1, 1}, {2})}).status()),
@@ -183,6 +189,9 @@ TEST(Col2Im, OverlapsPadsStridesAndErrors) {
   auto ints = RunOne(18, "Col2Im", {I({1, 2, 3, 4}, {1, 2, 2}), I({3}, {1}), I({2}, {1})});
   ASSERT_TRUE(ints.ok()) << ints.status();
   EXPECT_THAT(Values(*ints), ElementsAre(1, 5, 4));
+  auto empty = RunOne(18, "Col2Im", {F({}, {0, 4, 4}), I({3, 3}, {2}), I({2, 2}, {2})});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), Shape({0, 1, 3, 3}));
   EXPECT_THAT(Message(RunOne(18, "Col2Im", {F(std::vector<float>(12, 1), {1, 4, 3}), I({3, 3}, {2}), I({2, 2}, {2})})
                           .status()),
               HasSubstr("must be the number of sliding blocks, 4"));

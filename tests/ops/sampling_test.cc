@@ -64,6 +64,11 @@ TEST(GridSample, ModesPaddingsAndAlignment) {
   ASSERT_TRUE(strs.ok()) << strs.status();
   EXPECT_EQ(strs->data<std::string>()[0], "b");
   EXPECT_EQ(strs->data<std::string>()[1], "");
+  auto cplx = RunOne(20, "GridSample",
+                     {Tensor::FromVector<Complex64>({{1, 1}, {3, -3}}, {1, 1, 2}), F({0}, {1, 1, 1})},
+                     Sample("linear", "zeros", 1));
+  ASSERT_TRUE(cplx.ok()) << cplx.status();
+  EXPECT_EQ(cplx->data<Complex64>()[0], Complex64(2, -1));
   // A NaN coordinate samples zero.
   EXPECT_THAT(Values(*RunOne(20, "GridSample", {line, F({std::nanf("")}, {1, 1, 1})}, Sample("linear", "border", 0))),
               ElementsAre(0));
@@ -101,6 +106,9 @@ TEST(AffineGrid, TwoAndThreeDims) {
   ASSERT_TRUE(vol.ok()) << vol.status();
   EXPECT_EQ(vol->shape(), Shape({1, 1, 1, 2, 3}));
   EXPECT_THAT(Values(*vol), ElementsAre(-0.5, 0, 0, 0.5, 0, 0));
+  auto empty = RunOne(20, "AffineGrid", {F({}, {0, 2, 3}), I({0, 1, 2, 2}, {4})});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), Shape({0, 2, 2, 2}));
   EXPECT_THAT(Message(RunOne(20, "AffineGrid", {id, I({1, 1, 2}, {3})}).status()), HasSubstr("size must be"));
   EXPECT_THAT(Message(RunOne(20, "AffineGrid", {id, I({1, 1, 1, 2, 2}, {5})}).status()), HasSubstr("does not match size"));
   EXPECT_THAT(Message(RunOne(20, "AffineGrid", {id, I({1, 1, -2, 2}, {4})}).status()), HasSubstr("must be >= 0"));
@@ -173,6 +181,9 @@ TEST(MaxUnpool, PlacesValuesAndChecksIndices) {
               HasSubstr("index 16 (element 3 of I) is out of range for the unpooled shape [1,1,4,4] of 16 elements"));
   EXPECT_THAT(Message(RunOne(11, "MaxUnpool", {x, idx, I({1, 1, 3, 3}, {4})}, attrs).status()),
               HasSubstr("must hold the unpooled shape [1,1,4,4]"));
+  auto empty = RunOne(11, "MaxUnpool", {F({}, {0, 1, 2, 2}), I({}, {0, 1, 2, 2})}, attrs);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), Shape({0, 1, 4, 4}));
   EXPECT_THAT(Message(RunOne(11, "MaxUnpool", {x, idx}).status()), HasSubstr("'kernel_shape' is required"));
   EXPECT_THAT(Message(RunOne(11, "MaxUnpool", {x, I({0}, {1, 1, 1, 1})}, attrs).status()),
               HasSubstr("must have the shape of X"));
