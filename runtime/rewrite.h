@@ -13,6 +13,9 @@
 //             or x / Sqrt(.), and w a constant 1-D scale
 //             -> RMSNormalization(x, w, axis = -1, epsilon = eps)
 //   SiLU      Mul(x, Sigmoid(x)) (either order) -> Swish(x) (opset 24, alpha 1)
+//   MatMul+b  Add(MatMul(A, W), b) (either order), W a constant matrix, b a
+//             constant vector of W's columns -> onnx_mini::FusedMatMul(A, W, b)
+//             (internal op, ops/matmul.cc: the GEMM adds the bias)
 //   Pow2      Pow(x, c) with c a constant scalar 2 -> Mul(x, x)
 #pragma once
 
