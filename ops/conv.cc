@@ -215,6 +215,12 @@ class ConvOp : public Op {
     return absl::OkStatus();
   }
 
+  // Constant weights: oneDNN keeps them reordered into its layout after the first run.
+  absl::Status Prepare(const std::vector<const Tensor*>& constants, int) override {
+    constant_weights_ = constants.size() > 1 && constants[1] != nullptr;
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     const Tensor& wt = *ctx.input(kW);
@@ -224,7 +230,7 @@ class ConvOp : public Op {
     if (y.size() == 0) return absl::OkStatus();
     if (kQLinear) return ComputeQLinear(ctx, p);
     if (kInteger) return ComputeInteger(ctx, p, ctx.output(0).data<int32_t>());
-    if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads()))
+    if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_))
       return absl::OkStatus();
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -338,6 +344,7 @@ class ConvOp : public Op {
   WindowAttrs a_;
   int64_t group_ = 1;
   std::vector<int64_t> output_padding_, output_shape_;
+  bool constant_weights_ = false;  // set by Prepare
 };
 
 }  // namespace

@@ -56,14 +56,19 @@ std::shared_ptr<MatMulPlan> PlanMatMul(Shape sa, Shape sb) {
   return p;
 }
 
+// MatMul, and the internal onnx_mini::FusedMatMul (runtime/rewrite.h makes
+// it from MatMul + Add): MatMul(A, B) + bias, bias 1-D of B's N columns.
 class MatMulOp : public Op {
  public:
   explicit MatMulOp(const Node&) {}
 
-  // A constant 2-D B is packed for oneDNN once (float, bfloat16).
+  // A constant 2-D B is packed for oneDNN once (float, bfloat16), with a
+  // constant bias.
   absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads) override {
+    const Tensor* bias = constants.size() > 2 ? constants[2] : nullptr;
+    if (constants.size() > 2 && !bias) return absl::OkStatus();  // a run-time bias: the plain path
     if (constants.size() > 1 && constants[1] && constants[1]->shape().size() == 2)
-      packed_ = PackedMatMul::Make(*constants[1], false, Tensor(), threads);
+      packed_ = PackedMatMul::Make(*constants[1], false, bias ? *bias : Tensor(), threads);
     return absl::OkStatus();
   }
 
@@ -89,6 +94,14 @@ class MatMulOp : public Op {
       const std::optional<Shape> sa = ta.concrete_shape(), sb = tb.concrete_shape();
       if (sa && sb) ctx.set_plan(PlanMatMul(*sa, *sb));
     }
+    if (ctx.has_input(2)) {  // FusedMatMul's bias: 1-D, N elements
+      const ValueType& bias = ctx.input(2);
+      if (bias.dims && bias.dims->size() != 1)
+        return ctx.Error(absl::StrCat("the bias must be 1-D, got ", bias.ToString()));
+      const Dim n = tb.dims && !tb.dims->empty() ? (tb.dims->size() == 1 ? Dim::Known(1) : tb.dims->back()) : Dim{};
+      if (bias.dims && (*bias.dims)[0].known() && n.known() && (*bias.dims)[0].value != n.value)
+        return ctx.Error(absl::StrCat("the bias has ", (*bias.dims)[0].value, " elements, B has ", n.value, " columns"));
+    }
     ctx.set_output(0, out);
     return absl::OkStatus();
   }
@@ -98,11 +111,26 @@ class MatMulOp : public Op {
     const Tensor& b = *ctx.input(1);
     Tensor& out = ctx.output(0);
     const MatMulPlan& p = ctx.plan<MatMulPlan>();
-    const int64_t M = p.M, K = p.K, N = p.N;
+    const Tensor* bias = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
     // B 2-D: A's batches are rows of one product.
-    if (packed_ && packed_->packs(b) && a.shape().size() >= 2 &&
-        packed_->Run(a.raw(), out.raw(), p.batches * M, ctx.threads()))
+    if (packed_ && packed_->packs(b) && packed_->has_bias() == (bias != nullptr) && a.shape().size() >= 2 &&
+        packed_->Run(a.raw(), out.raw(), p.batches * p.M, ctx.threads()))
       return absl::OkStatus();
+    RETURN_IF_ERROR(Product(ctx, a, b, out, p));
+    if (bias == nullptr || out.size() == 0) return absl::OkStatus();
+    return Dispatch<MatMulTypes>(ctx, out.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* pb = bias->data<T>();
+      T* po = out.data<T>();
+      const int64_t n = bias->size();
+      for (int64_t i = 0; i < out.size(); ++i) po[i] = Narrow<T>(Widen(po[i]) + Widen(pb[i % n]));
+    });
+  }
+
+ private:
+  // out = A x B.
+  absl::Status Product(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, const MatMulPlan& p) const {
+    const int64_t M = p.M, K = p.K, N = p.N;
     if (p.one_call && OneDnnMatMul(a.dtype(), a.raw(), b.raw(), out.raw(), p.batches, p.count_a, p.count_b, M, K, N,
                                    false, false, ctx.threads()))
       return absl::OkStatus();
@@ -144,7 +172,6 @@ class MatMulOp : public Op {
     });
   }
 
- private:
   std::unique_ptr<PackedMatMul> packed_;  // set by Prepare, read-only after
 };
 
@@ -280,6 +307,8 @@ std::vector<OpDef> MatMulOps() {
   const std::vector<TypeConstraint> t = {{"T", MatMulTypes::set()}};
   return {
       {"", "MatMul", 1, 0, "T T", "T", t, MakeOp<MatMulOp>},
+      // Internal: MatMul(A, B) + bias (1-D, N), made by the graph rewrites.
+      {"onnx_mini", "FusedMatMul", 1, 0, "T T T", "T", t, MakeOp<MatMulOp>},
       // C is required before opset 11.
       {"", "Gemm", 1, 10, "T T T", "T", t, MakeOp<GemmOp>},
       {"", "Gemm", 11, 0, "T T T?", "T", t, MakeOp<GemmOp>},

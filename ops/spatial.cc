@@ -177,9 +177,23 @@ class Forward : public OneDnnForward::Primitive {
     if (!weights.is_zero()) weights_in_ = MakeReorder(weights, pd.weights_desc());
   }
 
-  bool Run(const void* src, const void* weights, const void* bias, void* dst) const override {
+  bool Run(const void* src, const void* weights, const void* bias, void* dst, bool constant_weights) const override {
     try {
       dnnl::stream stream(OneDnnEngine());
+      // Constant weights: reordered once, on the first run, and kept.
+      std::optional<memory> kept;
+      if (weights && weights_in_ && constant_weights) {
+        std::lock_guard<std::mutex> lock(kept_mu_);
+        if (kept_from_ == nullptr) {
+          memory user(weights_, OneDnnEngine(), const_cast<void*>(weights));
+          memory mine(pd_.weights_desc(), OneDnnEngine());
+          weights_in_->Run(stream, user, mine);
+          stream.wait();
+          kept_weights_ = mine;
+          kept_from_ = weights;
+        }
+        if (kept_from_ == weights) kept = kept_weights_;
+      }
       // Reorders into the primitive's layout, where it differs from the caller's.
       auto in = [&](const memory::desc& plain, const void* data, const std::optional<Reorder>& reorder,
                     const memory::desc& wanted) {
@@ -193,7 +207,7 @@ class Forward : public OneDnnForward::Primitive {
           {DNNL_ARG_SRC, in(src_, src, src_in_, pd_.src_desc())},
           {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), OneDnnEngine())},
       };
-      if (weights) args[DNNL_ARG_WEIGHTS] = in(weights_, weights, weights_in_, pd_.weights_desc());
+      if (weights) args[DNNL_ARG_WEIGHTS] = kept ? *kept : in(weights_, weights, weights_in_, pd_.weights_desc());
       if (bias) args[DNNL_ARG_BIAS] = memory(bias_, OneDnnEngine(), const_cast<void*>(bias));
       memory user_dst(dst_, OneDnnEngine(), dst);
       args[DNNL_ARG_DST] = dst_out_ ? memory(pd_.dst_desc(), OneDnnEngine()) : user_dst;
@@ -211,11 +225,15 @@ class Forward : public OneDnnForward::Primitive {
   P primitive_;
   memory::desc src_, weights_, bias_, dst_;
   std::optional<Reorder> src_in_, weights_in_, dst_out_;
+  mutable std::mutex kept_mu_;
+  mutable const void* kept_from_ = nullptr;  // the constant weights kept_weights_ holds, reordered
+  mutable memory kept_weights_;
 };
 
 }  // namespace
 
-bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, void* dst, int threads) const {
+bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, void* dst, int threads,
+                        bool constant_weights) const {
   std::shared_ptr<const Primitive> primitive;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -230,7 +248,7 @@ bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, 
   }
   if (!primitive) return false;
   const OmpThreadsScope scope(threads);
-  return primitive->Run(src, weights, bias, dst);
+  return primitive->Run(src, weights, bias, dst, constant_weights);
 }
 
 namespace {

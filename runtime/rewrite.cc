@@ -70,6 +70,12 @@ class Index {
     auto it = uses_.find(name);
     return !name.empty() && it != uses_.end() && it->second == 1 && !outputs_.count(name);
   }
+  // How many reads `name` has (nodes and subgraphs); graph outputs aside.
+  int Uses(const std::string& name) const {
+    auto it = uses_.find(name);
+    return it == uses_.end() ? 0 : it->second;
+  }
+  bool IsOutput(const std::string& name) const { return outputs_.count(name) > 0; }
   const Tensor* Constant(const std::string& name) const {
     auto it = constants_.find(name);
     return it == constants_.end() ? nullptr : it->second;
@@ -173,6 +179,114 @@ bool MatchNormalized(const Index& ix, const std::string& y, NormChain& c) {
   return false;
 }
 
+// ReduceMean(v) over the last axis only, keepdims: its node, or nullptr.
+const Node* LastAxisMean(const Index& ix, const std::string& name, size_t* index) {
+  const Node* mean = ix.Producer(name, "ReduceMean", index);
+  if (!mean || mean->inputs.empty() || mean->attr_int("keepdims", 1) != 1) return nullptr;
+  std::vector<int64_t> axes = mean->attr_ints("axes");
+  if (mean->opset >= 18) {
+    const Tensor* a = mean->inputs.size() > 1 ? ix.Constant(mean->inputs[1]) : nullptr;
+    if (!a || a->size() != 1 || a->dtype() != DType::kInt64) return nullptr;
+    axes = {a->data<int64_t>()[0]};
+  }
+  return axes == std::vector<int64_t>{-1} ? mean : nullptr;
+}
+
+// LayerNorm's normalized value: Div(d, Sqrt(ReduceMean(d^2) + eps)) with
+// d = Sub(x, ReduceMean(x)), both means over the last axis.
+bool MatchLayerNormalized(const Index& ix, const std::string& y, NormChain& c) {
+  size_t i_div, i_sqrt, i_add, i_var, i_sq, i_sub, i_mean;
+  const Node* div = ix.Producer(y, "Div", &i_div);
+  if (!div || !Binary(*div)) return false;
+  const std::string& d = div->inputs[0];
+  const Node* sub = ix.Producer(d, "Sub", &i_sub);
+  if (!sub || !Binary(*sub) || ix.IsOutput(d)) return false;
+  const std::string& x = sub->inputs[0];
+  const Node* mean = ix.Inner(sub->inputs[1]) ? LastAxisMean(ix, sub->inputs[1], &i_mean) : nullptr;
+  if (!mean || mean->inputs[0] != x) return false;
+  const std::string& s = div->inputs[1];
+  const Node* sqrt = ix.Inner(s) ? ix.Producer(s, "Sqrt", &i_sqrt) : nullptr;
+  if (!sqrt || sqrt->inputs.size() != 1) return false;
+  const Node* add = ix.Inner(sqrt->inputs[0]) ? ix.Producer(sqrt->inputs[0], "Add", &i_add) : nullptr;
+  if (!add || !Binary(*add)) return false;
+  for (int side = 0; side < 2; ++side) {
+    const Tensor* eps = ix.Constant(add->inputs[size_t(side)]);
+    const std::string& v = add->inputs[size_t(1 - side)];
+    if (!eps || eps->size() != 1 || eps->shape().size() > 1) continue;
+    const DType dt = eps->dtype();
+    if (dt != DType::kFloat && dt != DType::kDouble && dt != DType::kFloat16 && dt != DType::kBFloat16) continue;
+    const Node* var = ix.Inner(v) ? LastAxisMean(ix, v, &i_var) : nullptr;
+    if (!var || !ix.Inner(var->inputs[0])) continue;
+    const std::string& q = var->inputs[0];
+    const Node* sq = ix.Producer(q, "Pow", &i_sq);
+    if (sq && !(Binary(*sq) && sq->inputs[0] == d && ix.ConstantIs(sq->inputs[1], 2))) sq = nullptr;
+    if (!sq) {
+      sq = ix.Producer(q, "Mul", &i_sq);
+      if (sq && !(Binary(*sq) && sq->inputs[0] == d && sq->inputs[1] == d)) sq = nullptr;
+    }
+    // d is read by the square (once as Pow's base, twice as Mul's operands)
+    // and the Div, and by nothing else.
+    if (!sq || ix.Uses(d) != (sq->op_type == "Pow" ? 2 : 3)) continue;
+    c.x = x;
+    c.eps = GetDouble(*eps, 0);
+    c.dtype = dt;
+    c.nodes = {i_div, i_sqrt, i_add, i_var, i_sq, i_sub, i_mean};
+    return true;
+  }
+  return false;
+}
+
+Attribute IntAttr(const std::string& name, int64_t v) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kInt;
+  a.i = v;
+  return a;
+}
+Attribute FloatAttr(const std::string& name, float v) {
+  Attribute a;
+  a.name = name;
+  a.type = AttrType::kFloat;
+  a.f = v;
+  return a;
+}
+
+// LayerNorm: Add(Mul(normalized, gamma), beta) (operands in either order),
+// gamma and beta constant 1-D -> LayerNormalization(x, gamma, beta).
+bool RewriteLayerNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  Node& node = g.nodes[n];
+  if (node.op_type != "Add" || !node.domain.empty() || !Binary(node) || node.outputs.size() != 1) return false;
+  for (int side = 0; side < 2; ++side) {
+    const std::string beta = node.inputs[size_t(side)];
+    const std::string& y = node.inputs[size_t(1 - side)];
+    const Tensor* bt = ix.Constant(beta);
+    size_t i_mul;
+    const Node* mul = bt && bt->shape().size() == 1 && ix.Inner(y) ? ix.Producer(y, "Mul", &i_mul) : nullptr;
+    if (!mul || !Binary(*mul)) continue;
+    for (int w_side = 0; w_side < 2; ++w_side) {
+      const std::string gamma = mul->inputs[size_t(w_side)];
+      const std::string& normed = mul->inputs[size_t(1 - w_side)];
+      const Tensor* gt = ix.Constant(gamma);
+      NormChain c;
+      if (!gt || gt->shape().size() != 1 || !ix.Inner(normed) || !MatchLayerNormalized(ix, normed, c) ||
+          gt->dtype() != c.dtype || bt->dtype() != c.dtype)
+        continue;
+      for (size_t k : c.nodes) dead[k] = true;
+      dead[i_mul] = true;
+      Node fused;
+      fused.name = (node.name.empty() ? node.outputs[0] : node.name) + "/layer_norm";
+      fused.op_type = "LayerNormalization";
+      fused.opset = 17;
+      fused.inputs = {c.x, gamma, beta};
+      fused.outputs = node.outputs;
+      fused.attributes = {{"axis", IntAttr("axis", -1)}, {"epsilon", FloatAttr("epsilon", float(c.eps))}};
+      node = std::move(fused);
+      return true;
+    }
+  }
+  return false;
+}
+
 // RMSNorm: Mul(normalized x, w) or Mul(w, normalized x) at node n.
 bool RewriteRmsNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
   Node& node = g.nodes[n];
@@ -237,9 +351,38 @@ bool RewriteSilu(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
   return false;
 }
 
+// MatMul + bias: Add(MatMul(A, W), b) (either order), W a constant matrix and
+// b a constant vector of its N columns -> onnx_mini::FusedMatMul(A, W, b):
+// the bias added by the GEMM (ops/matmul.cc), not by a second pass.
+bool RewriteMatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  Node& node = g.nodes[n];
+  if (node.op_type != "Add" || !node.domain.empty() || !Binary(node) || node.outputs.size() != 1) return false;
+  for (int side = 0; side < 2; ++side) {
+    const std::string& y = node.inputs[size_t(side)];
+    const std::string b = node.inputs[size_t(1 - side)];
+    size_t i_mm;
+    const Node* mm = ix.Inner(y) ? ix.Producer(y, "MatMul", &i_mm) : nullptr;
+    if (!mm || !Binary(*mm)) continue;
+    const Tensor* w = ix.Constant(mm->inputs[1]);
+    const Tensor* bias = ix.Constant(b);
+    if (!w || !bias || w->shape().size() != 2 || bias->shape().size() != 1 || bias->size() != w->shape()[1] ||
+        bias->dtype() != w->dtype())
+      continue;
+    const std::string a = mm->inputs[0], weight = mm->inputs[1];
+    dead[i_mm] = true;
+    node.op_type = "FusedMatMul";
+    node.domain = "onnx_mini";
+    node.opset = 1;
+    node.inputs = {a, weight, b};
+    node.attributes.clear();
+    return true;
+  }
+  return false;
+}
+
 using Rule = bool (*)(Graph&, const Index&, size_t, std::vector<bool>&);
-// Fused patterns first: they match pieces the simpler rules would change.
-constexpr Rule kRules[] = {RewriteRmsNorm, RewriteSilu, RewritePow2};
+// Larger patterns first: they match pieces the smaller rules would change.
+constexpr Rule kRules[] = {RewriteLayerNorm, RewriteRmsNorm, RewriteSilu, RewriteMatMulBias, RewritePow2};
 
 }  // namespace
 
@@ -250,14 +393,17 @@ int RewriteGraph(Graph& g) {
     int count = 0;
     {
       const Index ix(g, dead);
-      for (size_t n = 0; n < g.nodes.size(); ++n) {
-        if (dead[n]) continue;
-        for (Rule rule : kRules)
+      // Rule by rule over the whole graph: a pattern containing another
+      // (LayerNorm holds an RMSNorm of x - mean) is taken whole first.
+      std::vector<bool> changed(g.nodes.size(), false);
+      for (Rule rule : kRules)
+        for (size_t n = 0; n < g.nodes.size(); ++n) {
+          if (dead[n] || changed[n]) continue;
           if (rule(g, ix, n, dead)) {
+            changed[n] = true;
             ++count;
-            break;
           }
-      }
+        }
     }
     if (count == 0) break;
     total += count;

@@ -12,7 +12,14 @@
 //             or Mul(x, x), 1/Sqrt(.) as Reciprocal(Sqrt(.)) or Div(1, Sqrt(.)),
 //             or x / Sqrt(.), and w a constant 1-D scale
 //             -> RMSNormalization(x, w, axis = -1, epsilon = eps)
+//   LayerNorm (x - m) / Sqrt(ReduceMean((x - m)^2, [-1]) + eps) * g + b with
+//             m = ReduceMean(x, [-1]), the square as Pow(., 2) or Mul, g and b
+//             constant 1-D (either operand order)
+//             -> LayerNormalization(x, g, b, axis = -1, epsilon = eps)
 //   SiLU      Mul(x, Sigmoid(x)) (either order) -> Swish(x) (opset 24, alpha 1)
+//   MatMul+b  Add(MatMul(A, W), b) (either order), W a constant matrix, b a
+//             constant vector of W's columns -> onnx_mini::FusedMatMul(A, W, b)
+//             (internal op, ops/matmul.cc: the GEMM adds the bias)
 //   Pow2      Pow(x, c) with c a constant scalar 2 -> Mul(x, x)
 #pragma once
 

@@ -166,6 +166,10 @@ static void test_options(void) {
   OK(om_session_options_set_intra_op_threads(o, 1));
   ERR(om_session_options_set_intra_op_threads(o, -1), OM_INVALID_ARGUMENT, "must be >= 0");
   ERR(om_session_options_set_intra_op_threads(NULL, 1), OM_INVALID_ARGUMENT, "options is NULL");
+  OK(om_session_options_set_graph_rewrites(o, 0));
+  OK(om_session_options_set_graph_rewrites(o, 1));
+  ERR(om_session_options_set_graph_rewrites(o, 2), OM_INVALID_ARGUMENT, "must be 0 or 1, got 2");
+  ERR(om_session_options_set_graph_rewrites(NULL, 0), OM_INVALID_ARGUMENT, "options is NULL");
   ERR(om_session_options_create(NULL), OM_INVALID_ARGUMENT, "out is NULL");
   om_session* s = NULL;
   OK(om_session_create(path_of("default.onnx"), o, &s));

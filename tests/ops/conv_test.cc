@@ -367,6 +367,31 @@ TEST(QLinearConv, RequantizesPerOutputChannelWithBias) {
   EXPECT_THAT(Message(bad.status()), HasSubstr("x_scale [2] must have one element"));
 }
 
+// Constant weights are reordered into oneDNN's layout once and kept: the
+// results are those of weights given at run time, at every later run too.
+TEST(Conv, KeptConstantWeightsMatchRunTimeWeights) {
+  for (DType dt : {DType::kFloat, DType::kBFloat16}) {
+    const Tensor x = RandomUniform(dt, {2, 4, 9, 7}, 1), w = RandomUniform(dt, {6, 2, 3, 3}, 2);
+    const Tensor b = RandomUniform(dt, {6}, 3);
+    const auto attrs = [](onnx::NodeProto& n) {
+      SetAttr(n, "group", int64_t(2));
+      SetAttr(n, "pads", std::vector<int64_t>{1, 0, 1, 2});
+    };
+    auto plain = RunNode(11, "Conv", {x, w, b}, 1, attrs);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    ModelBuilder m(11);
+    m.Input("x", dt, {2, 4, 9, 7}).Initializer("w", w).Initializer("b", b).Output("y", dt, {}, false);
+    attrs(m.Node("Conv", {"x", "w", "b"}, {"y"}));
+    auto session = m.Build();
+    ASSERT_TRUE(session.ok()) << session.status();
+    for (int run = 0; run < 3; ++run) {
+      auto kept = (*session)->Run({{"x", x}});
+      ASSERT_TRUE(kept.ok()) << kept.status();
+      EXPECT_EQ(Values((*kept)[0]), Values((*plain)[0])) << LowerName(dt) << " run " << run;
+    }
+  }
+}
+
 TEST(ConvInteger, SubtractsZeroPointsPerTensorAndPerOutputChannel) {
   // X uint8 [[10, 11], [12, 13]] with zero point 10; two 1x1 int8 filters [2] and [-1]
   // with zero points 0 and -1 (per output channel).

@@ -96,6 +96,7 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
     return {{{{2, 3}}, {{1}, {2}}}, 2};
   }
   if (op == "MatMul") return {{{{2, 3}}, {{3, 2}}}};
+  if (op == "FusedMatMul") return {{{{2, 3}}, {{3, 2}}, {{2}}}};
   if (op == "Gemm") return {{{{2, 3}}, {{3, 2}}, {{2, 2}}}};
   if (op == "LayerNormalization") return {{{{2, 3}}, {{3}}, {{3}}}};
   if (op == "RMSNormalization") return {{{{2, 3}}, {{3}}}};

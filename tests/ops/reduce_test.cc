@@ -458,3 +458,43 @@ TEST(TopK, KIsAnAttributeBeforeOpset10) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Sums over the last axes take the row path; over other axes, the general
+// one: both against a double reference, across row lengths.
+TEST(Reduce, TrailingRowsAndOtherAxesAgreeWithADoubleReference) {
+  for (DType dt : {DType::kFloat, DType::kFloat16, DType::kDouble})
+    for (int64_t n : {0, 1, 17, 1000})
+      for (const char* op : {"ReduceSum", "ReduceMean"}) {
+        const Tensor x = RandomUniform(dt, {3, 2, n}, uint32_t(n + 1));
+        for (const std::vector<int64_t>& axes : {std::vector<int64_t>{-1}, std::vector<int64_t>{1, 2},
+                                                 std::vector<int64_t>{0}, std::vector<int64_t>{0, 2}}) {
+          auto y = RunNode(18, op, {x, I(axes, {int64_t(axes.size())})});
+          ASSERT_TRUE(y.ok()) << y.status();
+          const Tensor& out = (*y)[0];
+          // The reference: every output element from the input indices it covers.
+          std::vector<double> sum(size_t(out.size()), 0.0);
+          std::vector<int64_t> cnt(size_t(out.size()), 0);
+          const bool r0 = std::count(axes.begin(), axes.end(), 0) > 0, r1 = std::count(axes.begin(), axes.end(), 1) > 0;
+          const bool r2 = std::count(axes.begin(), axes.end(), 2) + std::count(axes.begin(), axes.end(), -1) > 0;
+          for (int64_t a = 0; a < 3; ++a)
+            for (int64_t b = 0; b < 2; ++b)
+              for (int64_t c = 0; c < n; ++c) {
+                const int64_t o = ((r0 ? 0 : a) * (r1 ? 1 : 2) + (r1 ? 0 : b)) * (r2 ? 1 : n) + (r2 ? 0 : c);
+                sum[size_t(o)] += GetDouble(x, (a * 2 + b) * n + c);
+                ++cnt[size_t(o)];
+              }
+          const double tol = dt == DType::kFloat16 ? 2e-3 : 1e-6;
+          for (int64_t o = 0; o < out.size(); ++o) {
+            const double want = std::string(op) == "ReduceMean" ? sum[size_t(o)] / double(cnt[size_t(o)]) : sum[size_t(o)];
+            if (std::isnan(want)) EXPECT_TRUE(std::isnan(GetDouble(out, o)));
+            else EXPECT_NEAR(GetDouble(out, o), want, tol * (1 + std::fabs(want))) << op << " n " << n << " " << LowerName(dt);
+          }
+        }
+      }
+}
+
+}  // namespace
+}  // namespace onnx_mini

@@ -131,6 +131,52 @@ TEST(Rewrite, RmsNormOverAnotherAxisIsKept) {
   EXPECT_EQ(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {3, 5}, 9)}}, 1e-6).size(), 6u);
 }
 
+// The decomposed LayerNorm of older exporters (opset < 17).
+ModelBuilder LayerNormModel(DType dt, int64_t hidden, bool square_by_mul, bool swapped, int64_t opset) {
+  ModelBuilder m(opset);
+  m.Input("x", dt, {-1, 3, hidden}).Output("y", dt, {-1, 3, hidden});
+  m.Initializer("g", RandomUniform(dt, {hidden}, 5, 0.5, 1.5));
+  m.Initializer("b", RandomUniform(dt, {hidden}, 6));
+  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {}));
+  m.Initializer("eps", RandomUniform(dt, {}, 1, 1e-5, 1e-5));
+  const auto mean = [&](const std::string& in, const std::string& out) {
+    if (opset >= 18) m.Node("ReduceMean", {in, "axes"}, {out});
+    else SetAttr(m.Node("ReduceMean", {in}, {out}), "axes", std::vector<int64_t>{-1});
+  };
+  if (opset >= 18) m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{-1}, {1}));
+  mean("x", "m");
+  m.Node("Sub", {"x", "m"}, {"d"});
+  if (square_by_mul) m.Node("Mul", {"d", "d"}, {"sq"});
+  else m.Node("Pow", {"d", "two"}, {"sq"});
+  mean("sq", "var");
+  m.Node("Add", swapped ? std::vector<std::string>{"eps", "var"} : std::vector<std::string>{"var", "eps"}, {"ve"});
+  m.Node("Sqrt", {"ve"}, {"s"});
+  m.Node("Div", {"d", "s"}, {"n"});
+  m.Node("Mul", swapped ? std::vector<std::string>{"g", "n"} : std::vector<std::string>{"n", "g"}, {"gn"});
+  m.Node("Add", swapped ? std::vector<std::string>{"b", "gn"} : std::vector<std::string>{"gn", "b"}, {"y"});
+  return m;
+}
+
+TEST(Rewrite, DecomposedLayerNormBecomesLayerNormalization) {
+  for (DType dt : {DType::kFloat, DType::kFloat16})
+    for (bool by_mul : {false, true})
+      for (bool swapped : {false, true})
+        for (int64_t opset : {13, 18})
+          for (int64_t hidden : {1, 17, 64}) {
+            const Tensor x = RandomUniform(dt, {2, 3, hidden}, uint32_t(hidden), -3, 5);
+            EXPECT_THAT(RunBothWays(LayerNormModel(dt, hidden, by_mul, swapped, opset), {{"x", x}},
+                                    dt == DType::kFloat ? 1e-5 : 4e-3),
+                        ::testing::ElementsAre("LayerNormalization"))
+                << LowerName(dt) << " mul " << by_mul << " swapped " << swapped << " opset " << opset;
+          }
+  // x - mean also a graph output: no LayerNorm; what remains is an RMSNorm
+  // of the centred value (the same arithmetic), with the mean, Sub and Add kept.
+  ModelBuilder m = LayerNormModel(DType::kFloat, 8, false, false, 17);
+  m.Output("d", DType::kFloat, {-1, 3, 8});
+  EXPECT_THAT(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {2, 3, 8}, 1)}}, 1e-5),
+              ::testing::ElementsAre("ReduceMean", "Sub", "RMSNormalization", "Add"));
+}
+
 TEST(Rewrite, MulBySigmoidBecomesSwish) {
   for (DType dt : {DType::kFloat, DType::kFloat16, DType::kDouble})
     for (bool sigmoid_first : {false, true}) {
@@ -149,6 +195,29 @@ TEST(Rewrite, MulBySigmoidBecomesSwish) {
             << LowerName(dt);
       }
     }
+}
+
+TEST(Rewrite, MatMulPlusBiasBecomesFusedMatMul) {
+  for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kDouble, DType::kInt32})
+    for (bool bias_first : {false, true})
+      for (Shape a_shape : {Shape{2, 5, 24}, Shape{24}, Shape{1, 24}}) {
+        ModelBuilder m(17);
+        m.Input("a", dt, std::vector<int64_t>(a_shape.begin(), a_shape.end())).Output("y", dt, {}, false);
+        m.Output("z", dt, {}, false);
+        m.Initializer("w", RandomUniform(dt, {24, 7}, 2));
+        m.Initializer("b", RandomUniform(dt, {7}, 3));
+        m.Initializer("b2", RandomUniform(dt, {1, 7}, 4));
+        m.Node("MatMul", {"a", "w"}, {"p"});
+        if (bias_first) m.Node("Add", {"b", "p"}, {"y"});
+        else m.Node("Add", {"p", "b"}, {"y"});
+        // A 2-D bias: left as written.
+        m.Node("MatMul", {"a", "w"}, {"q"});
+        m.Node("Add", {"q", "b2"}, {"z"});
+        const Tensor a = RandomUniform(dt, a_shape, 6);
+        EXPECT_THAT(RunBothWays(m, {{"a", a}}, dt == DType::kBFloat16 ? 1e-2 : 1e-5),
+                    ::testing::ElementsAre("FusedMatMul", "MatMul", "Add"))
+            << LowerName(dt) << " " << ShapeToString(a_shape);
+      }
 }
 
 TEST(Rewrite, PowOfTwoBecomesAMultiply) {
