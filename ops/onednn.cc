@@ -71,7 +71,7 @@ struct PackedMatMul::Impl {
   };
   struct Entry {
     dnnl::matmul primitive;
-    dnnl::memory::desc a_md, c_md;
+    dnnl::memory::desc a_md, c_md, scratchpad_md;
     size_t layout = 0;
   };
   mutable std::mutex mu;
@@ -88,7 +88,12 @@ struct PackedMatMul::Impl {
     const memory::desc any({k, n}, dt, memory::format_tag::any);
     const dnnl::matmul::desc d = bias.defined() ? dnnl::matmul::desc(e.a_md, any, bias_md, e.c_md)
                                                 : dnnl::matmul::desc(e.a_md, any, e.c_md);
-    const dnnl::matmul::primitive_desc pd(d, OneDnnEngine());
+    // The user-mode scratchpad makes concurrent runs of the primitive safe:
+    // each run brings its own (oneDNN's library scratchpad is shared).
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::matmul::primitive_desc pd(d, attr, OneDnnEngine());
+    e.scratchpad_md = pd.scratchpad_desc();
     const memory::desc want = pd.weights_desc();
     e.layout = layouts.size();
     for (size_t i = 0; i < layouts.size(); ++i)
@@ -160,7 +165,8 @@ bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
     dnnl::stream stream(OneDnnEngine());
     memory a_mem(e.a_md, OneDnnEngine(), const_cast<void*>(a));
     memory c_mem(e.c_md, OneDnnEngine(), c);
-    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, c_mem}};
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, c_mem},
+                                              {DNNL_ARG_SCRATCHPAD, memory(e.scratchpad_md, OneDnnEngine())}};
     if (im.bias.defined()) args[DNNL_ARG_BIAS] = memory(im.bias_md, OneDnnEngine(), const_cast<void*>(im.bias.raw()));
     e.primitive.execute(stream, args);
     stream.wait();
