@@ -132,7 +132,11 @@ def test_onnx_backend_node_suite(tmp_path):
         cpp_json = tmp_path / "cpp.json"
         subprocess.run([str(runner), str(_node_data()), "--quiet", "--jobs", "2", "--json", str(cpp_json)],
                        capture_output=True, timeout=600)
-        cpp = {c["name"] for c in json.loads(cpp_json.read_text())["cases"] if c["status"] == "PASS"}
+        # Outputs of random ops: the C++ runner compares their type and shape
+        # (its message says so); onnx's runner compares values, which no
+        # runtime reproduces.
+        cpp = {c["name"] for c in json.loads(cpp_json.read_text())["cases"]
+               if c["status"] == "PASS" and " is random" not in c["message"]}
         ours = {n for n, (o, _) in outcomes.items() if o == "pass"}
         print("onnx-conformance passes %d of the same cases" % len(cpp))
         assert cpp - ours <= RUNNER_CANNOT_COMPARE, sorted(cpp - ours)
