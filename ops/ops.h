@@ -26,10 +26,12 @@ std::vector<OpDef> RecurrentOps();      // RNN, GRU, LSTM
 std::vector<OpDef> ResizeOps();         // Resize, Upsample
 std::vector<OpDef> SequenceOps();       // Sequence*, SplitToSequence, ConcatFromSequence, Optional*
 std::vector<OpDef> ControlFlowOps();    // If, Loop, Scan
+std::vector<OpDef> TextOps();           // StringConcat, StringSplit, StringNormalizer, RegexFullMatch, TfIdfVectorizer
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
     ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps, SequenceOps, ControlFlowOps,
+    TextOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

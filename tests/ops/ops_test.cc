@@ -38,8 +38,8 @@ Tensor Filled(DType dtype, const In& in) {
   return t;
 }
 
-// The tiny case of each op. `out` is the element type of output 0.
-Tiny CaseFor(const RegisteredOp& row, DType out) {
+// The tiny case of each op. `out` is the element type of output 0, `in` of input 0.
+Tiny CaseFor(const RegisteredOp& row, DType out, DType in) {
   const std::string& op = row.def.op_type;
   const int64_t opset = row.def.since_version;
   const bool attrs_form = row.inputs.size() == 1;  // an old row whose extra inputs were attributes
@@ -121,6 +121,26 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
             }};
   if (op == "Resize" && opset >= 11) return {{{{1, 1, 2, 2}}, {{0}}, {{4}, {1, 1, 2, 2}}}};
   if (op == "Resize" || op == "Upsample") return {{{{1, 1, 2, 2}}, {{4}, {1, 1, 2, 2}}}};
+  if (op == "StringConcat") return {{{{2, 3}}, {{3}}}};
+  if (op == "StringSplit") return {{{{2, 3}}}, 2};
+  if (op == "StringNormalizer") return {{{{3}}}};
+  if (op == "RegexFullMatch") return {{{{2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "pattern", std::string("a*")); }};
+  if (op == "TfIdfVectorizer")
+    return {{{{2, 3}}}, 1, [in](onnx::NodeProto& n) {
+              SetAttr(n, "mode", std::string("TF"));
+              for (const char* a : {"min_gram_length", "max_gram_length"}) SetAttr(n, a, int64_t(1));
+              SetAttr(n, "max_skip_count", int64_t(0));
+              SetAttr(n, "ngram_counts", std::vector<int64_t>{0});
+              SetAttr(n, "ngram_indexes", std::vector<int64_t>{0});
+              if (in != DType::kString) {
+                SetAttr(n, "pool_int64s", std::vector<int64_t>{1});
+                return;
+              }
+              onnx::AttributeProto* a = n.add_attribute();
+              a->set_name("pool_strings");
+              a->set_type(onnx::AttributeProto::STRINGS);
+              a->add_strings("");
+            }};
   (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
@@ -139,7 +159,8 @@ DType Default(const TypeSet& set) {
 absl::Status RunTiny(const RegisteredOp& row, const Chosen& chosen) {
   const RegisteredOp::Formal* out = row.output(0);
   const DType out_type = out ? chosen[size_t(out->constraint)] : DType::kUndefined;
-  Tiny tiny = CaseFor(row, out_type);
+  const RegisteredOp::Formal* in = row.input(0);
+  Tiny tiny = CaseFor(row, out_type, in ? chosen[size_t(in->constraint)] : DType::kUndefined);
   OpTester t;
   t.op = row.def.op_type;
   t.domain = row.def.domain;
