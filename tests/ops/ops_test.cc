@@ -141,6 +141,31 @@ Tiny CaseFor(const RegisteredOp& row, DType out, DType in) {
               a->set_type(onnx::AttributeProto::STRINGS);
               a->add_strings("");
             }};
+  if (op == "LabelEncoder")
+    return {{{{2, 3}}}, 1, [in, out, opset](onnx::NodeProto& n) {
+              if (opset >= 4) {
+                SetAttr(n, "keys_tensor", Filled(in, {{1}}));
+                SetAttr(n, "values_tensor", Filled(out, {{1}}));
+                return;
+              }
+              for (auto [what, d] : {std::pair<std::string, DType>{"keys", in}, {"values", out}}) {
+                onnx::AttributeProto* a = n.add_attribute();
+                if (d == DType::kString) {
+                  a->set_name(what + "_strings");
+                  a->set_type(onnx::AttributeProto::STRINGS);
+                  a->add_strings("");
+                } else if (d == DType::kInt64) {
+                  a->set_name(what + "_int64s");
+                  a->set_type(onnx::AttributeProto::INTS);
+                  a->add_ints(1);
+                } else {
+                  a->set_name(what + "_floats");
+                  a->set_type(onnx::AttributeProto::FLOATS);
+                  a->add_floats(1);
+                }
+              }
+            }};
+  if (op == "ArrayFeatureExtractor") return {{{{2, 3}}, {{2}, {0, 2}}}};
   (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
