@@ -32,7 +32,10 @@ using Chosen = std::vector<DType>;
 
 Tensor Filled(DType dtype, const In& in) {
   Tensor t = Tensor::Zeros(dtype, in.shape);
-  if (dtype == DType::kString) return t;
+  if (dtype == DType::kString) {
+    for (int64_t i = 0; i < t.size(); ++i) t.data<std::string>()[i] = "1";  // a number, for Cast
+    return t;
+  }
   for (int64_t i = 0; i < t.size(); ++i)
     SetDouble(t, i, in.values.empty() ? 1.0 : in.values[size_t(i) % in.values.size()]);
   return t;
