@@ -1,9 +1,10 @@
 // ops/ml.cc: the ai.onnx.ml ops LabelEncoder, Binarizer and
-// ArrayFeatureExtractor against hand-computed values.
+// ArrayFeatureExtractor and TreeEnsemble against hand-computed values.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "tests/ops/op_tester.h"
 
@@ -175,6 +176,112 @@ TEST(ArrayFeatureExtractor, SelectsAlongTheLastAxis) {
   EXPECT_THAT(Message(bad.status()), HasSubstr("index Y[1] = 2 is outside [0, 2)"));
   absl::StatusOr<Tensor> negative = RunMl(1, "ArrayFeatureExtractor", {F({0, 1}, {2}), I({-1}, {1})}, {});
   EXPECT_THAT(Message(negative.status()), HasSubstr("index Y[0] = -1 is outside [0, 2)"));
+}
+
+// ---- TreeEnsemble ----
+
+// Two trees over features x0, x1 and targets t0, t1:
+//   node 0: x0 <= 1 ? leaf 0 (10 -> t0) : node 1
+//   node 1: x1 in {2, 3} (NaN goes true) ? leaf 1 (20 -> t1) : leaf 2 (30 -> t0)
+//   node 2: x1 > 0.5 ? leaf 3 (1 -> t1) : leaf 4 (2 -> t0)
+std::function<void(onnx::NodeProto&)> Trees(int64_t aggregate, const std::function<void(onnx::NodeProto&)>& change = {}) {
+  return [=](onnx::NodeProto& n) {
+    SetAttr(n, "nodes_featureids", std::vector<int64_t>{0, 1, 1});
+    SetAttr(n, "nodes_modes", Tensor::FromVector<uint8_t>({0, 6, 3}, {3}));
+    SetAttr(n, "nodes_splits", Tensor::FromVector<float>({1.0f, NAN, 0.5f}, {3}));
+    SetAttr(n, "nodes_truenodeids", std::vector<int64_t>{0, 1, 3});
+    SetAttr(n, "nodes_trueleafs", std::vector<int64_t>{1, 1, 1});
+    SetAttr(n, "nodes_falsenodeids", std::vector<int64_t>{1, 2, 4});
+    SetAttr(n, "nodes_falseleafs", std::vector<int64_t>{0, 1, 1});
+    SetAttr(n, "nodes_missing_value_tracks_true", std::vector<int64_t>{0, 1, 0});
+    SetAttr(n, "leaf_targetids", std::vector<int64_t>{0, 1, 0, 1, 0});
+    SetAttr(n, "leaf_weights", Tensor::FromVector<float>({10, 20, 30, 1, 2}, {5}));
+    SetAttr(n, "membership_values", Tensor::FromVector<float>({2, 3, NAN}, {3}));
+    SetAttr(n, "tree_roots", std::vector<int64_t>{0, 2});
+    SetAttr(n, "n_targets", int64_t(2));
+    SetAttr(n, "aggregate_function", aggregate);
+    if (change) change(n);
+  };
+}
+
+void Drop(onnx::NodeProto& n, const std::string& name) {
+  auto* attrs = n.mutable_attribute();
+  for (int i = 0; i < attrs->size(); ++i)
+    if (attrs->Get(i).name() == name) attrs->DeleteSubrange(i, 1);
+}
+
+void Replace(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& values) {
+  for (onnx::AttributeProto& a : *n.mutable_attribute())
+    if (a.name() == name) {
+      a.clear_ints();
+      for (int64_t v : values) a.add_ints(v);
+    }
+}
+
+TEST(TreeEnsemble, AggregatesLeavesPerTarget) {
+  const float big = std::numeric_limits<float>::max();
+  const Tensor x = F({0.5f, 0, 2, 3, 5, NAN}, {3, 2});
+  const std::vector<std::pair<int64_t, std::vector<double>>> cases = {
+      {1, {12, 0, 0, 21, 2, 20}},                       // SUM
+      {0, {6, 0, 0, 10.5, 1, 10}},                      // AVERAGE over the 2 trees
+      {2, {2, big, big, 1, 2, 20}},                     // MIN; no leaf: the type's max
+      {3, {10, -big, -big, 20, 2, 20}},                 // MAX
+  };
+  for (const auto& [aggregate, want] : cases) {
+    absl::StatusOr<Tensor> y = RunMl(5, "TreeEnsemble", {x}, Trees(aggregate));
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->shape(), Shape({3, 2}));
+    EXPECT_EQ(Values(*y), want) << "aggregate_function " << aggregate;
+  }
+  absl::StatusOr<Tensor> d = RunMl(5, "TreeEnsemble", {Tensor::FromVector<double>({0.5, 0, 2, 3, 5, NAN}, {3, 2})}, Trees(1));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->dtype(), DType::kDouble);
+  EXPECT_EQ(Values(*d), std::vector<double>({12, 0, 0, 21, 2, 20}));
+  absl::StatusOr<Tensor> empty = RunMl(5, "TreeEnsemble", {F({}, {0, 2})}, Trees(1));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->shape(), Shape({0, 2}));
+  // A root whose two branches are the same leaf is that leaf: its feature is never read.
+  absl::StatusOr<Tensor> leaf = RunMl(5, "TreeEnsemble", {F({7}, {1, 1})}, Trees(1, [](onnx::NodeProto& n) {
+    Replace(n, "nodes_featureids", {99, 1, 1});
+    Replace(n, "nodes_falsenodeids", {0, 2, 4});
+    Replace(n, "nodes_falseleafs", {1, 1, 1});
+    Replace(n, "tree_roots", {0});
+  }));
+  ASSERT_TRUE(leaf.ok()) << leaf.status();
+  EXPECT_EQ(Values(*leaf), std::vector<double>({10, 0}));
+}
+
+TEST(TreeEnsemble, BadTreesFailAtCreation) {
+  auto error = [](const std::function<void(onnx::NodeProto&)>& change, Shape shape = {1, 2}) {
+    return Message(RunMl(5, "TreeEnsemble", {Tensor::Zeros(DType::kFloat, shape)}, Trees(1, change)).status());
+  };
+  EXPECT_THAT(error([](onnx::NodeProto& n) {  // node 1's false branch back to node 0
+                Replace(n, "nodes_falsenodeids", {1, 0, 4});
+                Replace(n, "nodes_falseleafs", {0, 0, 1});
+              }),
+              HasSubstr("the trees have a cycle through node 0"));
+  EXPECT_THAT(error([](onnx::NodeProto& n) { Replace(n, "nodes_truenodeids", {5, 1, 3}); }),
+              HasSubstr("node 0's true leaf id 5 is outside [0, 5)"));
+  EXPECT_THAT(error([](onnx::NodeProto& n) { Replace(n, "nodes_falsenodeids", {3, 2, 4}); }),
+              HasSubstr("node 0's false node id 3 is outside [0, 3)"));
+  EXPECT_THAT(error([](onnx::NodeProto& n) { Replace(n, "leaf_targetids", {0, 1, 2, 1, 0}); }),
+              HasSubstr("leaf_targetids[2] = 2 is outside [0, 2)"));
+  EXPECT_THAT(error([](onnx::NodeProto& n) { Replace(n, "tree_roots", {0, 3}); }), HasSubstr("tree root 3 is outside [0, 3)"));
+  EXPECT_THAT(error([](onnx::NodeProto& n) { Replace(n, "nodes_truenodeids", {0, 1}); }),
+              HasSubstr("every nodes_* attribute must have 3 entries"));
+  EXPECT_THAT(error({}, {1, 1}), HasSubstr("a node reads feature 1 of X's 1"));
+  EXPECT_THAT(error([](onnx::NodeProto& n) {
+                Drop(n, "nodes_modes");
+                SetAttr(n, "nodes_modes", Tensor::FromVector<uint8_t>({0, 7, 3}, {3}));
+              }),
+              HasSubstr("nodes_modes[1] = 7 is not 0 to 6"));
+  EXPECT_THAT(error([](onnx::NodeProto& n) {
+                Drop(n, "membership_values");
+                SetAttr(n, "membership_values", Tensor::FromVector<float>({}, {0}));
+              }),
+              HasSubstr("membership_values has no set for node 1"));
+  EXPECT_THAT(error([](onnx::NodeProto& n) { SetAttr(n, "post_transform", int64_t(1)); }),
+              HasSubstr("not implemented"));
 }
 
 }  // namespace

@@ -169,6 +169,18 @@ Tiny CaseFor(const RegisteredOp& row, DType out, DType in) {
               }
             }};
   if (op == "ArrayFeatureExtractor") return {{{{2, 3}}, {{2}, {0, 2}}}};
+  if (op == "TreeEnsemble")
+    return {{{{2, 3}}}, 1, [](onnx::NodeProto& n) {  // one split: x0 <= 0.5 ? 1 : 2
+              for (const char* a : {"nodes_featureids", "nodes_truenodeids"}) SetAttr(n, a, std::vector<int64_t>{0});
+              SetAttr(n, "nodes_falsenodeids", std::vector<int64_t>{1});
+              SetAttr(n, "nodes_trueleafs", std::vector<int64_t>{1});
+              SetAttr(n, "nodes_falseleafs", std::vector<int64_t>{1});
+              SetAttr(n, "nodes_modes", Tensor::FromVector<uint8_t>({0}, {1}));
+              SetAttr(n, "nodes_splits", Tensor::FromVector<float>({0.5f}, {1}));
+              SetAttr(n, "leaf_targetids", std::vector<int64_t>{0, 0});
+              SetAttr(n, "leaf_weights", Tensor::FromVector<float>({1, 2}, {2}));
+              SetAttr(n, "tree_roots", std::vector<int64_t>{0});
+            }};
   (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
