@@ -1,4 +1,4 @@
-// The ai.onnx.ml ops: LabelEncoder (2 and 4), Binarizer, ArrayFeatureExtractor,
+// The ai.onnx.ml ops: LabelEncoder (1, 2 and 4), Binarizer, ArrayFeatureExtractor,
 // TreeEnsemble (5).
 #include <cmath>
 #include <limits>
@@ -24,6 +24,7 @@ absl::Status AttrError(const Node& node, const std::string& rule) {
 // LabelEncoder-4's key and value types; version 2 has the first three.
 using LabelTypes = TypeList<std::string, int64_t, float, int32_t, int16_t, double>;
 constexpr TypeSet kLabel2Types = {DType::kString, DType::kInt64, DType::kFloat};
+constexpr TypeSet kLabel1Types = {DType::kString, DType::kInt64};
 
 // The one keys_* or values_* attribute set (`what` is "keys" or "values"),
 // as a tensor of its elements; `tensors` allows the _tensor form (version 4).
@@ -118,7 +119,35 @@ class LabelEncoderOp : public Op {
   int64_t nan_index_ = -1;
 };
 
+// LabelEncoder-1: classes_strings, one way or the other as the default set
+// says (default_int64: strings to their index; default_string: indices to
+// strings). A repeated class: its first index.
+absl::StatusOr<std::unique_ptr<Op>> CreateLabelEncoder1(const Node& node) {
+  const bool to_int = node.attr("default_int64") != nullptr;
+  if (to_int == (node.attr("default_string") != nullptr))
+    return AttrError(node, "exactly one of default_int64 and default_string must be set");
+  const Attribute* a = node.attr("classes_strings");
+  std::vector<std::string> classes = a ? a->strings : std::vector<std::string>{};
+  std::vector<std::string> first_strings;
+  std::vector<int64_t> first_indices;
+  std::unordered_map<std::string, int64_t> seen;
+  for (size_t i = 0; i < classes.size(); ++i)
+    if (seen.emplace(classes[i], int64_t(i)).second) {
+      first_strings.push_back(classes[i]);
+      first_indices.push_back(int64_t(i));
+    }
+  std::vector<int64_t> all(classes.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = int64_t(i);
+  const auto vec = [](const auto& v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+  if (to_int)
+    return std::unique_ptr<Op>(new LabelEncoderOp<std::string>(
+        vec(first_strings), vec(first_indices), Tensor::FromVector<int64_t>({node.attr_int("default_int64", -1)}, {1})));
+  return std::unique_ptr<Op>(new LabelEncoderOp<int64_t>(
+      vec(all), vec(classes), Tensor::FromVector<std::string>({node.attr_string("default_string", "_Unused")}, {1})));
+}
+
 absl::StatusOr<std::unique_ptr<Op>> CreateLabelEncoder(const Node& node) {
+  if (node.opset < 2) return CreateLabelEncoder1(node);
   const bool v4 = node.opset >= 4;
   ASSIGN_OR_RETURN(Tensor keys, ListAttribute(node, "keys", v4));
   ASSIGN_OR_RETURN(Tensor values, ListAttribute(node, "values", v4));
@@ -432,6 +461,7 @@ class TreeEnsembleOp : public Op {
 
 std::vector<OpDef> MlOps() {
   return {
+      {kMl, "LabelEncoder", 1, 1, "T1", "T2", {{"T1", kLabel1Types}, {"T2", kLabel1Types}}, CreateLabelEncoder},
       {kMl, "LabelEncoder", 2, 3, "T1", "T2", {{"T1", kLabel2Types}, {"T2", kLabel2Types}}, CreateLabelEncoder},
       {kMl, "LabelEncoder", 4, 0, "T1", "T2", {{"T1", LabelTypes::set()}, {"T2", LabelTypes::set()}}, CreateLabelEncoder},
       {kMl, "Binarizer", 1, 0, "T", "T", {{"T", BinarizerTypes::set()}}, MakeOp<BinarizerOp>},

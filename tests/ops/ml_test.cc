@@ -73,6 +73,27 @@ TEST(LabelEncoder, ListsAndDefaults) {
   EXPECT_TRUE(std::signbit(f->data<float>()[2]));
 }
 
+TEST(LabelEncoder, Version1ClassesEitherWay) {
+  // default_int64: strings to their first index.
+  absl::StatusOr<Tensor> y = RunMl(1, "LabelEncoder", {S({"b", "z", "a", "c"}, {2, 2})}, [](onnx::NodeProto& n) {
+    SetStrings(n, "classes_strings", {"a", "b", "a", "c"});
+    SetAttr(n, "default_int64", int64_t(-5));
+  });
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), Shape({2, 2}));
+  EXPECT_THAT(Values(*y), ElementsAre(1, -5, 0, 3));
+  // default_string: indices to strings.
+  absl::StatusOr<Tensor> s = RunMl(1, "LabelEncoder", {I({3, 0, 4, -1}, {4})}, [](onnx::NodeProto& n) {
+    SetStrings(n, "classes_strings", {"a", "b", "a", "c"});
+    SetAttr(n, "default_string", std::string("?"));
+  });
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(StringsOf(*s), Strings({"c", "a", "?", "?"}));
+  absl::StatusOr<Tensor> neither = RunMl(1, "LabelEncoder", {I({0}, {1})},
+                                         [](onnx::NodeProto& n) { SetStrings(n, "classes_strings", {"a"}); });
+  EXPECT_THAT(Message(neither.status()), HasSubstr("exactly one of default_int64 and default_string must be set"));
+}
+
 TEST(LabelEncoder, TensorAttributes) {
   // int16 keys -> double values, with default_tensor.
   absl::StatusOr<Tensor> y = RunMl(4, "LabelEncoder", {Tensor::FromVector<int16_t>({3, -1, 4}, {3})}, [](onnx::NodeProto& n) {

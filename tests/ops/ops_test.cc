@@ -146,6 +146,15 @@ Tiny CaseFor(const RegisteredOp& row, DType out, DType in) {
             }};
   if (op == "LabelEncoder")
     return {{{{2, 3}}}, 1, [in, out, opset](onnx::NodeProto& n) {
+              if (opset == 1) {
+                onnx::AttributeProto* classes = n.add_attribute();
+                classes->set_name("classes_strings");
+                classes->set_type(onnx::AttributeProto::STRINGS);
+                classes->add_strings("1");
+                if (in == DType::kString) SetAttr(n, "default_int64", int64_t(0));
+                else SetAttr(n, "default_string", std::string());
+                return;
+              }
               if (opset >= 4) {
                 SetAttr(n, "keys_tensor", Filled(in, {{1}}));
                 SetAttr(n, "values_tensor", Filled(out, {{1}}));
