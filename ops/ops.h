@@ -27,7 +27,7 @@ std::vector<OpDef> ResizeOps();         // Resize, Upsample
 std::vector<OpDef> SequenceOps();       // Sequence*, SplitToSequence, ConcatFromSequence, Optional*
 std::vector<OpDef> ControlFlowOps();    // If, Loop, Scan
 std::vector<OpDef> TextOps();           // StringConcat, StringSplit, StringNormalizer, RegexFullMatch, TfIdfVectorizer
-std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor
+std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
