@@ -39,6 +39,8 @@ std::vector<OpDef> BitCastOps();        // BitCast
 std::vector<OpDef> QuantizeOps();       // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul
 std::vector<OpDef> SignalOps();         // DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix
 std::vector<OpDef> RandomOps();         // RandomNormal, RandomUniform, their Like forms, Bernoulli, Multinomial
+std::vector<OpDef> TextOps();           // StringConcat, StringSplit, StringNormalizer, RegexFullMatch, TfIdfVectorizer
+std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
@@ -48,6 +50,7 @@ inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     LossOps, MathOps,
     BitCastOps, QuantizeOps,
     SignalOps, RandomOps,
+    TextOps, MlOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -90,7 +91,12 @@ Comparison Compare(const Tensor& expected, const Tensor& actual, const Tolerance
     if (kind == DTypeKind::kString) {
       if (expected.data<std::string>()[i] != actual.data<std::string>()[i]) {
         c.ok = false;
-        c.detail = absl::StrCat("string mismatch at flat index ", i);
+        // Both strings, escaped and cut short, so that the message says what differs.
+        const auto shown = [](const std::string& v) {
+          return absl::StrCat("'", absl::Utf8SafeCHexEscape(v.substr(0, 60)), v.size() > 60 ? "'..." : "'");
+        };
+        c.detail = absl::StrCat("string mismatch at flat index ", i, ": ", shown(actual.data<std::string>()[i]),
+                                ", expected ", shown(expected.data<std::string>()[i]));
         return c;
       }
       continue;

@@ -46,14 +46,101 @@ TEST(Cast, AmongNumericTypesAgainstElementConversions) {
   EXPECT_TRUE(std::isnan(GetDouble(*nosat, 0)));
 }
 
-TEST(Cast, StringsAndBadTargetsAreRejected) {
-  Tensor s = Tensor::FromVector<std::string>({"1"}, {1});
-  absl::StatusOr<Tensor> out = RunOne(19, "Cast", {s}, [](onnx::NodeProto& n) { SetAttr(n, "to", int64_t(1)); });
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(std::string(out.status().message()), "not implemented: ai.onnx::Cast opset 19 for string");
+TEST(Cast, BadTargetsAreRejected) {
   absl::StatusOr<Tensor> bad = RunOne(19, "Cast", {Random(DType::kFloat, {1}, 1)},
                                       [](onnx::NodeProto& n) { SetAttr(n, "to", int64_t(99)); });
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("'to' = 99 is not an element type"));
+}
+
+// Numbers to strings as NumPy's astype(str) prints them, with the spec's
+// literals for NaN and the infinities.
+TEST(Cast, NumbersToStrings) {
+  auto text = [](const Tensor& x, int64_t opset = 19) {
+    absl::StatusOr<Tensor> y =
+        RunOne(opset, "Cast", {x}, [](onnx::NodeProto& n) { SetAttr(n, "to", int64_t(DType::kString)); });
+    EXPECT_TRUE(y.ok()) << y.status();
+    if (!y.ok()) return std::vector<std::string>{};
+    EXPECT_EQ(y->dtype(), DType::kString);
+    return std::vector<std::string>(y->data<std::string>(), y->data<std::string>() + y->size());
+  };
+  EXPECT_THAT(text(F({0.1f, 1.0f, -0.0f, 1e10f, 1e16f, 1e-5f, 0.0001f, 123456789.0f, 1.5e-7f, 3.4028235e38f}, {10})),
+              ElementsAre("0.1", "1.0", "-0.0", "10000000000.0", "1e+16", "1e-05", "0.0001", "123456790.0",
+                          "1.5e-07", "3.4028235e+38"));
+  EXPECT_THAT(text(F({NAN, INFINITY, -INFINITY}, {3})), ElementsAre("NaN", "INF", "-INF"));
+  EXPECT_THAT(text(Tensor::FromVector<double>({0.1, 1.0 / 3, 1e16, 2.5e-300}, {4})),
+              ElementsAre("0.1", "0.3333333333333333", "1e+16", "2.5e-300"));
+  // float16 and bfloat16: the shortest text of their own precision.
+  EXPECT_THAT(text(Tensor::FromVector<Float16>({ToFloat16(0.1f), ToFloat16(65504.f)}, {2})), ElementsAre("0.1", "65500.0"));
+  EXPECT_THAT(text(Tensor::FromVector<BFloat16>({ToBFloat16(0.1f)}, {1})), ElementsAre("0.1"));
+  EXPECT_THAT(text(Tensor::FromVector<int8_t>({-128, 0, 127}, {3})), ElementsAre("-128", "0", "127"));
+  EXPECT_THAT(text(Tensor::FromVector<uint64_t>({18446744073709551615ull}, {1})), ElementsAre("18446744073709551615"));
+  EXPECT_THAT(text(B({true, false}, {2})), ElementsAre("True", "False"));
+  EXPECT_TRUE(text(F({}, {0, 3})).empty());
+  // Cast-1 names the type.
+  absl::StatusOr<Tensor> named = RunOne(1, "Cast", {I({7}, {1})}, [](onnx::NodeProto& n) { SetAttr(n, "to", std::string("STRING")); });
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->data<std::string>()[0], "7");
+}
+
+TEST(Cast, StringsToNumbers) {
+  auto cast = [](std::vector<std::string> s, DType to) {
+    return RunOne(19, "Cast", {Tensor::FromVector(s, {int64_t(s.size())})},
+                  [to](onnx::NodeProto& n) { SetAttr(n, "to", int64_t(to)); });
+  };
+  absl::StatusOr<Tensor> f = cast({"3.14", " 1e-5 ", "1E8", "+2", "-0", "NaN", "inf", "+INF", "-Inf", "infinity", "1e39"},
+                                  DType::kFloat);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const float* v = f->data<float>();
+  EXPECT_EQ(v[0], 3.14f);
+  EXPECT_EQ(v[1], 1e-5f);
+  EXPECT_EQ(v[2], 1e8f);
+  EXPECT_EQ(v[3], 2.0f);
+  EXPECT_TRUE(v[4] == 0 && std::signbit(v[4]));
+  EXPECT_TRUE(std::isnan(v[5]));
+  EXPECT_EQ(v[6], INFINITY);
+  EXPECT_EQ(v[7], INFINITY);
+  EXPECT_EQ(v[8], -INFINITY);
+  EXPECT_EQ(v[9], INFINITY);
+  EXPECT_EQ(v[10], INFINITY);  // beyond float: infinity, like a double-to-float cast
+  absl::StatusOr<Tensor> d = cast({"0.1", "1e400", "-1e-400"}, DType::kDouble);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->data<double>()[0], 0.1);
+  EXPECT_EQ(d->data<double>()[1], INFINITY);
+  EXPECT_TRUE(d->data<double>()[2] == 0 && std::signbit(d->data<double>()[2]));
+  // Integers: exact in 64 bits, wrapped to narrower types, fractions truncated.
+  absl::StatusOr<Tensor> i = cast({"9007199254740993", "-5", "100.5", "1e3", "-2.7"}, DType::kInt64);
+  ASSERT_TRUE(i.ok()) << i.status();
+  EXPECT_THAT(std::vector<int64_t>(i->data<int64_t>(), i->data<int64_t>() + 5),
+              ElementsAre(9007199254740993, -5, 100, 1000, -2));
+  absl::StatusOr<Tensor> u = cast({"18446744073709551615"}, DType::kUInt64);
+  EXPECT_EQ(u->data<uint64_t>()[0], 18446744073709551615ull);
+  absl::StatusOr<Tensor> i8 = cast({"300", "-129"}, DType::kInt8);
+  EXPECT_THAT(Values(*i8), ElementsAre(44, 127));
+  absl::StatusOr<Tensor> h = cast({"0.1", "65504"}, DType::kFloat16);
+  EXPECT_THAT(Values(*h), ElementsAre(double(ToFloat(ToFloat16(0.1f))), 65504));
+  absl::StatusOr<Tensor> b = cast({"True", "false", "0", "2", "0.0"}, DType::kBool);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_THAT(Values(*b), ElementsAre(1, 0, 0, 1, 0));
+  absl::StatusOr<Tensor> i4 = cast({"7", "-8"}, DType::kInt4);
+  EXPECT_THAT(Values(*i4), ElementsAre(7, -8));
+  // Round trips: a float's text reads back to the same float.
+  const std::vector<float> floats = {0.1f, 1.0f / 3, 3.4028235e38f, 1.4e-45f, -123.456f};
+  absl::StatusOr<Tensor> t = RunOne(19, "Cast", {F(floats, {5})}, [](onnx::NodeProto& n) { SetAttr(n, "to", int64_t(DType::kString)); });
+  absl::StatusOr<Tensor> back = RunOne(19, "Cast", {*t}, [](onnx::NodeProto& n) { SetAttr(n, "to", int64_t(DType::kFloat)); });
+  ASSERT_TRUE(back.ok()) << back.status();
+  for (size_t k = 0; k < floats.size(); ++k) EXPECT_EQ(back->data<float>()[k], floats[k]) << t->data<std::string>()[k];
+  // CastLike to and from strings.
+  absl::StatusOr<Tensor> like = RunOne(19, "CastLike", {Tensor::FromVector<std::string>({"2.5"}, {1}), F({0}, {1})});
+  ASSERT_TRUE(like.ok()) << like.status();
+  EXPECT_EQ(like->data<float>()[0], 2.5f);
+  // Text that is not a number is an error naming the element.
+  for (DType to : {DType::kFloat, DType::kInt32, DType::kBool, DType::kDouble}) {
+    absl::StatusOr<Tensor> bad = cast({"1", "12abc", "x"}, to);
+    ASSERT_FALSE(bad.ok()) << LowerName(to);
+    EXPECT_THAT(Message(bad.status()), HasSubstr("element 1 '12abc' is not a number")) << LowerName(to);
+  }
+  for (const char* text : {"", " ", "+", "+-1", "--1", "1e", "0x10", "nanx"})
+    EXPECT_FALSE(cast({text}, DType::kFloat).ok()) << "'" << text << "'";
 }
 
 TEST(Constant, EveryValueAttribute) {

@@ -32,14 +32,17 @@ using Chosen = std::vector<DType>;
 
 Tensor Filled(DType dtype, const In& in) {
   Tensor t = Tensor::Zeros(dtype, in.shape);
-  if (dtype == DType::kString) return t;
+  if (dtype == DType::kString) {
+    for (int64_t i = 0; i < t.size(); ++i) t.data<std::string>()[i] = "1";  // a number, for Cast
+    return t;
+  }
   for (int64_t i = 0; i < t.size(); ++i)
     SetDouble(t, i, in.values.empty() ? 1.0 : in.values[size_t(i) % in.values.size()]);
   return t;
 }
 
-// The tiny case of each op. `out` is the element type of output 0.
-Tiny CaseFor(const RegisteredOp& row, DType out) {
+// The tiny case of each op. `out` is the element type of output 0, `in` of input 0.
+Tiny CaseFor(const RegisteredOp& row, DType out, DType in) {
   const std::string& op = row.def.op_type;
   const int64_t opset = row.def.since_version;
   const bool attrs_form = row.inputs.size() == 1;  // an old row whose extra inputs were attributes
@@ -182,6 +185,72 @@ Tiny CaseFor(const RegisteredOp& row, DType out) {
             }};
   if (op == "RandomNormalLike" || op == "RandomUniformLike" || op == "Bernoulli" || op == "Multinomial")
     return {{{{2, 3}, {0.5}}}, 1, [out](onnx::NodeProto& n) { SetAttr(n, "dtype", int64_t(out)); }};
+  if (op == "StringConcat") return {{{{2, 3}}, {{3}}}};
+  if (op == "StringSplit") return {{{{2, 3}}}, 2};
+  if (op == "StringNormalizer") return {{{{3}}}};
+  if (op == "RegexFullMatch") return {{{{2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "pattern", std::string("a*")); }};
+  if (op == "TfIdfVectorizer")
+    return {{{{2, 3}}}, 1, [in](onnx::NodeProto& n) {
+              SetAttr(n, "mode", std::string("TF"));
+              for (const char* a : {"min_gram_length", "max_gram_length"}) SetAttr(n, a, int64_t(1));
+              SetAttr(n, "max_skip_count", int64_t(0));
+              SetAttr(n, "ngram_counts", std::vector<int64_t>{0});
+              SetAttr(n, "ngram_indexes", std::vector<int64_t>{0});
+              if (in != DType::kString) {
+                SetAttr(n, "pool_int64s", std::vector<int64_t>{1});
+                return;
+              }
+              onnx::AttributeProto* a = n.add_attribute();
+              a->set_name("pool_strings");
+              a->set_type(onnx::AttributeProto::STRINGS);
+              a->add_strings("");
+            }};
+  if (op == "LabelEncoder")
+    return {{{{2, 3}}}, 1, [in, out, opset](onnx::NodeProto& n) {
+              if (opset == 1) {
+                onnx::AttributeProto* classes = n.add_attribute();
+                classes->set_name("classes_strings");
+                classes->set_type(onnx::AttributeProto::STRINGS);
+                classes->add_strings("1");
+                if (in == DType::kString) SetAttr(n, "default_int64", int64_t(0));
+                else SetAttr(n, "default_string", std::string());
+                return;
+              }
+              if (opset >= 4) {
+                SetAttr(n, "keys_tensor", Filled(in, {{1}}));
+                SetAttr(n, "values_tensor", Filled(out, {{1}}));
+                return;
+              }
+              for (auto [what, d] : {std::pair<std::string, DType>{"keys", in}, {"values", out}}) {
+                onnx::AttributeProto* a = n.add_attribute();
+                if (d == DType::kString) {
+                  a->set_name(what + "_strings");
+                  a->set_type(onnx::AttributeProto::STRINGS);
+                  a->add_strings("");
+                } else if (d == DType::kInt64) {
+                  a->set_name(what + "_int64s");
+                  a->set_type(onnx::AttributeProto::INTS);
+                  a->add_ints(1);
+                } else {
+                  a->set_name(what + "_floats");
+                  a->set_type(onnx::AttributeProto::FLOATS);
+                  a->add_floats(1);
+                }
+              }
+            }};
+  if (op == "ArrayFeatureExtractor") return {{{{2, 3}}, {{2}, {0, 2}}}};
+  if (op == "TreeEnsemble")
+    return {{{{2, 3}}}, 1, [](onnx::NodeProto& n) {  // one split: x0 <= 0.5 ? 1 : 2
+              for (const char* a : {"nodes_featureids", "nodes_truenodeids"}) SetAttr(n, a, std::vector<int64_t>{0});
+              SetAttr(n, "nodes_falsenodeids", std::vector<int64_t>{1});
+              SetAttr(n, "nodes_trueleafs", std::vector<int64_t>{1});
+              SetAttr(n, "nodes_falseleafs", std::vector<int64_t>{1});
+              SetAttr(n, "nodes_modes", Tensor::FromVector<uint8_t>({0}, {1}));
+              SetAttr(n, "nodes_splits", Tensor::FromVector<float>({0.5f}, {1}));
+              SetAttr(n, "leaf_targetids", std::vector<int64_t>{0, 0});
+              SetAttr(n, "leaf_weights", Tensor::FromVector<float>({1, 2}, {2}));
+              SetAttr(n, "tree_roots", std::vector<int64_t>{0});
+            }};
   (void)opset;
   // Everything else is elementwise over one input (the unary ops, Identity,
   // Flatten, Shape, Size, Transpose, the reductions, ArgMax, Softmax).
@@ -202,7 +271,8 @@ absl::Status RunTiny(const RegisteredOp& row, Chosen chosen) {
   if (row.def.op_type == "BitCast") chosen[0] = chosen[1] = chosen[0] != DType::kFloat ? chosen[0] : chosen[1];
   const RegisteredOp::Formal* out = row.output(0);
   const DType out_type = out ? chosen[size_t(out->constraint)] : DType::kUndefined;
-  Tiny tiny = CaseFor(row, out_type);
+  const RegisteredOp::Formal* in = row.input(0);
+  Tiny tiny = CaseFor(row, out_type, in ? chosen[size_t(in->constraint)] : DType::kUndefined);
   OpTester t;
   t.op = row.def.op_type;
   t.domain = row.def.domain;
