@@ -193,8 +193,9 @@ class DeformConvOp : public Op {
     ASSIGN_OR_RETURN(p->w, ForwardWindow(ctx, a_, Shape(xs.begin() + 2, xs.end()), kernel));
     const Shape spatial = p->w.Spatial(p->w.out);
     // offset is (N, offset_group * K * rank, out...), mask (N, offset_group * K, out...);
-    // K (the kernel's size) is below 2^31 per dim and the window's product fits.
-    const std::optional<int64_t> taps = CheckedMul(offset_group_, p->w.k_size());
+    // W's dims may be huge when it is empty (C = 0): K is checked too.
+    const std::optional<int64_t> k_size = CheckedProduct(kernel);
+    const std::optional<int64_t> taps = k_size ? CheckedMul(offset_group_, *k_size) : std::nullopt;
     const std::optional<int64_t> coords = taps ? CheckedMul(*taps, rank) : std::nullopt;
     if (!coords) return ctx.Error(absl::StrCat("offset_group times the kernel's size is too large: ", geometry));
     for (auto [i, name, channels] : {std::tuple{size_t(2), "offset", *coords}, std::tuple{size_t(4), "mask", *taps}}) {

@@ -281,6 +281,9 @@ TEST(DeformConv, BadShapesAndAttributesAreNamed) {
               HasSubstr("kernel_shape [2,2] differs from the weights' [3,3]"));
   EXPECT_THAT(err({x, w, offset}, [](onnx::NodeProto& n) { SetAttr(n, "pads", std::vector<int64_t>{1, 1}); }),
               HasSubstr("pads has 2 values; 2 spatial dims need 4"));
+  const int64_t big = int64_t(1) << 30;
+  EXPECT_THAT(err({F({}, {1, 0, big, big, big}), F({}, {1, 0, big, big, big}), F({}, {1, 0, 1, 1, 1})}),
+              HasSubstr("offset_group times the kernel's size is too large"));
   EXPECT_THAT(err({F({1, 2}, {1, 2}), F({1, 2}, {1, 2}), F({1, 2}, {1, 2})}), HasSubstr("must have one rank of at least 3"));
 }
 
