@@ -20,6 +20,7 @@ std::vector<OpDef> ConstantOps();   // Constant
 std::vector<OpDef> TensorScatterOps();  // TensorScatter
 std::vector<OpDef> AttentionOps();      // Attention
 std::vector<OpDef> ConvOps();           // Conv, ConvTranspose, ConvInteger
+std::vector<OpDef> DeformConvOps();     // DeformConv
 std::vector<OpDef> PoolOps();           // MaxPool, AveragePool, LpPool, GlobalMaxPool, GlobalAveragePool, GlobalLpPool
 std::vector<OpDef> ImageNormOps();      // BatchNormalization, InstanceNormalization, GroupNormalization, LRN
 std::vector<OpDef> RecurrentOps();      // RNN, GRU, LSTM
@@ -45,6 +46,7 @@ std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
     ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps, SequenceOps, ControlFlowOps,
+    DeformConvOps,
     SwiGLUOps, LinearAttentionOps, FlexAttentionOps,
     IndexingOps, RearrangeOps, SamplingOps, EinsumOps,
     LossOps, MathOps,

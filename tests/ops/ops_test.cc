@@ -107,6 +107,7 @@ Tiny CaseFor(const RegisteredOp& row, DType out, DType in) {
   if (op == "TensorScatter") return {{{{1, 2, 4, 3}}, {{1, 2, 1, 3}}, {{1}, {0}}}};
   if (op == "Attention") return {{{{1, 2, 3, 4}}, {{1, 2, 3, 4}}, {{1, 2, 3, 4}}, {{3, 3}, {0}}}};
   if (op == "Conv" || op == "ConvTranspose" || op == "ConvInteger") return {{{{1, 2, 3, 3}}, {{2, 2, 2, 2}}}};
+  if (op == "DeformConv") return {{{{1, 2, 3, 3}}, {{2, 2, 2, 2}}, {{1, 8, 2, 2}}}};
   if (op == "MaxPool" || op == "AveragePool" || op == "LpPool")
     return {{{{1, 1, 3, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); }};
   if (op == "BatchNormalization") return {{{{2, 3}}, {{3}}, {{3}}, {{3}}, {{3}}}};
