@@ -443,6 +443,7 @@ class RoiAlignOp : public Op {
       struct Sample {
         int64_t pos[4];
         double w[4];
+        bool outside;  // contributes 0 and reads nothing (the map may be empty)
       };
       std::vector<Sample> samples;
       for (int64_t r = 0; r < R; ++r) {
@@ -475,7 +476,7 @@ class RoiAlignOp : public Op {
               for (int64_t ix = 0; ix < gw; ++ix) {
                 double yy = y1 + double(ph) * bin_h + (double(iy) + 0.5) * bin_h / double(gh);
                 double xx = x1 + double(pw) * bin_w + (double(ix) + 0.5) * bin_w / double(gw);
-                Sample s{{0, 0, 0, 0}, {0, 0, 0, 0}};
+                Sample s{{0, 0, 0, 0}, {0, 0, 0, 0}, true};
                 // Outside the map by more than a pixel (or NaN): the sample is 0.
                 if (!(yy >= -1.0 && yy <= double(H) && xx >= -1.0 && xx <= double(W)) || H == 0 || W == 0) {
                   samples.push_back(s);
@@ -498,7 +499,8 @@ class RoiAlignOp : public Op {
                 }
                 const double ly = yy - double(y_lo), lx = xx - double(x_lo), hy = 1 - ly, hx = 1 - lx;
                 s = {{y_lo * W + x_lo, y_lo * W + x_hi, y_hi * W + x_lo, y_hi * W + x_hi},
-                     {hy * hx, hy * lx, ly * hx, ly * lx}};
+                     {hy * hx, hy * lx, ly * hx, ly * lx},
+                     false};
                 samples.push_back(s);
               }
         const int64_t per_bin = gh * gw;
@@ -508,6 +510,10 @@ class RoiAlignOp : public Op {
             double v = 0;
             for (int64_t k = 0; k < per_bin; ++k) {
               const Sample& s = samples[size_t(b * per_bin + k)];
+              if (s.outside) {
+                if (max_) v = k == 0 ? 0.0 : std::max(v, 0.0);
+                continue;
+              }
               if (max_) {
                 // The reference's max: of the four weighted corners, then over the samples.
                 double m = s.w[0] * ToDouble(plane[s.pos[0]]);

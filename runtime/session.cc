@@ -5,6 +5,7 @@
 #include <deque>
 #include <new>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -848,17 +849,36 @@ Session::~Session() = default;
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRegistry& ops,
                                                          const SessionOptions& options) {
+  // A rewrite must never make a valid model fail: a fused kernel can be
+  // stricter than the pattern it replaces (a scale that broadcasts the
+  // normalized values to a wider shape, say). If the rewritten graph does not
+  // plan, the graph as written is planned instead; its error, if any, names
+  // the model's own nodes.
+  std::optional<Graph> as_written;
+  if (options.graph_rewrites) {
+    Graph rewritten = graph;  // tensors share their storage
+    if (RewriteGraph(rewritten) > 0) {
+      as_written = std::move(graph);
+      graph = std::move(rewritten);
+    }
+  }
   auto impl = std::make_unique<Impl>();
   impl->owned_graph = std::move(graph);
-  if (options.graph_rewrites) RewriteGraph(impl->owned_graph);
   impl->graph = &impl->owned_graph;
   impl->ops = &ops;
   impl->options = options;
+  absl::Status built;
   try {
-    RETURN_IF_ERROR(impl->Build());
+    built = impl->Build();
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError("out of memory while creating the session");
   }
+  if (!built.ok() && as_written) {
+    SessionOptions plain = options;
+    plain.graph_rewrites = false;
+    return Create(std::move(*as_written), ops, plain);
+  }
+  RETURN_IF_ERROR(built);
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "runtime/element.h"
 #include "tests/ops/op_tester.h"
 
@@ -10,6 +12,7 @@ namespace onnx_mini {
 namespace {
 
 using ::testing::DoubleNear;
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -153,6 +156,16 @@ TEST(RoiAlign, AverageMaxAndCoordinateModes) {
                              [](onnx::NodeProto& n) { SetAttr(n, "mode", std::string("sum")); })
                           .status()),
               HasSubstr("mode 'sum' is not avg or max"));
+  // An empty map: every sample lies outside it, gives 0 and reads nothing.
+  auto empty_map = RunOne(16, "RoiAlign", {F({}, {1, 2, 0, 3}), F({0, 0, 1, 1}, {1, 4}), I({0}, {1})}, attrs(2, "avg"));
+  ASSERT_TRUE(empty_map.ok()) << empty_map.status();
+  EXPECT_EQ(empty_map->shape(), Shape({1, 2, 2, 2}));
+  EXPECT_THAT(Values(*empty_map), Each(0.0));
+  // A sample outside the map is 0, even where the map holds infinity.
+  std::vector<float> inf(16, std::numeric_limits<float>::infinity());
+  EXPECT_THAT(Values(*RunOne(10, "RoiAlign", {F(inf, {1, 1, 4, 4}), F({-9, -9, -8, -8}, {1, 4}), I({0}, {1})},
+                             attrs(1, "max"))),
+              ElementsAre(0.0));
   // Absurd sample counts are refused, not run.
   EXPECT_THAT(Message(RunOne(16, "RoiAlign", {x, F({0, 0, 1, 1}, {1, 4}), I({0}, {1})},
                              [](onnx::NodeProto& n) { SetAttr(n, "sampling_ratio", int64_t(1) << 40); })

@@ -116,6 +116,31 @@ TEST(Rewrite, RmsNormIsKeptWhenAnIntermediateIsUsedElsewhere) {
   EXPECT_THAT(ops, ::testing::ElementsAre("Mul", "ReduceMean", "Add", "Sqrt", "Reciprocal", "Mul", "Mul"));
 }
 
+// A scale that widens the normalized values ([2, 1] * [3] -> [2, 3]) is valid
+// ONNX that RMSNormalization refuses: the session plans the graph as written.
+TEST(Rewrite, AFusedNodeThatWouldFailFallsBackToTheGraphAsWritten) {
+  ModelBuilder m(18);
+  m.Input("x", DType::kFloat, {2, 1}).Output("y", DType::kFloat, {2, 3});
+  m.Initializer("w", Tensor::FromVector(std::vector<float>{1, 2, 3}, {3}));
+  m.Initializer("eps", Tensor::FromVector(std::vector<float>{0}, {}));
+  m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{-1}, {1}));
+  m.Node("Mul", {"x", "x"}, {"sq"});
+  m.Node("ReduceMean", {"sq", "axes"}, {"mean"});
+  m.Node("Add", {"mean", "eps"}, {"var"});
+  m.Node("Sqrt", {"var"}, {"std"});
+  m.Node("Div", {"x", "std"}, {"normed"});
+  m.Node("Mul", {"normed", "w"}, {"y"});
+  const Tensor x = Tensor::FromVector(std::vector<float>{2, -4}, {2, 1});
+  const std::vector<std::string> ops = RunBothWays(m, {{"x", x}}, 1e-6);
+  EXPECT_EQ(ops.size(), 6u);  // as written
+  auto s = m.Build(SessionOptions());
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto y = (*s)->Run({{"x", x}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].shape(), Shape({2, 3}));
+  EXPECT_THAT(Values((*y)[0]), ::testing::ElementsAre(1, 2, 3, -1, -2, -3));
+}
+
 TEST(Rewrite, RmsNormOverAnotherAxisIsKept) {
   ModelBuilder m(18);
   m.Input("x", DType::kFloat, {3, 5}).Output("y", DType::kFloat, {3, 5});
