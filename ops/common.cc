@@ -14,6 +14,14 @@ std::vector<int64_t> IndexValues(const Tensor& t) {
   return v;
 }
 
+absl::Status AttributeError(const Node& node, const std::string& rule) {
+  return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", rule));
+}
+
+int64_t ShapeProduct(const Shape& shape, int64_t from, int64_t to) {
+  return CheckedProduct(shape, size_t(from), size_t(to)).value_or(0);
+}
+
 absl::StatusOr<int64_t> NormalizeAxis(const InferContext& ctx, int64_t axis, int64_t rank, const char* what) {
   if (axis < -rank || axis >= rank)
     return ctx.Error(absl::StrCat(what, " ", axis, " is out of range for rank ", rank));

@@ -20,6 +20,17 @@ inline constexpr TypeSet kUnpackedTypes = UnpackedTypes::set();
 inline constexpr TypeSet kAllTypes = AllTypes::set();
 inline constexpr TypeSet kBool = {DType::kBool};
 inline constexpr TypeSet kInt64 = {DType::kInt64};
+// The schemas' "any tensor type" of the data-movement and indexing ops:
+// numbers, bool, string and complex.
+using AnyTypes = Join<NumericTypes, TypeList<bool, std::string, Complex64, Complex128>>;
+inline constexpr TypeSet kAnyTypes = AnyTypes::set();
+
+// A bad attribute, found when the op is created: "<node>: <rule>".
+absl::Status AttributeError(const Node& node, const std::string& rule);
+
+// The product of dims [from, to) of a tensor's shape. Only an empty tensor's
+// dims can overflow (0 then); kernels return before using it.
+int64_t ShapeProduct(const Shape& shape, int64_t from, int64_t to);
 
 // VisitTypes<List> for a kernel: the session admits only the row's declared
 // types, so a type outside List is an internal error, never silent zeros.

@@ -21,20 +21,6 @@
 namespace onnx_mini {
 namespace {
 
-// The schemas' "any tensor type" of these ops: numbers, bool, string and
-// complex. bfloat16 joins the lists at opset 13; one row admits it throughout.
-using AnyTypes = Join<NumericTypes, TypeList<bool, std::string, Complex64, Complex128>>;
-constexpr TypeSet kAnyTypes = AnyTypes::set();
-
-// Product of dims [from, to). Only an empty tensor's dims can overflow;
-// kernels return before using it then.
-int64_t Product(const Shape& shape, size_t from, size_t to) {
-  return CheckedProduct(shape, from, to).value_or(0);
-}
-
-absl::Status AttributeError(const Node& node, const std::string& rule) {
-  return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", rule));
-}
 
 // Index `v` checked against a dim of size n (valid: [-n, n-1]) and made
 // non-negative; `where` says which index it is, `what` which dim.
@@ -190,11 +176,11 @@ class GatherNDOp : public Op {
         const std::optional<Shape> ds = data.concrete_shape(), is = indices.concrete_shape();
         if (ds && is) {
           auto plan = std::make_shared<GatherNDPlan>();
-          plan->batch = Product(*ds, 0, size_t(b_));
-          plan->tuples = Product(*is, size_t(b_), size_t(q - 1));
+          plan->batch = ShapeProduct(*ds, 0, size_t(b_));
+          plan->tuples = ShapeProduct(*is, size_t(b_), size_t(q - 1));
           plan->k = k;
-          plan->slice = Product(*ds, size_t(b_ + k), size_t(r));
-          plan->block = Product(*ds, size_t(b_), size_t(r));
+          plan->slice = ShapeProduct(*ds, size_t(b_ + k), size_t(r));
+          plan->block = ShapeProduct(*ds, size_t(b_), size_t(r));
           ctx.set_plan(std::move(plan));
         }
       }
@@ -439,8 +425,8 @@ class ScatterNDOp : public Op {
     const Tensor& updates = *ctx.input(2);
     Tensor& out = ctx.output(0);
     const int64_t k = indices.dim(indices.rank() - 1);
-    const int64_t tuples = Product(indices.shape(), 0, size_t(indices.rank() - 1));
-    const int64_t slice = Product(data.shape(), size_t(k), size_t(data.rank()));
+    const int64_t tuples = ShapeProduct(indices.shape(), 0, size_t(indices.rank() - 1));
+    const int64_t slice = ShapeProduct(data.shape(), size_t(k), size_t(data.rank()));
     const std::vector<int64_t> strides = RowMajorStrides(data.shape());
     // The offset of every tuple, checked before anything is written.
     std::vector<int64_t> offsets(size_t(updates.size() > 0 ? tuples : 0));
@@ -523,7 +509,7 @@ class OneHotOp : public Op {
     Tensor& out = ctx.output(0);
     if (out.size() == 0) return absl::OkStatus();
     const OneHotPlan& p = ctx.plan<OneHotPlan>();
-    const int64_t inner = Product(indices.shape(), size_t(p.axis), indices.shape().size());
+    const int64_t inner = ShapeProduct(indices.shape(), size_t(p.axis), indices.shape().size());
     // Each index as a position along the depth, -1 when outside the range
     // (all off); non-integer indices are cast to int64 first (NaN: outside).
     std::vector<int64_t> hot(size_t(indices.size()), -1);
@@ -596,9 +582,9 @@ class CompressOp : public Op {
     if (c && shape) {
       auto plan = std::make_shared<SelectPlan>();
       if (axis_) {
-        plan->outer = Product(*shape, 0, size_t(axis));
+        plan->outer = ShapeProduct(*shape, 0, size_t(axis));
         plan->n = (*shape)[size_t(axis)];
-        plan->inner = Product(*shape, size_t(axis) + 1, shape->size());
+        plan->inner = ShapeProduct(*shape, size_t(axis) + 1, shape->size());
       } else {
         plan->outer = plan->inner = 1;
         plan->n = ElementCount(*shape);
@@ -766,9 +752,9 @@ class UniqueOp : public Op {
     if (const Tensor* x = ctx.value(0)) {
       plan = std::make_shared<UniquePlan>();
       if (axis_) {
-        plan->outer = Product(x->shape(), 0, size_t(axis));
+        plan->outer = ShapeProduct(x->shape(), 0, size_t(axis));
         plan->n = x->dim(axis);
-        plan->inner = Product(x->shape(), size_t(axis) + 1, x->shape().size());
+        plan->inner = ShapeProduct(x->shape(), size_t(axis) + 1, x->shape().size());
       } else {
         plan->n = x->size();
       }

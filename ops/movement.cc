@@ -26,15 +26,6 @@ std::shared_ptr<AxisPlan> MakeAxisPlan(int64_t axis) {
   return plan;
 }
 
-// Product of dims [from, to) of a tensor's shape. Only an empty tensor's dims
-// can overflow; kernels return before using it then.
-int64_t Product(const Shape& shape, int64_t from, int64_t to) {
-  return CheckedProduct(shape, size_t(from), size_t(to)).value_or(0);
-}
-
-absl::Status AttributeError(const Node& node, const std::string& rule) {
-  return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", rule));
-}
 
 // ---- Concat ----
 
@@ -84,7 +75,7 @@ class ConcatOp : public Op {
     Tensor& out = ctx.output(0);
     if (out.size() == 0) return absl::OkStatus();  // no loop over the extent of an empty dim
     const int64_t axis = ctx.plan<AxisPlan>().axis;
-    const int64_t outer = Product(out.shape(), 0, axis), inner = Product(out.shape(), axis + 1, out.rank());
+    const int64_t outer = ShapeProduct(out.shape(), 0, axis), inner = ShapeProduct(out.shape(), axis + 1, out.rank());
     const int64_t out_row = out.dim(axis) * inner;
     return Dispatch<MovableTypes>(ctx, out.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -177,7 +168,7 @@ class GatherOp : public Op {
     if (out.size() == 0) return absl::OkStatus();  // no loop over the extent of an empty dim
     const std::vector<int64_t> indices = IndexValues(*ctx.input(1));
     const int64_t axis = ctx.plan<AxisPlan>().axis;
-    const int64_t outer = Product(data.shape(), 0, axis), inner = Product(data.shape(), axis + 1, data.rank());
+    const int64_t outer = ShapeProduct(data.shape(), 0, axis), inner = ShapeProduct(data.shape(), axis + 1, data.rank());
     const int64_t n = data.dim(axis), count = int64_t(indices.size());
     return Dispatch<MovableTypes>(ctx, data.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -602,7 +593,7 @@ class SplitOp : public Op {
     const Tensor& in = *ctx.input(0);
     if (in.size() == 0) return absl::OkStatus();  // every piece is empty too
     const int64_t axis = ctx.plan<AxisPlan>().axis;
-    const int64_t outer = Product(in.shape(), 0, axis), inner = Product(in.shape(), axis + 1, in.rank());
+    const int64_t outer = ShapeProduct(in.shape(), 0, axis), inner = ShapeProduct(in.shape(), axis + 1, in.rank());
     const int64_t in_row = in.dim(axis) * inner;
     return Dispatch<MovableTypes>(ctx, in.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -12,18 +12,6 @@
 namespace onnx_mini {
 namespace {
 
-// The schemas' "any tensor type" of these ops: numbers, bool, string and
-// complex. bfloat16 joins the lists at opset 13; one row admits it throughout.
-using AnyTypes = Join<NumericTypes, TypeList<bool, std::string, Complex64, Complex128>>;
-constexpr TypeSet kAnyTypes = AnyTypes::set();
-
-int64_t Product(const Shape& shape, size_t from, size_t to) {
-  return CheckedProduct(shape, from, to).value_or(0);
-}
-
-absl::Status AttributeError(const Node& node, const std::string& rule) {
-  return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", rule));
-}
 
 // A 1-D int64 input whose values the output shape needs (nullopt: not known yet).
 absl::StatusOr<std::optional<std::vector<int64_t>>> ShapeValues(const InferContext& ctx, size_t i, const char* what) {
@@ -275,7 +263,7 @@ class ReverseSequenceOp : public Op {
         return ctx.Error(absl::StrCat("sequence_lens[", b, "] = ", lens[b], " is outside [0, ", T_len,
                                       "] (the time axis ", time_, ")"));
     if (out.size() == 0) return absl::OkStatus();
-    const int64_t inner = Product(in.shape(), 2, in.shape().size());
+    const int64_t inner = ShapeProduct(in.shape(), 2, in.shape().size());
     // Strides of the batch and time axes in [d0, d1, inner].
     const int64_t s1 = inner, s0 = in.dim(1) * inner;
     const int64_t sb = batch_ == 0 ? s0 : s1, st = time_ == 0 ? s0 : s1;

@@ -16,16 +16,6 @@
 namespace onnx_mini {
 namespace {
 
-using AnyTypes = Join<NumericTypes, TypeList<bool, std::string, Complex64, Complex128>>;
-
-int64_t Product(const Shape& shape, size_t from, size_t to) {
-  return CheckedProduct(shape, from, to).value_or(0);
-}
-
-absl::Status AttributeError(const Node& node, const std::string& rule) {
-  return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", rule));
-}
-
 // An element as double (complex: see SampleAs) and back, for the float and
 // integer types; integers truncate toward zero, as the reference's cast does.
 template <class T>
@@ -131,7 +121,7 @@ class GridSampleOp : public Op {
         auto plan = std::make_shared<GridSamplePlan>();
         plan->N = (*xs)[0];
         plan->C = (*xs)[1];
-        plan->points = Product(*gs, 1, gs->size() - 1);
+        plan->points = ShapeProduct(*gs, 1, gs->size() - 1);
         plan->spatial.assign(xs->begin() + 2, xs->end());
         ctx.set_plan(std::move(plan));
       }
@@ -148,7 +138,7 @@ class GridSampleOp : public Op {
     const GridSamplePlan& p = ctx.plan<GridSamplePlan>();
     const size_t r = p.spatial.size();
     // Every spatial dim of a non-empty output's input may still be 0: then every tap is outside.
-    const int64_t plane = Product(p.spatial, 0, r);
+    const int64_t plane = ShapeProduct(p.spatial, 0, r);
     const std::vector<int64_t> strides = RowMajorStrides(p.spatial);
     // The grid as double, (n, point, r) with the coordinates reversed to dim order.
     std::vector<double> coords(size_t(p.N * p.points) * r);
@@ -325,7 +315,7 @@ class AffineGridOp : public Op {
     const Shape& o = out.shape();
     const int64_t r = o.back(), N = o[0];
     const Shape spatial(o.begin() + 1, o.end() - 1);  // D, H, W or H, W
-    const int64_t points = Product(spatial, 0, spatial.size());
+    const int64_t points = ShapeProduct(spatial, 0, spatial.size());
     // The base coordinate of pixel i along a dim of n pixels, in [-1, 1].
     auto base = [&](int64_t i, int64_t n) {
       if (align_) return n > 1 ? -1.0 + 2.0 * double(i) / double(n - 1) : -1.0;
