@@ -9,6 +9,7 @@
 #include "ops/common.h"
 #include "runtime/checked.h"
 #include "runtime/cpu.h"
+#include "runtime/thread_pool.h"
 
 namespace onnx_mini {
 namespace {
@@ -101,18 +102,21 @@ void WritePresent(const AttentionProblem& p, int threads) {
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t rows = p.batch * p.kv_heads;
-#pragma omp parallel for num_threads(threads) if (rows * p.total_len * p.head_size > (1 << 16))
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t b = r / p.kv_heads, g = r % p.kv_heads;
-      for (int64_t j = 0; j < p.total_len; ++j) {
-        if (present_key)
-          std::memcpy(static_cast<T*>(present_key) + (r * p.total_len + j) * p.head_size,
-                      KeyRow<T>(p, b, g, j), size_t(p.head_size) * sizeof(T));
-        if (present_value)
-          std::memcpy(static_cast<T*>(present_value) + (r * p.total_len + j) * p.v_head_size,
-                      ValueRow<T>(p, b, g, j), size_t(p.v_head_size) * sizeof(T));
+    // Large copies only, on the kernels' pool (a decode step copies its cache).
+    const int pool_threads = rows * p.total_len * p.head_size > (1 << 16) ? threads : 1;
+    ParallelFor(pool_threads, rows, 1, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / p.kv_heads, g = r % p.kv_heads;
+        for (int64_t j = 0; j < p.total_len; ++j) {
+          if (present_key)
+            std::memcpy(static_cast<T*>(present_key) + (r * p.total_len + j) * p.head_size,
+                        KeyRow<T>(p, b, g, j), size_t(p.head_size) * sizeof(T));
+          if (present_value)
+            std::memcpy(static_cast<T*>(present_value) + (r * p.total_len + j) * p.v_head_size,
+                        ValueRow<T>(p, b, g, j), size_t(p.v_head_size) * sizeof(T));
+        }
       }
-    }
+    });
   });
 }
 
@@ -624,16 +628,14 @@ void AttentionFast(const AttentionProblem& p, int threads) {
     const FastBlockFn<T> fast_block = SelectFastBlock<T>();
     const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
     const int64_t tasks = p.batch * p.kv_heads * q_blocks;
-#pragma omp parallel num_threads(threads) if (tasks > 1)
-    {
+    ParallelFor(threads, tasks, 1, [&](int64_t t0, int64_t t1) {
       std::vector<Acc<T>> scratch;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t t = 0; t < tasks; ++t) {
+      for (int64_t t = t0; t < t1; ++t) {
         const int64_t qb = t % q_blocks, g = (t / q_blocks) % p.kv_heads, b = t / (q_blocks * p.kv_heads);
         const int64_t i0 = qb * kQueryBlock, i1 = std::min(p.q_len, i0 + kQueryBlock);
         fast_block(p, b, g, i0, i1, scratch);
       }
-    }
+    });
   });
 }
 

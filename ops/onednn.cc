@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
+#include "ops/gemv.h"
 
 namespace onnx_mini {
 
@@ -146,7 +147,13 @@ bool PackedMatMul::packs(const Tensor& b) const {
 bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
   using dnnl::memory;
   const Impl& im = *impl_;
-  if (m <= 0 || threads != im.threads) return false;
+  if (m <= 0) return false;
+  if (im.dt == dnnl::memory::data_type::f32 && m <= kGemvMaxRows) {
+    GemvF32(static_cast<const float*>(a), im.b.data<float>(), im.bias.defined() ? im.bias.data<float>() : nullptr,
+            static_cast<float*>(c), m, im.k, im.n, im.trans_b, threads);
+    return true;
+  }
+  if (threads != im.threads) return false;
   try {
     const OmpThreadsScope scope(threads);
     Impl::Entry e;

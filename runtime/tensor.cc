@@ -70,7 +70,7 @@ class BlockPool {
   }
 
  private:
-  static constexpr size_t kMinPooled = size_t(1) << 20;
+  static constexpr size_t kMinPooled = size_t(64) << 10;
   static constexpr size_t kMaxCached = size_t(2) << 30;
   std::mutex mu_;
   std::multimap<size_t, void*> free_;

@@ -1,0 +1,154 @@
+#include "runtime/thread_pool.h"
+
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace onnx_mini::detail {
+namespace {
+
+// How long an idle worker spins before it sleeps, and how long a caller
+// waiting for the last chunks spins before it yields its CPU (to a worker
+// that the OS preempted, if that is what it waits for).
+constexpr auto kWorkerSpin = std::chrono::microseconds(100);
+constexpr auto kCallerSpin = std::chrono::microseconds(20);
+constexpr int kMaxWorkers = 255;
+
+thread_local bool in_parallel_loop = false;
+
+void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+void FutexWakeAll(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// One loop at a time. A job is published by bumping `epoch_`; its low bit
+// is set while the caller rewrites the job's fields, which it does only once
+// no worker is still inside the previous job (`active_` is zero).
+class Pool {
+ public:
+  static Pool& Get() {
+    static Pool* pool = new Pool();  // never destroyed: its workers live until exit
+    return *pool;
+  }
+
+  bool TryRun(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* body) {
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    EnsureWorkers(std::min(threads - 1, kMaxWorkers));
+    if (workers_ == 0) return false;
+
+    const uint32_t id = epoch_.load(std::memory_order_relaxed) >> 1;
+    epoch_.store((id << 1) | 1);
+    WaitUntil([&] { return active_.load() == 0; });
+    fn_ = fn;
+    body_ = body;
+    n_ = n;
+    grain_ = grain;
+    chunks_ = (n + grain - 1) / grain;
+    allowed_ = threads - 1;
+    next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    epoch_.store((id + 1) << 1);
+    if (sleepers_.load() > 0) FutexWakeAll(epoch_);
+
+    Claim();
+    WaitUntil([&] { return done_.load(std::memory_order_acquire) >= chunks_; });
+    return true;
+  }
+
+ private:
+  static void Relax() { _mm_pause(); }
+
+  template <class Done>
+  static void WaitUntil(const Done& done) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int spins = 0; !done(); ++spins) {
+      if (spins < 64 || std::chrono::steady_clock::now() - start < kCallerSpin) Relax();
+      else sched_yield();
+    }
+  }
+
+  // Runs chunks until none is left; the caller and workers alike.
+  void Claim() {
+    in_parallel_loop = true;
+    for (;;) {
+      const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
+      if (c >= chunks_) break;
+      const int64_t begin = c * grain_;
+      fn_(body_, begin, std::min(n_, begin + grain_));
+      done_.fetch_add(1, std::memory_order_release);
+    }
+    in_parallel_loop = false;
+  }
+
+  void EnsureWorkers(int count) {
+    while (workers_ < count) {
+      try {
+        std::thread([this, id = workers_] { Work(id); }).detach();
+      } catch (const std::system_error&) {
+        return;  // run with the workers there are
+      }
+      ++workers_;
+    }
+  }
+
+  void Work(int id) {
+    uint32_t seen = epoch_.load();
+    for (;;) {
+      uint32_t now = epoch_.load();
+      const auto start = std::chrono::steady_clock::now();
+      for (int spins = 0; now == seen || (now & 1); ++spins, now = epoch_.load()) {
+        if (spins % 64 != 63 || std::chrono::steady_clock::now() - start < kWorkerSpin) {
+          Relax();
+          continue;
+        }
+        sleepers_.fetch_add(1);
+        FutexWait(epoch_, now);  // returns at once if the epoch moved on
+        sleepers_.fetch_sub(1);
+      }
+      seen = now;
+      active_.fetch_add(1);
+      // A caller that set the writing bit after our load waits for us to
+      // leave; one that did so before is seen here.
+      if (epoch_.load() == now && id < allowed_) Claim();
+      active_.fetch_sub(1);
+    }
+  }
+
+  std::mutex mu_;
+  int workers_ = 0;  // guarded by mu_
+
+  std::atomic<uint32_t> epoch_{0};
+  std::atomic<int> active_{0}, sleepers_{0};
+  // The job: written by the caller while no worker is active.
+  ChunkFn fn_ = nullptr;
+  const void* body_ = nullptr;
+  int64_t n_ = 0, grain_ = 1, chunks_ = 0;
+  int allowed_ = 0;
+  std::atomic<int64_t> next_{0}, done_{0};
+};
+
+}  // namespace
+
+void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* body) {
+  if (!in_parallel_loop && Pool::Get().TryRun(threads, n, grain, fn, body)) return;
+  const bool outer = in_parallel_loop;
+  in_parallel_loop = true;
+  for (int64_t begin = 0; begin < n; begin += grain) fn(body, begin, std::min(n, begin + grain));
+  in_parallel_loop = outer;
+}
+
+}  // namespace onnx_mini::detail
