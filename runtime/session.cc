@@ -2,6 +2,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <deque>
 #include <new>
 #include <map>
@@ -9,6 +12,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "runtime/loader.h"
 #include "runtime/registry.h"
 #include "runtime/rewrite.h"
@@ -295,6 +299,10 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   // and the input position whose memory a caller's buffer for it may share
   // (the op updates that input in place and no later step reads it), or -1.
   std::vector<int> output_step, output_position, bound_in_place;
+  // With SessionOptions::profile (top level only): nanoseconds per step over
+  // all runs, and the number of runs.
+  std::unique_ptr<std::atomic<int64_t>[]> step_ns;
+  mutable std::atomic<int64_t> profiled_runs{0};
 
   int Intern(const std::string& name) {
     auto [it, inserted] = value_index.emplace(name, int(value_names.size()));
@@ -819,6 +827,17 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
 absl::Status Session::Impl::Execute(std::vector<Value>& values,
                                     const std::vector<std::vector<Tensor>>* direct) const {
   static const std::vector<Tensor> kNone;
+  if (step_ns) {
+    for (size_t s = 0; s < steps.size(); ++s) {
+      const auto start = std::chrono::steady_clock::now();
+      RETURN_IF_ERROR(RunStep(steps[s], values, direct ? (*direct)[s] : kNone));
+      step_ns[s].fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start).count(),
+                           std::memory_order_relaxed);
+    }
+    profiled_runs.fetch_add(1, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
   for (size_t s = 0; s < steps.size(); ++s)
     RETURN_IF_ERROR(RunStep(steps[s], values, direct ? (*direct)[s] : kNone));
   return absl::OkStatus();
@@ -879,7 +898,45 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
     return Create(std::move(*as_written), ops, plain);
   }
   RETURN_IF_ERROR(built);
+  if (options.profile) {
+    impl->step_ns.reset(new std::atomic<int64_t>[impl->steps.size()]);
+    for (size_t s = 0; s < impl->steps.size(); ++s) impl->step_ns[s] = 0;
+  }
   return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+void Session::ResetProfile() const {
+  const Impl& im = *impl_;
+  if (!im.step_ns) return;
+  for (size_t s = 0; s < im.steps.size(); ++s) im.step_ns[s] = 0;
+  im.profiled_runs = 0;
+}
+
+std::string Session::Profile() const {
+  const Impl& im = *impl_;
+  const int64_t runs = im.profiled_runs.load();
+  if (!im.step_ns || runs == 0) return "";
+  struct Total {
+    int64_t ns = 0, nodes = 0;
+  };
+  std::map<std::string, Total> by_op;
+  int64_t all = 0;
+  for (size_t s = 0; s < im.steps.size(); ++s) {
+    const Node& node = *im.steps[s].node;
+    Total& t = by_op[node.domain.empty() ? node.op_type : absl::StrCat(node.domain, "::", node.op_type)];
+    t.ns += im.step_ns[s].load();
+    t.nodes += 1;
+    all += im.step_ns[s].load();
+  }
+  std::vector<std::pair<std::string, Total>> rows(by_op.begin(), by_op.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
+  std::string out = absl::StrFormat("%-32s %10s %6s %6s\n", "op (per run, over " + std::to_string(runs) + " runs)",
+                                    "ms", "%", "nodes");
+  for (const auto& [op, t] : rows)
+    out += absl::StrFormat("%-32s %10.4f %6.1f %6d\n", op, double(t.ns) / 1e6 / double(runs),
+                           all ? 100.0 * double(t.ns) / double(all) : 0.0, t.nodes);
+  out += absl::StrFormat("%-32s %10.4f\n", "all nodes", double(all) / 1e6 / double(runs));
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path, const OpRegistry& ops,

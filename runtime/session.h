@@ -26,6 +26,9 @@ struct SessionOptions {
   // (runtime/rewrite.h lists them). Off: the graph runs as written (to
   // debug, or to check a rewrite against the original).
   bool graph_rewrites = true;
+  // Time every node of the graph (not inside subgraphs) on every run, for
+  // Session::Profile(). Costs two clock reads per node.
+  bool profile = false;
 };
 
 struct NamedTensor {
@@ -74,6 +77,13 @@ class Session {
   absl::Status RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs) const;
   // Checks inputs as RunValues does first.
   absl::Status ValidateValues(const std::vector<NamedValue>& inputs) const;
+
+  // With SessionOptions::profile: a table of the time per run spent in each
+  // op type's nodes (averaged over the runs so far), slowest first, and the
+  // total. Empty without profiling or before the first run.
+  std::string Profile() const;
+  // Starts the profile afresh (after warm-up runs, say).
+  void ResetProfile() const;
 
   // The plan of a graph (internal: the model's, and its subgraphs').
   struct Impl;

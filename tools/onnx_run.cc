@@ -31,7 +31,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
     "                [--output-dir DIR] [--repeat N] [--warmup N] [--threads N] [--memory-limit BYTES]\n"
-    "                [--json] [--no-rewrites]\n"
+    "                [--json] [--no-rewrites] [--profile]\n"
     "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ", with random inputs).\n"
     "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
     "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
@@ -40,13 +40,14 @@ constexpr char kUsage[] =
     "runs (default 1 when N > 1, else 0).\n"
     "--memory-limit caps the session's tensors (K, M, G suffixes; default 3/4 of RAM).\n"
     "--json prints one JSON object.\n"
-    "--no-rewrites runs the graph as written (no fused-pattern rewrites).\n";
+    "--no-rewrites runs the graph as written (no fused-pattern rewrites).\n"
+    "--profile prints the time per run spent in each op type (timed runs only).\n";
 
 struct Options {
   std::string model = ONNX_MINI_DEFAULT_MODEL;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string input_dir, output_dir;
-  bool random_inputs = false, json = false, rewrites = true;
+  bool random_inputs = false, json = false, rewrites = true, profile = false;
   bool random_default = true;  // the bundled model runs on random inputs unless given some
   int repeat = 1, threads = 0;
   int warmup = -1;  // -1: one untimed run when repeat > 1, none otherwise
@@ -112,6 +113,8 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
         return absl::InvalidArgumentError(absl::StrCat("--memory-limit takes a byte count (K, M, G suffixes), got '", v, "'"));
     } else if (arg == "--random-inputs") {
       o.random_inputs = true;
+    } else if (arg == "--profile") {
+      o.profile = true;
     } else if (arg == "--no-rewrites") {
       o.rewrites = false;
     } else if (arg == "--json") {
@@ -214,6 +217,7 @@ int Main(int argc, char** argv) {
   so.threads = o.threads;
   so.memory_limit = o.memory_limit;
   so.graph_rewrites = o.rewrites;
+  so.profile = o.profile;
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Load(o.model, BuiltinOps(), so);
   if (!session.ok()) return Fail(std::string(session.status().message()));
 
@@ -263,6 +267,7 @@ int Main(int argc, char** argv) {
     absl::Status s = (*session)->Run(feeds, &outputs);
     if (!s.ok()) return Fail(std::string(s.message()));
   }
+  (*session)->ResetProfile();
   std::vector<double> times;
   for (int r = 0; r < o.repeat; ++r) {
     outputs.clear();
@@ -302,6 +307,7 @@ int Main(int argc, char** argv) {
                                    outputs[k].size() > 8 ? ", ..." : "");
     std::cout << absl::StrFormat("time: median %.4f ms, min %.4f ms over %d run%s (after %d untimed)\n",
                                  median, min, o.repeat, o.repeat == 1 ? "" : "s", warmup);
+    std::cout << (*session)->Profile();
   }
   return 0;
 }

@@ -77,6 +77,29 @@ TEST(Inference, SymbolicDimsFlowAndConcreteShapesAreCheckedAtRun) {
   EXPECT_TRUE((*s)->Run({{"a", a}, {"b", b}}).ok());
 }
 
+TEST(Session, ProfileTimesEachOpTypeOverTheRuns) {
+  ModelBuilder m(17);
+  m.Input("a", DType::kFloat, {2, 3}).Output("y", DType::kFloat, {}, false);
+  m.Node("Relu", {"a"}, {"r"});
+  m.Node("Mul", {"r", "r"}, {"y"});
+  SessionOptions profiled;
+  profiled.profile = true;
+  absl::StatusOr<std::unique_ptr<Session>> s = m.Build(profiled), plain = m.Build();
+  ASSERT_TRUE(s.ok() && plain.ok());
+  EXPECT_EQ((*s)->Profile(), "");  // no run yet
+  Tensor a = Tensor::FromVector<float>({1, -2, 3, -4, 5, -6}, {2, 3});
+  for (int r = 0; r < 3; ++r) ASSERT_TRUE((*s)->Run({{"a", a}}).ok());
+  ASSERT_TRUE((*plain)->Run({{"a", a}}).ok());
+  const std::string table = (*s)->Profile();
+  EXPECT_THAT(table, HasSubstr("over 3 runs"));
+  EXPECT_THAT(table, HasSubstr("Relu"));
+  EXPECT_THAT(table, HasSubstr("Mul"));
+  EXPECT_THAT(table, HasSubstr("all nodes"));
+  EXPECT_EQ((*plain)->Profile(), "");  // not asked for
+  (*s)->ResetProfile();
+  EXPECT_EQ((*s)->Profile(), "");
+}
+
 TEST(Inference, ReshapeElementCountMismatch) {
   ModelBuilder m(17);
   m.Input("x", DType::kFloat, {2, 3}).Initializer("s", Tensor::FromVector<int64_t>({4, -1}, {2}));
