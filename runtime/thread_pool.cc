@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <exception>
+#include <utility>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -66,6 +68,7 @@ class Pool {
 
     Claim();
     WaitUntil([&] { return done_.load(std::memory_order_acquire) >= chunks_; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     return true;
   }
 
@@ -81,14 +84,21 @@ class Pool {
     }
   }
 
-  // Runs chunks until none is left; the caller and workers alike.
+  // Runs chunks until none is left; the caller and workers alike. A chunk
+  // that throws (std::bad_alloc from a kernel's scratch, say) still counts
+  // as done, so the loop ends; the caller rethrows the first exception.
   void Claim() {
     in_parallel_loop = true;
     for (;;) {
       const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
       if (c >= chunks_) break;
       const int64_t begin = c * grain_;
-      fn_(body_, begin, std::min(n_, begin + grain_));
+      try {
+        fn_(body_, begin, std::min(n_, begin + grain_));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu_);
+        if (!error_) error_ = std::current_exception();
+      }
       done_.fetch_add(1, std::memory_order_release);
     }
     in_parallel_loop = false;
@@ -139,6 +149,8 @@ class Pool {
   int64_t n_ = 0, grain_ = 1, chunks_ = 0;
   int allowed_ = 0;
   std::atomic<int64_t> next_{0}, done_{0};
+  std::mutex error_mu_;
+  std::exception_ptr error_;  // the job's first exception
 };
 
 }  // namespace
@@ -147,7 +159,12 @@ void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* 
   if (!in_parallel_loop && Pool::Get().TryRun(threads, n, grain, fn, body)) return;
   const bool outer = in_parallel_loop;
   in_parallel_loop = true;
-  for (int64_t begin = 0; begin < n; begin += grain) fn(body, begin, std::min(n, begin + grain));
+  try {
+    for (int64_t begin = 0; begin < n; begin += grain) fn(body, begin, std::min(n, begin + grain));
+  } catch (...) {
+    in_parallel_loop = outer;
+    throw;
+  }
   in_parallel_loop = outer;
 }
 

@@ -22,7 +22,9 @@ void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* 
 // and returns when all are done. Runs everything on the caller when
 // threads <= 1, when there is a single chunk, when called from inside a
 // ParallelFor, or while another thread's loop holds the pool. body must be
-// safe to call concurrently on disjoint ranges and must not throw.
+// safe to call concurrently on disjoint ranges. If a call throws, the first
+// exception is rethrown to the caller once no range is running (other ranges
+// may or may not have run).
 template <class F>
 void ParallelFor(int threads, int64_t n, int64_t grain, const F& body) {
   if (n <= 0) return;

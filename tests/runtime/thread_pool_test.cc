@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -43,6 +44,21 @@ TEST(ThreadPool, NestedLoopsRunInline) {
     ParallelFor(2, 100, 10, [&](int64_t begin, int64_t end) { total.fetch_add(end - begin); });
   });
   EXPECT_EQ(total.load(), 800);
+}
+
+TEST(ThreadPool, AThrowingRangeReachesTheCaller) {
+  for (int threads : {1, 2, 4}) {
+    std::atomic<int64_t> ran{0};
+    EXPECT_THROW(ParallelFor(threads, 100, 1,
+                             [&](int64_t begin, int64_t) {
+                               if (begin == 37) throw std::bad_alloc();
+                               ran.fetch_add(1);
+                             }),
+                 std::bad_alloc);
+    EXPECT_LE(ran.load(), 99) << threads << " threads";
+  }
+  // The pool is still usable.
+  ExpectEachIndexOnce(2, 1000, 3);
 }
 
 TEST(ThreadPool, ConcurrentCallersEachGetTheirWholeLoop) {
