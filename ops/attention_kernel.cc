@@ -107,7 +107,16 @@ void WritePresent(const AttentionProblem& p, int threads) {
     ParallelFor(pool_threads, rows, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t b = r / p.kv_heads, g = r % p.kv_heads;
-        for (int64_t j = 0; j < p.total_len; ++j) {
+        // The past rows of (b, g) are contiguous: one copy each.
+        if (p.past_len > 0) {
+          if (present_key)
+            std::memcpy(static_cast<T*>(present_key) + r * p.total_len * p.head_size, KeyRow<T>(p, b, g, 0),
+                        size_t(p.past_len * p.head_size) * sizeof(T));
+          if (present_value)
+            std::memcpy(static_cast<T*>(present_value) + r * p.total_len * p.v_head_size,
+                        ValueRow<T>(p, b, g, 0), size_t(p.past_len * p.v_head_size) * sizeof(T));
+        }
+        for (int64_t j = p.past_len; j < p.total_len; ++j) {
           if (present_key)
             std::memcpy(static_cast<T*>(present_key) + (r * p.total_len + j) * p.head_size,
                         KeyRow<T>(p, b, g, j), size_t(p.head_size) * sizeof(T));
