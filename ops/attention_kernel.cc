@@ -221,6 +221,25 @@ constexpr int64_t kKeyBlock = 64;
 constexpr int64_t kQueryBlock = 32;
 constexpr int64_t kTiledRows = 16;
 
+// Split-KV: a decode with fewer (batch, kv head) tasks than threads splits
+// each task's keys into ranges of at least kSplitKeys, run in parallel.
+constexpr int64_t kSplitKeys = 256;
+
+// The softmax state of a key range for `rows` query rows, in one array:
+// the unnormalized outputs, the running maximum, the sum of weights (NaN
+// once a visible key scored NaN) and whether a key with a finite bias was
+// seen. Ranges combine as the online softmax combines key blocks.
+template <class A>
+struct SplitState {
+  static int64_t Size(int64_t rows, int64_t dv) { return rows * (dv + 3); }
+  SplitState(A* base, int64_t rows, int64_t dv)
+      : acc(base), m(base + rows * dv), l(m + rows), seen(l + rows) {}
+  A* acc;
+  A* m;
+  A* l;
+  A* seen;
+};
+
 // The fast kernel is one source compiled for each CPU target: FastBlockBody
 // and the helpers it runs per element are always inlined into the entry
 // points at the end of this section, which carry the target attributes, so
@@ -431,9 +450,14 @@ template <int kVectorBytes, class A>
 [[gnu::always_inline]] inline double ExpNonPositive(double x) { return std::exp(x); }
 
 // kVectorBytes: the target's vector width (for the score and value tiles).
+// Query rows [i0, i1) of the heads of kv head g, over keys [key_lo, key_hi).
+// With `partial` null the rows' outputs are written; otherwise the softmax
+// state of this key range (SplitState below) goes to `partial`, for a
+// split-KV combine.
 template <class T, int kVectorBytes>
 [[gnu::always_inline]] inline void FastBlockBody(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
-                                                 int64_t i1, std::vector<Acc<T>>& scratch) {
+                                                 int64_t i1, int64_t key_lo, int64_t key_hi, Acc<T>* partial,
+                                                 std::vector<Acc<T>>& scratch) {
   using A = Acc<T>;
   constexpr A kMinusInf = -std::numeric_limits<A>::infinity();
   // float and double K/V rows are read in place; 16-bit rows are widened
@@ -480,6 +504,8 @@ template <class T, int kVectorBytes>
     seen[row] = 0;
     std::fill(acc + row * Dv, acc + (row + 1) * Dv, A(0));
   }
+  lo = std::max(lo, key_lo);
+  hi = std::min(hi, key_hi);
   const A* k_rows[kKeyBlock];
   const A* v_rows[kKeyBlock];
   const A* v_sel[kKeyBlock];  // the value rows of a row's visible keys, in order
@@ -582,6 +608,14 @@ template <class T, int kVectorBytes>
       AddWeightedRows<kVectorBytes>(out, w, vz, n, Dv);
     }
   }
+  if (partial) {
+    SplitState<A> state(partial, rows, Dv);
+    std::copy(acc, acc + rows * Dv, state.acc);
+    std::copy(m, m + rows, state.m);
+    std::copy(l, l + rows, state.l);
+    std::copy(seen, seen + rows, state.seen);
+    return;
+  }
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
     T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
@@ -596,25 +630,28 @@ template <class T, int kVectorBytes>
 
 // One entry point per CPU target, each with FastBlockBody inlined.
 template <class T>
-void FastBlockBaseline(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1,
-                       std::vector<Acc<T>>& scratch) {
-  FastBlockBody<T, 16>(p, b, g, i0, i1, scratch);
+void FastBlockBaseline(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo,
+                       int64_t key_hi, Acc<T>* partial, std::vector<Acc<T>>& scratch) {
+  FastBlockBody<T, 16>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
 }
 #if defined(__x86_64__) || defined(__i386__)
 template <class T>
 [[gnu::target("avx2,fma,f16c")]] void FastBlockAvx2(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
-                                                   int64_t i1, std::vector<Acc<T>>& scratch) {
-  FastBlockBody<T, 32>(p, b, g, i0, i1, scratch);
+                                                   int64_t i1, int64_t key_lo, int64_t key_hi, Acc<T>* partial,
+                                                   std::vector<Acc<T>>& scratch) {
+  FastBlockBody<T, 32>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
 }
 template <class T>
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void FastBlockAvx512(
-    const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, std::vector<Acc<T>>& scratch) {
-  FastBlockBody<T, 64>(p, b, g, i0, i1, scratch);
+    const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo, int64_t key_hi,
+    Acc<T>* partial, std::vector<Acc<T>>& scratch) {
+  FastBlockBody<T, 64>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
 }
 #endif
 
 template <class T>
-using FastBlockFn = void (*)(const AttentionProblem&, int64_t, int64_t, int64_t, int64_t, std::vector<Acc<T>>&);
+using FastBlockFn = void (*)(const AttentionProblem&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, Acc<T>*,
+                             std::vector<Acc<T>>&);
 
 // The entry point for the active CPU target (ActiveCpuTarget(), chosen once).
 template <class T>
@@ -628,23 +665,91 @@ FastBlockFn<T> SelectFastBlock() {
   }
 }
 
+// Combines the split states of query rows [i0, i1) of kv head g's heads
+// and writes their outputs, as FastBlockBody does for one range.
+template <class T>
+void CombineSplits(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, const Acc<T>* states,
+                   int64_t splits) {
+  using A = Acc<T>;
+  const int64_t Dv = p.v_head_size, G = p.group(), n_rows = i1 - i0, rows = G * n_rows;
+  const int64_t size = SplitState<A>::Size(rows, Dv);
+  std::vector<A> out(static_cast<size_t>(Dv));
+  for (int64_t row = 0; row < rows; ++row) {
+    A top = -std::numeric_limits<A>::infinity();
+    bool nan = false, seen = false;
+    for (int64_t k = 0; k < splits; ++k) {
+      SplitState<A> st(const_cast<A*>(states) + k * size, rows, Dv);
+      nan = nan || std::isnan(st.l[row]);
+      if (st.seen[row] != 0) {
+        seen = true;
+        top = std::max(top, st.m[row]);
+      }
+    }
+    std::fill(out.begin(), out.end(), A(0));
+    A sum = 0;
+    for (int64_t k = 0; k < splits && seen; ++k) {
+      SplitState<A> st(const_cast<A*>(states) + k * size, rows, Dv);
+      if (st.seen[row] == 0) continue;
+      const A factor = std::exp(st.m[row] - top);
+      sum += factor * st.l[row];
+      for (int64_t d = 0; d < Dv; ++d) out[size_t(d)] += factor * st.acc[row * Dv + d];
+    }
+    const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
+    T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
+    const A inv = nan ? std::numeric_limits<A>::quiet_NaN() : seen && sum > 0 ? A(1) / sum : A(0);
+    for (int64_t d = 0; d < Dv; ++d) y[d] = Narrow<T>(out[size_t(d)] * inv);
+  }
+}
+
 }  // namespace
 
 void AttentionFast(const AttentionProblem& p, int threads) {
   if (!p.y_data) return;
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using A = Acc<T>;
     const FastBlockFn<T> fast_block = SelectFastBlock<T>();
     const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
     const int64_t tasks = p.batch * p.kv_heads * q_blocks;
-    ParallelFor(threads, tasks, 1, [&](int64_t t0, int64_t t1) {
-      std::vector<Acc<T>> scratch;
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t qb = t % q_blocks, g = (t / q_blocks) % p.kv_heads, b = t / (q_blocks * p.kv_heads);
-        const int64_t i0 = qb * kQueryBlock, i1 = std::min(p.q_len, i0 + kQueryBlock);
-        fast_block(p, b, g, i0, i1, scratch);
+    auto task_of = [&](int64_t t, int64_t& b, int64_t& g, int64_t& i0, int64_t& i1) {
+      const int64_t qb = t % q_blocks;
+      g = (t / q_blocks) % p.kv_heads, b = t / (q_blocks * p.kv_heads);
+      i0 = qb * kQueryBlock, i1 = std::min(p.q_len, i0 + kQueryBlock);
+    };
+    // Fewer tasks than threads and many keys (a decode step of one sequence
+    // with few kv heads): split the keys, whole key blocks per range.
+    int64_t splits = 1;
+    if (tasks < threads && p.total_len >= 2 * kSplitKeys)
+      splits = std::min<int64_t>((threads + tasks - 1) / tasks, p.total_len / kSplitKeys);
+    if (splits <= 1) {
+      ParallelFor(threads, tasks, 1, [&](int64_t t0, int64_t t1) {
+        std::vector<A> scratch;
+        for (int64_t t = t0; t < t1; ++t) {
+          int64_t b, g, i0, i1;
+          task_of(t, b, g, i0, i1);
+          fast_block(p, b, g, i0, i1, 0, p.total_len, nullptr, scratch);
+        }
+      });
+      return;
+    }
+    const int64_t range = (p.total_len + splits - 1) / splits;
+    const int64_t span = (range + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+    const int64_t state_size = SplitState<A>::Size(p.group() * std::min(p.q_len, kQueryBlock), p.v_head_size);
+    std::vector<A> states(static_cast<size_t>(tasks * splits * state_size));
+    ParallelFor(threads, tasks * splits, 1, [&](int64_t w0, int64_t w1) {
+      std::vector<A> scratch;
+      for (int64_t w = w0; w < w1; ++w) {
+        int64_t b, g, i0, i1;
+        task_of(w / splits, b, g, i0, i1);
+        const int64_t lo = (w % splits) * span;
+        fast_block(p, b, g, i0, i1, lo, std::min(p.total_len, lo + span), states.data() + w * state_size, scratch);
       }
     });
+    for (int64_t t = 0; t < tasks; ++t) {
+      int64_t b, g, i0, i1;
+      task_of(t, b, g, i0, i1);
+      CombineSplits<T>(p, b, g, i0, i1, states.data() + t * splits * state_size, splits);
+    }
   });
 }
 

@@ -96,7 +96,7 @@ void CompareFastAndReference(const Case& c, DType dtype, uint32_t seed) {
   AttentionReference(p);
   ASSERT_TRUE(UsesFastPath(p));
   p.y_data = y_fast.raw();
-  for (int threads : {1, 2}) {
+  for (int threads : {1, 2, 3, 4}) {  // more threads than tasks: split keys
     AttentionFast(p, threads);
     for (int64_t i = 0; i < y_size; ++i) {
       const double want = GetDouble(y_ref, i), got = GetDouble(y_fast, i);
@@ -122,6 +122,13 @@ TEST(AttentionKernels, FastMatchesReference) {
       {2, 2, 2, 5, 12, 4, 4, 4, false, false, 0, 0, 1, 2},   // bidirectional window with past
       {1, 1, 1, 6, 6, 0, 4, 4, false, false, 0, 0, 0, 0},    // window 0: the diagonal only
       {2, 3, 3, 3, 9, 0, 4, 4, false, false, 1.0f, 0, 1, 1, 1, false, -1, true},  // everything
+      // Split-KV decode (one task, many keys, odd lengths): past + new,
+      // masks, softcap, windows, nonpad, a query block of several rows.
+      {1, 4, 1, 1, 3, 1000, 16, 8},
+      {1, 2, 1, 1, 777, 0, 8, 8, false, false, 2.0f, 0, -1, -1, 4, true},
+      {1, 3, 1, 2, 520, 300, 8, 8, false, true, 0, 0, 100, -1},
+      {1, 2, 1, 1, 900, 0, 4, 4, false, false, 0, 0, -1, -1, 2, false, -1, true},
+      {1, 2, 1, 1, 600, 0, 4, 4, false, false, 0, 0, -1, -1, 4, false, 300},
   };
   uint32_t seed = 1;
   for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
