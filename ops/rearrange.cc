@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "ops/common.h"
+#include "ops/copy.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
 #include "runtime/element.h"
@@ -55,32 +56,20 @@ class TileOp : public Op {
     return absl::OkStatus();
   }
 
+  // The output [r0 * n0, r1 * n1, ...] is, row-major, [r0, n0, r1, n1, ...]:
+  // the input broadcast along the repeat dims.
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
     if (out.size() == 0) return absl::OkStatus();
-    const size_t rank = size_t(in.rank());
     const std::vector<int64_t> strides = RowMajorStrides(in.shape());
-    // Output and input coordinates step together; the input's wraps at its dim.
-    std::vector<int64_t> oc(rank + 1, 0), ic(rank + 1, 0);
-    return Dispatch<AnyTypes>(ctx, in.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* src = in.data<T>();
-      T* dst = out.data<T>();
-      int64_t from = 0;
-      for (int64_t i = 0; i < out.size(); ++i) {
-        dst[i] = src[from];
-        for (size_t d = rank; d-- > 0;) {
-          from += strides[d];
-          if (++ic[d] == in.dim(int64_t(d))) {
-            ic[d] = 0;
-            from -= strides[d] * in.dim(int64_t(d));
-          }
-          if (++oc[d] < out.dim(int64_t(d))) break;
-          oc[d] = 0;  // ic[d] wrapped with it: the output dim is a multiple of the input's
-        }
-      }
-    });
+    Shape shape;
+    std::vector<int64_t> src_strides;
+    for (int64_t d = 0; d < in.rank(); ++d) {
+      shape.insert(shape.end(), {out.dim(d) / in.dim(d), in.dim(d)});
+      src_strides.insert(src_strides.end(), {0, strides[size_t(d)]});
+    }
+    return CopyStrided(in.dtype(), shape, in.raw(), src_strides, out.raw(), {}, ctx.threads());
   }
 };
 

@@ -1,0 +1,252 @@
+#include "ops/copy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "runtime/checked.h"
+
+namespace onnx_mini {
+namespace {
+
+// One dim of a copy: its size and its source and destination strides (elements).
+struct CopyDim {
+  int64_t n, s, d;
+};
+
+// The copy's dims, outer to inner, with the size-1 dims dropped and each dim
+// merged into the one outside it where the pair is contiguous in both source
+// and destination. `unit` > 1 splits each element into that many units (an
+// extra innermost dim). False if the shape is empty (nothing to copy).
+bool Simplify(const Shape& shape, const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides,
+              int64_t unit, std::vector<CopyDim>& dims) {
+  for (int64_t n : shape)
+    if (n == 0) return false;
+  const std::vector<int64_t> dense = dst_strides.empty() ? RowMajorStrides(shape) : std::vector<int64_t>{};
+  const std::vector<int64_t>& ds = dst_strides.empty() ? dense : dst_strides;
+  std::vector<CopyDim> all;
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] != 1) all.push_back({shape[k], src_strides[k] * unit, ds[k] * unit});
+  if (unit > 1) all.push_back({unit, 1, 1});
+  dims.clear();
+  for (const CopyDim& c : all) {
+    if (!dims.empty() && dims.back().s == c.s * c.n && dims.back().d == c.d * c.n) {
+      dims.back() = {dims.back().n * c.n, c.s, c.d};
+    } else {
+      dims.push_back(c);
+    }
+  }
+  return true;
+}
+
+// Walks the rows of the outer dims in row-major order, tracking the source
+// and destination offsets of the current row.
+class RowCursor {
+ public:
+  explicit RowCursor(const std::vector<CopyDim>& outer) : outer_(outer), index_(outer.size(), 0) {}
+  void Seek(int64_t row) {
+    src_ = dst_ = 0;
+    for (size_t k = outer_.size(); k-- > 0;) {
+      index_[k] = row % outer_[k].n;
+      row /= outer_[k].n;
+      src_ += index_[k] * outer_[k].s;
+      dst_ += index_[k] * outer_[k].d;
+    }
+  }
+  void Next() {
+    for (size_t k = outer_.size(); k-- > 0;) {
+      src_ += outer_[k].s;
+      dst_ += outer_[k].d;
+      if (++index_[k] < outer_[k].n) return;
+      src_ -= outer_[k].n * outer_[k].s;
+      dst_ -= outer_[k].n * outer_[k].d;
+      index_[k] = 0;
+    }
+  }
+  int64_t src() const { return src_; }
+  int64_t dst() const { return dst_; }
+
+ private:
+  const std::vector<CopyDim>& outer_;
+  std::vector<int64_t> index_;
+  int64_t src_ = 0, dst_ = 0;
+};
+
+// Runs work(begin, end) over [0, items), split among up to `threads` threads
+// when the copy moves more than kParallelCopyBytes.
+template <class F>
+void ParallelItems(int64_t items, int64_t bytes, int threads, F work) {
+  const int64_t chunks = threads > 1 && bytes > kParallelCopyBytes ? std::min<int64_t>(threads, items) : 1;
+#pragma omp parallel for num_threads(int(std::max<int64_t>(chunks, 1))) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) work(items * c / chunks, items * (c + 1) / chunks);
+}
+
+// How the innermost dim (or two) is copied.
+enum class Inner { kRun, kFill, kTranspose, kStrided };
+
+// Copies n contiguous elements.
+template <class U>
+inline void CopyRun(U* d, const U* s, int64_t n) {
+  if constexpr (std::is_trivially_copyable_v<U>) {
+    if (n < 16) {
+      for (int64_t j = 0; j < n; ++j) d[j] = s[j];
+    } else {
+      std::memcpy(d, s, size_t(n) * sizeof(U));
+    }
+  } else {
+    std::copy(s, s + n, d);
+  }
+}
+
+// The copy for one unit type U (an unsigned integer of the element's size, or
+// std::string). `dims` is simplified and not empty.
+template <class U>
+void CopyUnits(std::vector<CopyDim> dims, const U* src, U* dst, int threads) {
+  int64_t total = 1;
+  for (const CopyDim& c : dims) total *= c.n;
+  const int64_t bytes = total * int64_t(sizeof(U));
+  const CopyDim last = dims.back();
+  Inner kind = Inner::kStrided;
+  if (last.d == 1 && last.s == 1) kind = Inner::kRun;
+  else if (last.d == 1 && last.s == 0) kind = Inner::kFill;
+  if (kind == Inner::kStrided && last.d == 1) {
+    // An outer dim with the source's unit stride makes a 2-D transpose with
+    // the innermost dim; bring it next to the innermost (the order of the
+    // outer loops is free).
+    for (size_t k = 0; k + 1 < dims.size(); ++k) {
+      if (dims[k].s != 1) continue;
+      const CopyDim rows = dims[k];
+      dims.erase(dims.begin() + int64_t(k));
+      dims.insert(dims.end() - 1, rows);
+      kind = Inner::kTranspose;
+      break;
+    }
+  }
+  const size_t inner_dims = kind == Inner::kTranspose ? 2 : 1;
+  const std::vector<CopyDim> outer(dims.begin(), dims.end() - int64_t(inner_dims));
+  int64_t rows = 1;
+  for (const CopyDim& c : outer) rows *= c.n;
+
+  if (kind == Inner::kTranspose) {
+    // dst[i * R.d + j] = src[i + j * C.s] for i < R.n, j < C.n, in B x B blocks
+    // (64 bytes of each of B lines on both sides). Work items are strips of B
+    // rows of R.
+    const CopyDim r = dims[dims.size() - 2], c = dims.back();
+    constexpr int64_t B = std::max<int64_t>(8, int64_t(64 / sizeof(U)));
+    const int64_t strips = (r.n + B - 1) / B;
+    ParallelItems(rows * strips, bytes, threads, [&](int64_t begin, int64_t end) {
+      RowCursor cursor(outer);
+      int64_t row = -1;
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t at = item / strips, i0 = (item % strips) * B, i1 = std::min(r.n, i0 + B);
+        if (row < 0) cursor.Seek(at);
+        else if (at != row) cursor.Next();
+        row = at;
+        const U* s = src + cursor.src();
+        U* d = dst + cursor.dst();
+        for (int64_t j0 = 0; j0 < c.n; j0 += B) {
+          const int64_t j1 = std::min(c.n, j0 + B);
+          for (int64_t i = i0; i < i1; ++i) {
+            U* di = d + i * r.d;
+            const U* si = s + i;
+            for (int64_t j = j0; j < j1; ++j) di[j] = si[j * c.s];
+          }
+        }
+      }
+    });
+    return;
+  }
+
+  // One item per row, or, when there are fewer rows than threads, pieces of
+  // rows so that a single long run is shared too.
+  const bool split = threads > 1 && bytes > kParallelCopyBytes && rows < threads && last.n >= 2 * threads;
+  const int64_t pieces = split ? threads : 1;
+  ParallelItems(rows * pieces, bytes, threads, [&](int64_t begin, int64_t end) {
+    RowCursor cursor(outer);
+    int64_t row = -1;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t at = item / pieces, piece = item % pieces;
+      if (row < 0) cursor.Seek(at);
+      else if (at != row) cursor.Next();
+      row = at;
+      const int64_t lo = last.n * piece / pieces, hi = last.n * (piece + 1) / pieces;
+      const U* s = src + cursor.src() + lo * last.s;
+      U* d = dst + cursor.dst() + lo * last.d;
+      const int64_t n = hi - lo;
+      switch (kind) {
+        case Inner::kRun: CopyRun(d, s, n); break;
+        case Inner::kFill: std::fill(d, d + n, *s); break;
+        default:
+          for (int64_t j = 0; j < n; ++j) d[j * last.d] = s[j * last.s];
+          break;
+      }
+    }
+  });
+}
+
+template <class U>
+void CopyAs(const std::vector<CopyDim>& dims, const void* src, void* dst, int threads) {
+  CopyUnits<U>(dims, static_cast<const U*>(src), static_cast<U*>(dst), threads);
+}
+
+}  // namespace
+
+size_t ElementBytes(DType dtype) {
+  return dtype == DType::kString ? sizeof(std::string) : size_t(Info(dtype).bits / 8);
+}
+
+absl::Status CopyStrided(DType dtype, const Shape& shape, const void* src, const std::vector<int64_t>& src_strides,
+                         void* dst, const std::vector<int64_t>& dst_strides, int threads) {
+  const DTypeInfo& info = Info(dtype);
+  if (dtype == DType::kUndefined || info.packed())
+    return absl::InternalError(absl::StrCat("strided copy of ", LowerName(dtype), " elements"));
+  std::vector<CopyDim> dims;
+  if (dtype == DType::kString) {
+    if (!Simplify(shape, src_strides, dst_strides, 1, dims)) return absl::OkStatus();
+    if (dims.empty()) dims.push_back({1, 1, 1});
+    CopyAs<std::string>(dims, src, dst, threads);
+    return absl::OkStatus();
+  }
+  // Elements move as units of the largest of 8, 4, 2, 1 bytes dividing their size.
+  const size_t bytes = ElementBytes(dtype);
+  const size_t unit = bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : bytes % 2 == 0 ? 2 : 1;
+  if (!Simplify(shape, src_strides, dst_strides, int64_t(bytes / unit), dims)) return absl::OkStatus();
+  if (dims.empty()) dims.push_back({1, 1, 1});
+  switch (unit) {
+    case 8: CopyAs<uint64_t>(dims, src, dst, threads); break;
+    case 4: CopyAs<uint32_t>(dims, src, dst, threads); break;
+    case 2: CopyAs<uint16_t>(dims, src, dst, threads); break;
+    default: CopyAs<uint8_t>(dims, src, dst, threads); break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CopyStridedReference(DType dtype, const Shape& shape, const void* src,
+                                  const std::vector<int64_t>& src_strides, void* dst,
+                                  const std::vector<int64_t>& dst_strides) {
+  const DTypeInfo& info = Info(dtype);
+  if (dtype == DType::kUndefined || info.packed())
+    return absl::InternalError(absl::StrCat("strided copy of ", LowerName(dtype), " elements"));
+  const int64_t total = ElementCount(shape);
+  if (total <= 0) return absl::OkStatus();
+  const std::vector<int64_t> ds = dst_strides.empty() ? RowMajorStrides(shape) : dst_strides;
+  const int64_t width = int64_t(ElementBytes(dtype));
+  for (int64_t e = 0; e < total; ++e) {
+    int64_t rem = e, from = 0, to = 0;
+    for (size_t k = shape.size(); k-- > 0;) {
+      const int64_t i = rem % shape[k];
+      rem /= shape[k];
+      from += i * src_strides[k];
+      to += i * ds[k];
+    }
+    if (dtype == DType::kString) {
+      static_cast<std::string*>(dst)[to] = static_cast<const std::string*>(src)[from];
+    } else {
+      std::memcpy(static_cast<char*>(dst) + to * width, static_cast<const char*>(src) + from * width, size_t(width));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace onnx_mini
