@@ -10,6 +10,7 @@
 
 #include "ops/copy.h"
 #include "runtime/checked.h"
+#include "runtime/cpu.h"
 #include "runtime/dtype.h"
 #include "tests/ops/op_tester.h"
 
@@ -70,7 +71,21 @@ void ExpectSameTranspose(DType dtype, const Shape& in, const std::vector<int64_t
   ExpectSameCopy(src, 0, out, strides, std::max<int64_t>(ElementCount(out), 1), {}, threads, what);
 }
 
+// Runs f once per CPU target this machine has (the 4-byte transpose has an
+// AVX2 path beside the plain one), restoring the active target after.
+template <class F>
+void ForEachCpuTarget(F f) {
+  for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+    if (target > BestCpuTarget()) continue;
+    const CpuTarget previous = SetCpuTargetForTesting(target);
+    SCOPED_TRACE(CpuTargetName(target));
+    f();
+    SetCpuTargetForTesting(previous);
+  }
+}
+
 TEST(CopyStrided, EveryPermutationOfRank3) {
+  ForEachCpuTarget([] {
   for (DType dtype : kTypes)
     for (const Shape& in : {Shape{17, 33, 5}, Shape{1, 9, 1}, Shape{4, 0, 3}, Shape{64, 31, 2}})
       for (int threads : {1, 2}) {
@@ -78,9 +93,11 @@ TEST(CopyStrided, EveryPermutationOfRank3) {
         do ExpectSameTranspose(dtype, in, perm, threads);
         while (std::next_permutation(perm.begin(), perm.end()));
       }
+  });
 }
 
 TEST(CopyStrided, PermutationsOfRank4And5) {
+  ForEachCpuTarget([] {
   const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {
       {{1, 8, 51, 64}, {0, 1, 3, 2}}, {{2, 7, 3, 5}, {0, 2, 1, 3}}, {{2, 7, 3, 5}, {3, 2, 1, 0}},
       {{3, 1, 17, 2}, {2, 0, 3, 1}},  {{2, 3, 4, 5, 6}, {0, 3, 1, 4, 2}}, {{2, 3, 4, 5, 6}, {4, 3, 2, 1, 0}},
@@ -92,15 +109,22 @@ TEST(CopyStrided, PermutationsOfRank4And5) {
   std::vector<int64_t> perm = {0, 1, 2, 3};
   do ExpectSameTranspose(DType::kFloat, {3, 5, 7, 11}, perm, 1);
   while (std::next_permutation(perm.begin(), perm.end()));
+  // 4-byte transposes with full 8 x 8 tiles, ragged edges and both.
+  for (const Shape& in : {Shape{16, 32}, Shape{24, 8}, Shape{9, 17}, Shape{40, 23}, Shape{7, 7}})
+    for (int threads : {1, 2}) ExpectSameTranspose(DType::kFloat, in, {1, 0}, threads);
+  ExpectSameTranspose(DType::kFloat, {3, 16, 24}, {0, 2, 1}, 1);
+  });
 }
 
 TEST(CopyStrided, LargeTransposesRunInParallel) {
   // Above kParallelCopyBytes: the blocks are split among threads.
+  ForEachCpuTarget([] {
   for (DType dtype : {DType::kUInt8, DType::kFloat16, DType::kFloat, DType::kDouble}) {
     ExpectSameTranspose(dtype, {2, 8, 513, 64}, {0, 1, 3, 2}, 2);
     ExpectSameTranspose(dtype, {300, 301}, {1, 0}, 2);
   }
   ExpectSameTranspose(DType::kString, {130, 70}, {1, 0}, 2);
+  });
 }
 
 // Every pattern of broadcast dims of `out`: input dim d is 1 where bit d is set.
