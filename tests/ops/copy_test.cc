@@ -12,6 +12,7 @@
 #include "runtime/checked.h"
 #include "runtime/cpu.h"
 #include "runtime/dtype.h"
+#include "tests/ops/element_reference.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -20,21 +21,6 @@ namespace {
 // 1, 2, 4, 8 and 16 bytes, bool and strings.
 const DType kTypes[] = {DType::kUInt8, DType::kFloat16, DType::kFloat, DType::kInt64,
                         DType::kComplex128, DType::kBool, DType::kString};
-
-// A tensor of distinct-looking values: random bytes (0/1 for bool), or strings.
-Tensor Filled(DType dtype, const Shape& shape, uint32_t seed) {
-  Tensor t = Tensor::Zeros(dtype, shape);
-  std::mt19937 rng(seed);
-  if (dtype == DType::kString) {
-    for (int64_t i = 0; i < t.size(); ++i) t.data<std::string>()[i] = "s" + std::to_string(rng() % 100000);
-  } else if (dtype == DType::kBool) {
-    for (int64_t i = 0; i < t.size(); ++i) t.data<bool>()[i] = rng() % 2 != 0;
-  } else {
-    auto* p = static_cast<unsigned char*>(t.raw());
-    for (size_t i = 0; i < t.bytes(); ++i) p[i] = static_cast<unsigned char>(rng());
-  }
-  return t;
-}
 
 bool SameContents(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.size() != b.size()) return false;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/element.h"
+#include "tests/ops/element_reference.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -39,6 +40,25 @@ TEST(Tile, RepeatsEachDim) {
               HasSubstr("repeats must be >= 0, got -1"));
   EXPECT_THAT(Message(RunOne(13, "Tile", {F({1, 2}, {2}), I({int64_t(1) << 62}, {1})}).status()),
               HasSubstr("overflows"));
+}
+
+TEST(Tile, EveryTypeAgainstAPerElementReference) {
+  // Tile runs on the strided copy: compare with out[i] = in[i mod dims].
+  for (DType dtype : MovedTypes()) {
+    for (const auto& [shape, repeats] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
+             {{3, 1, 5}, {2, 4, 1}}, {{2, 3}, {1, 1}}, {{1}, {9}}, {{4, 6, 2}, {3, 1, 5}}, {{2, 0, 3}, {2, 2, 2}}}) {
+      const Tensor x = Filled(dtype, shape, 8);
+      for (int threads : {1, 2}) {
+        absl::StatusOr<Tensor> y = RunOne(13, "Tile", {x, I(repeats, {int64_t(repeats.size())})}, {}, threads);
+        ASSERT_TRUE(y.ok()) << y.status();
+        for (size_t d = 0; d < shape.size(); ++d) ASSERT_EQ(y->dim(int64_t(d)), shape[d] * repeats[d]);
+        ExpectCopies(*y, [&](std::vector<int64_t> index) {
+          for (size_t d = 0; d < shape.size(); ++d) index[d] %= shape[d];
+          return std::make_pair(&x, FlatIndex(shape, index));
+        }, "Tile " + ShapeToString(shape) + " " + LowerName(dtype));
+      }
+    }
+  }
 }
 
 TEST(EyeLike, DiagonalsAndTypes) {
