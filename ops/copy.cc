@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "absl/container/inlined_vector.h"
 #include "runtime/checked.h"
 #include "runtime/cpu.h"
 
@@ -19,29 +20,33 @@ namespace {
 struct CopyDim {
   int64_t n, s, d;
 };
+// Small copies are common (a decode step's slices and concats): no heap for
+// ranks up to 8.
+using CopyDims = absl::InlinedVector<CopyDim, 8>;
 
 // The copy's dims, outer to inner, with the size-1 dims dropped and each dim
 // merged into the one outside it where the pair is contiguous in both source
 // and destination. `unit` > 1 splits each element into that many units (an
 // extra innermost dim). False if the shape is empty (nothing to copy).
 bool Simplify(const Shape& shape, const std::vector<int64_t>& src_strides, const std::vector<int64_t>& dst_strides,
-              int64_t unit, std::vector<CopyDim>& dims) {
+              int64_t unit, CopyDims& dims) {
   for (int64_t n : shape)
     if (n == 0) return false;
-  const std::vector<int64_t> dense = dst_strides.empty() ? RowMajorStrides(shape) : std::vector<int64_t>{};
-  const std::vector<int64_t>& ds = dst_strides.empty() ? dense : dst_strides;
-  std::vector<CopyDim> all;
-  for (size_t k = 0; k < shape.size(); ++k)
-    if (shape[k] != 1) all.push_back({shape[k], src_strides[k] * unit, ds[k] * unit});
-  if (unit > 1) all.push_back({unit, 1, 1});
+  // The dense destination's strides (a non-empty tensor's dims multiply without overflow).
+  absl::InlinedVector<int64_t, 8> ds(shape.size());
+  for (size_t k = shape.size(), stride = 1; k-- > 0; stride *= size_t(shape[k]))
+    ds[k] = dst_strides.empty() ? int64_t(stride) : dst_strides[k];
   dims.clear();
-  for (const CopyDim& c : all) {
+  auto add = [&](CopyDim c) {
     if (!dims.empty() && dims.back().s == c.s * c.n && dims.back().d == c.d * c.n) {
       dims.back() = {dims.back().n * c.n, c.s, c.d};
     } else {
       dims.push_back(c);
     }
-  }
+  };
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] != 1) add({shape[k], src_strides[k] * unit, ds[k] * unit});
+  if (unit > 1) add({unit, 1, 1});
   return true;
 }
 
@@ -49,10 +54,10 @@ bool Simplify(const Shape& shape, const std::vector<int64_t>& src_strides, const
 // and destination offsets of the current row.
 class RowCursor {
  public:
-  explicit RowCursor(const std::vector<CopyDim>& outer) : outer_(outer), index_(outer.size(), 0) {}
+  RowCursor(const CopyDim* outer, size_t rank) : outer_(outer), rank_(rank), index_(rank, 0) {}
   void Seek(int64_t row) {
     src_ = dst_ = 0;
-    for (size_t k = outer_.size(); k-- > 0;) {
+    for (size_t k = rank_; k-- > 0;) {
       index_[k] = row % outer_[k].n;
       row /= outer_[k].n;
       src_ += index_[k] * outer_[k].s;
@@ -60,7 +65,7 @@ class RowCursor {
     }
   }
   void Next() {
-    for (size_t k = outer_.size(); k-- > 0;) {
+    for (size_t k = rank_; k-- > 0;) {
       src_ += outer_[k].s;
       dst_ += outer_[k].d;
       if (++index_[k] < outer_[k].n) return;
@@ -73,8 +78,9 @@ class RowCursor {
   int64_t dst() const { return dst_; }
 
  private:
-  const std::vector<CopyDim>& outer_;
-  std::vector<int64_t> index_;
+  const CopyDim* outer_;
+  size_t rank_;
+  absl::InlinedVector<int64_t, 8> index_;
   int64_t src_ = 0, dst_ = 0;
 };
 
@@ -83,7 +89,8 @@ class RowCursor {
 template <class F>
 void ParallelItems(int64_t items, int64_t bytes, int threads, F work) {
   const int64_t chunks = threads > 1 && bytes > kParallelCopyBytes ? std::min<int64_t>(threads, items) : 1;
-#pragma omp parallel for num_threads(int(std::max<int64_t>(chunks, 1))) if (chunks > 1)
+  if (chunks <= 1) return work(0, items);  // no parallel region for small copies
+#pragma omp parallel for num_threads(int(chunks))
   for (int64_t c = 0; c < chunks; ++c) work(items * c / chunks, items * (c + 1) / chunks);
 }
 
@@ -165,7 +172,7 @@ void TransposeStrip(const U* s, int64_t sc, U* d, int64_t dr, int64_t i0, int64_
 // The copy for one unit type U (an unsigned integer of the element's size, or
 // std::string). `dims` is simplified and not empty.
 template <class U>
-void CopyUnits(std::vector<CopyDim> dims, const U* src, U* dst, int threads) {
+void CopyUnits(CopyDims& dims, const U* src, U* dst, int threads) {
   int64_t total = 1;
   for (const CopyDim& c : dims) total *= c.n;
   const int64_t bytes = total * int64_t(sizeof(U));
@@ -187,9 +194,9 @@ void CopyUnits(std::vector<CopyDim> dims, const U* src, U* dst, int threads) {
     }
   }
   const size_t inner_dims = kind == Inner::kTranspose ? 2 : 1;
-  const std::vector<CopyDim> outer(dims.begin(), dims.end() - int64_t(inner_dims));
+  const size_t outer = dims.size() - inner_dims;
   int64_t rows = 1;
-  for (const CopyDim& c : outer) rows *= c.n;
+  for (size_t k = 0; k < outer; ++k) rows *= dims[k].n;
 
   if (kind == Inner::kTranspose) {
     // dst[i * R.d + j] = src[i + j * C.s] for i < R.n, j < C.n; work items
@@ -204,7 +211,7 @@ void CopyUnits(std::vector<CopyDim> dims, const U* src, U* dst, int threads) {
       if (ActiveCpuTarget() >= CpuTarget::kAvx2) strip = &TransposeStrip4Avx2;
 #endif
     ParallelItems(rows * strips, bytes, threads, [&](int64_t begin, int64_t end) {
-      RowCursor cursor(outer);
+      RowCursor cursor(dims.data(), outer);
       int64_t row = -1;
       for (int64_t item = begin; item < end; ++item) {
         const int64_t at = item / strips, i0 = (item % strips) * B, i1 = std::min(r.n, i0 + B);
@@ -222,7 +229,7 @@ void CopyUnits(std::vector<CopyDim> dims, const U* src, U* dst, int threads) {
   const bool split = threads > 1 && bytes > kParallelCopyBytes && rows < threads && last.n >= 2 * threads;
   const int64_t pieces = split ? threads : 1;
   ParallelItems(rows * pieces, bytes, threads, [&](int64_t begin, int64_t end) {
-    RowCursor cursor(outer);
+    RowCursor cursor(dims.data(), outer);
     int64_t row = -1;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t at = item / pieces, piece = item % pieces;
@@ -245,7 +252,7 @@ void CopyUnits(std::vector<CopyDim> dims, const U* src, U* dst, int threads) {
 }
 
 template <class U>
-void CopyAs(const std::vector<CopyDim>& dims, const void* src, void* dst, int threads) {
+void CopyAs(CopyDims& dims, const void* src, void* dst, int threads) {
   CopyUnits<U>(dims, static_cast<const U*>(src), static_cast<U*>(dst), threads);
 }
 
@@ -260,7 +267,7 @@ absl::Status CopyStrided(DType dtype, const Shape& shape, const void* src, const
   const DTypeInfo& info = Info(dtype);
   if (dtype == DType::kUndefined || info.packed())
     return absl::InternalError(absl::StrCat("strided copy of ", LowerName(dtype), " elements"));
-  std::vector<CopyDim> dims;
+  CopyDims dims;
   if (dtype == DType::kString) {
     if (!Simplify(shape, src_strides, dst_strides, 1, dims)) return absl::OkStatus();
     if (dims.empty()) dims.push_back({1, 1, 1});
