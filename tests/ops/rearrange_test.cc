@@ -123,6 +123,38 @@ TEST(DepthToSpace, DcrCrdAndSpaceToDepthInverts) {
               HasSubstr("blocksize 4294967296 is too large"));
 }
 
+TEST(DepthToSpace, EveryTypeAgainstAPerElementReference) {
+  // Both run on the strided copy: compare with the per-pixel formula, for
+  // DCR and CRD, blocksizes 1 to 3, odd sizes and every element size.
+  for (DType dtype : MovedTypes())
+    for (int64_t b : {1, 2, 3})
+      for (const char* mode : {"DCR", "CRD"})
+        for (int threads : {1, 2}) {
+          const int64_t N = 2, C = 3, h = 5, w = 4;
+          const Tensor depth = Filled(dtype, {N, C * b * b, h, w}, 9);
+          absl::StatusOr<Tensor> space = RunOne(13, "DepthToSpace", {depth}, [&](onnx::NodeProto& n) {
+            SetAttr(n, "blocksize", b);
+            SetAttr(n, "mode", std::string(mode));
+          }, threads);
+          ASSERT_TRUE(space.ok()) << space.status();
+          const bool crd = std::string(mode) == "CRD";
+          // The depth element of space pixel [n, c, y, x].
+          auto depth_at = [&](const std::vector<int64_t>& at) {
+            const int64_t i = at[2] % b, j = at[3] % b;
+            const int64_t dc = crd ? (at[1] * b + i) * b + j : (i * b + j) * C + at[1];
+            return FlatIndex(depth.shape(), {at[0], dc, at[2] / b, at[3] / b});
+          };
+          ExpectCopies(*space, [&](const std::vector<int64_t>& at) { return std::make_pair(&depth, depth_at(at)); },
+                       std::string("DepthToSpace ") + mode + " " + LowerName(dtype));
+          if (crd) continue;
+          // SpaceToDepth (DCR) inverts it.
+          absl::StatusOr<Tensor> back = RunOne(13, "SpaceToDepth", {*space}, Int("blocksize", b), threads);
+          ASSERT_TRUE(back.ok()) << back.status();
+          ExpectCopies(*back, [&](const std::vector<int64_t>& at) { return std::make_pair(&depth, FlatIndex(depth.shape(), at)); },
+                       "SpaceToDepth " + LowerName(dtype));
+        }
+}
+
 TEST(ReverseSequence, BothAxisOrders) {
   std::vector<float> v(16);
   for (int i = 0; i < 16; ++i) v[size_t(i)] = float(i);
