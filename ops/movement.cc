@@ -456,11 +456,16 @@ class PadOp : public Op {
     const std::vector<int64_t>& before = ctx.plan<PadPlan>().before;
     const int64_t rank = in.rank();
     const Tensor* constant = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
-    return Dispatch<MovableTypes>(ctx, in.dtype(), [&](auto tag) {
+    absl::Status status;
+    RETURN_IF_ERROR(Dispatch<MovableTypes>(ctx, in.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T fill{};
       if (constant) fill = constant->data<T>()[0];  // the same type as the data (Infer checked one element)
       else if constexpr (kIsArithmetic<T>) fill = Narrow<T>(typename Arith<T>::type(legacy_value_));
+      if (mode_ == PadMode::kConstant) {
+        status = PadConstant(ctx, in, out, before, &fill);
+        return;
+      }
       const T* src = in.data<T>();
       T* dst = out.data<T>();
       for (int64_t o = 0; o < out.size(); ++o) {
@@ -493,10 +498,34 @@ class PadOp : public Op {
         }
         dst[o] = inside ? src[from] : fill;
       }
-    });
+    }));
+    return status;
   }
 
  private:
+  // Constant mode: the output filled with `fill` (a broadcast copy of one
+  // element), then the part of the input that the pads keep copied in.
+  static absl::Status PadConstant(const KernelContext& ctx, const Tensor& in, Tensor& out,
+                                  const std::vector<int64_t>& before, const void* fill) {
+    if (out.size() == 0) return absl::OkStatus();
+    const size_t rank = size_t(in.rank());
+    RETURN_IF_ERROR(CopyStrided(out.dtype(), out.shape(), fill, std::vector<int64_t>(rank, 0), out.raw(), {},
+                                ctx.threads()));
+    if (in.size() == 0) return absl::OkStatus();
+    const std::vector<int64_t> in_strides = RowMajorStrides(in.shape()), out_strides = RowMajorStrides(out.shape());
+    Shape kept(rank);
+    int64_t from = 0, to = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t in_start = std::max<int64_t>(0, -before[d]), out_start = std::max<int64_t>(0, before[d]);
+      kept[d] = std::min(in.dim(int64_t(d)) - in_start, out.dim(int64_t(d)) - out_start);
+      if (kept[d] <= 0) return absl::OkStatus();  // cropped away
+      from += in_start * in_strides[d];
+      to += out_start * out_strides[d];
+    }
+    return CopyStrided(in.dtype(), kept, ElementAt(in.dtype(), in.raw(), from), in_strides,
+                       ElementAt(out.dtype(), out.raw(), to), out_strides, ctx.threads());
+  }
+
   PadOp() = default;
   std::string mode_name_;
   PadMode mode_ = PadMode::kConstant;

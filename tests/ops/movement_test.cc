@@ -103,6 +103,31 @@ TEST(Movement, IndexInputsOfOtherTypesAreRefusedNotReinterpreted) {
   EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::Gather opset 13 for uint8");
 }
 
+TEST(Pad, ConstantModeMatchesAPerElementReferenceForEveryType) {
+  // Constant Pad is a fill and a strided copy of the kept part: compare with
+  // out[i] = in[i - before] inside the input, else the constant.
+  for (DType dtype : MovedTypes())
+    for (const std::vector<int64_t>& pads : {std::vector<int64_t>{1, 0, 2, 2, 3, 1}, std::vector<int64_t>{-1, 2, -3, 1, -2, 2},
+                                             std::vector<int64_t>{0, 0, 0, 0, 0, 0}, std::vector<int64_t>{0, -5, 0, 0, 0, 0}})
+      for (int threads : {1, 2}) {
+        const Tensor x = Filled(dtype, {4, 5, 6}, 12), value = Filled(dtype, {}, 13);
+        absl::StatusOr<Tensor> y = RunOne(18, "Pad", {x, I(pads, {6}), value}, {}, threads);
+        ASSERT_TRUE(y.ok()) << y.status();
+        ExpectCopies(*y, [&](std::vector<int64_t> index) {
+          for (size_t d = 0; d < 3; ++d) {
+            index[d] -= pads[d];
+            if (index[d] < 0 || index[d] >= x.dim(int64_t(d))) return std::make_pair(&value, int64_t(0));
+          }
+          return std::make_pair(&x, FlatIndex(x.shape(), index));
+        }, "Pad " + ShapeToString(pads) + " " + LowerName(dtype));
+      }
+  // An empty input padded to a non-empty output is all constant.
+  absl::StatusOr<Tensor> y = RunOne(18, "Pad", {F({}, {2, 0}), I({0, 1, 0, 2}, {4}), F({7}, {})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), Shape({2, 3}));
+  EXPECT_THAT(Values(*y), ElementsAre(7, 7, 7, 7, 7, 7));
+}
+
 TEST(Trilu, AnEmptyKIsAClearError) {
   absl::StatusOr<Tensor> out = RunOne(14, "Trilu", {F({1, 2, 3, 4}, {2, 2}), I({}, {0})});
   EXPECT_THAT(Message(out.status()), HasSubstr("k must hold one value, got shape [0]"));
