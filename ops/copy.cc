@@ -128,39 +128,80 @@ void TransposeStrip(const U* s, int64_t sc, U* d, int64_t dr, int64_t i0, int64_
 }
 
 #if defined(__x86_64__)
-// The 4-byte strip with AVX2: full 8 x 8 tiles transposed in registers (8
-// loads of 8 consecutive source elements, 8 stores), the ragged edges as in
-// TransposeStrip. Gives the same bytes as TransposeStrip (tests compare them).
-[[gnu::target("avx2")]] void TransposeStrip4Avx2(const uint32_t* s, int64_t sc, uint32_t* d, int64_t dr, int64_t i0,
-                                                  int64_t i1, int64_t C) {
-  constexpr int64_t B = 16;
+// Register transposes of one square tile for AVX2: to[k * dr + m] =
+// from[k + m * sc] for k, m < the tile's size (8 x 8 of 4 and of 2 bytes,
+// 4 x 4 of 8 bytes): one load per source line, one store per destination line.
+[[gnu::target("avx2"), gnu::always_inline]] inline void Tile4(const uint32_t* s, int64_t sc, uint32_t* d, int64_t dr) {
+  const float* from = reinterpret_cast<const float*>(s);
+  __m256 r[8], t[8], u[8];
+  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(from + k * sc);
+  for (int k = 0; k < 8; k += 2) {
+    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  }
+  for (int k = 0; k < 8; k += 4) {
+    u[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  float* to = reinterpret_cast<float*>(d);
+  for (int k = 0; k < 4; ++k) {
+    _mm256_storeu_ps(to + k * dr, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
+    _mm256_storeu_ps(to + (k + 4) * dr, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+  }
+}
+
+[[gnu::target("avx2"), gnu::always_inline]] inline void Tile2(const uint16_t* s, int64_t sc, uint16_t* d, int64_t dr) {
+  __m128i r[8], a[8], b[8];
+  for (int k = 0; k < 8; ++k) r[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sc));
+  for (int k = 0; k < 8; k += 2) {  // pairs of lines interleaved by 2 bytes
+    a[k] = _mm_unpacklo_epi16(r[k], r[k + 1]);
+    a[k + 1] = _mm_unpackhi_epi16(r[k], r[k + 1]);
+  }
+  for (int k = 0; k < 8; k += 4) {  // then quads by 4 bytes: b[k..k+4) hold columns 0-1, 2-3, 4-5, 6-7
+    b[k] = _mm_unpacklo_epi32(a[k], a[k + 2]);
+    b[k + 1] = _mm_unpackhi_epi32(a[k], a[k + 2]);
+    b[k + 2] = _mm_unpacklo_epi32(a[k + 1], a[k + 3]);
+    b[k + 3] = _mm_unpackhi_epi32(a[k + 1], a[k + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {  // and the two halves of the lines by 8 bytes
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (2 * k) * dr), _mm_unpacklo_epi64(b[k], b[k + 4]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + (2 * k + 1) * dr), _mm_unpackhi_epi64(b[k], b[k + 4]));
+  }
+}
+
+[[gnu::target("avx2"), gnu::always_inline]] inline void Tile8(const uint64_t* s, int64_t sc, uint64_t* d, int64_t dr) {
+  const double* from = reinterpret_cast<const double*>(s);
+  __m256d r[4];
+  for (int k = 0; k < 4; ++k) r[k] = _mm256_loadu_pd(from + k * sc);
+  const __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
+  const __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
+  double* to = reinterpret_cast<double*>(d);
+  _mm256_storeu_pd(to, _mm256_permute2f128_pd(t0, t2, 0x20));
+  _mm256_storeu_pd(to + dr, _mm256_permute2f128_pd(t1, t3, 0x20));
+  _mm256_storeu_pd(to + 2 * dr, _mm256_permute2f128_pd(t0, t2, 0x31));
+  _mm256_storeu_pd(to + 3 * dr, _mm256_permute2f128_pd(t1, t3, 0x31));
+}
+
+// TransposeStrip with AVX2 for 2-, 4- and 8-byte units: full T x T tiles in
+// registers, the ragged edges element by element. Gives the same bytes as
+// TransposeStrip (tests compare them on every CPU target).
+template <class U>
+[[gnu::target("avx2")]] void TransposeStripAvx2(const U* s, int64_t sc, U* d, int64_t dr, int64_t i0, int64_t i1,
+                                                int64_t C) {
+  constexpr int64_t B = int64_t(64 / sizeof(U)), T = sizeof(U) == 8 ? 4 : 8;
   for (int64_t j0 = 0; j0 < C; j0 += B) {
     const int64_t j1 = std::min(C, j0 + B);
     int64_t i = i0;
-    for (; i + 8 <= i1; i += 8) {
+    for (; i + T <= i1; i += T) {
       int64_t j = j0;
-      for (; j + 8 <= j1; j += 8) {
-        // r[k] holds s[i..i+8) of column j + k; out[k] holds row i + k of columns j..j+8.
-        const float* from = reinterpret_cast<const float*>(s + i + j * sc);
-        __m256 r[8], t[8], u[8];
-        for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(from + k * sc);
-        for (int k = 0; k < 8; k += 2) {
-          t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-          t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-        }
-        for (int k = 0; k < 8; k += 4) {
-          u[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
-          u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
-          u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
-          u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
-        }
-        float* to = reinterpret_cast<float*>(d + i * dr + j);
-        for (int k = 0; k < 4; ++k) {
-          _mm256_storeu_ps(to + k * dr, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
-          _mm256_storeu_ps(to + (k + 4) * dr, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
-        }
+      for (; j + T <= j1; j += T) {
+        if constexpr (sizeof(U) == 2) Tile2(s + i + j * sc, sc, d + i * dr + j, dr);
+        else if constexpr (sizeof(U) == 4) Tile4(s + i + j * sc, sc, d + i * dr + j, dr);
+        else Tile8(s + i + j * sc, sc, d + i * dr + j, dr);
       }
-      for (int64_t ii = i; ii < i + 8; ++ii)
+      for (int64_t ii = i; ii < i + T; ++ii)
         for (int64_t jj = j; jj < j1; ++jj) d[ii * dr + jj] = s[ii + jj * sc];
     }
     for (; i < i1; ++i)
@@ -207,8 +248,8 @@ void CopyUnits(CopyDims& dims, const U* src, U* dst, int threads) {
     const int64_t strips = (r.n + B - 1) / B;
     auto strip = &TransposeStrip<U>;
 #if defined(__x86_64__)
-    if constexpr (std::is_same_v<U, uint32_t>)
-      if (ActiveCpuTarget() >= CpuTarget::kAvx2) strip = &TransposeStrip4Avx2;
+    if constexpr (std::is_same_v<U, uint16_t> || std::is_same_v<U, uint32_t> || std::is_same_v<U, uint64_t>)
+      if (ActiveCpuTarget() >= CpuTarget::kAvx2) strip = &TransposeStripAvx2<U>;
 #endif
     ParallelItems(rows * strips, bytes, threads, [&](int64_t begin, int64_t end) {
       RowCursor cursor(dims.data(), outer);
