@@ -97,11 +97,11 @@ void ParallelItems(int64_t items, int64_t bytes, int threads, F work) {
 // How the innermost dim (or two) is copied.
 enum class Inner { kRun, kFill, kTranspose, kStrided };
 
-// Copies n contiguous elements.
+// Copies n contiguous elements (short runs in a loop: cheaper than a call).
 template <class U>
 inline void CopyRun(U* d, const U* s, int64_t n) {
   if constexpr (std::is_trivially_copyable_v<U>) {
-    if (n < 16) {
+    if (n * int64_t(sizeof(U)) <= 256) {
       for (int64_t j = 0; j < n; ++j) d[j] = s[j];
     } else {
       std::memcpy(d, s, size_t(n) * sizeof(U));
@@ -265,10 +265,28 @@ void CopyUnits(CopyDims& dims, const U* src, U* dst, int threads) {
     return;
   }
 
-  // One item per row, or, when there are fewer rows than threads, pieces of
-  // rows so that a single long run is shared too.
-  const bool split = threads > 1 && bytes > kParallelCopyBytes && rows < threads && last.n >= 2 * threads;
-  const int64_t pieces = split ? threads : 1;
+  auto copy_row = [&](const U* s, U* d, int64_t n) {
+    switch (kind) {
+      case Inner::kRun: CopyRun(d, s, n); break;
+      case Inner::kFill: std::fill(d, d + n, *s); break;
+      default:
+        for (int64_t j = 0; j < n; ++j) d[j * last.d] = s[j * last.s];
+        break;
+    }
+  };
+  if (!(threads > 1 && bytes > kParallelCopyBytes && rows < threads && last.n >= 2 * threads)) {
+    // One item per row (no division per row: short rows are common).
+    ParallelItems(rows, bytes, threads, [&](int64_t begin, int64_t end) {
+      RowCursor cursor(dims.data(), outer);
+      cursor.Seek(begin);
+      for (int64_t row = begin; row < end; ++row, cursor.Next())
+        copy_row(src + cursor.src(), dst + cursor.dst(), last.n);
+    });
+    return;
+  }
+  // Fewer rows than threads: each row in `threads` pieces, so that a single
+  // long run is shared too.
+  const int64_t pieces = threads;
   ParallelItems(rows * pieces, bytes, threads, [&](int64_t begin, int64_t end) {
     RowCursor cursor(dims.data(), outer);
     int64_t row = -1;
@@ -278,16 +296,7 @@ void CopyUnits(CopyDims& dims, const U* src, U* dst, int threads) {
       else if (at != row) cursor.Next();
       row = at;
       const int64_t lo = last.n * piece / pieces, hi = last.n * (piece + 1) / pieces;
-      const U* s = src + cursor.src() + lo * last.s;
-      U* d = dst + cursor.dst() + lo * last.d;
-      const int64_t n = hi - lo;
-      switch (kind) {
-        case Inner::kRun: CopyRun(d, s, n); break;
-        case Inner::kFill: std::fill(d, d + n, *s); break;
-        default:
-          for (int64_t j = 0; j < n; ++j) d[j * last.d] = s[j * last.s];
-          break;
-      }
+      copy_row(src + cursor.src() + lo * last.s, dst + cursor.dst() + lo * last.d, hi - lo);
     }
   });
 }
