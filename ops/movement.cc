@@ -1,10 +1,12 @@
 // Ops that select, repeat or rearrange elements: Concat, Expand, Gather,
 // Slice, Pad, Trilu, Split; and ops that make tensors from shapes or scalars:
 // Range, ConstantOfShape. All work on any non-packed element type.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "ops/common.h"
+#include "ops/copy.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
 #include "runtime/element.h"
@@ -77,17 +79,16 @@ class ConcatOp : public Op {
     const int64_t axis = ctx.plan<AxisPlan>().axis;
     const int64_t outer = ShapeProduct(out.shape(), 0, axis), inner = ShapeProduct(out.shape(), axis + 1, out.rank());
     const int64_t out_row = out.dim(axis) * inner;
-    return Dispatch<MovableTypes>(ctx, out.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      int64_t offset = 0;
-      for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-        const Tensor& in = *ctx.input(i);
-        const int64_t row = in.dim(axis) * inner;
-        for (int64_t o = 0; o < outer; ++o)
-          for (int64_t e = 0; e < row; ++e) out.data<T>()[o * out_row + offset + e] = in.data<T>()[o * row + e];
-        offset += row;
-      }
-    });
+    // Each input is a block of rows [outer, row] placed at `offset` in the output's rows.
+    int64_t offset = 0;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      const Tensor& in = *ctx.input(i);
+      const int64_t row = in.dim(axis) * inner;
+      RETURN_IF_ERROR(CopyStrided(out.dtype(), {outer, row}, in.raw(), {row, 1},
+                                  ElementAt(out.dtype(), out.raw(), offset), {out_row, 1}, ctx.threads()));
+      offset += row;
+    }
+    return absl::OkStatus();
   }
 
  private:
@@ -121,14 +122,8 @@ class ExpandOp : public Op {
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
-    const std::vector<int64_t> strides = BroadcastStrides(in.shape(), out.shape());
-    const std::vector<int64_t> zero(out.shape().size(), 0);
-    return Dispatch<MovableTypes>(ctx, out.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* src = in.data<T>();
-      T* dst = out.data<T>();
-      ForEachBroadcast(out.shape(), strides, zero, ctx.threads(), [&](int64_t o, int64_t i, int64_t) { dst[o] = src[i]; });
-    });
+    return CopyStrided(out.dtype(), out.shape(), in.raw(), BroadcastStrides(in.shape(), out.shape()), out.raw(), {},
+                       ctx.threads());
   }
 };
 
@@ -177,7 +172,8 @@ class GatherOp : public Op {
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t k = 0; k < count; ++k) {
           const int64_t idx = indices[size_t(k)] < 0 ? indices[size_t(k)] + n : indices[size_t(k)];
-          for (int64_t e = 0; e < inner; ++e) dst[(o * count + k) * inner + e] = src[(o * n + idx) * inner + e];
+          // A run of `inner` elements (memmove for all but strings).
+          std::copy_n(src + (o * n + idx) * inner, inner, dst + (o * count + k) * inner);
         }
     });
   }
@@ -224,14 +220,9 @@ class SliceOp : public Op {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
     const SlicePlan& plan = ctx.plan<SlicePlan>();
-    const std::vector<int64_t> zero(plan.strides.size(), 0);
-    return Dispatch<MovableTypes>(ctx, in.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* src = in.data<T>() + (out.size() > 0 ? plan.base : 0);
-      T* dst = out.data<T>();
-      ForEachBroadcast(out.shape(), plan.strides, zero, ctx.threads(),
-                       [&](int64_t o, int64_t i, int64_t) { dst[o] = src[i]; });
-    });
+    if (out.size() == 0) return absl::OkStatus();  // the plan's base is 0: nothing is read
+    return CopyStrided(in.dtype(), out.shape(), ElementAt(in.dtype(), in.raw(), plan.base), plan.strides, out.raw(),
+                       {}, ctx.threads());
   }
 
  private:
@@ -465,11 +456,16 @@ class PadOp : public Op {
     const std::vector<int64_t>& before = ctx.plan<PadPlan>().before;
     const int64_t rank = in.rank();
     const Tensor* constant = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
-    return Dispatch<MovableTypes>(ctx, in.dtype(), [&](auto tag) {
+    absl::Status status;
+    RETURN_IF_ERROR(Dispatch<MovableTypes>(ctx, in.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T fill{};
       if (constant) fill = constant->data<T>()[0];  // the same type as the data (Infer checked one element)
       else if constexpr (kIsArithmetic<T>) fill = Narrow<T>(typename Arith<T>::type(legacy_value_));
+      if (mode_ == PadMode::kConstant) {
+        status = PadConstant(ctx, in, out, before, &fill);
+        return;
+      }
       const T* src = in.data<T>();
       T* dst = out.data<T>();
       for (int64_t o = 0; o < out.size(); ++o) {
@@ -502,10 +498,34 @@ class PadOp : public Op {
         }
         dst[o] = inside ? src[from] : fill;
       }
-    });
+    }));
+    return status;
   }
 
  private:
+  // Constant mode: the output filled with `fill` (a broadcast copy of one
+  // element), then the part of the input that the pads keep copied in.
+  static absl::Status PadConstant(const KernelContext& ctx, const Tensor& in, Tensor& out,
+                                  const std::vector<int64_t>& before, const void* fill) {
+    if (out.size() == 0) return absl::OkStatus();
+    const size_t rank = size_t(in.rank());
+    RETURN_IF_ERROR(CopyStrided(out.dtype(), out.shape(), fill, std::vector<int64_t>(rank, 0), out.raw(), {},
+                                ctx.threads()));
+    if (in.size() == 0) return absl::OkStatus();
+    const std::vector<int64_t> in_strides = RowMajorStrides(in.shape()), out_strides = RowMajorStrides(out.shape());
+    Shape kept(rank);
+    int64_t from = 0, to = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t in_start = std::max<int64_t>(0, -before[d]), out_start = std::max<int64_t>(0, before[d]);
+      kept[d] = std::min(in.dim(int64_t(d)) - in_start, out.dim(int64_t(d)) - out_start);
+      if (kept[d] <= 0) return absl::OkStatus();  // cropped away
+      from += in_start * in_strides[d];
+      to += out_start * out_strides[d];
+    }
+    return CopyStrided(in.dtype(), kept, ElementAt(in.dtype(), in.raw(), from), in_strides,
+                       ElementAt(out.dtype(), out.raw(), to), out_strides, ctx.threads());
+  }
+
   PadOp() = default;
   std::string mode_name_;
   PadMode mode_ = PadMode::kConstant;
@@ -595,19 +615,16 @@ class SplitOp : public Op {
     const int64_t axis = ctx.plan<AxisPlan>().axis;
     const int64_t outer = ShapeProduct(in.shape(), 0, axis), inner = ShapeProduct(in.shape(), axis + 1, in.rank());
     const int64_t in_row = in.dim(axis) * inner;
-    return Dispatch<MovableTypes>(ctx, in.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      int64_t offset = 0;
-      for (size_t i = 0; i < ctx.num_outputs(); ++i) {
-        const int64_t row = ctx.output_shape(i)[size_t(axis)] * inner;
-        if (ctx.output_requested(i)) {
-          T* dst = ctx.output(i).data<T>();
-          for (int64_t o = 0; o < outer; ++o)
-            for (int64_t e = 0; e < row; ++e) dst[o * row + e] = in.data<T>()[o * in_row + offset + e];
-        }
-        offset += row;
-      }
-    });
+    // Output i is the block of rows [outer, row] at `offset` in the input's rows.
+    int64_t offset = 0;
+    for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+      const int64_t row = ctx.output_shape(i)[size_t(axis)] * inner;
+      if (ctx.output_requested(i))
+        RETURN_IF_ERROR(CopyStrided(in.dtype(), {outer, row}, ElementAt(in.dtype(), in.raw(), offset), {in_row, 1},
+                                    ctx.output(i).raw(), {row, 1}, ctx.threads()));
+      offset += row;
+    }
+    return absl::OkStatus();
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "ops/common.h"
+#include "ops/copy.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
 #include "runtime/element.h"
@@ -55,32 +56,20 @@ class TileOp : public Op {
     return absl::OkStatus();
   }
 
+  // The output [r0 * n0, r1 * n1, ...] is, row-major, [r0, n0, r1, n1, ...]:
+  // the input broadcast along the repeat dims.
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
     if (out.size() == 0) return absl::OkStatus();
-    const size_t rank = size_t(in.rank());
     const std::vector<int64_t> strides = RowMajorStrides(in.shape());
-    // Output and input coordinates step together; the input's wraps at its dim.
-    std::vector<int64_t> oc(rank + 1, 0), ic(rank + 1, 0);
-    return Dispatch<AnyTypes>(ctx, in.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* src = in.data<T>();
-      T* dst = out.data<T>();
-      int64_t from = 0;
-      for (int64_t i = 0; i < out.size(); ++i) {
-        dst[i] = src[from];
-        for (size_t d = rank; d-- > 0;) {
-          from += strides[d];
-          if (++ic[d] == in.dim(int64_t(d))) {
-            ic[d] = 0;
-            from -= strides[d] * in.dim(int64_t(d));
-          }
-          if (++oc[d] < out.dim(int64_t(d))) break;
-          oc[d] = 0;  // ic[d] wrapped with it: the output dim is a multiple of the input's
-        }
-      }
-    });
+    Shape shape;
+    std::vector<int64_t> src_strides;
+    for (int64_t d = 0; d < in.rank(); ++d) {
+      shape.insert(shape.end(), {out.dim(d) / in.dim(d), in.dim(d)});
+      src_strides.insert(src_strides.end(), {0, strides[size_t(d)]});
+    }
+    return CopyStrided(in.dtype(), shape, in.raw(), src_strides, out.raw(), {}, ctx.threads());
   }
 };
 
@@ -196,26 +185,21 @@ class BlockMoveOp : public Op {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
     if (out.size() == 0) return absl::OkStatus();
-    // The space side: [N, C, H, W] with H, W the larger; the depth side has C * b * b channels.
+    // The space side: [N, C, H, W] with H, W the larger; the depth side has
+    // C * b * b channels of h x w. A strided copy over the space's pixels
+    // split as [N, C, h, i, w, j] (y = Y * b + i, x = X * b + j), which is the
+    // space tensor's own layout; the depth tensor's strides for those dims
+    // follow the mode.
     const Tensor& space = to_space_ ? out : in;
     const int64_t N = space.dim(0), C = space.dim(1), H = space.dim(2), W = space.dim(3), b = b_;
-    const int64_t h = H / b, w = W / b;
-    return Dispatch<AnyTypes>(ctx, in.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* src = in.data<T>();
-      T* dst = out.data<T>();
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t y = 0; y < H; ++y)
-            for (int64_t x = 0; x < W; ++x) {
-              const int64_t i = y % b, j = x % b;
-              const int64_t depth_c = crd_ ? (c * b + i) * b + j : (i * b + j) * C + c;
-              const int64_t space_at = ((n * C + c) * H + y) * W + x;
-              const int64_t depth_at = ((n * C * b * b + depth_c) * h + y / b) * w + x / b;
-              if (to_space_) dst[space_at] = src[depth_at];
-              else dst[depth_at] = src[space_at];
-            }
-    });
+    const int64_t h = H / b, w = W / b, plane = h * w;
+    const Shape shape = {N, C, h, b, w, b};
+    const std::vector<int64_t> space_strides = {C * H * W, H * W, b * W, W, b, 1};
+    const std::vector<int64_t> depth_strides =
+        crd_ ? std::vector<int64_t>{C * b * b * plane, b * b * plane, w, b * plane, 1, plane}
+             : std::vector<int64_t>{C * b * b * plane, plane, w, b * C * plane, 1, C * plane};
+    if (to_space_) return CopyStrided(in.dtype(), shape, in.raw(), depth_strides, out.raw(), {}, ctx.threads());
+    return CopyStrided(in.dtype(), shape, in.raw(), space_strides, out.raw(), depth_strides, ctx.threads());
   }
 
  private:

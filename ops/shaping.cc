@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "ops/common.h"
+#include "ops/copy.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
 
@@ -365,15 +366,8 @@ class TransposeOp : public Op {
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
-    const std::vector<int64_t>& strides = ctx.plan<TransposePlan>().strides;
-    const std::vector<int64_t> zero(strides.size(), 0);
-    return Dispatch<UnpackedTypes>(ctx, in.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* src = in.data<T>();
-      T* dst = out.data<T>();
-      ForEachBroadcast(out.shape(), strides, zero, ctx.threads(),
-                       [&](int64_t o, int64_t i, int64_t) { dst[o] = src[i]; });
-    });
+    return CopyStrided(in.dtype(), out.shape(), in.raw(), ctx.plan<TransposePlan>().strides, out.raw(), {},
+                       ctx.threads());
   }
 
  private:

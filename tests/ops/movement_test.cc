@@ -7,6 +7,7 @@
 #include <random>
 
 #include "runtime/element.h"
+#include "tests/ops/element_reference.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -102,6 +103,31 @@ TEST(Movement, IndexInputsOfOtherTypesAreRefusedNotReinterpreted) {
   EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::Gather opset 13 for uint8");
 }
 
+TEST(Pad, ConstantModeMatchesAPerElementReferenceForEveryType) {
+  // Constant Pad is a fill and a strided copy of the kept part: compare with
+  // out[i] = in[i - before] inside the input, else the constant.
+  for (DType dtype : MovedTypes())
+    for (const std::vector<int64_t>& pads : {std::vector<int64_t>{1, 0, 2, 2, 3, 1}, std::vector<int64_t>{-1, 2, -3, 1, -2, 2},
+                                             std::vector<int64_t>{0, 0, 0, 0, 0, 0}, std::vector<int64_t>{0, -5, 0, 0, 0, 0}})
+      for (int threads : {1, 2}) {
+        const Tensor x = Filled(dtype, {4, 5, 6}, 12), value = Filled(dtype, {}, 13);
+        absl::StatusOr<Tensor> y = RunOne(18, "Pad", {x, I(pads, {6}), value}, {}, threads);
+        ASSERT_TRUE(y.ok()) << y.status();
+        ExpectCopies(*y, [&](std::vector<int64_t> index) {
+          for (size_t d = 0; d < 3; ++d) {
+            index[d] -= pads[d];
+            if (index[d] < 0 || index[d] >= x.dim(int64_t(d))) return std::make_pair(&value, int64_t(0));
+          }
+          return std::make_pair(&x, FlatIndex(x.shape(), index));
+        }, "Pad " + ShapeToString(pads) + " " + LowerName(dtype));
+      }
+  // An empty input padded to a non-empty output is all constant.
+  absl::StatusOr<Tensor> y = RunOne(18, "Pad", {F({}, {2, 0}), I({0, 1, 0, 2}, {4}), F({7}, {})});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->shape(), Shape({2, 3}));
+  EXPECT_THAT(Values(*y), ElementsAre(7, 7, 7, 7, 7, 7));
+}
+
 TEST(Trilu, AnEmptyKIsAClearError) {
   absl::StatusOr<Tensor> out = RunOne(14, "Trilu", {F({1, 2, 3, 4}, {2, 2}), I({}, {0})});
   EXPECT_THAT(Message(out.status()), HasSubstr("k must hold one value, got shape [0]"));
@@ -158,6 +184,94 @@ TEST(Movement, EmptyTensorsWithHugeDimsNeitherOverflowNorLoop) {
   // Concatenated sizes that overflow are an error.
   const Tensor c = Tensor::Zeros(DType::kFloat, {0, std::numeric_limits<int64_t>::max() / 2 + 1});
   EXPECT_THAT(Message(RunNode(13, "Concat", {c, c}, 1, axis(1)).status()), HasSubstr("overflows"));
+}
+
+// The ops that run on the strided copy (ops/copy.cc), against per-element
+// references, for every element size, bool and strings, on 1 and 2 threads.
+TEST(Movement, CopiesMatchAPerElementReferenceForEveryType) {
+  auto axis = [](int64_t a) { return [a](onnx::NodeProto& n) { SetAttr(n, "axis", a); }; };
+  for (DType dtype : MovedTypes())
+    for (int threads : {1, 2}) {
+      const std::string type = LowerName(dtype) + (threads > 1 ? " on 2 threads" : "");
+      // Expand: every broadcast pattern of a [2, 3, 4, 5] target (input dims 1 or
+      // full, and fewer dims), and a wider target than the input.
+      const Shape target = {2, 3, 4, 5};
+      for (unsigned mask = 0; mask < 16; ++mask) {
+        Shape in;
+        for (size_t d = 0; d < 4; ++d) in.push_back(mask & (1u << d) ? 1 : target[d]);
+        if (mask == 1) in.erase(in.begin());  // rank 3
+        const Tensor x = Filled(dtype, in, mask);
+        absl::StatusOr<Tensor> y = RunOne(13, "Expand", {x, I(target, {4})}, {}, threads);
+        ASSERT_TRUE(y.ok()) << y.status();
+        ASSERT_EQ(y->shape(), target);
+        ExpectCopies(*y, [&](const std::vector<int64_t>& index) {
+          std::vector<int64_t> at(index.end() - int64_t(in.size()), index.end());
+          for (size_t k = 0; k < in.size(); ++k) if (in[k] == 1) at[k] = 0;
+          return std::make_pair(&x, FlatIndex(in, at));
+        }, "Expand " + ShapeToString(in) + " " + type);
+      }
+      // Concat along each axis of [3, 4, 5]-like inputs, one of them empty there.
+      for (int64_t a = 0; a < 3; ++a) {
+        std::vector<Tensor> parts;
+        for (int64_t n : {2, 0, 3}) {
+          Shape shape = {3, 4, 5};
+          shape[size_t(a)] = n;
+          parts.push_back(Filled(dtype, shape, uint32_t(n + 10 * a)));
+        }
+        absl::StatusOr<Tensor> y = RunOne(13, "Concat", parts, axis(a), threads);
+        ASSERT_TRUE(y.ok()) << y.status();
+        ExpectCopies(*y, [&](std::vector<int64_t> index) {
+          size_t p = 0;
+          while (index[size_t(a)] >= parts[p].dim(a)) index[size_t(a)] -= parts[p++].dim(a);
+          return std::make_pair(&parts[p], FlatIndex(parts[p].shape(), index));
+        }, "Concat axis " + std::to_string(a) + " " + type);
+      }
+      // Split [4, 7, 5] along axis 1 into 2, 0 and 5, and back into Concat's inputs.
+      const Tensor whole = Filled(dtype, {4, 7, 5}, 3);
+      absl::StatusOr<std::vector<Tensor>> pieces = RunNode(13, "Split", {whole, I({2, 0, 5}, {3})}, 3, axis(1), {}, threads);
+      ASSERT_TRUE(pieces.ok()) << pieces.status();
+      for (int64_t p = 0, offset = 0; p < 3; offset += (*pieces)[size_t(p)].dim(1), ++p)
+        ExpectCopies((*pieces)[size_t(p)], [&](std::vector<int64_t> index) {
+          index[1] += offset;
+          return std::make_pair(&whole, FlatIndex(whole.shape(), index));
+        }, "Split piece " + std::to_string(p) + " " + type);
+      // Slice [6, 9, 10] with steps 1 (contiguous runs), 2 and -1 and -3.
+      const Tensor data = Filled(dtype, {6, 9, 10}, 4);
+      struct Case { std::vector<int64_t> starts, ends, axes, steps; };
+      for (const Case& c : {Case{{1, 2, 1}, {5, 7, 9}, {0, 1, 2}, {1, 1, 1}}, Case{{0, 1}, {6, 10}, {2, 0}, {2, 1}},
+                            Case{{-1, 8}, {-100, 0}, {0, 1}, {-1, -3}}, Case{{3}, {4}, {1}, {1}}}) {
+        absl::StatusOr<Tensor> y = RunOne(13, "Slice", {data, I(c.starts, {int64_t(c.starts.size())}),
+                                                        I(c.ends, {int64_t(c.ends.size())}), I(c.axes, {int64_t(c.axes.size())}),
+                                                        I(c.steps, {int64_t(c.steps.size())})}, {}, threads);
+        ASSERT_TRUE(y.ok()) << y.status();
+        std::vector<int64_t> start(3, 0), step(3, 1);
+        for (size_t i = 0; i < c.axes.size(); ++i) {
+          const int64_t d = data.dim(c.axes[i]);
+          start[size_t(c.axes[i])] = std::min(c.starts[i] < 0 ? c.starts[i] + d : c.starts[i], c.steps[i] < 0 ? d - 1 : d);
+          step[size_t(c.axes[i])] = c.steps[i];
+        }
+        ExpectCopies(*y, [&](std::vector<int64_t> index) {
+          for (size_t k = 0; k < 3; ++k) index[k] = start[k] + index[k] * step[k];
+          return std::make_pair(&data, FlatIndex(data.shape(), index));
+        }, "Slice " + type);
+      }
+      // Gather rows (axis 0, an embedding lookup) and columns (axis 1).
+      const Tensor table = Filled(dtype, {7, 8, 3}, 5);
+      const Tensor ids = I({6, 0, -1, 3, 3, 2}, {2, 3});
+      for (int64_t a : {0, 1}) {
+        absl::StatusOr<Tensor> y = RunOne(13, "Gather", {table, ids}, axis(a), threads);
+        ASSERT_TRUE(y.ok()) << y.status();
+        ExpectCopies(*y, [&](const std::vector<int64_t>& index) {
+          // index = outer dims, the ids' two dims, inner dims.
+          int64_t id = ids.data<int64_t>()[index[size_t(a)] * 3 + index[size_t(a) + 1]];
+          if (id < 0) id += table.dim(a);
+          std::vector<int64_t> at(index.begin(), index.begin() + a);
+          at.push_back(id);
+          at.insert(at.end(), index.begin() + a + 2, index.end());
+          return std::make_pair(&table, FlatIndex(table.shape(), at));
+        }, "Gather axis " + std::to_string(a) + " " + type);
+      }
+    }
 }
 
 TEST(Movement, LegacyForms) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/element.h"
+#include "tests/ops/element_reference.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -39,6 +40,25 @@ TEST(Tile, RepeatsEachDim) {
               HasSubstr("repeats must be >= 0, got -1"));
   EXPECT_THAT(Message(RunOne(13, "Tile", {F({1, 2}, {2}), I({int64_t(1) << 62}, {1})}).status()),
               HasSubstr("overflows"));
+}
+
+TEST(Tile, EveryTypeAgainstAPerElementReference) {
+  // Tile runs on the strided copy: compare with out[i] = in[i mod dims].
+  for (DType dtype : MovedTypes()) {
+    for (const auto& [shape, repeats] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
+             {{3, 1, 5}, {2, 4, 1}}, {{2, 3}, {1, 1}}, {{1}, {9}}, {{4, 6, 2}, {3, 1, 5}}, {{2, 0, 3}, {2, 2, 2}}}) {
+      const Tensor x = Filled(dtype, shape, 8);
+      for (int threads : {1, 2}) {
+        absl::StatusOr<Tensor> y = RunOne(13, "Tile", {x, I(repeats, {int64_t(repeats.size())})}, {}, threads);
+        ASSERT_TRUE(y.ok()) << y.status();
+        for (size_t d = 0; d < shape.size(); ++d) ASSERT_EQ(y->dim(int64_t(d)), shape[d] * repeats[d]);
+        ExpectCopies(*y, [&](std::vector<int64_t> index) {
+          for (size_t d = 0; d < shape.size(); ++d) index[d] %= shape[d];
+          return std::make_pair(&x, FlatIndex(shape, index));
+        }, "Tile " + ShapeToString(shape) + " " + LowerName(dtype));
+      }
+    }
+  }
 }
 
 TEST(EyeLike, DiagonalsAndTypes) {
@@ -101,6 +121,38 @@ TEST(DepthToSpace, DcrCrdAndSpaceToDepthInverts) {
   EXPECT_THAT(Message(RunOne(13, "DepthToSpace", {x}).status()), HasSubstr("'blocksize' is required"));
   EXPECT_THAT(Message(RunOne(13, "DepthToSpace", {x}, Int("blocksize", int64_t(1) << 32)).status()),
               HasSubstr("blocksize 4294967296 is too large"));
+}
+
+TEST(DepthToSpace, EveryTypeAgainstAPerElementReference) {
+  // Both run on the strided copy: compare with the per-pixel formula, for
+  // DCR and CRD, blocksizes 1 to 3, odd sizes and every element size.
+  for (DType dtype : MovedTypes())
+    for (int64_t b : {1, 2, 3})
+      for (const char* mode : {"DCR", "CRD"})
+        for (int threads : {1, 2}) {
+          const int64_t N = 2, C = 3, h = 5, w = 4;
+          const Tensor depth = Filled(dtype, {N, C * b * b, h, w}, 9);
+          absl::StatusOr<Tensor> space = RunOne(13, "DepthToSpace", {depth}, [&](onnx::NodeProto& n) {
+            SetAttr(n, "blocksize", b);
+            SetAttr(n, "mode", std::string(mode));
+          }, threads);
+          ASSERT_TRUE(space.ok()) << space.status();
+          const bool crd = std::string(mode) == "CRD";
+          // The depth element of space pixel [n, c, y, x].
+          auto depth_at = [&](const std::vector<int64_t>& at) {
+            const int64_t i = at[2] % b, j = at[3] % b;
+            const int64_t dc = crd ? (at[1] * b + i) * b + j : (i * b + j) * C + at[1];
+            return FlatIndex(depth.shape(), {at[0], dc, at[2] / b, at[3] / b});
+          };
+          ExpectCopies(*space, [&](const std::vector<int64_t>& at) { return std::make_pair(&depth, depth_at(at)); },
+                       std::string("DepthToSpace ") + mode + " " + LowerName(dtype));
+          if (crd) continue;
+          // SpaceToDepth (DCR) inverts it.
+          absl::StatusOr<Tensor> back = RunOne(13, "SpaceToDepth", {*space}, Int("blocksize", b), threads);
+          ASSERT_TRUE(back.ok()) << back.status();
+          ExpectCopies(*back, [&](const std::vector<int64_t>& at) { return std::make_pair(&depth, FlatIndex(depth.shape(), at)); },
+                       "SpaceToDepth " + LowerName(dtype));
+        }
 }
 
 TEST(ReverseSequence, BothAxisOrders) {

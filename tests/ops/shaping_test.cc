@@ -2,10 +2,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include "runtime/element.h"
+#include "tests/ops/element_reference.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -39,6 +41,35 @@ TEST(Transpose, AllPermutationsOfARank4TensorAndStrings) {
   EXPECT_EQ(st->data<std::string>()[1], "d");
   absl::StatusOr<Tensor> bad = RunOne(21, "Transpose", {s}, [](onnx::NodeProto& n) { SetAttr(n, "perm", std::vector<int64_t>{0, 0}); });
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("not a permutation"));
+}
+
+TEST(Transpose, EveryTypeAgainstAPerElementReference) {
+  // Transpose runs on the strided copy: compare with out[i] = in[i permuted],
+  // for every permutation of rank 3 and some of rank 4 and 5, odd, empty and
+  // size-1 dims, on 1 and 2 threads.
+  std::vector<std::pair<Shape, std::vector<int64_t>>> cases;
+  for (const Shape& shape : {Shape{17, 33, 5}, Shape{4, 1, 9}, Shape{3, 0, 2}}) {
+    std::vector<int64_t> perm = {0, 1, 2};
+    do cases.push_back({shape, perm});
+    while (std::next_permutation(perm.begin(), perm.end()));
+  }
+  cases.push_back({{1, 8, 33, 16}, {0, 1, 3, 2}});
+  cases.push_back({{2, 5, 3, 7}, {0, 2, 1, 3}});
+  cases.push_back({{2, 3, 4, 5, 6}, {4, 0, 3, 1, 2}});
+  cases.push_back({{3, 1, 2, 1, 5}, {2, 4, 0, 3, 1}});
+  for (DType dtype : MovedTypes())
+    for (const auto& [shape, perm] : cases) {
+      const Tensor x = Filled(dtype, shape, 2);
+      for (int threads : {1, 2}) {
+        absl::StatusOr<Tensor> y = RunOne(21, "Transpose", {x}, [&](onnx::NodeProto& n) { SetAttr(n, "perm", perm); }, threads);
+        ASSERT_TRUE(y.ok()) << y.status();
+        ExpectCopies(*y, [&](const std::vector<int64_t>& index) {
+          std::vector<int64_t> at(shape.size());
+          for (size_t k = 0; k < perm.size(); ++k) at[size_t(perm[k])] = index[k];
+          return std::make_pair(&x, FlatIndex(shape, at));
+        }, "Transpose " + ShapeToString(shape) + " by " + ShapeToString(perm) + " " + LowerName(dtype));
+      }
+    }
 }
 
 TEST(Shape, StartAndEndClamp) {
