@@ -8,6 +8,7 @@
 #include "absl/container/inlined_vector.h"
 #include "runtime/checked.h"
 #include "runtime/cpu.h"
+#include "runtime/thread_pool.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -84,14 +85,12 @@ class RowCursor {
   int64_t src_ = 0, dst_ = 0;
 };
 
-// Runs work(begin, end) over [0, items), split among up to `threads` threads
-// when the copy moves more than kParallelCopyBytes.
+// Runs work(begin, end) over [0, items), on the kernels' pool in a few
+// chunks per thread when the copy moves more than kParallelCopyBytes.
 template <class F>
 void ParallelItems(int64_t items, int64_t bytes, int threads, F work) {
-  const int64_t chunks = threads > 1 && bytes > kParallelCopyBytes ? std::min<int64_t>(threads, items) : 1;
-  if (chunks <= 1) return work(0, items);  // no parallel region for small copies
-#pragma omp parallel for num_threads(int(chunks))
-  for (int64_t c = 0; c < chunks; ++c) work(items * c / chunks, items * (c + 1) / chunks);
+  if (threads <= 1 || bytes <= kParallelCopyBytes || items < 2) return work(0, items);
+  ParallelFor(threads, items, std::max<int64_t>(1, items / (4 * int64_t(threads))), work);
 }
 
 // How the innermost dim (or two) is copied.
