@@ -24,6 +24,7 @@ namespace {
 // waiting for the last chunks spins before it yields its CPU (to a worker
 // that the OS preempted, if that is what it waits for).
 constexpr auto kWorkerSpin = std::chrono::microseconds(100);
+constexpr int kPauses = 256;  // pause instructions before a waiting worker yields
 constexpr auto kCallerSpin = std::chrono::microseconds(20);
 constexpr int kMaxWorkers = 255;
 
@@ -121,8 +122,14 @@ class Pool {
       uint32_t now = epoch_.load();
       const auto start = std::chrono::steady_clock::now();
       for (int spins = 0; now == seen || (now & 1); ++spins, now = epoch_.load()) {
-        if (spins % 64 != 63 || std::chrono::steady_clock::now() - start < kWorkerSpin) {
+        if (spins < kPauses) {
           Relax();
+          continue;
+        }
+        // Then yield while spinning: an OpenMP thread of the next GEMM, or
+        // another process, gets this CPU if it wants it.
+        if (std::chrono::steady_clock::now() - start < kWorkerSpin) {
+          sched_yield();
           continue;
         }
         sleepers_.fetch_add(1);

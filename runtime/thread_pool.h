@@ -4,7 +4,8 @@
 // has descheduled (other processes on the machine) delays nothing but the
 // chunk it holds, and the caller finishes what nobody has claimed. Workers
 // spin briefly between loops (a decode step's loops follow each other within
-// microseconds) and then sleep on a futex.
+// microseconds), yielding the CPU to anyone else who wants it, and then
+// sleep on a futex.
 #pragma once
 
 #include <cstdint>
