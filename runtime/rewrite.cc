@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "runtime/checked.h"
 #include "runtime/element.h"
 
 namespace onnx_mini {
@@ -25,6 +26,8 @@ void SubgraphNames(const Graph& g, std::set<std::string>& out) {
   }
   for (const ValueInfo& o : g.outputs) out.insert(o.name);
 }
+
+class StaticShapes;
 
 // Who makes and who reads each value of one graph, and which values are
 // constants (initializers, Constant nodes), during one pass of the rewrites.
@@ -98,6 +101,11 @@ class Index {
     if (!IsNumeric(t->dtype())) return false;
     return GetDouble(*t, 0) == want;
   }
+
+  // What is known of shapes, shared by the rules of one pass: the memo makes
+  // each value's shape read once, so a layer's reading stops at the layer
+  // before it (set by RewriteGraph).
+  StaticShapes* shapes = nullptr;
 
  private:
   static bool IsNumeric(DType d) {
@@ -408,9 +416,10 @@ class StaticShapes {
 
   std::optional<Dims> Of(const std::string& name, int depth = 0) {
     if (auto it = memo_.find(name); it != memo_.end()) return it->second;
-    // Deep chains (the residual stream of many layers) end unknown rather
-    // than exhaust the stack.
-    if (depth > 4000) return std::nullopt;
+    // Deep chains end unknown rather than exhaust the stack (with the memo
+    // shared by a pass, a decoder's layers are read in order, each a few
+    // dozen calls deep).
+    if (depth > 1000) return std::nullopt;
     std::optional<Dims> d = Compute(name, depth);
     memo_[name] = d;
     return d;
@@ -545,7 +554,7 @@ class StaticShapes {
         for (size_t k = 0; k < rank; ++k)
           if (int64_t(k) != (*axis)[0] && (*d)[k] >= 0) out[k] = (*d)[k];
         const int64_t len = (*d)[size_t((*axis)[0])];
-        total = total < 0 || len < 0 ? -1 : total + len;
+        total = total < 0 || len < 0 ? -1 : CheckedAdd(total, len).value_or(-1);
       }
       out[size_t((*axis)[0])] = total;
       return out;
@@ -661,7 +670,9 @@ std::optional<Repeat> MatchRepeat(const Index& ix, StaticShapes& shapes, const s
   const bool batch_kept = (r[0] == 0 && !allowzero) || (r[0] > 0 && r[0] == (*x)[0]);
   // With heads KV * G and head size D fixed, the element count fixes the
   // third dim to T whether it is -1 or a number.
-  if (!batch_kept || r[1] != (*x)[1] * groups || r[3] != (*x)[3] || (r[2] != -1 && r[2] <= 0)) return std::nullopt;
+  if (!batch_kept || r[1] != CheckedMul((*x)[1], groups).value_or(-1) || r[3] != (*x)[3] ||
+      (r[2] != -1 && r[2] <= 0))
+    return std::nullopt;
   return Repeat{unsqueeze->inputs[0], groups, (*x)[1], {i_reshape, i_expand, i_unsqueeze}};
 }
 
@@ -748,7 +759,7 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   if (!scores) return false;
   nodes.insert(nodes.end(), scores->nodes.begin(), scores->nodes.end());
 
-  StaticShapes shapes(ix);
+  StaticShapes& shapes = *ix.shapes;
   const auto q = shapes.Of(scores->q);
   if (!q || q->size() != 4) return false;
   if (!mask.empty()) {
@@ -762,7 +773,7 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   std::string k = scores->k, v = node.inputs[1];
   auto rk = MatchRepeat(ix, shapes, k), rv = MatchRepeat(ix, shapes, v);
   if (rk && rv && rk->groups == rv->groups && rk->kv_heads == rv->kv_heads &&
-      ((*q)[1] >= 0 ? (*q)[1] == rk->kv_heads * rk->groups : rk->kv_heads > 1)) {
+      ((*q)[1] >= 0 ? (*q)[1] == CheckedMul(rk->kv_heads, rk->groups).value_or(-1) : rk->kv_heads > 1)) {
     k = rk->x;
     v = rv->x;
     nodes.insert(nodes.end(), rk->nodes.begin(), rk->nodes.end());
@@ -783,7 +794,8 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
 
 using Rule = bool (*)(Graph&, const Index&, size_t, std::vector<bool>&);
 // Larger patterns first: they match pieces the smaller rules would change.
-constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm, RewriteSilu, RewriteMatMulBias, RewritePow2};
+constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
+                           RewriteSilu,      RewriteMatMulBias, RewritePow2};
 
 }  // namespace
 
@@ -793,7 +805,9 @@ int RewriteGraph(Graph& g) {
     std::vector<bool> dead(g.nodes.size(), false);
     int count = 0;
     {
-      const Index ix(g, dead);
+      Index ix(g, dead);
+      StaticShapes shapes(ix);
+      ix.shapes = &shapes;
       // Rule by rule over the whole graph: a pattern containing another
       // (LayerNorm holds an RMSNorm of x - mean) is taken whole first.
       std::vector<bool> changed(g.nodes.size(), false);

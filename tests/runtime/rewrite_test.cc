@@ -280,6 +280,7 @@ struct SdpaForm {
   int64_t opset = 17;
   double mask_value = -3.4028234663852886e38;  // float's lowest, as exporters write it
   bool q_heads_known = true;
+  bool kv_heads_known = true;
   bool tiled = false;      // the repeat as a tile (h mod KV): Unsqueeze at 1, Expand [1, G, 1, 1, 1]
   bool scores_output = false;  // the unscaled scores also a graph output
 };
@@ -289,8 +290,8 @@ ModelBuilder SdpaModel(const SdpaForm& f, DType dt) {
   ModelBuilder m(f.opset);
   const int64_t kv = f.kv_heads, g = kSdpaH / kv;
   m.Input("q", dt, {kSdpaB, f.q_heads_known ? kSdpaH : -1, -1, kSdpaD});
-  m.Input("k", dt, {kSdpaB, kv, -1, kSdpaD});
-  m.Input("v", dt, {kSdpaB, kv, -1, kSdpaDv});
+  m.Input("k", dt, {kSdpaB, f.kv_heads_known ? kv : -1, -1, kSdpaD});
+  m.Input("v", dt, {kSdpaB, f.kv_heads_known ? kv : -1, -1, kSdpaDv});
   if (f.mask == 1) m.Input("mask", DType::kBool, {1, 1, -1, -1});
   if (f.mask >= 2) m.Input("mask", dt, {kSdpaB, 1, -1, -1});
   if (f.scale == 4) m.Input("c", dt, {});
@@ -418,10 +419,85 @@ TEST(Rewrite, AttentionTakesTheRepeatedKAndVWhenTheRepeatIsNotGqa) {
               ::testing::ElementsAreArray(kept));
   // With two KV heads an unknown Q head count is fine: a Q of one head (which
   // MatMul would broadcast) makes Attention fail, never compute otherwise.
+  // K's head count not known: nothing says the Reshape to 4 heads is the
+  // repeat of 2.
+  SdpaForm unknown_kv;
+  unknown_kv.kv_heads_known = false;
+  EXPECT_THAT(RunBothWays(SdpaModel(unknown_kv, DType::kFloat), SdpaInputs(unknown_kv, DType::kFloat, 2, 6, 5),
+                          1e-5),
+              ::testing::ElementsAreArray(kept));
   SdpaForm gqa;
   gqa.q_heads_known = false;
   EXPECT_THAT(RunBothWays(SdpaModel(gqa, DType::kFloat), SdpaInputs(gqa, DType::kFloat, 3, 7, 3), 1e-5),
               ::testing::ElementsAre("Attention"));
+}
+
+// As a decoder writes it: Q and K split into heads by Reshape and Transpose,
+// K and V after the cache by Concat, the mask built from positions. Q's head
+// count and K's are read through those ops.
+TEST(Rewrite, DecoderAttentionReadsHeadsThroughReshapeTransposeAndConcat) {
+  constexpr int64_t kHeads = 4, kKv = 2, kDim = 8;
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {1, -1, 16});
+  m.Input("positions", DType::kInt64, {1, -1});
+  m.Input("past_k", DType::kFloat, {1, kKv, -1, kDim}).Input("past_v", DType::kFloat, {1, kKv, -1, kDim});
+  m.Output("y", DType::kFloat, {1, -1, kHeads * kDim});
+  m.Output("present_k", DType::kFloat, {1, kKv, -1, kDim}).Output("present_v", DType::kFloat, {1, kKv, -1, kDim});
+  const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+  m.Initializer("wq", RandomUniform(DType::kFloat, {16, kHeads * kDim}, 1, -0.5, 0.5));
+  m.Initializer("wk", RandomUniform(DType::kFloat, {16, kKv * kDim}, 2, -0.5, 0.5));
+  m.Initializer("wv", RandomUniform(DType::kFloat, {16, kKv * kDim}, 3));
+  m.Initializer("q_split", i64({0, 0, kHeads, kDim})).Initializer("kv_split", i64({0, 0, kKv, kDim}));
+  m.Initializer("merge", i64({0, 0, kHeads * kDim})).Initializer("rep_shape", i64({0, kHeads, -1, kDim}));
+  m.Initializer("expand", i64({1, 1, kHeads / kKv, 1, 1})).Initializer("axis2", i64({2}));
+  m.Initializer("axes13", i64({1, 3})).Initializer("c", Tensor::FromVector(std::vector<float>{0.25f}, {}));
+  m.Initializer("lowest", Tensor::FromVector(std::vector<float>{-3.4028235e38f}, {}));
+  m.Initializer("zero", Tensor::FromVector(std::vector<int64_t>{0}, {}));
+  m.Initializer("one", Tensor::FromVector(std::vector<int64_t>{1}, {}));
+  const std::vector<int64_t> to_heads = {0, 2, 1, 3};
+  for (const auto& [w, shape, out] :
+       {std::tuple{"wq", "q_split", "q"}, {"wk", "kv_split", "k"}, {"wv", "kv_split", "v"}}) {
+    m.Node("MatMul", {"x", w}, {std::string(out) + "_p"});
+    m.Node("Reshape", {std::string(out) + "_p", shape}, {std::string(out) + "_s"});
+    SetAttr(m.Node("Transpose", {std::string(out) + "_s"}, {out}), "perm", to_heads);
+  }
+  SetAttr(m.Node("Concat", {"past_k", "k"}, {"present_k"}), "axis", int64_t{2});
+  SetAttr(m.Node("Concat", {"past_v", "v"}, {"present_v"}), "axis", int64_t{2});
+  for (const char* t : {"k", "v"}) {
+    const std::string in = std::string("present_") + t, out = std::string(t) + "_rep";
+    m.Node("Unsqueeze", {in, "axis2"}, {out + "5"});
+    m.Node("Expand", {out + "5", "expand"}, {out + "x"});
+    m.Node("Reshape", {out + "x", "rep_shape"}, {out});
+  }
+  // Key j is visible to the query at position p when j <= p.
+  m.Node("Shape", {"present_k"}, {"kshape"});
+  m.Node("Gather", {"kshape", "axis2"}, {"total1"});
+  m.Node("Squeeze", {"total1", "zero_axis"}, {"total"});
+  m.Initializer("zero_axis", i64({0}));
+  m.Node("Range", {"zero", "total", "one"}, {"keys"});
+  m.Node("Unsqueeze", {"positions", "axes13"}, {"queries"});
+  m.Node("LessOrEqual", {"keys", "queries"}, {"mask"});
+  SetAttr(m.Node("Transpose", {"k_rep"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.Node("MatMul", {"q", "kt"}, {"scores"});
+  m.Node("Mul", {"scores", "c"}, {"scaled"});
+  m.Node("Where", {"mask", "scaled", "lowest"}, {"masked"});
+  SetAttr(m.Node("Softmax", {"masked"}, {"probs"}), "axis", int64_t{-1});
+  m.Node("MatMul", {"probs", "v_rep"}, {"attn"});
+  SetAttr(m.Node("Transpose", {"attn"}, {"attn_t"}), "perm", to_heads);
+  m.Node("Reshape", {"attn_t", "merge"}, {"y"});
+  for (auto [s, past] : {std::pair<int64_t, int64_t>{5, 0}, {1, 6}, {3, 4}}) {
+    std::vector<int64_t> positions;
+    for (int64_t i = 0; i < s; ++i) positions.push_back(past + i);
+    const std::vector<NamedTensor> in = {
+        {"x", RandomUniform(DType::kFloat, {1, s, 16}, uint32_t(s))},
+        {"positions", Tensor::FromVector(positions, {1, s})},
+        {"past_k", RandomUniform(DType::kFloat, {1, kKv, past, kDim}, 7)},
+        {"past_v", RandomUniform(DType::kFloat, {1, kKv, past, kDim}, 8)}};
+    const std::vector<std::string> ops = RunBothWays(m, in, 1e-5);
+    EXPECT_THAT(ops, ::testing::Contains("Attention")) << s << " after " << past;
+    EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Expand"))) << s << " after " << past;
+    EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Softmax"))) << s << " after " << past;
+  }
 }
 
 TEST(Rewrite, AttentionNearMissesAreKept) {
