@@ -8,6 +8,8 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+
 #include "runtime/element.h"
 #include "tests/ops/op_tester.h"
 #include "tools/model_builder.h"
@@ -264,6 +266,293 @@ TEST(Rewrite, PowOfTwoBecomesAMultiply) {
   m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {1}));
   m.Node("Pow", {"x", "two"}, {"y"});
   EXPECT_THAT(RunBothWays(m, {{"x", F({3}, {})}}, 0), ::testing::ElementsAre("Pow"));
+}
+
+// Scaled dot-product attention as older exporters write it: Q [B, H, S, D],
+// K and V [B, KV, T, D|Dv] repeated to H heads (Unsqueeze/Expand/Reshape),
+// scores scaled and masked, Softmax, MatMul with V.
+struct SdpaForm {
+  int64_t kv_heads = 2;   // of 4 query heads
+  bool repeat = true;     // the GQA repeat (needs kv_heads < 4 to matter)
+  int scale = 1;          // 0 none, 1 Div(s, c), 2 Mul(s, c), 3 Mul(c, s), 4 Div(s, input c)
+  int mask = 1;           // 0 none, 1 Where(bool, s, value), 2 Add(s, float), 3 Add(float, s)
+  int64_t softmax_axis = -1;
+  int64_t opset = 17;
+  double mask_value = -3.4028234663852886e38;  // float's lowest, as exporters write it
+  bool q_heads_known = true;
+  bool kv_heads_known = true;
+  bool tiled = false;      // the repeat as a tile (h mod KV): Unsqueeze at 1, Expand [1, G, 1, 1, 1]
+  bool scores_output = false;  // the unscaled scores also a graph output
+};
+constexpr int64_t kSdpaB = 2, kSdpaH = 4, kSdpaD = 8, kSdpaDv = 6;
+
+ModelBuilder SdpaModel(const SdpaForm& f, DType dt) {
+  ModelBuilder m(f.opset);
+  const int64_t kv = f.kv_heads, g = kSdpaH / kv;
+  m.Input("q", dt, {kSdpaB, f.q_heads_known ? kSdpaH : -1, -1, kSdpaD});
+  m.Input("k", dt, {kSdpaB, f.kv_heads_known ? kv : -1, -1, kSdpaD});
+  m.Input("v", dt, {kSdpaB, f.kv_heads_known ? kv : -1, -1, kSdpaDv});
+  if (f.mask == 1) m.Input("mask", DType::kBool, {1, 1, -1, -1});
+  if (f.mask >= 2) m.Input("mask", dt, {kSdpaB, 1, -1, -1});
+  if (f.scale == 4) m.Input("c", dt, {});
+  m.Output("y", dt, {kSdpaB, kSdpaH, -1, kSdpaDv});
+  if (f.scores_output) m.Output("scores", dt, {kSdpaB, kSdpaH, -1, -1});
+  const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+  std::string k = "k", v = "v";
+  if (f.repeat) {
+    m.Initializer("axis", i64({f.tiled ? 1 : 2}));
+    m.Initializer("expand", f.tiled ? i64({1, g, 1, 1, 1}) : i64({1, 1, g, 1, 1}));
+    for (const auto& [in, d] : {std::pair{std::string("k"), kSdpaD}, {std::string("v"), kSdpaDv}}) {
+      m.Initializer(in + "_shape", i64({0, kSdpaH, -1, d}));
+      if (f.opset >= 13) m.Node("Unsqueeze", {in, "axis"}, {in + "5"});
+      else SetAttr(m.Node("Unsqueeze", {in}, {in + "5"}), "axes", std::vector<int64_t>{f.tiled ? 1 : 2});
+      m.Node("Expand", {in + "5", "expand"}, {in + "x"});
+      m.Node("Reshape", {in + "x", in + "_shape"}, {in + "r"});
+    }
+    k = "kr";
+    v = "vr";
+  }
+  SetAttr(m.Node("Transpose", {k}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.Node("MatMul", {"q", "kt"}, {"scores"});
+  std::string s = "scores";
+  if (f.scale != 0) {
+    Tensor c = Tensor::Zeros(dt, {});
+    SetDouble(c, 0, f.scale == 1 ? std::sqrt(double(kSdpaD)) : 1 / std::sqrt(double(kSdpaD)));
+    m.Initializer("c_const", c);
+    const std::string cn = f.scale == 4 ? "c" : "c_const";
+    if (f.scale == 1 || f.scale == 4) m.Node("Div", {s, cn}, {"scaled"});
+    else if (f.scale == 2) m.Node("Mul", {s, cn}, {"scaled"});
+    else m.Node("Mul", {cn, s}, {"scaled"});
+    s = "scaled";
+  }
+  if (f.mask == 1) {
+    Tensor value = Tensor::Zeros(dt, {});
+    SetDouble(value, 0, f.mask_value);
+    m.Initializer("mask_value", value);
+    m.Node("Where", {"mask", s, "mask_value"}, {"masked"});
+    s = "masked";
+  } else if (f.mask >= 2) {
+    m.Node("Add", f.mask == 2 ? std::vector<std::string>{s, "mask"} : std::vector<std::string>{"mask", s},
+           {"masked"});
+    s = "masked";
+  }
+  SetAttr(m.Node("Softmax", {s}, {"probs"}), "axis", f.softmax_axis);
+  m.Node("MatMul", {"probs", v}, {"y"});
+  return m;
+}
+
+// Inputs of S queries over T keys, the last S of them the queries' own (a
+// bottom-right causal mask with holes: key 0 always visible, so no row is
+// fully masked).
+std::vector<NamedTensor> SdpaInputs(const SdpaForm& f, DType dt, int64_t s, int64_t t, uint32_t seed) {
+  std::vector<NamedTensor> in = {{"q", RandomUniform(dt, {kSdpaB, kSdpaH, s, kSdpaD}, seed)},
+                                 {"k", RandomUniform(dt, {kSdpaB, f.kv_heads, t, kSdpaD}, seed + 1)},
+                                 {"v", RandomUniform(dt, {kSdpaB, f.kv_heads, t, kSdpaDv}, seed + 2)}};
+  const auto visible = [&](int64_t b, int64_t i, int64_t j) {
+    return j == 0 || (j <= i + t - s && (b + i * 3 + j * 5) % 4 != 0);
+  };
+  if (f.mask == 1) {
+    std::vector<bool> mask;
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t j = 0; j < t; ++j) mask.push_back(visible(0, i, j));
+    in.push_back({"mask", Tensor::FromVector(mask, {1, 1, s, t})});
+  } else if (f.mask >= 2) {
+    // -inf where hidden, small negative biases elsewhere.
+    Tensor mask = RandomUniform(dt, {kSdpaB, 1, s, t}, seed + 3, -2, 0);
+    for (int64_t b = 0; b < kSdpaB; ++b)
+      for (int64_t i = 0; i < s; ++i)
+        for (int64_t j = 0; j < t; ++j)
+          if (!visible(b, i, j)) SetDouble(mask, (b * s + i) * t + j, -INFINITY);
+    in.push_back({"mask", mask});
+  }
+  if (f.scale == 4) {
+    Tensor c = Tensor::Zeros(dt, {});
+    SetDouble(c, 0, std::sqrt(double(kSdpaD)));
+    in.push_back({"c", c});
+  }
+  return in;
+}
+
+TEST(Rewrite, DecomposedAttentionBecomesAttention) {
+  for (DType dt : {DType::kFloat, DType::kFloat16})
+    for (int64_t kv : {4, 2, 1})
+      for (int scale : {0, 1, 2, 3})
+        for (int mask : {0, 1, 2, 3}) {
+          // Before opset 13: Unsqueeze's axes an attribute, Softmax's axis 3
+          // over the last axis alone.
+          for (int64_t opset : {11, 17}) {
+            if ((scale + mask + opset) % 2 == 0) continue;
+            SdpaForm f;
+            f.kv_heads = kv;
+            f.repeat = kv != 4;
+            f.scale = scale;
+            f.mask = mask;
+            f.opset = opset;
+            f.softmax_axis = opset == 11 ? 3 : -1;
+            // float16 has no -1e30: its Where masks with -inf.
+            if (dt == DType::kFloat16) f.mask_value = -INFINITY;
+            for (auto [s, t] : {std::pair<int64_t, int64_t>{1, 1}, {1, 9}, {5, 5}, {3, 70}}) {
+              const std::string what = absl::StrCat(LowerName(dt), " kv ", kv, " scale ", scale, " mask ", mask,
+                                                    " opset ", opset, " S ", s, " T ", t);
+              const std::vector<std::string> ops =
+                  RunBothWays(SdpaModel(f, dt), SdpaInputs(f, dt, s, t, uint32_t(s * 100 + t)),
+                              dt == DType::kFloat ? 1e-5 : 4e-3);
+              EXPECT_THAT(ops, ::testing::ElementsAre("Attention")) << what;
+            }
+          }
+        }
+}
+
+// Where the repeat is not the GQA repeat, or Q's heads are not known to be
+// the repeated count with one KV head, Attention takes the repeated K and V.
+TEST(Rewrite, AttentionTakesTheRepeatedKAndVWhenTheRepeatIsNotGqa) {
+  const std::vector<std::string> kept = {"Unsqueeze", "Expand", "Reshape", "Unsqueeze",
+                                         "Expand",    "Reshape", "Attention"};
+  SdpaForm tiled;
+  tiled.tiled = true;
+  EXPECT_THAT(RunBothWays(SdpaModel(tiled, DType::kFloat), SdpaInputs(tiled, DType::kFloat, 3, 7, 1), 1e-5),
+              ::testing::ElementsAreArray(kept));
+  SdpaForm mqa;
+  mqa.kv_heads = 1;
+  mqa.q_heads_known = false;
+  EXPECT_THAT(RunBothWays(SdpaModel(mqa, DType::kFloat), SdpaInputs(mqa, DType::kFloat, 3, 7, 2), 1e-5),
+              ::testing::ElementsAreArray(kept));
+  // With two KV heads an unknown Q head count is fine: a Q of one head (which
+  // MatMul would broadcast) makes Attention fail, never compute otherwise.
+  // K's head count not known: nothing says the Reshape to 4 heads is the
+  // repeat of 2.
+  SdpaForm unknown_kv;
+  unknown_kv.kv_heads_known = false;
+  EXPECT_THAT(RunBothWays(SdpaModel(unknown_kv, DType::kFloat), SdpaInputs(unknown_kv, DType::kFloat, 2, 6, 5),
+                          1e-5),
+              ::testing::ElementsAreArray(kept));
+  SdpaForm gqa;
+  gqa.q_heads_known = false;
+  EXPECT_THAT(RunBothWays(SdpaModel(gqa, DType::kFloat), SdpaInputs(gqa, DType::kFloat, 3, 7, 3), 1e-5),
+              ::testing::ElementsAre("Attention"));
+}
+
+// As a decoder writes it: Q and K split into heads by Reshape and Transpose,
+// K and V after the cache by Concat, the mask built from positions. Q's head
+// count and K's are read through those ops.
+TEST(Rewrite, DecoderAttentionReadsHeadsThroughReshapeTransposeAndConcat) {
+  constexpr int64_t kHeads = 4, kKv = 2, kDim = 8;
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {1, -1, 16});
+  m.Input("positions", DType::kInt64, {1, -1});
+  m.Input("past_k", DType::kFloat, {1, kKv, -1, kDim}).Input("past_v", DType::kFloat, {1, kKv, -1, kDim});
+  m.Output("y", DType::kFloat, {1, -1, kHeads * kDim});
+  m.Output("present_k", DType::kFloat, {1, kKv, -1, kDim}).Output("present_v", DType::kFloat, {1, kKv, -1, kDim});
+  const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+  m.Initializer("wq", RandomUniform(DType::kFloat, {16, kHeads * kDim}, 1, -0.5, 0.5));
+  m.Initializer("wk", RandomUniform(DType::kFloat, {16, kKv * kDim}, 2, -0.5, 0.5));
+  m.Initializer("wv", RandomUniform(DType::kFloat, {16, kKv * kDim}, 3));
+  m.Initializer("q_split", i64({0, 0, kHeads, kDim})).Initializer("kv_split", i64({0, 0, kKv, kDim}));
+  m.Initializer("merge", i64({0, 0, kHeads * kDim})).Initializer("rep_shape", i64({0, kHeads, -1, kDim}));
+  m.Initializer("expand", i64({1, 1, kHeads / kKv, 1, 1})).Initializer("axis2", i64({2}));
+  m.Initializer("axes13", i64({1, 3})).Initializer("c", Tensor::FromVector(std::vector<float>{0.25f}, {}));
+  m.Initializer("lowest", Tensor::FromVector(std::vector<float>{-3.4028235e38f}, {}));
+  m.Initializer("zero", Tensor::FromVector(std::vector<int64_t>{0}, {}));
+  m.Initializer("one", Tensor::FromVector(std::vector<int64_t>{1}, {}));
+  const std::vector<int64_t> to_heads = {0, 2, 1, 3};
+  for (const auto& [w, shape, out] :
+       {std::tuple{"wq", "q_split", "q"}, {"wk", "kv_split", "k"}, {"wv", "kv_split", "v"}}) {
+    m.Node("MatMul", {"x", w}, {std::string(out) + "_p"});
+    m.Node("Reshape", {std::string(out) + "_p", shape}, {std::string(out) + "_s"});
+    SetAttr(m.Node("Transpose", {std::string(out) + "_s"}, {out}), "perm", to_heads);
+  }
+  SetAttr(m.Node("Concat", {"past_k", "k"}, {"present_k"}), "axis", int64_t{2});
+  SetAttr(m.Node("Concat", {"past_v", "v"}, {"present_v"}), "axis", int64_t{2});
+  for (const char* t : {"k", "v"}) {
+    const std::string in = std::string("present_") + t, out = std::string(t) + "_rep";
+    m.Node("Unsqueeze", {in, "axis2"}, {out + "5"});
+    m.Node("Expand", {out + "5", "expand"}, {out + "x"});
+    m.Node("Reshape", {out + "x", "rep_shape"}, {out});
+  }
+  // Key j is visible to the query at position p when j <= p.
+  m.Node("Shape", {"present_k"}, {"kshape"});
+  m.Node("Gather", {"kshape", "axis2"}, {"total1"});
+  m.Node("Squeeze", {"total1", "zero_axis"}, {"total"});
+  m.Initializer("zero_axis", i64({0}));
+  m.Node("Range", {"zero", "total", "one"}, {"keys"});
+  m.Node("Unsqueeze", {"positions", "axes13"}, {"queries"});
+  m.Node("LessOrEqual", {"keys", "queries"}, {"mask"});
+  SetAttr(m.Node("Transpose", {"k_rep"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.Node("MatMul", {"q", "kt"}, {"scores"});
+  m.Node("Mul", {"scores", "c"}, {"scaled"});
+  m.Node("Where", {"mask", "scaled", "lowest"}, {"masked"});
+  SetAttr(m.Node("Softmax", {"masked"}, {"probs"}), "axis", int64_t{-1});
+  m.Node("MatMul", {"probs", "v_rep"}, {"attn"});
+  SetAttr(m.Node("Transpose", {"attn"}, {"attn_t"}), "perm", to_heads);
+  m.Node("Reshape", {"attn_t", "merge"}, {"y"});
+  for (auto [s, past] : {std::pair<int64_t, int64_t>{5, 0}, {1, 6}, {3, 4}}) {
+    std::vector<int64_t> positions;
+    for (int64_t i = 0; i < s; ++i) positions.push_back(past + i);
+    const std::vector<NamedTensor> in = {
+        {"x", RandomUniform(DType::kFloat, {1, s, 16}, uint32_t(s))},
+        {"positions", Tensor::FromVector(positions, {1, s})},
+        {"past_k", RandomUniform(DType::kFloat, {1, kKv, past, kDim}, 7)},
+        {"past_v", RandomUniform(DType::kFloat, {1, kKv, past, kDim}, 8)}};
+    const std::vector<std::string> ops = RunBothWays(m, in, 1e-5);
+    EXPECT_THAT(ops, ::testing::Contains("Attention")) << s << " after " << past;
+    EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Expand"))) << s << " after " << past;
+    EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Softmax"))) << s << " after " << past;
+  }
+}
+
+TEST(Rewrite, AttentionNearMissesAreKept) {
+  const auto as_written = [](const SdpaForm& f, const char* what) {
+    const ModelBuilder m = SdpaModel(f, DType::kFloat);
+    const std::vector<std::string> ops = RunBothWays(m, SdpaInputs(f, DType::kFloat, 3, 7, 4), 1e-6);
+    EXPECT_EQ(ops.size(), size_t(m.graph().node_size())) << what;
+    EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Attention"))) << what;
+  };
+  SdpaForm f;
+  f.softmax_axis = 2;
+  as_written(f, "softmax over the queries");
+  f = SdpaForm();
+  f.softmax_axis = 1;
+  f.opset = 11;  // axis 1 before opset 13: over heads, queries and keys at once
+  as_written(f, "softmax over axes 1..3");
+  f = SdpaForm();
+  f.scale = 4;
+  as_written(f, "scale an input");
+  f = SdpaForm();
+  f.scores_output = true;
+  as_written(f, "scores read elsewhere");
+  f = SdpaForm();
+  f.mask_value = -1e4;
+  as_written(f, "masked scores of -1e4 keep some weight");
+}
+
+// The one documented difference: a row whose mask hides every key is 0 after
+// the rewrite (Attention's rule); as written it is the mean of V's rows.
+TEST(Rewrite, AttentionGivesZeroForFullyMaskedRows) {
+  SdpaForm f;
+  f.kv_heads = 4;
+  f.repeat = false;
+  const ModelBuilder m = SdpaModel(f, DType::kFloat);
+  std::vector<NamedTensor> in = SdpaInputs(f, DType::kFloat, 2, 3, 5);
+  in[3].tensor = Tensor::FromVector(std::vector<bool>{true, false, true, false, false, false}, {1, 1, 2, 3});
+  SessionOptions off;
+  off.graph_rewrites = false;
+  auto a = m.Build(SessionOptions());
+  auto b = m.Build(off);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_THAT(OpTypes(**a), ::testing::ElementsAre("Attention"));
+  auto ya = (*a)->Run(in);
+  auto yb = (*b)->Run(in);
+  ASSERT_TRUE(ya.ok() && yb.ok()) << ya.status() << yb.status();
+  const Tensor& v = in[2].tensor;
+  for (int64_t b0 = 0; b0 < kSdpaB; ++b0)
+    for (int64_t h = 0; h < kSdpaH; ++h)
+      for (int64_t d = 0; d < kSdpaDv; ++d) {
+        const int64_t row1 = ((b0 * kSdpaH + h) * 2 + 1) * kSdpaDv + d;
+        double mean = 0;
+        for (int64_t j = 0; j < 3; ++j) mean += GetDouble(v, ((b0 * kSdpaH + h) * 3 + j) * kSdpaDv + d) / 3;
+        EXPECT_EQ(GetDouble((*ya)[0], row1), 0);
+        EXPECT_NEAR(GetDouble((*yb)[0], row1), mean, 1e-6);
+      }
 }
 
 }  // namespace
