@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/float_vector.h"
 #include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
 
@@ -12,21 +13,8 @@
 namespace onnx_mini {
 namespace {
 
-template <int kBytes>
-struct Vec {
-  typedef float F __attribute__((vector_size(kBytes)));
-};
-
-template <class F>
-[[gnu::always_inline]] inline F Load(const float* p) {
-  F v;
-  std::memcpy(&v, p, sizeof(F));
-  return v;
-}
-template <class F>
-[[gnu::always_inline]] inline void Store(float* p, F v) {
-  std::memcpy(p, &v, sizeof(F));
-}
+using float_vector::Load;
+using float_vector::Store;
 
 // Columns [j0, j1) of C for B stored (k, n): per row of B, each of A's rows
 // adds a[k] * B[k, j] into accumulators that stay in registers for a block
@@ -34,7 +22,7 @@ template <class F>
 template <int kBytes, int M>
 [[gnu::always_inline]] inline void ColumnsKN(const float* a, const float* b, const float* bias, float* c,
                                              int64_t k, int64_t n, int64_t j0, int64_t j1) {
-  using F = typename Vec<kBytes>::F;
+  using F = typename float_vector::V<kBytes>::F;
   constexpr int64_t L = kBytes / 4;
   int64_t j = j0;
   for (; j + 4 * L <= j1; j += 4 * L) {
@@ -78,7 +66,7 @@ template <int kBytes, int M>
 template <int kBytes, int M>
 [[gnu::always_inline]] inline void ColumnsNK(const float* a, const float* b, const float* bias, float* c,
                                              int64_t k, int64_t n, int64_t j0, int64_t j1) {
-  using F = typename Vec<kBytes>::F;
+  using F = typename float_vector::V<kBytes>::F;
   constexpr int64_t L = kBytes / 4;
   auto sum = [](F v) {
     float s = 0;

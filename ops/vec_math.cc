@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ops/float_vector.h"
 #include "runtime/cpu.h"
 
 // Vectors pass by value only between always-inlined functions, so the
@@ -14,23 +15,9 @@ namespace {
 
 // Everything below is inlined into the per-target entry points at the end,
 // which carry the target attributes (as ops/attention_kernel.cc does).
-template <int kBytes>
-struct V {
-  typedef float F __attribute__((vector_size(kBytes)));
-  typedef int32_t I __attribute__((vector_size(kBytes)));
-  static constexpr int64_t kLanes = kBytes / 4;
-};
-
-template <class F>
-[[gnu::always_inline]] inline F Load(const float* p) {
-  F v;
-  std::memcpy(&v, p, sizeof(F));
-  return v;
-}
-template <class F>
-[[gnu::always_inline]] inline void Store(float* p, F v) {
-  std::memcpy(p, &v, sizeof(F));
-}
+using float_vector::Load;
+using float_vector::Store;
+using float_vector::V;
 
 // exp: Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, a degree-7
 // polynomial for e^r (Cephes' expf coefficients), and 2^n applied as two
