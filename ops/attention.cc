@@ -295,12 +295,15 @@ class AttentionOp : public Op {
     if (ctx.output_requested(kPresentKey)) p.present_key = ctx.output(kPresentKey).raw();
     if (ctx.output_requested(kPresentValue)) p.present_value = ctx.output(kPresentValue).raw();
     if (ctx.output_requested(kQk)) p.qk_data = ctx.output(kQk).raw();
-    if (p.present_key || p.present_value) WritePresent(p, ctx.threads());
-    // The loops below run over the keys: with nothing to write (an empty Y
-    // and no scores asked for) they would be work over a dim with no data.
-    if (ctx.output(kY).size() == 0 && (!p.qk_data || ctx.output(kQk).size() == 0)) return absl::OkStatus();
-    if (UsesFastPath(p)) AttentionFast(p, ctx.threads());
-    else AttentionReference(p);
+    // The loops over the keys: with nothing to write (an empty Y and no
+    // scores asked for) they would be work over a dim with no data.
+    const bool nothing_to_compute = ctx.output(kY).size() == 0 && (!p.qk_data || ctx.output(kQk).size() == 0);
+    if (!nothing_to_compute && UsesFastPath(p)) {
+      AttentionFast(p, ctx.threads());  // with present_key/present_value
+      return absl::OkStatus();
+    }
+    WritePresent(p, ctx.threads());
+    if (!nothing_to_compute) AttentionReference(p);
     return absl::OkStatus();
   }
 

@@ -98,38 +98,44 @@ void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t
   last = std::max(last, first);
 }
 
-void WritePresent(const AttentionProblem& p, int threads) {
+// present_key/present_value rows of (batch, kv head) pairs r0..r1 (r = b *
+// kv_heads + g), from past and new keys.
+template <class T>
+void CopyPresentRows(const AttentionProblem& p, int64_t r0, int64_t r1) {
   // Rows of zero width hold nothing: no loop over their (possibly huge) count.
-  void* const present_key = p.head_size > 0 ? p.present_key : nullptr;
-  void* const present_value = p.v_head_size > 0 ? p.present_value : nullptr;
+  T* const present_key = p.head_size > 0 ? static_cast<T*>(p.present_key) : nullptr;
+  T* const present_value = p.v_head_size > 0 ? static_cast<T*>(p.present_value) : nullptr;
   if (!present_key && !present_value) return;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = r / p.kv_heads, g = r % p.kv_heads;
+    // The past rows of (b, g) are contiguous: one copy each.
+    if (p.past_len > 0) {
+      if (present_key)
+        std::memcpy(present_key + r * p.total_len * p.head_size, KeyRow<T>(p, b, g, 0),
+                    size_t(p.past_len * p.head_size) * sizeof(T));
+      if (present_value)
+        std::memcpy(present_value + r * p.total_len * p.v_head_size, ValueRow<T>(p, b, g, 0),
+                    size_t(p.past_len * p.v_head_size) * sizeof(T));
+    }
+    for (int64_t j = p.past_len; j < p.total_len; ++j) {
+      if (present_key)
+        std::memcpy(present_key + (r * p.total_len + j) * p.head_size, KeyRow<T>(p, b, g, j),
+                    size_t(p.head_size) * sizeof(T));
+      if (present_value)
+        std::memcpy(present_value + (r * p.total_len + j) * p.v_head_size, ValueRow<T>(p, b, g, j),
+                    size_t(p.v_head_size) * sizeof(T));
+    }
+  }
+}
+
+void WritePresent(const AttentionProblem& p, int threads) {
+  if (!p.present_key && !p.present_value) return;
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t rows = p.batch * p.kv_heads;
     // Large copies only, on the kernels' pool (a decode step copies its cache).
     const int pool_threads = rows * p.total_len * p.head_size > (1 << 16) ? threads : 1;
-    ParallelFor(pool_threads, rows, 1, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t b = r / p.kv_heads, g = r % p.kv_heads;
-        // The past rows of (b, g) are contiguous: one copy each.
-        if (p.past_len > 0) {
-          if (present_key)
-            std::memcpy(static_cast<T*>(present_key) + r * p.total_len * p.head_size, KeyRow<T>(p, b, g, 0),
-                        size_t(p.past_len * p.head_size) * sizeof(T));
-          if (present_value)
-            std::memcpy(static_cast<T*>(present_value) + r * p.total_len * p.v_head_size,
-                        ValueRow<T>(p, b, g, 0), size_t(p.past_len * p.v_head_size) * sizeof(T));
-        }
-        for (int64_t j = p.past_len; j < p.total_len; ++j) {
-          if (present_key)
-            std::memcpy(static_cast<T*>(present_key) + (r * p.total_len + j) * p.head_size,
-                        KeyRow<T>(p, b, g, j), size_t(p.head_size) * sizeof(T));
-          if (present_value)
-            std::memcpy(static_cast<T*>(present_value) + (r * p.total_len + j) * p.v_head_size,
-                        ValueRow<T>(p, b, g, j), size_t(p.v_head_size) * sizeof(T));
-        }
-      }
-    });
+    ParallelFor(pool_threads, rows, 1, [&](int64_t r0, int64_t r1) { CopyPresentRows<T>(p, r0, r1); });
   });
 }
 
@@ -773,7 +779,6 @@ void CombineSplits(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, 
 }  // namespace
 
 void AttentionFast(const AttentionProblem& p, int threads) {
-  if (!p.y_data) return;
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;
@@ -790,12 +795,19 @@ void AttentionFast(const AttentionProblem& p, int threads) {
     int64_t splits = 1;
     if (tasks < threads && p.total_len >= 2 * kSplitKeys)
       splits = std::min<int64_t>((threads + tasks - 1) / tasks, p.total_len / kSplitKeys);
+    // One task per (batch, kv head) (a decode step): each task copies its
+    // present rows first, which also brings its K and V into this core's
+    // cache for the pass that follows. Otherwise the copy comes first, whole.
+    const bool present_per_task = splits <= 1 && q_blocks == 1;
+    if (!present_per_task) WritePresent(p, threads);
+    if (!p.y_data) return;
     if (splits <= 1) {
       ParallelFor(threads, tasks, 1, [&](int64_t t0, int64_t t1) {
         std::vector<A> scratch;
         for (int64_t t = t0; t < t1; ++t) {
           int64_t b, g, i0, i1;
           task_of(t, b, g, i0, i1);
+          if (present_per_task) CopyPresentRows<T>(p, t, t + 1);  // t = b * kv_heads + g
           fast_block(p, b, g, i0, i1, 0, p.total_len, nullptr, scratch);
         }
       });

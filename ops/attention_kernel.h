@@ -91,7 +91,8 @@ void AttentionReference(const AttentionProblem& p);
 // The fast kernel: per (batch, kv head, query block), all query heads of the
 // group share each K/V block; key blocks stream through an online softmax;
 // keys outside [first, last) are never touched. Requires qk_data == null and a
-// softmax precision no lower than the compute type (see UsesFastPath).
+// softmax precision no lower than the compute type (see UsesFastPath). Also
+// writes present_key/present_value (if requested), as WritePresent does.
 void AttentionFast(const AttentionProblem& p, int threads);
 bool UsesFastPath(const AttentionProblem& p);
 

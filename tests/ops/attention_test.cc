@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "ops/attention_kernel.h"
@@ -95,9 +96,21 @@ void CompareFastAndReference(const Case& c, DType dtype, uint32_t seed) {
   p.y_data = y_ref.raw();
   AttentionReference(p);
   ASSERT_TRUE(UsesFastPath(p));
+  // present_key/present_value: the fast kernel writes them too (per task in
+  // a decode step), equal to WritePresent's.
+  const int64_t present_k = c.B * c.Hkv * (c.P + c.Skv) * c.D, present_v = c.B * c.Hkv * (c.P + c.Skv) * c.Dv;
+  Tensor want_pk = Tensor::Zeros(dtype, {present_k}), want_pv = Tensor::Zeros(dtype, {present_v});
+  p.present_key = want_pk.raw(), p.present_value = want_pv.raw();
+  WritePresent(p, 1);
+  Tensor got_pk = Tensor::Zeros(dtype, {present_k}), got_pv = Tensor::Zeros(dtype, {present_v});
+  p.present_key = got_pk.raw(), p.present_value = got_pv.raw();
   p.y_data = y_fast.raw();
   for (int threads : {1, 2, 3, 4}) {  // more threads than tasks: split keys
+    std::memset(got_pk.raw(), 0, got_pk.bytes());
+    std::memset(got_pv.raw(), 0, got_pv.bytes());
     AttentionFast(p, threads);
+    ASSERT_EQ(std::memcmp(got_pk.raw(), want_pk.raw(), got_pk.bytes()), 0) << "present_key, " << threads << " threads";
+    ASSERT_EQ(std::memcmp(got_pv.raw(), want_pv.raw(), got_pv.bytes()), 0) << "present_value, " << threads << " threads";
     for (int64_t i = 0; i < y_size; ++i) {
       const double want = GetDouble(y_ref, i), got = GetDouble(y_fast, i);
       ASSERT_FALSE(std::isnan(got)) << i;
