@@ -1,21 +1,47 @@
 // Decoder-layer ops: LayerNormalization (17), RMSNormalization (23),
 // RotaryEmbedding (23). 16-bit inputs compute in float.
+#include <algorithm>
 #include <cmath>
 
 #include "ops/common.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
+#include "runtime/thread_pool.h"
 
 namespace onnx_mini {
 namespace {
 
 // ---- LayerNormalization / RMSNormalization ----
 
-// Rows of n normalized elements, and where each element's scale and bias are.
+// Rows of n normalized elements, and where each element's scale and bias
+// are; with `dense`, scale (and bias) hold exactly the n values of a row in
+// order (the usual 1-D weights) and the tables are left empty.
 struct NormPlan : OpPlan {
   int64_t rows = 0, n = 0;
+  bool dense = false;
   std::vector<int64_t> scale_at, bias_at;
 };
+
+// The sum and the sum of squares of a row, in double, as eight independent
+// partial sums: one running sum would wait on every add before the next.
+template <class T>
+void RowMoments(const T* row, int64_t n, double& sum, double& squares) {
+  double s[8] = {}, q[8] = {};
+  int64_t e = 0;
+  for (; e + 8 <= n; e += 8)
+    for (int l = 0; l < 8; ++l) {
+      const double v = double(Widen(row[e + l]));
+      s[l] += v;
+      q[l] += v * v;
+    }
+  for (int l = 0; e < n; ++e, ++l) {
+    const double v = double(Widen(row[e]));
+    s[l] += v;
+    q[l] += v * v;
+  }
+  sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  squares = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+}
 
 template <bool kRms>
 class NormalizationOp : public Op {
@@ -67,6 +93,11 @@ class NormalizationOp : public Op {
       const Shape norm_shape(shape->begin() + axis, shape->end());
       const std::vector<int64_t> scale_strides = BroadcastStrides(*scale, norm_shape);
       const std::vector<int64_t> bias_strides = bias ? BroadcastStrides(*bias, norm_shape) : scale_strides;
+      plan->dense = ElementCount(*scale) == plan->n && (!bias || ElementCount(*bias) == plan->n);
+      if (plan->dense) {
+        ctx.set_plan(std::move(plan));
+        return absl::OkStatus();
+      }
       plan->scale_at.resize(size_t(plan->n));
       plan->bias_at.resize(size_t(plan->n));
       for (int64_t e = 0; e < plan->n; ++e) {
@@ -100,26 +131,35 @@ class NormalizationOp : public Op {
       const T* ps = scale.data<T>();
       const T* pb = bias ? bias->data<T>() : nullptr;
       T* py = y.data<T>();
-#pragma omp parallel for num_threads(ctx.threads()) if (rows * n > (1 << 15))
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* row = px + r * n;
-        double mean = 0, sq = 0;
-        for (int64_t e = 0; e < n; ++e) {
-          const double v = double(Widen(row[e]));
-          mean += v;
-          sq += v * v;
+      // Rows on the kernels' pool, some 16K elements per chunk.
+      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(n, 1));
+      ParallelFor(ctx.threads(), rows, grain, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* row = px + r * n;
+          double mean, sq;
+          RowMoments(row, n, mean, sq);
+          mean /= double(n ? n : 1);
+          const double var = kRms ? sq / double(n ? n : 1) : std::max(0.0, sq / double(n ? n : 1) - mean * mean);
+          const double inv = 1.0 / std::sqrt(var + double(epsilon_));
+          const double shift = kRms ? 0.0 : mean;
+          T* out = py + r * n;
+          if (plan.dense) {  // contiguous weights: a loop the compiler vectorizes
+            for (int64_t e = 0; e < n; ++e) {
+              double v = (double(Widen(row[e])) - shift) * inv * double(Widen(ps[e]));
+              if (pb) v += double(Widen(pb[e]));
+              out[e] = Narrow<T>(typename Arith<T>::type(v));
+            }
+          } else {
+            for (int64_t e = 0; e < n; ++e) {
+              double v = (double(Widen(row[e])) - shift) * inv * double(Widen(ps[plan.scale_at[size_t(e)]]));
+              if (pb) v += double(Widen(pb[plan.bias_at[size_t(e)]]));
+              out[e] = Narrow<T>(typename Arith<T>::type(v));
+            }
+          }
+          if (mean_out) SetStat(*mean_out, r, mean);
+          if (inv_out) SetStat(*inv_out, r, inv);
         }
-        mean /= double(n ? n : 1);
-        const double var = kRms ? sq / double(n ? n : 1) : std::max(0.0, sq / double(n ? n : 1) - mean * mean);
-        const double inv = 1.0 / std::sqrt(var + double(epsilon_));
-        for (int64_t e = 0; e < n; ++e) {
-          double v = (double(Widen(row[e])) - (kRms ? 0.0 : mean)) * inv * double(Widen(ps[plan.scale_at[size_t(e)]]));
-          if (pb) v += double(Widen(pb[plan.bias_at[size_t(e)]]));
-          py[r * n + e] = Narrow<T>(typename Arith<T>::type(v));
-        }
-        if (mean_out) SetStat(*mean_out, r, mean);
-        if (inv_out) SetStat(*inv_out, r, inv);
-      }
+      });
     });
   }
 

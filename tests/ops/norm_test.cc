@@ -74,5 +74,51 @@ TEST(Norm, AnEmptyInputWithHugeDimsBuildsNoTables) {
   EXPECT_EQ((*out)[0].shape(), Shape({0, kBig}));
 }
 
+// Dense weights (exactly a row's values) and broadcast ones take different
+// paths; both against a plain double computation, rows odd-sized and split
+// over threads.
+TEST(Norm, DenseAndBroadcastWeightsAgreeWithAPlainComputation) {
+  const int64_t rows = 300, a = 3, b = 37, n = a * b;
+  std::vector<float> x(static_cast<size_t>(rows * n)), w(static_cast<size_t>(b)), bias(static_cast<size_t>(b));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(double(i) * 0.37) * 3 + 0.5);
+  for (int64_t i = 0; i < b; ++i) w[size_t(i)] = 0.5f + 0.01f * float(i), bias[size_t(i)] = 0.1f * float(i % 5);
+  std::vector<float> w_dense, bias_dense;
+  for (int64_t k = 0; k < a; ++k) {
+    w_dense.insert(w_dense.end(), w.begin(), w.end());
+    bias_dense.insert(bias_dense.end(), bias.begin(), bias.end());
+  }
+  const Tensor xt = F(x, {rows / 4, 4, a, b});
+  for (bool rms : {true, false}) {
+    const char* op = rms ? "RMSNormalization" : "LayerNormalization";
+    const int64_t opset = rms ? 23 : 17;
+    auto axis = [](onnx::NodeProto& node) {
+      auto* attr = node.add_attribute();
+      attr->set_name("axis");
+      attr->set_type(onnx::AttributeProto::INT);
+      attr->set_i(-2);
+    };
+    std::vector<Tensor> dense_in = {xt, F(w_dense, {a, b})}, broadcast_in = {xt, F(w, {1, b})};
+    if (!rms) dense_in.push_back(F(bias_dense, {a, b})), broadcast_in.push_back(F(bias, {b}));
+    for (int threads : {1, 2}) {
+      auto dense = RunNode(opset, op, dense_in, 1, axis, {}, threads);
+      auto broadcast = RunNode(opset, op, broadcast_in, 1, axis, {}, threads);
+      ASSERT_TRUE(dense.ok() && broadcast.ok()) << op;
+      for (int64_t r = 0; r < rows; ++r) {
+        double mean = 0, sq = 0;
+        for (int64_t e = 0; e < n; ++e) mean += x[size_t(r * n + e)], sq += double(x[size_t(r * n + e)]) * x[size_t(r * n + e)];
+        mean /= double(n);
+        const double var = rms ? sq / double(n) : sq / double(n) - mean * mean;
+        const double inv = 1.0 / std::sqrt(var + 1e-5);
+        for (int64_t e = 0; e < n; ++e) {
+          const double want = (x[size_t(r * n + e)] - (rms ? 0.0 : mean)) * inv * w[size_t(e % b)] +
+                              (rms ? 0.0 : bias[size_t(e % b)]);
+          ASSERT_NEAR((*dense)[0].data<float>()[r * n + e], want, 1e-5 * (1 + std::fabs(want))) << op << " " << r;
+          ASSERT_EQ((*dense)[0].data<float>()[r * n + e], (*broadcast)[0].data<float>()[r * n + e]) << op;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnx_mini
