@@ -1,6 +1,5 @@
 #include "runtime/thread_pool.h"
 
-#include <immintrin.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -11,11 +10,15 @@
 #include <chrono>
 #include <climits>
 #include <exception>
-#include <utility>
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace onnx_mini::detail {
 namespace {
@@ -74,7 +77,11 @@ class Pool {
   }
 
  private:
-  static void Relax() { _mm_pause(); }
+  static void Relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+  }
 
   template <class Done>
   static void WaitUntil(const Done& done) {
