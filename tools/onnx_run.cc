@@ -41,7 +41,7 @@ constexpr char kUsage[] =
     "--memory-limit caps the session's tensors (K, M, G suffixes; default 3/4 of RAM).\n"
     "--json prints one JSON object.\n"
     "--no-rewrites runs the graph as written (no fused-pattern rewrites).\n"
-    "--profile prints the time per run spent in each op type (timed runs only).\n";
+    "--profile prints the time per run spent in each op type (timed runs; not with --json).\n";
 
 struct Options {
   std::string model = ONNX_MINI_DEFAULT_MODEL;
