@@ -31,6 +31,7 @@ case_dir=$testdata/conformance/test_mini_default
 check default 0 "output y: float \[4,2\]" -- "$run"
 check json 0 '"repeat": 3, "warmup": 1, "threads": 0, "median_ms": [0-9.]+, "min_ms"' -- "$run" --json --repeat 3
 check warmup 0 'over 2 runs \(after 4 untimed\)' -- "$run" --repeat 2 --warmup 4
+check profile 0 'op \(per run, over 3 runs\)' -- "$run" --repeat 3 --profile
 check warmup_bad 2 "warmup takes a number, got 'x'" -- "$run" --warmup x
 check input_dir 0 "output y_shape: int64 \[2\] \[4, 2\]" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --output-dir "$tmp/outdir"
 cmp -s "$tmp/outdir/output_1.pb" "$case_dir/test_data_set_0/output_1.pb" || { echo "FAIL output_dir: output_1.pb differs"; failures=$((failures + 1)); }
@@ -69,5 +70,5 @@ check memory_limit_bad 2 "memory-limit takes a byte count" -- "$run" --memory-li
 for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7; do
   if [ -n "$(ls -A "$tmp/$d" 2>/dev/null)" ]; then echo "FAIL $d: files were written"; failures=$((failures + 1)); fi
 done
-echo "$((22 - failures)) passed, $failures failed"
+echo "$((23 - failures)) passed, $failures failed"
 [ "$failures" = 0 ]
