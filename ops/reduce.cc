@@ -11,6 +11,7 @@
 #include "ops/ops.h"
 #include "ops/vec_math.h"
 #include "runtime/checked.h"
+#include "runtime/cpu.h"
 #include "runtime/element.h"
 
 namespace onnx_mini {
@@ -218,6 +219,24 @@ class ReduceOpKernel : public Op {
       if (plan.block) {
         const T* src = in.data<T>();
         const int64_t n = plan.n, inner = plan.inner, total = plan.outer * inner;
+        // Contiguous float rows: the vectorized row reductions (ops/vec_math.h),
+        // on any target above the baseline (which keeps the plain loop below).
+        constexpr bool kVec = Kind == ReduceOp::kSum || Kind == ReduceOp::kMean || Kind == ReduceOp::kSumSquare ||
+                              Kind == ReduceOp::kL2 || Kind == ReduceOp::kMax || Kind == ReduceOp::kMin;
+        if constexpr (std::is_same_v<T, float> && kVec) {
+          if (inner == 1 && ActiveCpuTarget() != CpuTarget::kBaseline) {
+#pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 16) && total > 1)
+            for (int64_t r = 0; r < total; ++r) {
+              const float* p = src + r * n;
+              if constexpr (Kind == ReduceOp::kMax) dst[r] = VecMaxRow(p, n);
+              else if constexpr (Kind == ReduceOp::kMin) dst[r] = VecMinRow(p, n);
+              else if constexpr (Kind == ReduceOp::kSum || Kind == ReduceOp::kMean)
+                dst[r] = Acc::Finish(VecSumRow(p, n), plan.count, 0.0);
+              else dst[r] = Acc::Finish(VecSumSquaresRow(p, n), plan.count, 0.0);
+            }
+            return;
+          }
+        }
 #pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 16) && total > 1)
         for (int64_t r = 0; r < total; ++r) {
           const T* p = src + (r / inner) * n * inner + r % inner;

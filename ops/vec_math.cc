@@ -120,6 +120,78 @@ template <int kBytes>
   for (; i < n; ++i) y[i] /= sum;
 }
 
+// Sum (kSquares: of squares) in double lanes: each float vector's halves
+// widen to two double vectors; two accumulators of each keep the adds
+// independent.
+template <int kBytes>
+struct Wide {
+  typedef float H __attribute__((vector_size(kBytes / 2)));  // half a float vector
+  typedef double D __attribute__((vector_size(kBytes)));     // its lanes widened
+};
+
+template <int kBytes, bool kSquares>
+[[gnu::always_inline]] inline double SumBody(const float* x, int64_t n) {
+  using H = typename Wide<kBytes>::H;
+  using D = typename Wide<kBytes>::D;
+  constexpr int64_t L = kBytes / 4;  // floats per step = doubles in two D
+  D a0 = {}, a1 = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    H h0, h1;
+    std::memcpy(&h0, x + i, sizeof(H));
+    std::memcpy(&h1, x + i + L / 2, sizeof(H));
+    const D d0 = __builtin_convertvector(h0, D), d1 = __builtin_convertvector(h1, D);
+    if constexpr (kSquares) {
+      a0 += d0 * d0;
+      a1 += d1 * d1;
+    } else {
+      a0 += d0;
+      a1 += d1;
+    }
+  }
+  a0 += a1;
+  double sum = 0;
+  for (int64_t l = 0; l < L / 2; ++l) sum += a0[l];
+  for (; i < n; ++i) sum += kSquares ? double(x[i]) * double(x[i]) : double(x[i]);
+  return sum;
+}
+
+// Max (kMin: min) with NaN propagating: lanes that saw a NaN stay NaN.
+template <int kBytes, bool kMin>
+[[gnu::always_inline]] inline float ExtremeBody(const float* x, int64_t n) {
+  using F = typename V<kBytes>::F;
+  constexpr int64_t L = V<kBytes>::kLanes;
+  const float start = kMin ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  F m = F{} + start;
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const F v = Load<F>(x + i);
+    const auto take = kMin ? (v < m) | (v != v) : (v > m) | (v != v);
+    m = take ? v : m;
+  }
+  float r = start;
+  const auto add = [&r](float v) {
+    if ((kMin ? v < r : v > r) || v != v) r = v;
+  };
+  for (int64_t l = 0; l < L; ++l) add(m[l]);
+  for (; i < n; ++i) add(x[i]);
+  return r;
+}
+
+#define ONNX_MINI_VEC_REDUCE_TARGETS(Name, R, Body, Arg)                                               \
+  R Name##Baseline(const float* x, int64_t n) { return Body<16, Arg>(x, n); }                          \
+  [[gnu::target("avx2,fma")]] R Name##Avx2(const float* x, int64_t n) { return Body<32, Arg>(x, n); }  \
+  [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] R Name##Avx512(const float* x, int64_t n) { \
+    return Body<64, Arg>(x, n);                                                                        \
+  }                                                                                                    \
+  R Name##Active(const float* x, int64_t n) {                                                          \
+    switch (ActiveCpuTarget()) {                                                                       \
+      case CpuTarget::kAvx512: return Name##Avx512(x, n);                                              \
+      case CpuTarget::kAvx2: return Name##Avx2(x, n);                                                  \
+      default: return Name##Baseline(x, n);                                                            \
+    }                                                                                                  \
+  }
+
 #define ONNX_MINI_VEC_TARGETS(Name, Body)                                                              \
   void Name##Baseline(const float* x, float* y, int64_t n) { Body<16>(x, y, n); }                      \
   [[gnu::target("avx2,fma")]] void Name##Avx2(const float* x, float* y, int64_t n) { Body<32>(x, y, n); } \
@@ -140,11 +212,19 @@ ONNX_MINI_VEC_TARGETS(Exp, ExpBody)
 ONNX_MINI_VEC_TARGETS(Sigmoid, SigmoidBody)
 ONNX_MINI_VEC_TARGETS(Silu, SiluBody)
 ONNX_MINI_VEC_TARGETS(Softmax, SoftmaxBody)
+ONNX_MINI_VEC_REDUCE_TARGETS(Sum, double, SumBody, false)
+ONNX_MINI_VEC_REDUCE_TARGETS(SumSquares, double, SumBody, true)
+ONNX_MINI_VEC_REDUCE_TARGETS(Max, float, ExtremeBody, false)
+ONNX_MINI_VEC_REDUCE_TARGETS(Min, float, ExtremeBody, true)
 #else
 void ExpActive(const float* x, float* y, int64_t n) { ExpBody<16>(x, y, n); }
 void SigmoidActive(const float* x, float* y, int64_t n) { SigmoidBody<16>(x, y, n); }
 void SiluActive(const float* x, float* y, int64_t n) { SiluBody<16>(x, y, n); }
 void SoftmaxActive(const float* x, float* y, int64_t n) { SoftmaxBody<16>(x, y, n); }
+double SumActive(const float* x, int64_t n) { return SumBody<16, false>(x, n); }
+double SumSquaresActive(const float* x, int64_t n) { return SumBody<16, true>(x, n); }
+float MaxActive(const float* x, int64_t n) { return ExtremeBody<16, false>(x, n); }
+float MinActive(const float* x, int64_t n) { return ExtremeBody<16, true>(x, n); }
 #endif
 
 }  // namespace
@@ -153,5 +233,9 @@ void VecExp(const float* x, float* y, int64_t n) { ExpActive(x, y, n); }
 void VecSigmoid(const float* x, float* y, int64_t n) { SigmoidActive(x, y, n); }
 void VecSilu(const float* x, float* y, int64_t n) { SiluActive(x, y, n); }
 void VecSoftmaxRow(const float* x, float* y, int64_t n) { SoftmaxActive(x, y, n); }
+double VecSumRow(const float* x, int64_t n) { return SumActive(x, n); }
+double VecSumSquaresRow(const float* x, int64_t n) { return SumSquaresActive(x, n); }
+float VecMaxRow(const float* x, int64_t n) { return MaxActive(x, n); }
+float VecMinRow(const float* x, int64_t n) { return MinActive(x, n); }
 
 }  // namespace onnx_mini

@@ -20,4 +20,15 @@ void VecSilu(const float* x, float* y, int64_t n);
 // propagating as the plain kernel's (a NaN anywhere makes the row NaN).
 void VecSoftmaxRow(const float* x, float* y, int64_t n);
 
+// Reductions of one contiguous row, as the plain ReduceSum/ReduceSumSquare/
+// ReduceMax/ReduceMin kernels take them. Sums accumulate in double lanes (the
+// plain kernel's precision; only the order of the additions differs), so they
+// agree with the sequential double sum within n * 2^-53 relative to the sum of
+// magnitudes. Max and min are exact: a NaN anywhere makes the result NaN; an
+// empty row gives -inf (max) or +inf (min).
+double VecSumRow(const float* x, int64_t n);
+double VecSumSquaresRow(const float* x, int64_t n);
+float VecMaxRow(const float* x, int64_t n);
+float VecMinRow(const float* x, int64_t n);
+
 }  // namespace onnx_mini

@@ -135,6 +135,71 @@ TEST_P(VecMath, OpsTakeTheFastPathForFloat) {
   }
 }
 
+// The row reductions against the plain sequential loops: max/min exactly,
+// sums (double lanes, another order) within n * 2^-52 of the sum of magnitudes.
+TEST_P(VecMath, RowReductionsMatchThePlainLoops) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n : {0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 100003}) {
+    std::vector<float> x = Inputs(n, -3e3f, 3e3f, uint32_t(n + 11));
+    // Finite rows (Inputs places inf and NaN among its specials): replace those.
+    for (float& v : x) if (!std::isfinite(v)) v = 0.5f;
+    double sum = 0, abs = 0, sq = 0;
+    float max = -inf, min = inf;
+    for (float v : x) {
+      sum += double(v), abs += std::fabs(double(v)), sq += double(v) * double(v);
+      max = std::max(max, v), min = std::min(min, v);
+    }
+    const double eps = double(n + 1) * 0x1p-52;
+    EXPECT_NEAR(VecSumRow(x.data(), n), sum, eps * abs) << n;
+    EXPECT_NEAR(VecSumSquaresRow(x.data(), n), sq, eps * sq) << n;
+    EXPECT_EQ(VecMaxRow(x.data(), n), max) << n;
+    EXPECT_EQ(VecMinRow(x.data(), n), min) << n;
+    if (n == 0) continue;
+    // A NaN at any position (a vector lane or the tail) makes max and min NaN.
+    for (int64_t at : {int64_t(0), n / 2, n - 1}) {
+      std::vector<float> y = x;
+      y[size_t(at)] = nan;
+      EXPECT_TRUE(std::isnan(VecMaxRow(y.data(), n))) << n << " " << at;
+      EXPECT_TRUE(std::isnan(VecMinRow(y.data(), n))) << n << " " << at;
+      EXPECT_TRUE(std::isnan(VecSumRow(y.data(), n))) << n << " " << at;
+      y[size_t(at)] = inf;
+      EXPECT_EQ(VecMaxRow(y.data(), n), inf);
+      EXPECT_EQ(VecSumRow(y.data(), n), double(inf));
+      y[size_t(at)] = -inf;
+      EXPECT_EQ(VecMinRow(y.data(), n), -inf);
+      EXPECT_EQ(VecSumSquaresRow(y.data(), n), double(inf));
+    }
+  }
+  EXPECT_EQ(VecMaxRow(nullptr, 0), -inf);
+  EXPECT_EQ(VecMinRow(nullptr, 0), inf);
+  EXPECT_EQ(VecSumRow(nullptr, 0), 0.0);
+  // Max of -0 and 0 keeps the first seen, as the plain loop (> never takes an equal).
+  std::vector<float> z(40, 0.0f);
+  z[0] = -0.0f;
+  EXPECT_EQ(VecMaxRow(z.data(), 40), 0.0f);
+}
+
+// Through the ops: the contiguous-row reductions on this target against the
+// plain kernel (the baseline target), over odd and vector-width sizes.
+TEST_P(VecMath, ReduceOpsMatchThePlainKernel) {
+  for (int64_t n : {1, 15, 16, 17, 33, 257, 4099}) {
+    const Tensor x = RandomUniform(DType::kFloat, {5, n}, uint32_t(n), -100, 100);
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL2"}) {
+      const std::vector<Tensor> inputs = {x, I({-1}, {1})};
+      auto fast = RunOne(18, op, inputs);
+      const CpuTarget saved = SetCpuTargetForTesting(CpuTarget::kBaseline);
+      auto plain = RunOne(18, op, inputs);
+      SetCpuTargetForTesting(saved);
+      ASSERT_TRUE(fast.ok() && plain.ok()) << op;
+      ASSERT_EQ(fast->size(), 5);
+      for (int64_t i = 0; i < 5; ++i) {
+        // The double sums differ in order only; rounded to float they agree within 1 ulp.
+        EXPECT_LE(Ulps(fast->data<float>()[i], plain->data<float>()[i]), 1) << op << " " << n << " " << i;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, VecMath, ::testing::Values(CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512),
                          [](const auto& info) { return std::string(CpuTargetName(info.param)); });
 
