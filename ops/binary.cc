@@ -4,12 +4,15 @@
 // PRelu (the slope broadcasts to X); Sum, Max, Min, Mean over any number of
 // inputs. Before opset 7 the two-input ops broadcast only when asked
 // (`broadcast`, `axis`), B onto A.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "ops/vec_math.h"
+#include "runtime/cpu.h"
 #include "runtime/element.h"
 
 namespace onnx_mini {
@@ -202,6 +205,16 @@ class LegacyBroadcast {
   int64_t axis_;
 };
 
+// The vectorized Pow of a float array by a supported constant exponent
+// (ops/vec_math.h), in chunks across threads. (Outside the kernel: OpenMP
+// pragmas cannot stand inside the kernel's macro arguments.)
+void PowConstChunks(const float* x, float* y, int64_t n, double e, int threads) {
+  constexpr int64_t kChunk = 1 << 14;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for num_threads(threads) if (chunks > 2)
+  for (int64_t c = 0; c < chunks; ++c) VecPowConst(x + c * kChunk, y + c * kChunk, std::min(kChunk, n - c * kChunk), e);
+}
+
 template <BinaryOp Kind>
 class BinaryOpKernel : public Op {
  public:
@@ -250,6 +263,20 @@ class BinaryOpKernel : public Op {
         });
       } else if constexpr (Kind == BinaryOp::kPow) {
         T* po = out.data<T>();
+        // Float base, one exponent of 0.5, 1, 2, 3, -1 or -0.5 (a constant
+        // usually): the vectorized path above the baseline CPU target.
+        if constexpr (std::is_same_v<T, float>) {
+          if (b.size() == 1 && a.size() == out.size() && ActiveCpuTarget() != CpuTarget::kBaseline) {
+            double e = 0;
+            VisitTypes<NumericTypes>(b.dtype(), [&](auto exp_tag) {
+              e = double(Widen(b.data<typename decltype(exp_tag)::type>()[0]));
+            });
+            if (e == 0.5 || e == 1 || e == 2 || e == 3 || e == -1 || e == -0.5) {
+              PowConstChunks(pa, po, out.size(), e, ctx.threads());
+              return;
+            }
+          }
+        }
         VisitTypes<NumericTypes>(b.dtype(), [&](auto exp_tag) {
           using E = typename decltype(exp_tag)::type;
           const E* pb = b.data<E>();

@@ -1,6 +1,11 @@
 #include "ops/vec_math.h"
 
+#include <cmath>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <limits>
 
 #include "ops/float_vector.h"
@@ -178,6 +183,82 @@ template <int kBytes, bool kMin>
   return r;
 }
 
+// Square roots of double lanes, per target (GCC's vector extensions have none).
+#if defined(__x86_64__)
+[[gnu::target("avx512f")]] inline __m512d SqrtPd(__m512d v) { return _mm512_sqrt_pd(v); }
+[[gnu::target("avx")]] inline __m256d SqrtPd(__m256d v) { return _mm256_sqrt_pd(v); }
+inline __m128d SqrtPd(__m128d v) { return _mm_sqrt_pd(v); }
+template <class D>
+[[gnu::always_inline]] inline D SqrtD(D v) {
+  if constexpr (sizeof(D) == 64) return (D)SqrtPd((__m512d)v);
+  else if constexpr (sizeof(D) == 32) return (D)SqrtPd((__m256d)v);
+  else return (D)SqrtPd((__m128d)v);
+}
+#else
+template <class D>
+[[gnu::always_inline]] inline D SqrtD(D v) {
+  for (int l = 0; l < int(sizeof(D) / sizeof(double)); ++l) v[l] = std::sqrt(v[l]);
+  return v;
+}
+#endif
+
+enum class PowKind { kHalf, kOne, kTwo, kThree, kMinusOne, kMinusHalf };
+
+template <PowKind kKind, class D>
+[[gnu::always_inline]] inline D PowD(D d) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const D zero = {};
+  if constexpr (kKind == PowKind::kHalf) {
+    const D r = SqrtD(d) + 0.0;  // + 0: sqrt(-0) is -0, pow(-0, 0.5) is +0
+    return d == -inf ? zero + inf : r;
+  } else if constexpr (kKind == PowKind::kOne) {
+    return d;
+  } else if constexpr (kKind == PowKind::kTwo) {
+    return d * d;  // exact in double
+  } else if constexpr (kKind == PowKind::kThree) {
+    return d * d * d;  // d * d exact: one rounding, as a correctly rounded pow
+  } else if constexpr (kKind == PowKind::kMinusOne) {
+    return 1.0 / d;
+  } else {
+    const D r = 1.0 / (SqrtD(d) + 0.0);  // pow(-0, -0.5) is +inf
+    return d == -inf ? zero : r;
+  }
+}
+
+// y = float(pow(double(x), e)) a float vector at a time, in two double halves.
+template <int kBytes, PowKind kKind>
+[[gnu::always_inline]] inline void PowMap(const float* x, float* y, int64_t n) {
+  using H = typename Wide<kBytes>::H;
+  using D = typename Wide<kBytes>::D;
+  constexpr int64_t L = kBytes / 8;  // lanes of H and D
+  const auto step = [](const float* in, float* out) {
+    H h;
+    std::memcpy(&h, in, sizeof(H));
+    h = __builtin_convertvector(PowD<kKind>(__builtin_convertvector(h, D)), H);
+    std::memcpy(out, &h, sizeof(H));
+  };
+  int64_t i = 0;
+  for (; i + L <= n; i += L) step(x + i, y + i);
+  if (i < n) {
+    float buf[L] = {};
+    std::memcpy(buf, x + i, size_t(n - i) * sizeof(float));
+    step(buf, buf);
+    std::memcpy(y + i, buf, size_t(n - i) * sizeof(float));
+  }
+}
+
+template <int kBytes>
+[[gnu::always_inline]] inline void PowBody(const float* x, float* y, int64_t n, PowKind kind) {
+  switch (kind) {
+    case PowKind::kHalf: return PowMap<kBytes, PowKind::kHalf>(x, y, n);
+    case PowKind::kOne: return PowMap<kBytes, PowKind::kOne>(x, y, n);
+    case PowKind::kTwo: return PowMap<kBytes, PowKind::kTwo>(x, y, n);
+    case PowKind::kThree: return PowMap<kBytes, PowKind::kThree>(x, y, n);
+    case PowKind::kMinusOne: return PowMap<kBytes, PowKind::kMinusOne>(x, y, n);
+    case PowKind::kMinusHalf: return PowMap<kBytes, PowKind::kMinusHalf>(x, y, n);
+  }
+}
+
 #define ONNX_MINI_VEC_REDUCE_TARGETS(Name, R, Body, Arg)                                               \
   R Name##Baseline(const float* x, int64_t n) { return Body<16, Arg>(x, n); }                          \
   [[gnu::target("avx2,fma")]] R Name##Avx2(const float* x, int64_t n) { return Body<32, Arg>(x, n); }  \
@@ -212,6 +293,19 @@ ONNX_MINI_VEC_TARGETS(Exp, ExpBody)
 ONNX_MINI_VEC_TARGETS(Sigmoid, SigmoidBody)
 ONNX_MINI_VEC_TARGETS(Silu, SiluBody)
 ONNX_MINI_VEC_TARGETS(Softmax, SoftmaxBody)
+void PowBaseline(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
+[[gnu::target("avx2,fma")]] void PowAvx2(const float* x, float* y, int64_t n, PowKind k) { PowBody<32>(x, y, n, k); }
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void PowAvx512(const float* x, float* y, int64_t n,
+                                                                              PowKind k) {
+  PowBody<64>(x, y, n, k);
+}
+void PowActive(const float* x, float* y, int64_t n, PowKind k) {
+  switch (ActiveCpuTarget()) {
+    case CpuTarget::kAvx512: return PowAvx512(x, y, n, k);
+    case CpuTarget::kAvx2: return PowAvx2(x, y, n, k);
+    default: return PowBaseline(x, y, n, k);
+  }
+}
 ONNX_MINI_VEC_REDUCE_TARGETS(Sum, double, SumBody, false)
 ONNX_MINI_VEC_REDUCE_TARGETS(SumSquares, double, SumBody, true)
 ONNX_MINI_VEC_REDUCE_TARGETS(Max, float, ExtremeBody, false)
@@ -221,6 +315,7 @@ void ExpActive(const float* x, float* y, int64_t n) { ExpBody<16>(x, y, n); }
 void SigmoidActive(const float* x, float* y, int64_t n) { SigmoidBody<16>(x, y, n); }
 void SiluActive(const float* x, float* y, int64_t n) { SiluBody<16>(x, y, n); }
 void SoftmaxActive(const float* x, float* y, int64_t n) { SoftmaxBody<16>(x, y, n); }
+void PowActive(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
 double SumActive(const float* x, int64_t n) { return SumBody<16, false>(x, n); }
 double SumSquaresActive(const float* x, int64_t n) { return SumBody<16, true>(x, n); }
 float MaxActive(const float* x, int64_t n) { return ExtremeBody<16, false>(x, n); }
@@ -233,6 +328,18 @@ void VecExp(const float* x, float* y, int64_t n) { ExpActive(x, y, n); }
 void VecSigmoid(const float* x, float* y, int64_t n) { SigmoidActive(x, y, n); }
 void VecSilu(const float* x, float* y, int64_t n) { SiluActive(x, y, n); }
 void VecSoftmaxRow(const float* x, float* y, int64_t n) { SoftmaxActive(x, y, n); }
+bool VecPowConst(const float* x, float* y, int64_t n, double e) {
+  PowKind k;
+  if (e == 0.5) k = PowKind::kHalf;
+  else if (e == 1) k = PowKind::kOne;
+  else if (e == 2) k = PowKind::kTwo;
+  else if (e == 3) k = PowKind::kThree;
+  else if (e == -1) k = PowKind::kMinusOne;
+  else if (e == -0.5) k = PowKind::kMinusHalf;
+  else return false;
+  PowActive(x, y, n, k);
+  return true;
+}
 double VecSumRow(const float* x, int64_t n) { return SumActive(x, n); }
 double VecSumSquaresRow(const float* x, int64_t n) { return SumSquaresActive(x, n); }
 float VecMaxRow(const float* x, int64_t n) { return MaxActive(x, n); }

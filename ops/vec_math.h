@@ -26,6 +26,16 @@ void VecSoftmaxRow(const float* x, float* y, int64_t n);
 // agree with the sequential double sum within n * 2^-53 relative to the sum of
 // magnitudes. Max and min are exact: a NaN anywhere makes the result NaN; an
 // empty row gives -inf (max) or +inf (min).
+// y[i] = float(pow(double(x[i]), e)) for the exponents e in {0.5, 1, 2, 3,
+// -1, -0.5}, as the plain Pow kernel computes it (in double, then rounded
+// to float), with pow's special cases (pow(-0, 0.5) = +0, pow(-inf, 0.5) =
+// +inf, pow(-0, -0.5) = +inf, pow(-inf, -0.5) = +0). Results equal the plain
+// kernel's wherever libm's pow is correctly rounded (exactly for 1, 2, 0.5
+// and -1, whose double results are exact or correctly rounded and round to
+// float once more without double-rounding error). Returns false, writing
+// nothing, for any other e.
+bool VecPowConst(const float* x, float* y, int64_t n, double e);
+
 double VecSumRow(const float* x, int64_t n);
 double VecSumSquaresRow(const float* x, int64_t n);
 float VecMaxRow(const float* x, int64_t n);

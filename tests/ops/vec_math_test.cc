@@ -135,6 +135,61 @@ TEST_P(VecMath, OpsTakeTheFastPathForFloat) {
   }
 }
 
+// Pow by the constant exponents against the plain kernel's formula,
+// float(pow(double(x), e)): equal for every input tried (random over many
+// binades, the specials, denormals). Other exponents are refused.
+TEST_P(VecMath, PowConstEqualsThePlainFormula) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float dmin = std::numeric_limits<float>::denorm_min();
+  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, nan, dmin, -dmin, 1e-39f, -1e-39f,
+                          std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
+                          -std::numeric_limits<float>::max(), 1e13f, 1e-13f, 2.0f, 0.25f, 3e12f, -3e12f};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int i = 0; i < 400000; ++i) {
+    const uint32_t b = bits(rng);
+    float v;
+    std::memcpy(&v, &b, 4);
+    x.push_back(v);
+  }
+  for (double e : {0.5, 1.0, 2.0, 3.0, -1.0, -0.5}) {
+    for (int64_t n : {int64_t(0), int64_t(1), int64_t(7), int64_t(8), int64_t(9), int64_t(x.size())}) {
+      std::vector<float> y(size_t(n) + 1, 42.0f);
+      ASSERT_TRUE(VecPowConst(x.data(), y.data(), n, e));
+      EXPECT_EQ(y[size_t(n)], 42.0f) << "wrote past the end";
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = float(std::pow(double(x[size_t(i)]), e));
+        const float got = y[size_t(i)];
+        const bool same = std::isnan(want) ? std::isnan(got) : std::memcmp(&want, &got, 4) == 0;
+        if (!same && bad++ < 5) ADD_FAILURE() << "pow(" << x[size_t(i)] << ", " << e << ") = " << got << ", plain " << want;
+      }
+    }
+  }
+  std::vector<float> y(3);
+  for (double e : {0.0, 4.0, 1.5, -2.0, 0.25}) EXPECT_FALSE(VecPowConst(x.data(), y.data(), 3, e)) << e;
+}
+
+// Through the op: a scalar exponent (float or integer) on this target against the plain kernel.
+TEST_P(VecMath, PowOpWithConstantExponentMatchesThePlainKernel) {
+  const Tensor x = RandomUniform(DType::kFloat, {3, 4099}, 9, -50, 50);
+  for (double e : {0.5, 1.0, 2.0, 3.0, -1.0, -0.5, 1.5}) {
+    for (const Tensor& exponent : {F({float(e)}, {}), I({int64_t(e)}, {1})}) {
+      if (exponent.dtype() == DType::kInt64 && double(int64_t(e)) != e) continue;
+      auto fast = RunOne(15, "Pow", {x, exponent});
+      const CpuTarget saved = SetCpuTargetForTesting(CpuTarget::kBaseline);
+      auto plain = RunOne(15, "Pow", {x, exponent});
+      SetCpuTargetForTesting(saved);
+      ASSERT_TRUE(fast.ok() && plain.ok()) << e;
+      ASSERT_EQ(fast->shape(), plain->shape());
+      for (int64_t i = 0; i < fast->size(); ++i) {
+        const float f = fast->data<float>()[i], p = plain->data<float>()[i];
+        EXPECT_TRUE(std::isnan(p) ? std::isnan(f) : std::memcmp(&f, &p, 4) == 0) << e << " " << i << ": " << f << " " << p;
+      }
+    }
+  }
+}
+
 // The row reductions against the plain sequential loops: max/min exactly,
 // sums (double lanes, another order) within n * 2^-52 of the sum of magnitudes.
 TEST_P(VecMath, RowReductionsMatchThePlainLoops) {
