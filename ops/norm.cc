@@ -5,7 +5,9 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "ops/vec_math.h"
 #include "runtime/checked.h"
+#include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
 
 namespace onnx_mini {
@@ -136,14 +138,25 @@ class NormalizationOp : public Op {
       ParallelFor(ctx.threads(), rows, grain, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           const T* row = px + r * n;
+          // Float rows with dense weights: the per-target vector loops
+          // (ops/vec_math.h) above the baseline, the same arithmetic.
+          bool vec = false;
+          if constexpr (std::is_same_v<T, float>) vec = plan.dense && ActiveCpuTarget() != CpuTarget::kBaseline;
           double mean, sq;
-          RowMoments(row, n, mean, sq);
+          if constexpr (std::is_same_v<T, float>) {
+            if (vec) VecRowMoments(row, n, &mean, &sq);
+            else RowMoments(row, n, mean, sq);
+          } else {
+            RowMoments(row, n, mean, sq);
+          }
           mean /= double(n ? n : 1);
           const double var = kRms ? sq / double(n ? n : 1) : std::max(0.0, sq / double(n ? n : 1) - mean * mean);
           const double inv = 1.0 / std::sqrt(var + double(epsilon_));
           const double shift = kRms ? 0.0 : mean;
           T* out = py + r * n;
-          if (plan.dense) {  // contiguous weights: a loop the compiler vectorizes
+          if (vec) {
+            if constexpr (std::is_same_v<T, float>) VecNormalizeRow(row, out, n, shift, inv, ps, pb);
+          } else if (plan.dense) {  // contiguous weights: a loop the compiler vectorizes
             for (int64_t e = 0; e < n; ++e) {
               double v = (double(Widen(row[e])) - shift) * inv * double(Widen(ps[e]));
               if (pb) v += double(Widen(pb[e]));

@@ -259,6 +259,96 @@ template <int kBytes>
   }
 }
 
+// Eight double partial sums, lane l taking elements e = l (mod 8), as the
+// plain kernel (ops/norm.cc) keeps them; GCC splits the 8-lane vectors to
+// the target's width.
+typedef float F8 __attribute__((vector_size(32)));
+typedef double D8 __attribute__((vector_size(64)));
+[[gnu::always_inline]] inline void MomentsBody(const float* x, int64_t n, double* sum, double* squares) {
+  D8 s = {}, q = {};
+  int64_t e = 0;
+  for (; e + 8 <= n; e += 8) {
+    F8 f;
+    std::memcpy(&f, x + e, sizeof(f));
+    const D8 v = __builtin_convertvector(f, D8);
+    s += v;
+    q += v * v;
+  }
+  for (int l = 0; e < n; ++e, ++l) {
+    const double v = double(x[e]);
+    s[l] += v;
+    q[l] += v * v;
+  }
+  *sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  *squares = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+}
+
+template <int kBytes>
+[[gnu::always_inline]] inline void NormalizeBody(const float* x, float* y, int64_t n, double shift, double inv,
+                                                 const float* scale, const float* bias) {
+  using H = typename Wide<kBytes>::H;
+  using D = typename Wide<kBytes>::D;
+  constexpr int64_t L = kBytes / 8;
+  const auto widen = [](const float* p) {
+    H h;
+    std::memcpy(&h, p, sizeof(H));
+    return __builtin_convertvector(h, D);
+  };
+  int64_t e = 0;
+  for (; e + L <= n; e += L) {
+    D v = (widen(x + e) - shift) * inv * widen(scale + e);
+    if (bias) v += widen(bias + e);
+    const H h = __builtin_convertvector(v, H);
+    std::memcpy(y + e, &h, sizeof(H));
+  }
+  for (; e < n; ++e) {
+    double v = (double(x[e]) - shift) * inv * double(scale[e]);
+    if (bias) v += double(bias[e]);
+    y[e] = float(v);
+  }
+}
+
+#if defined(__x86_64__)
+void MomentsBaseline(const float* x, int64_t n, double* s, double* q) { MomentsBody(x, n, s, q); }
+[[gnu::target("avx2,fma")]] void MomentsAvx2(const float* x, int64_t n, double* s, double* q) {
+  MomentsBody(x, n, s, q);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void MomentsAvx512(const float* x, int64_t n, double* s,
+                                                                                  double* q) {
+  MomentsBody(x, n, s, q);
+}
+void MomentsActive(const float* x, int64_t n, double* s, double* q) {
+  switch (ActiveCpuTarget()) {
+    case CpuTarget::kAvx512: return MomentsAvx512(x, n, s, q);
+    case CpuTarget::kAvx2: return MomentsAvx2(x, n, s, q);
+    default: return MomentsBaseline(x, n, s, q);
+  }
+}
+#define ONNX_MINI_NORMALIZE_ARGS \
+  const float *x, float *y, int64_t n, double shift, double inv, const float *scale, const float *bias
+void NormalizeBaseline(ONNX_MINI_NORMALIZE_ARGS) { NormalizeBody<16>(x, y, n, shift, inv, scale, bias); }
+[[gnu::target("avx2,fma")]] void NormalizeAvx2(ONNX_MINI_NORMALIZE_ARGS) {
+  NormalizeBody<32>(x, y, n, shift, inv, scale, bias);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void NormalizeAvx512(ONNX_MINI_NORMALIZE_ARGS) {
+  NormalizeBody<64>(x, y, n, shift, inv, scale, bias);
+}
+void NormalizeActive(ONNX_MINI_NORMALIZE_ARGS) {
+  switch (ActiveCpuTarget()) {
+    case CpuTarget::kAvx512: return NormalizeAvx512(x, y, n, shift, inv, scale, bias);
+    case CpuTarget::kAvx2: return NormalizeAvx2(x, y, n, shift, inv, scale, bias);
+    default: return NormalizeBaseline(x, y, n, shift, inv, scale, bias);
+  }
+}
+#undef ONNX_MINI_NORMALIZE_ARGS
+#else
+void MomentsActive(const float* x, int64_t n, double* s, double* q) { MomentsBody(x, n, s, q); }
+void NormalizeActive(const float* x, float* y, int64_t n, double shift, double inv, const float* scale,
+                     const float* bias) {
+  NormalizeBody<16>(x, y, n, shift, inv, scale, bias);
+}
+#endif
+
 #define ONNX_MINI_VEC_REDUCE_TARGETS(Name, R, Body, Arg)                                               \
   R Name##Baseline(const float* x, int64_t n) { return Body<16, Arg>(x, n); }                          \
   [[gnu::target("avx2,fma")]] R Name##Avx2(const float* x, int64_t n) { return Body<32, Arg>(x, n); }  \
@@ -339,6 +429,11 @@ bool VecPowConst(const float* x, float* y, int64_t n, double e) {
   else return false;
   PowActive(x, y, n, k);
   return true;
+}
+void VecRowMoments(const float* x, int64_t n, double* sum, double* squares) { MomentsActive(x, n, sum, squares); }
+void VecNormalizeRow(const float* x, float* y, int64_t n, double shift, double inv, const float* scale,
+                     const float* bias) {
+  NormalizeActive(x, y, n, shift, inv, scale, bias);
 }
 double VecSumRow(const float* x, int64_t n) { return SumActive(x, n); }
 double VecSumSquaresRow(const float* x, int64_t n) { return SumSquaresActive(x, n); }

@@ -36,6 +36,15 @@ void VecSoftmaxRow(const float* x, float* y, int64_t n);
 // nothing, for any other e.
 bool VecPowConst(const float* x, float* y, int64_t n, double e);
 
+// The normalization ops' row moments: *sum = sum of x, *squares = sum of
+// x^2, in double, with the plain kernel's eight partial sums in the same
+// order (only FMA contraction on the AVX targets can change the last bit).
+void VecRowMoments(const float* x, int64_t n, double* sum, double* squares);
+// y[e] = float((x[e] - shift) * inv * scale[e] (+ bias[e])), in double as
+// the plain kernel; bias may be null.
+void VecNormalizeRow(const float* x, float* y, int64_t n, double shift, double inv, const float* scale,
+                     const float* bias);
+
 double VecSumRow(const float* x, int64_t n);
 double VecSumSquaresRow(const float* x, int64_t n);
 float VecMaxRow(const float* x, int64_t n);

@@ -190,6 +190,50 @@ TEST_P(VecMath, PowOpWithConstantExponentMatchesThePlainKernel) {
   }
 }
 
+// The normalization rows on this target against the plain kernel (the
+// baseline target): moments and outputs agree to the last bits (FMA
+// contraction on the AVX targets is the only difference), over odd and
+// vector-width row sizes, with and without bias, LayerNorm and RMSNorm.
+TEST_P(VecMath, NormalizationRowsMatchThePlainKernel) {
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 33, 63, 64, 65, 4099}) {
+    const Tensor x = RandomUniform(DType::kFloat, {3, n}, uint32_t(n), -4, 6);
+    const Tensor scale = RandomUniform(DType::kFloat, {n}, uint32_t(n + 1), -2, 2);
+    const Tensor bias = RandomUniform(DType::kFloat, {n}, uint32_t(n + 2), -1, 1);
+    struct Case {
+      int64_t opset;
+      const char* op;
+      std::vector<Tensor> inputs;
+      size_t outputs;
+    };
+    for (const Case& c : {Case{17, "LayerNormalization", {x, scale, bias}, 3}, Case{17, "LayerNormalization", {x, scale}, 1},
+                          Case{23, "RMSNormalization", {x, scale}, 1}}) {
+      auto fast = RunNode(c.opset, c.op, c.inputs, c.outputs);
+      const CpuTarget saved = SetCpuTargetForTesting(CpuTarget::kBaseline);
+      auto plain = RunNode(c.opset, c.op, c.inputs, c.outputs);
+      SetCpuTargetForTesting(saved);
+      ASSERT_TRUE(fast.ok() && plain.ok()) << c.op;
+      for (size_t o = 0; o < c.outputs; ++o)
+        for (int64_t i = 0; i < (*plain)[o].size(); ++i) {
+          const float f = (*fast)[o].data<float>()[i], p = (*plain)[o].data<float>()[i];
+          // 1 ulp, or (outputs near 0 from scale * t + bias cancelling) 1e-12 absolute.
+          if (std::fabs(f - p) > 1e-12f) EXPECT_LE(Ulps(f, p), 1) << c.op << " n " << n << " out " << o << " [" << i << "]";
+        }
+    }
+  }
+  // The moments directly, against a sequential double sum (another order):
+  // within n * 2^-52 of the sum of magnitudes.
+  std::vector<float> x = Inputs(1001, -100, 100, 3);
+  for (float& v : x) if (!std::isfinite(v)) v = 1;
+  double s = 0, q = 0, ws = 0, wq = 0, wa = 0;
+  VecRowMoments(x.data(), 1001, &s, &q);
+  for (float v : x) ws += v, wq += double(v) * v, wa += std::fabs(double(v));
+  EXPECT_NEAR(s, ws, 1001 * 0x1p-52 * wa);
+  EXPECT_NEAR(q, wq, 1001 * 0x1p-52 * wq);
+  VecRowMoments(x.data(), 0, &s, &q);
+  EXPECT_EQ(s, 0.0);
+  EXPECT_EQ(q, 0.0);
+}
+
 // The row reductions against the plain sequential loops: max/min exactly,
 // sums (double lanes, another order) within n * 2^-52 of the sum of magnitudes.
 TEST_P(VecMath, RowReductionsMatchThePlainLoops) {
