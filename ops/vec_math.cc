@@ -161,25 +161,36 @@ template <int kBytes, bool kSquares>
   return sum;
 }
 
-// Max (kMin: min) with NaN propagating: lanes that saw a NaN stay NaN.
+// Max (kMin: min) with NaN propagating: lanes flag any NaN seen, and a row
+// with one returns its first NaN, as the plain loop does.
 template <int kBytes, bool kMin>
 [[gnu::always_inline]] inline float ExtremeBody(const float* x, int64_t n) {
   using F = typename V<kBytes>::F;
+  using I = typename V<kBytes>::I;
   constexpr int64_t L = V<kBytes>::kLanes;
   const float start = kMin ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
   F m = F{} + start;
+  I nan = {};
   int64_t i = 0;
   for (; i + L <= n; i += L) {
     const F v = Load<F>(x + i);
-    const auto take = kMin ? (v < m) | (v != v) : (v > m) | (v != v);
-    m = take ? v : m;
+    if constexpr (kMin) m = v < m ? v : m;
+    else m = v > m ? v : m;
+    nan |= v != v;
   }
   float r = start;
-  const auto add = [&r](float v) {
-    if ((kMin ? v < r : v > r) || v != v) r = v;
-  };
-  for (int64_t l = 0; l < L; ++l) add(m[l]);
-  for (; i < n; ++i) add(x[i]);
+  bool any_nan = false;
+  for (int64_t l = 0; l < L; ++l) {
+    any_nan |= nan[l] != 0;
+    if (kMin ? m[l] < r : m[l] > r) r = m[l];
+  }
+  for (; i < n; ++i) {
+    any_nan |= x[i] != x[i];
+    if (kMin ? x[i] < r : x[i] > r) r = x[i];
+  }
+  if (any_nan)
+    for (i = 0; i < n; ++i)
+      if (x[i] != x[i]) return x[i];
   return r;
 }
 
