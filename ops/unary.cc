@@ -12,6 +12,7 @@
 #include "ops/common.h"
 #include "ops/ops.h"
 #include "ops/vec_math.h"
+#include "runtime/cpu.h"
 #include "runtime/element.h"
 
 namespace onnx_mini {
@@ -193,9 +194,11 @@ class UnaryOpKernel : public Op {
       } else {
         T* dst = out.data<T>();
         using A = typename Arith<T>::type;
-        constexpr bool kVec = std::is_same_v<T, float> &&
-                              (Kind == UnaryOp::kExp || Kind == UnaryOp::kSigmoid || Kind == UnaryOp::kSwish);
-        if (kVec && (Kind != UnaryOp::kSwish || params_.alpha == 1)) {
+        constexpr bool kVec = std::is_same_v<T, float> && (Kind == UnaryOp::kExp || Kind == UnaryOp::kSigmoid ||
+                                                           Kind == UnaryOp::kSwish || Kind == UnaryOp::kTanh);
+        // Tanh keeps libm's plain loop on the baseline target (the reference).
+        if (kVec && (Kind != UnaryOp::kSwish || params_.alpha == 1) &&
+            (Kind != UnaryOp::kTanh || ActiveCpuTarget() != CpuTarget::kBaseline)) {
           // The vectorized float path (ops/vec_math.h), in chunks across threads.
           constexpr int64_t kChunk = 1 << 14;
           const int64_t chunks = (n + kChunk - 1) / kChunk;
@@ -205,6 +208,7 @@ class UnaryOpKernel : public Op {
             if constexpr (!kVec) continue;
             else if constexpr (Kind == UnaryOp::kExp) VecExp(src + i, dst + i, len);
             else if constexpr (Kind == UnaryOp::kSigmoid) VecSigmoid(src + i, dst + i, len);
+            else if constexpr (Kind == UnaryOp::kTanh) VecTanh(src + i, dst + i, len);
             else VecSilu(src + i, dst + i, len);
           }
           return;

@@ -58,13 +58,32 @@ template <class F, class I>
   return x != x ? x : y;
 }
 
-enum class Fn { kExp, kSigmoid, kSilu };
+// tanh on |x| with x's sign put back: an odd polynomial below 0.625
+// (Cephes' tanhf coefficients), 1 - 2 / (exp(2|x|) + 1) above (exp overflow
+// to inf gives exactly 1).
+template <class F, class I>
+[[gnu::always_inline]] inline F TanhV(F x) {
+  const I sign = (I)x & (I{} + std::numeric_limits<int32_t>::min());
+  const F a = (F)((I)x ^ sign);
+  const F z = a * a;
+  F p = z * -5.70498872745e-3f + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const F small = a + a * z * p;
+  const F big = 1.0f - 2.0f / (ExpV<F, I>(a + a) + 1.0f);
+  const F y = (F)((I)(a < 0.625f ? small : big) | sign);
+  return x != x ? x : y;
+}
+
+enum class Fn { kExp, kSigmoid, kSilu, kTanh };
 
 // The function of one vector (`shift` subtracted first: the softmax max).
 template <Fn kFn, class F, class I>
 [[gnu::always_inline]] inline F Apply(F v, float shift) {
   if constexpr (kFn == Fn::kExp) return ExpV<F, I>(v - shift);
   else if constexpr (kFn == Fn::kSigmoid) return SigmoidV<F, I>(v);
+  else if constexpr (kFn == Fn::kTanh) return TanhV<F, I>(v);
   else return v * SigmoidV<F, I>(v);
 }
 
@@ -95,6 +114,10 @@ template <int kBytes>
 template <int kBytes>
 [[gnu::always_inline]] inline void SiluBody(const float* x, float* y, int64_t n) {
   Map<kBytes, Fn::kSilu>(x, y, n);
+}
+template <int kBytes>
+[[gnu::always_inline]] inline void TanhBody(const float* x, float* y, int64_t n) {
+  Map<kBytes, Fn::kTanh>(x, y, n);
 }
 template <int kBytes>
 [[gnu::always_inline]] inline void SoftmaxBody(const float* x, float* y, int64_t n) {
@@ -394,6 +417,7 @@ ONNX_MINI_VEC_TARGETS(Exp, ExpBody)
 ONNX_MINI_VEC_TARGETS(Sigmoid, SigmoidBody)
 ONNX_MINI_VEC_TARGETS(Silu, SiluBody)
 ONNX_MINI_VEC_TARGETS(Softmax, SoftmaxBody)
+ONNX_MINI_VEC_TARGETS(Tanh, TanhBody)
 void PowBaseline(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
 [[gnu::target("avx2,fma")]] void PowAvx2(const float* x, float* y, int64_t n, PowKind k) { PowBody<32>(x, y, n, k); }
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void PowAvx512(const float* x, float* y, int64_t n,
@@ -416,6 +440,7 @@ void ExpActive(const float* x, float* y, int64_t n) { ExpBody<16>(x, y, n); }
 void SigmoidActive(const float* x, float* y, int64_t n) { SigmoidBody<16>(x, y, n); }
 void SiluActive(const float* x, float* y, int64_t n) { SiluBody<16>(x, y, n); }
 void SoftmaxActive(const float* x, float* y, int64_t n) { SoftmaxBody<16>(x, y, n); }
+void TanhActive(const float* x, float* y, int64_t n) { TanhBody<16>(x, y, n); }
 void PowActive(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
 double SumActive(const float* x, int64_t n) { return SumBody<16, false>(x, n); }
 double SumSquaresActive(const float* x, int64_t n) { return SumBody<16, true>(x, n); }
@@ -429,6 +454,7 @@ void VecExp(const float* x, float* y, int64_t n) { ExpActive(x, y, n); }
 void VecSigmoid(const float* x, float* y, int64_t n) { SigmoidActive(x, y, n); }
 void VecSilu(const float* x, float* y, int64_t n) { SiluActive(x, y, n); }
 void VecSoftmaxRow(const float* x, float* y, int64_t n) { SoftmaxActive(x, y, n); }
+void VecTanh(const float* x, float* y, int64_t n) { TanhActive(x, y, n); }
 bool VecPowConst(const float* x, float* y, int64_t n, double e) {
   PowKind k;
   if (e == 0.5) k = PowKind::kHalf;

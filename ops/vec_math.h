@@ -16,6 +16,9 @@ void VecExp(const float* x, float* y, int64_t n);
 void VecSigmoid(const float* x, float* y, int64_t n);
 // y[i] = x[i] * sigmoid(x[i]) (SiLU / Swish with alpha 1).
 void VecSilu(const float* x, float* y, int64_t n);
+// y[i] = tanh(x[i]) within 2 ulp of libm's tanhf over the whole range
+// (x itself for denormals, +-0 keeping the sign, +-1 for +-inf, NaN for NaN).
+void VecTanh(const float* x, float* y, int64_t n);
 // One contiguous row: y = exp(x - max(x)) / sum(exp(x - max(x))), NaN
 // propagating as the plain kernel's (a NaN anywhere makes the row NaN).
 void VecSoftmaxRow(const float* x, float* y, int64_t n);

@@ -92,6 +92,36 @@ TEST_P(VecMath, SigmoidAndSiluWithinThreeUlpsOfThePlainFormula) {
   }
 }
 
+// tanh densely: every 127th float bit pattern of each sign (all binades,
+// denormals, +-0, +-inf, NaNs), against libm's tanhf.
+TEST_P(VecMath, TanhWithinTwoUlpsOfLibm) {
+  std::vector<float> x;
+  for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 127) {
+    uint32_t u = uint32_t(b);
+    float v;
+    std::memcpy(&v, &u, 4);
+    x.push_back(v);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, inf, -inf, 0.625f, -0.625f, 0.62499994f, 9.0f, 1e-40f, -1e-45f}) x.push_back(v);
+  std::vector<float> y(x.size() + 1, 42.0f);
+  VecTanh(x.data(), y.data(), int64_t(x.size()));
+  EXPECT_EQ(y[x.size()], 42.0f) << "wrote past the end";
+  int64_t bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = std::tanh(x[i]);
+    const int64_t u = Ulps(y[i], want);
+    if (u > 2 && bad++ < 5) ADD_FAILURE() << "tanh(" << x[i] << ") = " << y[i] << ", libm " << want;
+  }
+  EXPECT_TRUE(std::signbit(y[x.size() - 9]));  // -0
+  for (int64_t n : {int64_t(0), int64_t(1), int64_t(17)}) {  // short arrays: the padded tail
+    std::vector<float> t(size_t(n) + 1, 42.0f);
+    VecTanh(x.data() + 1000, t.data(), n);
+    EXPECT_EQ(t[size_t(n)], 42.0f);
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(t[size_t(i)], y[1000 + size_t(i)]);
+  }
+}
+
 TEST_P(VecMath, SoftmaxRowMatchesThePlainKernel) {
   for (int64_t n : kSizes) {
     std::mt19937 rng(static_cast<uint32_t>(n));
@@ -132,6 +162,42 @@ TEST_P(VecMath, OpsTakeTheFastPathForFloat) {
     const double tol = std::string(op) == "Softmax" ? 5e-6 : 1e-6;
     for (int64_t i = 0; i < f->size(); ++i)
       EXPECT_NEAR(GetDouble(*f, i), GetDouble(*d, i), tol * std::fabs(GetDouble(*d, i)) + 1e-30) << op << " " << i;
+  }
+}
+
+// Through the ops: Tanh and Gelu (both approximations) on this target
+// against the plain kernel (the baseline target's libm loop).
+TEST_P(VecMath, TanhAndGeluOpsMatchThePlainKernel) {
+  for (int64_t n : {1, 15, 16, 17, 4099}) {
+    Tensor x = RandomUniform(DType::kFloat, {3, n}, uint32_t(n), -12, 12);
+    x.data<float>()[0] = -std::numeric_limits<float>::infinity();
+    struct Case {
+      int64_t opset;
+      const char* op;
+      const char* approximate;
+    };
+    for (const Case& c : {Case{13, "Tanh", nullptr}, Case{20, "Gelu", "tanh"}, Case{20, "Gelu", "none"}}) {
+      const Attrs attrs = [&](onnx::NodeProto& node) {
+        if (c.approximate) SetAttr(node, "approximate", std::string(c.approximate));
+      };
+      auto fast = RunOne(c.opset, c.op, {x}, attrs);
+      const CpuTarget saved = SetCpuTargetForTesting(CpuTarget::kBaseline);
+      auto plain = RunOne(c.opset, c.op, {x}, attrs);
+      SetCpuTargetForTesting(saved);
+      ASSERT_TRUE(fast.ok() && plain.ok()) << c.op;
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const float f = fast->data<float>()[i], p = plain->data<float>()[i], v = x.data<float>()[i];
+        if (std::string(c.op) == "Tanh") {
+          EXPECT_LE(Ulps(f, p), 3) << "tanh(" << v << ")";
+        } else if (std::isinf(v)) {
+          EXPECT_EQ(std::isnan(f), std::isnan(p)) << "gelu(" << v << ")";
+          if (!std::isnan(p)) EXPECT_EQ(f, p);
+        } else {
+          // 0.5 x (1 + tanh(u)): tanh's 2-3 ulp near -1 scale by |x| after the cancellation.
+          EXPECT_NEAR(f, p, 2e-7 * std::fabs(v) + 2.4e-7 * std::fabs(p)) << "gelu(" << v << ") " << c.approximate;
+        }
+      }
+    }
   }
 }
 
