@@ -194,11 +194,13 @@ class UnaryOpKernel : public Op {
       } else {
         T* dst = out.data<T>();
         using A = typename Arith<T>::type;
-        constexpr bool kVec = std::is_same_v<T, float> && (Kind == UnaryOp::kExp || Kind == UnaryOp::kSigmoid ||
-                                                           Kind == UnaryOp::kSwish || Kind == UnaryOp::kTanh);
-        // Tanh keeps libm's plain loop on the baseline target (the reference).
-        if (kVec && (Kind != UnaryOp::kSwish || params_.alpha == 1) &&
-            (Kind != UnaryOp::kTanh || ActiveCpuTarget() != CpuTarget::kBaseline)) {
+        constexpr bool kVec = std::is_same_v<T, float> &&
+                              (Kind == UnaryOp::kExp || Kind == UnaryOp::kSigmoid || Kind == UnaryOp::kSwish ||
+                               Kind == UnaryOp::kTanh || Kind == UnaryOp::kGelu);
+        // Tanh and Gelu keep libm's plain loop on the baseline target (the reference).
+        constexpr bool kLibmReference = Kind == UnaryOp::kTanh || Kind == UnaryOp::kGelu;
+        if (kVec && (Kind != UnaryOp::kSwish || params_.alpha == 1) && (Kind != UnaryOp::kGelu || params_.tanh_gelu) &&
+            (!kLibmReference || ActiveCpuTarget() != CpuTarget::kBaseline)) {
           // The vectorized float path (ops/vec_math.h), in chunks across threads.
           constexpr int64_t kChunk = 1 << 14;
           const int64_t chunks = (n + kChunk - 1) / kChunk;
@@ -209,6 +211,7 @@ class UnaryOpKernel : public Op {
             else if constexpr (Kind == UnaryOp::kExp) VecExp(src + i, dst + i, len);
             else if constexpr (Kind == UnaryOp::kSigmoid) VecSigmoid(src + i, dst + i, len);
             else if constexpr (Kind == UnaryOp::kTanh) VecTanh(src + i, dst + i, len);
+            else if constexpr (Kind == UnaryOp::kGelu) VecGeluTanh(src + i, dst + i, len);
             else VecSilu(src + i, dst + i, len);
           }
           return;

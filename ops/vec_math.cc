@@ -76,7 +76,7 @@ template <class F, class I>
   return x != x ? x : y;
 }
 
-enum class Fn { kExp, kSigmoid, kSilu, kTanh };
+enum class Fn { kExp, kSigmoid, kSilu, kTanh, kGeluTanh };
 
 // The function of one vector (`shift` subtracted first: the softmax max).
 template <Fn kFn, class F, class I>
@@ -84,6 +84,8 @@ template <Fn kFn, class F, class I>
   if constexpr (kFn == Fn::kExp) return ExpV<F, I>(v - shift);
   else if constexpr (kFn == Fn::kSigmoid) return SigmoidV<F, I>(v);
   else if constexpr (kFn == Fn::kTanh) return TanhV<F, I>(v);
+  else if constexpr (kFn == Fn::kGeluTanh)  // the plain kernel's float formula
+    return 0.5f * v * (1.0f + TanhV<F, I>(0.7978845608028654f * (v + 0.044715f * v * v * v)));
   else return v * SigmoidV<F, I>(v);
 }
 
@@ -118,6 +120,10 @@ template <int kBytes>
 template <int kBytes>
 [[gnu::always_inline]] inline void TanhBody(const float* x, float* y, int64_t n) {
   Map<kBytes, Fn::kTanh>(x, y, n);
+}
+template <int kBytes>
+[[gnu::always_inline]] inline void GeluTanhBody(const float* x, float* y, int64_t n) {
+  Map<kBytes, Fn::kGeluTanh>(x, y, n);
 }
 template <int kBytes>
 [[gnu::always_inline]] inline void SoftmaxBody(const float* x, float* y, int64_t n) {
@@ -418,6 +424,7 @@ ONNX_MINI_VEC_TARGETS(Sigmoid, SigmoidBody)
 ONNX_MINI_VEC_TARGETS(Silu, SiluBody)
 ONNX_MINI_VEC_TARGETS(Softmax, SoftmaxBody)
 ONNX_MINI_VEC_TARGETS(Tanh, TanhBody)
+ONNX_MINI_VEC_TARGETS(GeluTanh, GeluTanhBody)
 void PowBaseline(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
 [[gnu::target("avx2,fma")]] void PowAvx2(const float* x, float* y, int64_t n, PowKind k) { PowBody<32>(x, y, n, k); }
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void PowAvx512(const float* x, float* y, int64_t n,
@@ -441,6 +448,7 @@ void SigmoidActive(const float* x, float* y, int64_t n) { SigmoidBody<16>(x, y, 
 void SiluActive(const float* x, float* y, int64_t n) { SiluBody<16>(x, y, n); }
 void SoftmaxActive(const float* x, float* y, int64_t n) { SoftmaxBody<16>(x, y, n); }
 void TanhActive(const float* x, float* y, int64_t n) { TanhBody<16>(x, y, n); }
+void GeluTanhActive(const float* x, float* y, int64_t n) { GeluTanhBody<16>(x, y, n); }
 void PowActive(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
 double SumActive(const float* x, int64_t n) { return SumBody<16, false>(x, n); }
 double SumSquaresActive(const float* x, int64_t n) { return SumBody<16, true>(x, n); }
@@ -455,6 +463,7 @@ void VecSigmoid(const float* x, float* y, int64_t n) { SigmoidActive(x, y, n); }
 void VecSilu(const float* x, float* y, int64_t n) { SiluActive(x, y, n); }
 void VecSoftmaxRow(const float* x, float* y, int64_t n) { SoftmaxActive(x, y, n); }
 void VecTanh(const float* x, float* y, int64_t n) { TanhActive(x, y, n); }
+void VecGeluTanh(const float* x, float* y, int64_t n) { GeluTanhActive(x, y, n); }
 bool VecPowConst(const float* x, float* y, int64_t n, double e) {
   PowKind k;
   if (e == 0.5) k = PowKind::kHalf;

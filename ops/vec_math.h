@@ -19,6 +19,8 @@ void VecSilu(const float* x, float* y, int64_t n);
 // y[i] = tanh(x[i]) within 2 ulp of libm's tanhf over the whole range
 // (x itself for denormals, +-0 keeping the sign, +-1 for +-inf, NaN for NaN).
 void VecTanh(const float* x, float* y, int64_t n);
+// Gelu with approximate = "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+void VecGeluTanh(const float* x, float* y, int64_t n);
 // One contiguous row: y = exp(x - max(x)) / sum(exp(x - max(x))), NaN
 // propagating as the plain kernel's (a NaN anywhere makes the row NaN).
 void VecSoftmaxRow(const float* x, float* y, int64_t n);
