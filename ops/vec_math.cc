@@ -225,7 +225,13 @@ template <int kBytes, bool kMin>
 
 // Square roots of double lanes, per target (GCC's vector extensions have none).
 #if defined(__x86_64__)
+// GCC 12's _mm512_sqrt_pd starts from an undefined vector, which
+// -Wuninitialized reports inside its own header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 [[gnu::target("avx512f")]] inline __m512d SqrtPd(__m512d v) { return _mm512_sqrt_pd(v); }
+#pragma GCC diagnostic pop
 [[gnu::target("avx")]] inline __m256d SqrtPd(__m256d v) { return _mm256_sqrt_pd(v); }
 inline __m128d SqrtPd(__m128d v) { return _mm_sqrt_pd(v); }
 template <class D>

@@ -191,7 +191,9 @@ TEST_P(VecMath, TanhAndGeluOpsMatchThePlainKernel) {
           EXPECT_LE(Ulps(f, p), 3) << "tanh(" << v << ")";
         } else if (std::isinf(v)) {
           EXPECT_EQ(std::isnan(f), std::isnan(p)) << "gelu(" << v << ")";
-          if (!std::isnan(p)) EXPECT_EQ(f, p);
+          if (!std::isnan(p)) {
+            EXPECT_EQ(f, p);
+          }
         } else {
           // 0.5 x (1 + tanh(u)): tanh's 2-3 ulp near -1 scale by |x| after the cancellation.
           EXPECT_NEAR(f, p, 2e-7 * std::fabs(v) + 2.4e-7 * std::fabs(p)) << "gelu(" << v << ") " << c.approximate;
@@ -282,7 +284,9 @@ TEST_P(VecMath, NormalizationRowsMatchThePlainKernel) {
         for (int64_t i = 0; i < (*plain)[o].size(); ++i) {
           const float f = (*fast)[o].data<float>()[i], p = (*plain)[o].data<float>()[i];
           // 1 ulp, or (outputs near 0 from scale * t + bias cancelling) 1e-12 absolute.
-          if (std::fabs(f - p) > 1e-12f) EXPECT_LE(Ulps(f, p), 1) << c.op << " n " << n << " out " << o << " [" << i << "]";
+          if (std::fabs(f - p) > 1e-12f) {
+            EXPECT_LE(Ulps(f, p), 1) << c.op << " n " << n << " out " << o << " [" << i << "]";
+          }
         }
     }
   }
