@@ -223,22 +223,34 @@ template <int kBytes, bool kMin>
   return r;
 }
 
-// Square roots of double lanes, per target (GCC's vector extensions have none).
+// Square roots of double lanes, per target (GCC's vector extensions have
+// none). The helpers take pointers: a vector passed by value between
+// functions of different targets changes the ABI, which clang refuses.
 #if defined(__x86_64__)
 // GCC 12's _mm512_sqrt_pd starts from an undefined vector, which
 // -Wuninitialized reports inside its own header.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-[[gnu::target("avx512f")]] inline __m512d SqrtPd(__m512d v) { return _mm512_sqrt_pd(v); }
+[[gnu::target("avx512f")]] inline void SqrtPd8(const double* in, double* out) {
+  _mm512_storeu_pd(out, _mm512_sqrt_pd(_mm512_loadu_pd(in)));
+}
 #pragma GCC diagnostic pop
-[[gnu::target("avx")]] inline __m256d SqrtPd(__m256d v) { return _mm256_sqrt_pd(v); }
-inline __m128d SqrtPd(__m128d v) { return _mm_sqrt_pd(v); }
+[[gnu::target("avx")]] inline void SqrtPd4(const double* in, double* out) {
+  _mm256_storeu_pd(out, _mm256_sqrt_pd(_mm256_loadu_pd(in)));
+}
+inline void SqrtPd2(const double* in, double* out) { _mm_storeu_pd(out, _mm_sqrt_pd(_mm_loadu_pd(in))); }
 template <class D>
 [[gnu::always_inline]] inline D SqrtD(D v) {
-  if constexpr (sizeof(D) == 64) return (D)SqrtPd((__m512d)v);
-  else if constexpr (sizeof(D) == 32) return (D)SqrtPd((__m256d)v);
-  else return (D)SqrtPd((__m128d)v);
+  static_assert(sizeof(D) == 64 || sizeof(D) == 32 || sizeof(D) == 16, "2, 4 or 8 double lanes");
+  double in[sizeof(D) / sizeof(double)], out[sizeof(D) / sizeof(double)];
+  std::memcpy(in, &v, sizeof(D));
+  if constexpr (sizeof(D) == 64) SqrtPd8(in, out);
+  else if constexpr (sizeof(D) == 32) SqrtPd4(in, out);
+  else SqrtPd2(in, out);
+  D r;
+  std::memcpy(&r, out, sizeof(D));
+  return r;
 }
 #else
 template <class D>
