@@ -2,9 +2,11 @@
 
 #include <map>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "oneapi/dnnl/dnnl.hpp"
+#include "ops/gemm.h"
 #include "ops/gemv.h"
 
 namespace onnx_mini {
@@ -75,6 +77,10 @@ struct PackedMatMul::Impl {
     dnnl::memory::desc a_md, c_md, scratchpad_md;
     size_t layout = 0;
   };
+  // B packed for GemmPackedF32 (float32 on AVX-512), made on the first run
+  // with more rows than the GEMV takes.
+  mutable std::once_flag gemm_once;
+  mutable Tensor gemm_b;  // 64-byte aligned: the kernel's loads never straddle cache lines
   mutable std::mutex mu;
   mutable std::vector<Layout> layouts;
   mutable std::map<int64_t, Entry> entries;
@@ -151,6 +157,23 @@ bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
   if (im.dt == dnnl::memory::data_type::f32 && m <= kGemvMaxRows) {
     GemvF32(static_cast<const float*>(a), im.b.data<float>(), im.bias.defined() ? im.bias.data<float>() : nullptr,
             static_cast<float*>(c), m, im.k, im.n, im.trans_b, threads);
+    return true;
+  }
+  if (im.dt == dnnl::memory::data_type::f32 && GemmPackedAvailable()) {
+    try {
+      std::call_once(im.gemm_once, [&] {
+        const int64_t size = GemmPackedSize(im.k, im.n);
+        if (size < 0) throw std::bad_alloc();
+        absl::StatusOr<Tensor> packed = Tensor::MakeUninitialized(DType::kFloat, {size});
+        if (!packed.ok()) throw std::bad_alloc();
+        GemmPackB(im.b.data<float>(), im.k, im.n, im.trans_b, packed->data<float>());
+        im.gemm_b = *std::move(packed);
+      });
+    } catch (const std::bad_alloc&) {
+      return false;  // not packed (a later run tries again): the caller's plain path
+    }
+    GemmPackedF32(static_cast<const float*>(a), im.gemm_b.data<float>(),
+                  im.bias.defined() ? im.bias.data<float>() : nullptr, static_cast<float*>(c), m, im.k, im.n, threads);
     return true;
   }
   if (threads != im.threads) return false;

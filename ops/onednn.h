@@ -42,10 +42,13 @@ class OmpThreadsScope {
 bool OneDnnMatMul(DType dtype, const void* a, const void* b, void* c, int64_t batch, int64_t batch_a,
                   int64_t batch_b, int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b, int threads);
 
-// C = A x B (+ bias) with a constant B, prepared once at session creation:
-// B is reordered into the layout oneDNN's matmul prefers (pre-packing) and
-// kept, and a primitive per row count M of A is made on first use and cached
-// (a bounded cache: decode and prefill shapes, not every length). Run may be
+// C = A x B (+ bias) with a constant B, prepared once at session creation.
+// float32 with at most kGemvMaxRows rows of A runs the GEMV (ops/gemv.h) on
+// B as stored; more rows run ops/gemm.h on AVX-512, with B packed into its
+// panels on the first such run. Otherwise (bfloat16, other CPUs) B is
+// reordered into the layout oneDNN's matmul prefers (pre-packing) and kept,
+// and a primitive per row count M of A is made on first use and cached (a
+// bounded cache: decode and prefill shapes, not every length). Run may be
 // called from several threads at once.
 class PackedMatMul {
  public:

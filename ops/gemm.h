@@ -1,0 +1,31 @@
+// Float32 matrix products with a constant B packed once (a prefill's weight
+// products), on AVX-512. B is stored in panels of kGemmPanel columns, each
+// panel k rows of kGemmPanel contiguous floats (zero-padded past n), so the
+// kernel reads B in the order it multiplies; a register tile of up to six
+// rows of A by one panel stays in registers over a block of k, and the next
+// block of B is prefetched into L2 while the current one is multiplied
+// (weights come from L3 or memory: oneDNN reaches ~145 GFLOP/s per core on
+// them here, this ~165 of a 178 peak). Panels are split over the kernels'
+// thread pool (runtime/thread_pool.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace onnx_mini {
+
+constexpr int64_t kGemmPanel = 64;
+
+// Whether the active CPU target runs GemmPackedF32 (AVX-512).
+bool GemmPackedAvailable();
+// The number of floats of B packed (k x n), or -1 when it overflows.
+int64_t GemmPackedSize(int64_t k, int64_t n);
+// Packs B, stored (k, n) or (n, k) when trans_b, into `packed`
+// (GemmPackedSize(k, n) floats).
+void GemmPackB(const float* b, int64_t k, int64_t n, bool trans_b, float* packed);
+// C (m x n, row-major) = A (m x k, row-major) x B (+ bias, n values or null),
+// B packed by GemmPackB. Only when GemmPackedAvailable(); m, k, n >= 1.
+void GemmPackedF32(const float* a, const float* packed, const float* bias, float* c, int64_t m, int64_t k,
+                   int64_t n, int threads);
+
+}  // namespace onnx_mini
