@@ -1,9 +1,8 @@
 // Matrix products with few rows (a decode step: one row per sequence) in
-// float32. They are bound by reading the weights once, so the kernel reads B
-// once, in its storage order (contiguous runs), for all of A's rows at a
-// time, and splits the work over the kernels' thread pool
-// (runtime/thread_pool.h) rather than OpenMP: a decode step runs dozens of
-// them back to back.
+// float32. They are bound by reading the weights once, so the kernel streams
+// B through registers, all of A's rows at a time, and splits B's columns over
+// the kernels' thread pool (runtime/thread_pool.h) rather than OpenMP: a
+// decode step runs dozens of them back to back.
 #pragma once
 
 #include <cstdint>
