@@ -461,40 +461,58 @@ template <class A>
   return sum;
 }
 
-// out[d] += sum_t w[t] * v_t[d] over n value rows, register-tiled: a chunk of
-// out stays in vector registers while every row of the block is added to it,
-// so out is loaded and stored once per block, not once per key.
+// out[0, kVecs vectors) += sum_t w[t] * v_t[...]: the chunk of out stays in
+// registers while every row of the block is added to it, in kSets
+// accumulator sets taking alternate rows (summed at the end), so that at
+// least eight independent chains keep the FMA units busy: one chain would
+// wait out the FMA latency on every row.
+template <int kVectorBytes, int kVecs, int kSets, class A>
+[[gnu::always_inline]] inline void AddWeightedPass(A* out, const A* w, const A* const* v_rows, int64_t n,
+                                                   int64_t d0) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  Vec acc[kSets][kVecs];
+  std::memcpy(acc[0], out + d0, sizeof(acc[0]));
+  for (int s = 1; s < kSets; ++s)
+    for (int c = 0; c < kVecs; ++c) acc[s][c] = Vec{};
+  auto add = [&](Vec* into, int64_t t) {
+    const A wt = w[t];
+    const A* v = v_rows[t] + d0;
+    for (int c = 0; c < kVecs; ++c) {
+      Vec x;
+      std::memcpy(&x, v + c * kLanes, sizeof(Vec));
+      into[c] += wt * x;
+    }
+  };
+  int64_t t = 0;
+  for (; t + kSets <= n; t += kSets)
+    for (int s = 0; s < kSets; ++s) add(acc[s], t + s);
+  for (; t < n; ++t) add(acc[0], t);
+  for (int s = 1; s < kSets; ++s)
+    for (int c = 0; c < kVecs; ++c) acc[0][c] += acc[s][c];
+  std::memcpy(out + d0, acc[0], sizeof(acc[0]));
+}
+
+// out[d] += sum_t w[t] * v_t[d] over n value rows, register-tiled: chunks of
+// up to eight vectors of out, each loaded and stored once per block, not
+// once per key.
 template <int kVectorBytes, class A>
 [[gnu::always_inline]] inline void AddWeightedRows(A* out, const A* w, const A* const* v_rows, int64_t n,
                                                    int64_t Dv) {
   constexpr int kLanes = kVectorBytes / int(sizeof(A));
-  constexpr int kChunk = 8;  // accumulators per pass: 8 of the target's 16 or 32 registers
-  typedef A Vec __attribute__((vector_size(kVectorBytes)));
   int64_t d0 = 0;
-  for (; d0 + kChunk * kLanes <= Dv; d0 += kChunk * kLanes) {
-    Vec acc[kChunk];
-    std::memcpy(acc, out + d0, sizeof(acc));
-    for (int64_t t = 0; t < n; ++t) {
-      const A wt = w[t];
-      const A* v = v_rows[t] + d0;
-      for (int c = 0; c < kChunk; ++c) {
-        Vec x;
-        std::memcpy(&x, v + c * kLanes, sizeof(Vec));
-        acc[c] += wt * x;
-      }
-    }
-    std::memcpy(out + d0, acc, sizeof(acc));
+  for (; d0 + 8 * kLanes <= Dv; d0 += 8 * kLanes) AddWeightedPass<kVectorBytes, 8, 1>(out, w, v_rows, n, d0);
+  switch ((Dv - d0) / kLanes) {  // what is left of the head, in whole vectors
+    case 1: AddWeightedPass<kVectorBytes, 1, 4>(out, w, v_rows, n, d0); break;
+    case 2: AddWeightedPass<kVectorBytes, 2, 4>(out, w, v_rows, n, d0); break;
+    case 3: AddWeightedPass<kVectorBytes, 3, 2>(out, w, v_rows, n, d0); break;
+    case 4: AddWeightedPass<kVectorBytes, 4, 2>(out, w, v_rows, n, d0); break;
+    case 5: AddWeightedPass<kVectorBytes, 5, 1>(out, w, v_rows, n, d0); break;
+    case 6: AddWeightedPass<kVectorBytes, 6, 1>(out, w, v_rows, n, d0); break;
+    case 7: AddWeightedPass<kVectorBytes, 7, 1>(out, w, v_rows, n, d0); break;
+    default: break;
   }
-  for (; d0 + kLanes <= Dv; d0 += kLanes) {
-    Vec acc;
-    std::memcpy(&acc, out + d0, sizeof(acc));
-    for (int64_t t = 0; t < n; ++t) {
-      Vec x;
-      std::memcpy(&x, v_rows[t] + d0, sizeof(Vec));
-      acc += w[t] * x;
-    }
-    std::memcpy(out + d0, &acc, sizeof(acc));
-  }
+  d0 += (Dv - d0) / kLanes * kLanes;
   for (; d0 < Dv; ++d0) {
     A acc = out[d0];
     for (int64_t t = 0; t < n; ++t) acc += w[t] * v_rows[t][d0];

@@ -129,10 +129,15 @@ void GemmPackB(const float* b, int64_t k, int64_t n, bool trans_b, float* packed
   const int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
   for (int64_t j = 0; j < panels; ++j) {
     float* panel = packed + j * k * kGemmPanel;
-    for (int64_t q = 0; q < kGemmPanel; ++q) {  // column by column: B (n, k) is read contiguously
-      const int64_t col = j * kGemmPanel + q;
-      for (int64_t p = 0; p < k; ++p)
-        panel[p * kGemmPanel + q] = col >= n ? 0.0f : trans_b ? b[col * k + p] : b[p * n + col];
+    const int64_t col = j * kGemmPanel, cols = std::min(kGemmPanel, n - col);
+    if (trans_b) {  // column by column: B's rows (n, k) are read contiguously
+      for (int64_t q = 0; q < kGemmPanel; ++q)
+        for (int64_t p = 0; p < k; ++p) panel[p * kGemmPanel + q] = q < cols ? b[(col + q) * k + p] : 0.0f;
+    } else {  // row by row: a panel's row is a contiguous run of B's row
+      for (int64_t p = 0; p < k; ++p) {
+        std::copy(b + p * n + col, b + p * n + col + cols, panel + p * kGemmPanel);
+        std::fill(panel + p * kGemmPanel + cols, panel + (p + 1) * kGemmPanel, 0.0f);
+      }
     }
   }
 }
