@@ -73,6 +73,20 @@ double BiasAt(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_
   return p.mask ? MaskAt(p, b, h, i, j) : 0.0;
 }
 
+// Narrows a row's visible keys [first, last) past the mask's -inf values at
+// either end (masked keys take no part in any case: a causal or padding mask
+// given as a tensor then skips blocks as is_causal does), and tells whether
+// every mask value left is 0, so that the row needs no per-key bias.
+bool TrimMaskRow(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_t& first, int64_t& last) {
+  const double* row = p.mask + b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2];
+  const int64_t step = p.mask_stride[3];
+  while (first < last && row[first * step] == kNegInf) ++first;
+  while (last > first && row[(last - 1) * step] == kNegInf) --last;
+  for (int64_t j = first; j < last; ++j)
+    if (row[j * step] != 0.0) return false;
+  return true;
+}
+
 }  // namespace
 
 double RoundToDType(DType dtype, double x) {
@@ -580,6 +594,10 @@ template <class T, int kVectorBytes>
   A* kb = kt + kKeyBlock * D;
   A* vb = kb + kKeyBlock * D;
   std::vector<int64_t> first(static_cast<size_t>(rows)), last(first);
+  // Rows whose scores go straight to the softmax: every row when `plain`,
+  // else those whose mask is 0 on all their visible keys (float and double
+  // without softcap).
+  std::vector<char> direct(static_cast<size_t>(rows), plain);
   int64_t lo = p.total_len, hi = 0;
   std::fill(q + rows * D, q + rows4 * D, A(0));
   for (int64_t row = 0; row < rows; ++row) {
@@ -590,6 +608,14 @@ template <class T, int kVectorBytes>
       q[row * D + d] = kDirect ? v : RoundTo<T>(v);
     }
     p.VisibleKeys(b, i, first[size_t(row)], last[size_t(row)]);
+    if (p.mask && row >= n_rows && p.mask_stride[1] == 0) {  // the group's first head has the same mask row
+      first[size_t(row)] = first[size_t(row % n_rows)];
+      last[size_t(row)] = last[size_t(row % n_rows)];
+      direct[size_t(row)] = direct[size_t(row % n_rows)];
+    } else if (p.mask) {
+      const bool zeros = TrimMaskRow(p, b, h, i, first[size_t(row)], last[size_t(row)]);
+      direct[size_t(row)] = kDirect && p.softcap == 0 && zeros;
+    }
     if (first[size_t(row)] < last[size_t(row)]) {
       lo = std::min(lo, first[size_t(row)]);
       hi = std::max(hi, last[size_t(row)]);
@@ -649,7 +675,7 @@ template <class T, int kVectorBytes>
       const A* const* vz;
       int64_t n = 0;
       A block_max;
-      if (plain) {
+      if (direct[size_t(row)]) {
         z = sr + (a - j0);
         vz = v_rows + (a - j0);
         n = e - a;

@@ -34,6 +34,9 @@ struct Case {
   bool bool_mask = false;
   int64_t mask_len = -1;  // -1: T
   bool nonpad = false;
+  // The mask (rank >= 2) is -inf above the diagonal j = i + T - Sq - 1, as a
+  // causal mask built by an exporter (with T = Sq, row 0 sees nothing).
+  bool causal_mask = false;
 };
 
 Tensor Random(DType dtype, const Shape& shape, std::mt19937& rng) {
@@ -86,8 +89,12 @@ void CompareFastAndReference(const Case& c, DType dtype, uint32_t seed) {
       if (present) stride *= full[d];
     }
     std::uniform_real_distribution<double> uniform(-2, 2);
-    for (int64_t i = 0; i < size; ++i)
-      mask.push_back(c.bool_mask ? (rng() % 4 == 0 ? -kInf : 0.0) : uniform(rng));
+    for (int64_t i = 0; i < size; ++i) {
+      const int64_t row = i / tm % c.Sq, key = i % tm;
+      if (c.causal_mask && key > row + p.total_len - c.Sq - 1) mask.push_back(-kInf);
+      else if (c.causal_mask && c.bool_mask) mask.push_back(0.0);
+      else mask.push_back(c.bool_mask ? (rng() % 4 == 0 ? -kInf : 0.0) : uniform(rng));
+    }
     p.mask = mask.data();
     p.mask_len = tm;
   }
@@ -142,6 +149,14 @@ TEST(AttentionKernels, FastMatchesReference) {
       {1, 3, 1, 2, 520, 300, 8, 8, false, true, 0, 0, 100, -1},
       {1, 2, 1, 1, 900, 0, 4, 4, false, false, 0, 0, -1, -1, 2, false, -1, true},
       {1, 2, 1, 1, 600, 0, 4, 4, false, false, 0, 0, -1, -1, 4, false, 300},
+      // Causal masks given as tensors (their -inf ends are trimmed, 0/-inf
+      // rows run as unmasked ones): prefill (tiled) and decode, bool and
+      // float, per head or shared by the heads.
+      {1, 8, 2, 40, 40, 0, 16, 16, false, false, 0, 0, -1, -1, 2, true, -1, false, true},
+      {2, 4, 2, 33, 33, 0, 8, 8, false, false, 0, 0, -1, -1, 4, true, -1, false, true},
+      {1, 4, 2, 20, 20, 0, 8, 8, false, false, 0, 0, -1, -1, 4, false, -1, false, true},
+      {1, 8, 2, 1, 300, 0, 16, 16, false, false, 0, 0, -1, -1, 4, true, -1, false, true},
+      {1, 2, 2, 5, 9, 0, 4, 4, false, false, 2.0f, 0, -1, -1, 2, true, -1, false, true},  // softcap
   };
   uint32_t seed = 1;
   for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
