@@ -3,10 +3,12 @@
 // between the arithmetic types.
 #pragma once
 
+#include <algorithm>
 #include <initializer_list>
 #include <type_traits>
 
 #include "runtime/op.h"
+#include "runtime/thread_pool.h"
 #include "runtime/type_set.h"
 
 namespace onnx_mini {
@@ -56,7 +58,9 @@ absl::StatusOr<std::vector<Dim>> BroadcastDims(const InferContext& ctx, const st
 std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out);
 
 // Calls f(out_index, a_index, b_index) for every element of `out`, running
-// rows in parallel when large. f must be safe to call concurrently.
+// rows in parallel on the kernels' pool when large. f must be safe to call
+// concurrently. Rows where an input is contiguous or constant get loops of
+// their own, which the compiler vectorizes.
 template <class F>
 void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& sa,
                       const std::vector<int64_t>& sb, int threads, F f) {
@@ -66,8 +70,7 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& sa,
   const int64_t inner = rank ? out.back() : 1;
   const int64_t rows = total / inner;
   const int64_t ia = rank ? sa.back() : 0, ib = rank ? sb.back() : 0;
-#pragma omp parallel for num_threads(threads) if (total > (1 << 16) && rows > 1)
-  for (int64_t r = 0; r < rows; ++r) {
+  auto row = [&](int64_t r) {
     int64_t a = 0, b = 0, rem = r;
     for (int64_t d = rank - 2; d >= 0; --d) {
       const int64_t idx = rem % out[size_t(d)];
@@ -76,8 +79,16 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& sa,
       b += idx * sb[size_t(d)];
     }
     const int64_t base = r * inner;
-    for (int64_t k = 0; k < inner; ++k) f(base + k, a + k * ia, b + k * ib);
-  }
+    if (ia == 1 && ib == 1) for (int64_t k = 0; k < inner; ++k) f(base + k, a + k, b + k);
+    else if (ia == 1 && ib == 0) for (int64_t k = 0; k < inner; ++k) f(base + k, a + k, b);
+    else if (ia == 0 && ib == 1) for (int64_t k = 0; k < inner; ++k) f(base + k, a, b + k);
+    else for (int64_t k = 0; k < inner; ++k) f(base + k, a + k * ia, b + k * ib);
+  };
+  if (total <= (1 << 15) || rows == 1) threads = 1;
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / inner);  // ~16K elements per chunk
+  ParallelFor(threads, rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) row(r);
+  });
 }
 
 // The element types with arithmetic: numbers and the 16-bit floats (not bool).
