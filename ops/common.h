@@ -70,14 +70,7 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& sa,
   const int64_t inner = rank ? out.back() : 1;
   const int64_t rows = total / inner;
   const int64_t ia = rank ? sa.back() : 0, ib = rank ? sb.back() : 0;
-  auto row = [&](int64_t r) {
-    int64_t a = 0, b = 0, rem = r;
-    for (int64_t d = rank - 2; d >= 0; --d) {
-      const int64_t idx = rem % out[size_t(d)];
-      rem /= out[size_t(d)];
-      a += idx * sa[size_t(d)];
-      b += idx * sb[size_t(d)];
-    }
+  auto row = [&](int64_t r, int64_t a, int64_t b) {
     const int64_t base = r * inner;
     if (ia == 1 && ib == 1) for (int64_t k = 0; k < inner; ++k) f(base + k, a + k, b + k);
     else if (ia == 1 && ib == 0) for (int64_t k = 0; k < inner; ++k) f(base + k, a + k, b);
@@ -87,7 +80,26 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& sa,
   if (total <= (1 << 15) || rows == 1) threads = 1;
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / inner);  // ~16K elements per chunk
   ParallelFor(threads, rows, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) row(r);
+    // The first row's index by division, the next ones by counting.
+    std::vector<int64_t> idx(size_t(std::max<int64_t>(rank - 1, 0)));
+    int64_t a = 0, b = 0, rem = r0;
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      idx[size_t(d)] = rem % out[size_t(d)];
+      rem /= out[size_t(d)];
+      a += idx[size_t(d)] * sa[size_t(d)];
+      b += idx[size_t(d)] * sb[size_t(d)];
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      row(r, a, b);
+      for (int64_t d = rank - 2; d >= 0; --d) {  // the next row's index
+        a += sa[size_t(d)];
+        b += sb[size_t(d)];
+        if (++idx[size_t(d)] < out[size_t(d)]) break;
+        a -= out[size_t(d)] * sa[size_t(d)];
+        b -= out[size_t(d)] * sb[size_t(d)];
+        idx[size_t(d)] = 0;
+      }
+    }
   });
 }
 
