@@ -206,13 +206,9 @@ class LegacyBroadcast {
 };
 
 // The vectorized Pow of a float array by a supported constant exponent
-// (ops/vec_math.h), in chunks across threads. (Outside the kernel: OpenMP
-// pragmas cannot stand inside the kernel's macro arguments.)
+// (ops/vec_math.h), in chunks across threads.
 void PowConstChunks(const float* x, float* y, int64_t n, double e, int threads) {
-  constexpr int64_t kChunk = 1 << 14;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for num_threads(threads) if (chunks > 2)
-  for (int64_t c = 0; c < chunks; ++c) VecPowConst(x + c * kChunk, y + c * kChunk, std::min(kChunk, n - c * kChunk), e);
+  ParallelElements(n, threads, [&](int64_t i0, int64_t i1) { VecPowConst(x + i0, y + i0, i1 - i0, e); });
 }
 
 template <BinaryOp Kind>

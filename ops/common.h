@@ -57,6 +57,14 @@ absl::StatusOr<std::vector<Dim>> BroadcastDims(const InferContext& ctx, const st
 // (right-aligned) along each output dim: 0 where the input broadcasts.
 std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out);
 
+// Calls f(begin, end) over consecutive ranges covering [0, n): on the
+// kernels' pool in chunks of 16K elements when n is over 32K, else at once.
+template <class F>
+void ParallelElements(int64_t n, int threads, const F& f) {
+  if (n <= (int64_t{1} << 15)) threads = 1;
+  ParallelFor(threads, n, int64_t{1} << 14, f);
+}
+
 // Calls f(out_index, a_index, b_index) for every element of `out`, running
 // rows in parallel on the kernels' pool when large. f must be safe to call
 // concurrently. Rows where an input is contiguous or constant get loops of

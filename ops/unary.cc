@@ -179,12 +179,13 @@ class UnaryOpKernel : public Op {
       if constexpr (IsPredicate(Kind)) {
         bool* dst = out.data<bool>();
         const bool pos = params_.detect_positive, neg = params_.detect_negative;
-#pragma omp parallel for num_threads(ctx.threads()) if (n > (1 << 15))
-        for (int64_t i = 0; i < n; ++i) {
-          const double v = ToDouble(src[i]);
-          if constexpr (Kind == UnaryOp::kIsNaN) dst[i] = std::isnan(v);
-          else dst[i] = std::isinf(v) && (v > 0 ? pos : neg);
-        }
+        ParallelElements(n, ctx.threads(), [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < i1; ++i) {
+            const double v = ToDouble(src[i]);
+            if constexpr (Kind == UnaryOp::kIsNaN) dst[i] = std::isnan(v);
+            else dst[i] = std::isinf(v) && (v > 0 ? pos : neg);
+          }
+        });
       } else if constexpr (Kind == UnaryOp::kNot) {
         T* dst = out.data<T>();
         for (int64_t i = 0; i < n; ++i) dst[i] = !src[i];
@@ -202,22 +203,20 @@ class UnaryOpKernel : public Op {
         if (kVec && (Kind != UnaryOp::kSwish || params_.alpha == 1) && (Kind != UnaryOp::kGelu || params_.tanh_gelu) &&
             (!kLibmReference || ActiveCpuTarget() != CpuTarget::kBaseline)) {
           // The vectorized float path (ops/vec_math.h), in chunks across threads.
-          constexpr int64_t kChunk = 1 << 14;
-          const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for num_threads(ctx.threads()) if (chunks > 2)
-          for (int64_t c = 0; c < chunks; ++c) {
-            const int64_t i = c * kChunk, len = std::min(kChunk, n - i);
-            if constexpr (!kVec) continue;
+          ParallelElements(n, ctx.threads(), [&](int64_t i, int64_t end) {
+            const int64_t len = end - i;
+            if constexpr (!kVec) return;
             else if constexpr (Kind == UnaryOp::kExp) VecExp(src + i, dst + i, len);
             else if constexpr (Kind == UnaryOp::kSigmoid) VecSigmoid(src + i, dst + i, len);
             else if constexpr (Kind == UnaryOp::kTanh) VecTanh(src + i, dst + i, len);
             else if constexpr (Kind == UnaryOp::kGelu) VecGeluTanh(src + i, dst + i, len);
             else VecSilu(src + i, dst + i, len);
-          }
+          });
           return;
         }
-#pragma omp parallel for num_threads(ctx.threads()) if (n > (1 << 15))
-        for (int64_t i = 0; i < n; ++i) dst[i] = Narrow<T>(Apply<Kind, A>(Widen(src[i]), params_));
+        ParallelElements(n, ctx.threads(), [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < i1; ++i) dst[i] = Narrow<T>(Apply<Kind, A>(Widen(src[i]), params_));
+        });
       }
     });
   }
@@ -275,13 +274,14 @@ class ClipOp : public Op {
       const T* src = in.data<T>();
       T* dst = out.data<T>();
       // max, then min: with min > max every element becomes max; NaN stays NaN.
-#pragma omp parallel for num_threads(ctx.threads()) if (n > (1 << 15))
-      for (int64_t i = 0; i < n; ++i) {
-        A v = Widen(src[i]);
-        v = v < lo ? lo : v;
-        v = v > hi ? hi : v;
-        dst[i] = Narrow<T>(v);
-      }
+      ParallelElements(n, ctx.threads(), [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          A v = Widen(src[i]);
+          v = v < lo ? lo : v;
+          v = v > hi ? hi : v;
+          dst[i] = Narrow<T>(v);
+        }
+      });
     });
   }
 
