@@ -563,7 +563,8 @@ template <int kVectorBytes, class A>
 // With `partial` null the rows' outputs are written; otherwise the softmax
 // state of this key range (SplitState below) goes to `partial`, for a
 // split-KV combine.
-template <class T, int kVectorBytes>
+// kMasked: the problem has a mask (its rows are trimmed and classified).
+template <class T, int kVectorBytes, bool kMasked>
 [[gnu::always_inline]] inline void FastBlockBody(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
                                                  int64_t i1, int64_t key_lo, int64_t key_hi, Acc<T>* partial,
                                                  std::vector<Acc<T>>& scratch) {
@@ -597,7 +598,7 @@ template <class T, int kVectorBytes>
   // Rows whose scores go straight to the softmax: every row when `plain`,
   // else those whose mask is 0 on all their visible keys (float and double
   // without softcap).
-  std::vector<char> direct(static_cast<size_t>(rows), plain);
+  std::vector<char> direct(kMasked ? static_cast<size_t>(rows) : 0);
   int64_t lo = p.total_len, hi = 0;
   std::fill(q + rows * D, q + rows4 * D, A(0));
   for (int64_t row = 0; row < rows; ++row) {
@@ -608,11 +609,11 @@ template <class T, int kVectorBytes>
       q[row * D + d] = kDirect ? v : RoundTo<T>(v);
     }
     p.VisibleKeys(b, i, first[size_t(row)], last[size_t(row)]);
-    if (p.mask && row >= n_rows && p.mask_stride[1] == 0) {  // the group's first head has the same mask row
+    if (kMasked && row >= n_rows && p.mask_stride[1] == 0) {  // the group's first head has the same mask row
       first[size_t(row)] = first[size_t(row % n_rows)];
       last[size_t(row)] = last[size_t(row % n_rows)];
       direct[size_t(row)] = direct[size_t(row % n_rows)];
-    } else if (p.mask) {
+    } else if (kMasked) {
       const bool zeros = TrimMaskRow(p, b, h, i, first[size_t(row)], last[size_t(row)]);
       direct[size_t(row)] = kDirect && p.softcap == 0 && zeros;
     }
@@ -675,7 +676,7 @@ template <class T, int kVectorBytes>
       const A* const* vz;
       int64_t n = 0;
       A block_max;
-      if (direct[size_t(row)]) {
+      if (kMasked ? direct[size_t(row)] != 0 : plain) {
         z = sr + (a - j0);
         vz = v_rows + (a - j0);
         n = e - a;
@@ -751,20 +752,23 @@ template <class T, int kVectorBytes>
 template <class T>
 void FastBlockBaseline(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo,
                        int64_t key_hi, Acc<T>* partial, std::vector<Acc<T>>& scratch) {
-  FastBlockBody<T, 16>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+  if (p.mask) FastBlockBody<T, 16, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+  else FastBlockBody<T, 16, false>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
 }
 #if defined(__x86_64__) || defined(__i386__)
 template <class T>
 [[gnu::target("avx2,fma,f16c")]] void FastBlockAvx2(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
                                                    int64_t i1, int64_t key_lo, int64_t key_hi, Acc<T>* partial,
                                                    std::vector<Acc<T>>& scratch) {
-  FastBlockBody<T, 32>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+  if (p.mask) FastBlockBody<T, 32, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+  else FastBlockBody<T, 32, false>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
 }
 template <class T>
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void FastBlockAvx512(
     const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo, int64_t key_hi,
     Acc<T>* partial, std::vector<Acc<T>>& scratch) {
-  FastBlockBody<T, 64>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+  if (p.mask) FastBlockBody<T, 64, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+  else FastBlockBody<T, 64, false>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
 }
 #endif
 
