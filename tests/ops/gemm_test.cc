@@ -4,23 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "ops/gemm.h"
 #include "ops/gemv.h"
 #include "runtime/cpu.h"
+#include "tests/ops/random_values.h"
 
 namespace onnx_mini {
 namespace {
-
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(gen);
-  return v;
-}
 
 TEST(GemmPacked, MatchesTheReference) {
   if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active target " << CpuTargetName(ActiveCpuTarget()) << ")";
@@ -35,8 +27,8 @@ TEST(GemmPacked, MatchesTheReference) {
     for (bool trans_b : {false, true})
       for (bool with_bias : {false, true})
         for (int threads : {1, 2, 3}) {
-          const std::vector<float> a = Random(c.m * c.k, seed++), b = Random(c.k * c.n, seed++),
-                                   bias = Random(c.n, seed++);
+          const std::vector<float> a = RandomFloats(c.m * c.k, seed++), b = RandomFloats(c.k * c.n, seed++),
+                                   bias = RandomFloats(c.n, seed++);
           const int64_t size = GemmPackedSize(c.k, c.n);
           ASSERT_GE(size, c.k * c.n);
           std::vector<float> packed(static_cast<size_t>(size), NAN);

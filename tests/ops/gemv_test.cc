@@ -3,22 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "ops/gemv.h"
 #include "runtime/cpu.h"
+#include "tests/ops/random_values.h"
 
 namespace onnx_mini {
 namespace {
-
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(gen);
-  return v;
-}
 
 TEST(Gemv, MatchesTheReferenceOnEveryTargetShapeAndLayout) {
   struct Case { int64_t k, n; };
@@ -36,8 +28,8 @@ TEST(Gemv, MatchesTheReferenceOnEveryTargetShapeAndLayout) {
         for (bool trans_b : {false, true})
           for (bool with_bias : {false, true})
             for (int threads : {1, 2, 3}) {
-              const std::vector<float> a = Random(m * c.k, seed++), b = Random(c.k * c.n, seed++),
-                                       bias = Random(c.n, seed++);
+              const std::vector<float> a = RandomFloats(m * c.k, seed++), b = RandomFloats(c.k * c.n, seed++),
+                                       bias = RandomFloats(c.n, seed++);
               std::vector<float> got(size_t(m * c.n), NAN), want(size_t(m * c.n));
               const float* pb = with_bias ? bias.data() : nullptr;
               GemvF32(a.data(), b.data(), pb, got.data(), m, c.k, c.n, trans_b, threads);
