@@ -197,10 +197,10 @@ class UnaryOpKernel : public Op {
         using A = typename Arith<T>::type;
         constexpr bool kVec = std::is_same_v<T, float> &&
                               (Kind == UnaryOp::kExp || Kind == UnaryOp::kSigmoid || Kind == UnaryOp::kSwish ||
-                               Kind == UnaryOp::kTanh || Kind == UnaryOp::kGelu);
-        // Tanh and Gelu keep libm's plain loop on the baseline target (the reference).
-        constexpr bool kLibmReference = Kind == UnaryOp::kTanh || Kind == UnaryOp::kGelu;
-        if (kVec && (Kind != UnaryOp::kSwish || params_.alpha == 1) && (Kind != UnaryOp::kGelu || params_.tanh_gelu) &&
+                               Kind == UnaryOp::kTanh || Kind == UnaryOp::kErf || Kind == UnaryOp::kGelu);
+        // Tanh, Erf and Gelu keep libm's plain loop on the baseline target (the reference).
+        constexpr bool kLibmReference = Kind == UnaryOp::kTanh || Kind == UnaryOp::kErf || Kind == UnaryOp::kGelu;
+        if (kVec && (Kind != UnaryOp::kSwish || params_.alpha == 1) &&
             (!kLibmReference || ActiveCpuTarget() != CpuTarget::kBaseline)) {
           // The vectorized float path (ops/vec_math.h), in chunks across threads.
           ParallelElements(n, ctx.threads(), [&](int64_t i, int64_t end) {
@@ -209,7 +209,8 @@ class UnaryOpKernel : public Op {
             else if constexpr (Kind == UnaryOp::kExp) VecExp(src + i, dst + i, len);
             else if constexpr (Kind == UnaryOp::kSigmoid) VecSigmoid(src + i, dst + i, len);
             else if constexpr (Kind == UnaryOp::kTanh) VecTanh(src + i, dst + i, len);
-            else if constexpr (Kind == UnaryOp::kGelu) VecGeluTanh(src + i, dst + i, len);
+            else if constexpr (Kind == UnaryOp::kErf) VecErf(src + i, dst + i, len);
+            else if constexpr (Kind == UnaryOp::kGelu) (params_.tanh_gelu ? VecGeluTanh : VecGeluErf)(src + i, dst + i, len);
             else VecSilu(src + i, dst + i, len);
           });
           return;

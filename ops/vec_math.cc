@@ -76,7 +76,38 @@ template <class F, class I>
   return x != x ? x : y;
 }
 
-enum class Fn { kExp, kSigmoid, kSilu, kTanh, kGeluTanh };
+// erf on |x| with x's sign put back. Below 0.921875: x + x P(x^2) (the
+// leading x added last, exactly placed); above: 1 - exp(Q(|x|)), Q a
+// polynomial for log(erfc) (smooth where erfc is not) in |x| - 1.5; past 4
+// the float result is 1. Coefficients: Chebyshev fits of erf(x)/x - 1 and
+// log(erfc(x)) in double, rounded to float.
+template <class F, class I>
+[[gnu::always_inline]] inline F ErfV(F x) {
+  const I sign = (I)x & (I{} + std::numeric_limits<int32_t>::min());
+  const F a = (F)((I)x ^ sign);
+  const F z = a * a;
+  F p = z * 8.505519508616999e-5f - 8.175406837835908e-4f;
+  p = p * z + 5.20398048684001e-3f;
+  p = p * z - 2.6860617101192474e-2f;
+  p = p * z + 1.1283718049526215e-1f;
+  p = p * z - 3.7612634897232056e-1f;
+  p = p * z + 1.2837916612625122e-1f;
+  const F small = a + a * p;
+  const F t = (a < 4.0f ? a : F{} + 4.0f) - 1.5f;
+  F q = t * 1.629367943678517e-6f - 2.6327514206059277e-5f;
+  q = q * t + 2.160035801352933e-4f;
+  q = q * t - 1.2545922072604299e-3f;
+  q = q * t + 6.005549803376198e-3f;
+  q = q * t - 2.5824587792158127e-2f;
+  q = q * t - 8.926400542259216e-1f;
+  q = q * t - 3.508800745010376f;
+  q = q * t - 3.3844921588897705f;
+  const F big = 1.0f - ExpV<F, I>(q);
+  const F y = (F)((I)(a < 0.921875f ? small : big) | sign);
+  return x != x ? x : y;
+}
+
+enum class Fn { kExp, kSigmoid, kSilu, kTanh, kGeluTanh, kErf, kGeluErf };
 
 // The function of one vector (`shift` subtracted first: the softmax max).
 template <Fn kFn, class F, class I>
@@ -86,6 +117,8 @@ template <Fn kFn, class F, class I>
   else if constexpr (kFn == Fn::kTanh) return TanhV<F, I>(v);
   else if constexpr (kFn == Fn::kGeluTanh)  // the plain kernel's float formula
     return 0.5f * v * (1.0f + TanhV<F, I>(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  else if constexpr (kFn == Fn::kErf) return ErfV<F, I>(v);
+  else if constexpr (kFn == Fn::kGeluErf) return 0.5f * v * (1.0f + ErfV<F, I>(v * 0.7071067811865476f));
   else return v * SigmoidV<F, I>(v);
 }
 
@@ -124,6 +157,14 @@ template <int kBytes>
 template <int kBytes>
 [[gnu::always_inline]] inline void GeluTanhBody(const float* x, float* y, int64_t n) {
   Map<kBytes, Fn::kGeluTanh>(x, y, n);
+}
+template <int kBytes>
+[[gnu::always_inline]] inline void ErfBody(const float* x, float* y, int64_t n) {
+  Map<kBytes, Fn::kErf>(x, y, n);
+}
+template <int kBytes>
+[[gnu::always_inline]] inline void GeluErfBody(const float* x, float* y, int64_t n) {
+  Map<kBytes, Fn::kGeluErf>(x, y, n);
 }
 template <int kBytes>
 [[gnu::always_inline]] inline void SoftmaxBody(const float* x, float* y, int64_t n) {
@@ -443,6 +484,8 @@ ONNX_MINI_VEC_TARGETS(Silu, SiluBody)
 ONNX_MINI_VEC_TARGETS(Softmax, SoftmaxBody)
 ONNX_MINI_VEC_TARGETS(Tanh, TanhBody)
 ONNX_MINI_VEC_TARGETS(GeluTanh, GeluTanhBody)
+ONNX_MINI_VEC_TARGETS(Erf, ErfBody)
+ONNX_MINI_VEC_TARGETS(GeluErf, GeluErfBody)
 void PowBaseline(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
 [[gnu::target("avx2,fma")]] void PowAvx2(const float* x, float* y, int64_t n, PowKind k) { PowBody<32>(x, y, n, k); }
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void PowAvx512(const float* x, float* y, int64_t n,
@@ -467,6 +510,8 @@ void SiluActive(const float* x, float* y, int64_t n) { SiluBody<16>(x, y, n); }
 void SoftmaxActive(const float* x, float* y, int64_t n) { SoftmaxBody<16>(x, y, n); }
 void TanhActive(const float* x, float* y, int64_t n) { TanhBody<16>(x, y, n); }
 void GeluTanhActive(const float* x, float* y, int64_t n) { GeluTanhBody<16>(x, y, n); }
+void ErfActive(const float* x, float* y, int64_t n) { ErfBody<16>(x, y, n); }
+void GeluErfActive(const float* x, float* y, int64_t n) { GeluErfBody<16>(x, y, n); }
 void PowActive(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
 double SumActive(const float* x, int64_t n) { return SumBody<16, false>(x, n); }
 double SumSquaresActive(const float* x, int64_t n) { return SumBody<16, true>(x, n); }
@@ -482,6 +527,8 @@ void VecSilu(const float* x, float* y, int64_t n) { SiluActive(x, y, n); }
 void VecSoftmaxRow(const float* x, float* y, int64_t n) { SoftmaxActive(x, y, n); }
 void VecTanh(const float* x, float* y, int64_t n) { TanhActive(x, y, n); }
 void VecGeluTanh(const float* x, float* y, int64_t n) { GeluTanhActive(x, y, n); }
+void VecErf(const float* x, float* y, int64_t n) { ErfActive(x, y, n); }
+void VecGeluErf(const float* x, float* y, int64_t n) { GeluErfActive(x, y, n); }
 bool VecPowConst(const float* x, float* y, int64_t n, double e) {
   PowKind k;
   if (e == 0.5) k = PowKind::kHalf;

@@ -3,7 +3,7 @@
 // each call. The plain kernels (libm per element) stay the reference; these
 // agree with them within a few ulp (tests/ops/vec_math_test.cc states the
 // bounds): exp within 2 ulp for normal results, exactly 0/inf beyond the
-// float range, NaN for NaN; sigmoid within 3 ulp.
+// float range, NaN for NaN; sigmoid within 3 ulp; tanh and erf within 2 ulp.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,11 @@ void VecSilu(const float* x, float* y, int64_t n);
 void VecTanh(const float* x, float* y, int64_t n);
 // Gelu with approximate = "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 void VecGeluTanh(const float* x, float* y, int64_t n);
+// y[i] = erf(x[i]) within 2 ulp of libm's erff (+-1 for +-inf, the sign of
+// +-0 kept, NaN for NaN).
+void VecErf(const float* x, float* y, int64_t n);
+// Gelu with approximate = "none": 0.5 x (1 + erf(x / sqrt(2))).
+void VecGeluErf(const float* x, float* y, int64_t n);
 // One contiguous row: y = exp(x - max(x)) / sum(exp(x - max(x))), NaN
 // propagating as the plain kernel's (a NaN anywhere makes the row NaN).
 void VecSoftmaxRow(const float* x, float* y, int64_t n);

@@ -122,6 +122,36 @@ TEST_P(VecMath, TanhWithinTwoUlpsOfLibm) {
   }
 }
 
+// erf densely, as tanh above, against libm's erff.
+TEST_P(VecMath, ErfWithinTwoUlpsOfLibm) {
+  std::vector<float> x;
+  for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 127) {
+    uint32_t u = uint32_t(b);
+    float v;
+    std::memcpy(&v, &u, 4);
+    x.push_back(v);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  // The pieces' joins (0.921875, the clamp at 4) and the first x whose erf rounds to 1.
+  for (float v : {0.0f, -0.0f, inf, -inf, 0.921875f, 0.92187494f, -0.921875f, 4.0f, 3.9193f, -3.9193f, 1e-40f})
+    x.push_back(v);
+  for (float v = 0.5f; v < 4.5f; v += 1.0f / 4096) x.push_back(v);  // the polynomial ranges densely
+  std::vector<float> y(x.size() + 1, 42.0f);
+  VecErf(x.data(), y.data(), int64_t(x.size()));
+  EXPECT_EQ(y[x.size()], 42.0f) << "wrote past the end";
+  int64_t bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = std::erf(x[i]);
+    if (Ulps(y[i], want) > 2 && bad++ < 5) ADD_FAILURE() << "erf(" << x[i] << ") = " << y[i] << ", libm " << want;
+  }
+  EXPECT_TRUE(bad == 0) << bad << " inputs beyond 2 ulp";
+  std::vector<float> z = {-0.0f, inf, -inf};
+  VecErf(z.data(), z.data(), 3);
+  EXPECT_TRUE(std::signbit(z[0]) && z[0] == 0);
+  EXPECT_EQ(z[1], 1.0f);
+  EXPECT_EQ(z[2], -1.0f);
+}
+
 TEST_P(VecMath, SoftmaxRowMatchesThePlainKernel) {
   for (int64_t n : kSizes) {
     std::mt19937 rng(static_cast<uint32_t>(n));
@@ -165,9 +195,9 @@ TEST_P(VecMath, OpsTakeTheFastPathForFloat) {
   }
 }
 
-// Through the ops: Tanh and Gelu (both approximations) on this target
+// Through the ops: Tanh, Erf and Gelu (both approximations) on this target
 // against the plain kernel (the baseline target's libm loop).
-TEST_P(VecMath, TanhAndGeluOpsMatchThePlainKernel) {
+TEST_P(VecMath, TanhErfAndGeluOpsMatchThePlainKernel) {
   for (int64_t n : {1, 15, 16, 17, 4099}) {
     Tensor x = RandomUniform(DType::kFloat, {3, n}, uint32_t(n), -12, 12);
     x.data<float>()[0] = -std::numeric_limits<float>::infinity();
@@ -176,7 +206,8 @@ TEST_P(VecMath, TanhAndGeluOpsMatchThePlainKernel) {
       const char* op;
       const char* approximate;
     };
-    for (const Case& c : {Case{13, "Tanh", nullptr}, Case{20, "Gelu", "tanh"}, Case{20, "Gelu", "none"}}) {
+    for (const Case& c : {Case{13, "Tanh", nullptr}, Case{13, "Erf", nullptr}, Case{20, "Gelu", "tanh"},
+                          Case{20, "Gelu", "none"}}) {
       const Attrs attrs = [&](onnx::NodeProto& node) {
         if (c.approximate) SetAttr(node, "approximate", std::string(c.approximate));
       };
@@ -187,15 +218,15 @@ TEST_P(VecMath, TanhAndGeluOpsMatchThePlainKernel) {
       ASSERT_TRUE(fast.ok() && plain.ok()) << c.op;
       for (int64_t i = 0; i < x.size(); ++i) {
         const float f = fast->data<float>()[i], p = plain->data<float>()[i], v = x.data<float>()[i];
-        if (std::string(c.op) == "Tanh") {
-          EXPECT_LE(Ulps(f, p), 3) << "tanh(" << v << ")";
+        if (std::string(c.op) != "Gelu") {
+          EXPECT_LE(Ulps(f, p), 3) << c.op << "(" << v << ")";
         } else if (std::isinf(v)) {
           EXPECT_EQ(std::isnan(f), std::isnan(p)) << "gelu(" << v << ")";
           if (!std::isnan(p)) {
             EXPECT_EQ(f, p);
           }
         } else {
-          // 0.5 x (1 + tanh(u)): tanh's 2-3 ulp near -1 scale by |x| after the cancellation.
+          // 0.5 x (1 + tanh(u) or erf(u)): their 2-3 ulp near -1 scale by |x| after the cancellation.
           EXPECT_NEAR(f, p, 2e-7 * std::fabs(v) + 2.4e-7 * std::fabs(p)) << "gelu(" << v << ") " << c.approximate;
         }
       }
