@@ -270,17 +270,30 @@ struct SplitState {
 // every hot loop is compiled (and vectorized) for that target. Anything not
 // inlined stays a plain x86-64 function, safe on every CPU.
 
-// Rows of 16-bit values to float, and float rows rounded to T's precision.
-[[gnu::always_inline]] inline void WidenRow(const Float16* in, float* out, int64_t n) { Float16ToFloat(in, out, n); }
-[[gnu::always_inline]] inline void WidenRow(const BFloat16* in, float* out, int64_t n) {
+// Rows of bfloat16 to float, and float rows rounded to T's precision.
+[[gnu::always_inline]] inline void WidenBf16Row(const BFloat16* in, float* out, int64_t n) {
   for (int64_t d = 0; d < n; ++d) {
     const uint32_t bits = uint32_t(in[d].bits) << 16;
     std::memcpy(&out[d], &bits, 4);
   }
 }
+// A float's bits rounded to bfloat16 (the low half zero): to nearest even,
+// NaN kept and made quiet, as ToBFloat16(float) does; branch-free, so loops
+// over it vectorize.
+[[gnu::always_inline]] inline uint32_t RoundBf16Bits(uint32_t x) {
+  const uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) & 0xFFFF0000u;
+  return (x & 0x7FFFFFFFu) > 0x7F800000u ? ((x | 0x400000u) & 0xFFFF0000u) : rounded;
+}
 template <class T, class A>
 [[gnu::always_inline]] inline void RoundRow(A* row, int64_t n) {
-  if constexpr (std::is_same_v<T, Float16>) {
+  if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<A, float>) {
+    for (int64_t d = 0; d < n; ++d) {
+      uint32_t x;
+      std::memcpy(&x, &row[d], 4);
+      x = RoundBf16Bits(x);
+      std::memcpy(&row[d], &x, 4);
+    }
+  } else if constexpr (std::is_same_v<T, Float16>) {
     Float16 tmp[64];
     for (int64_t d0 = 0; d0 < n; d0 += 64) {
       const int64_t len = std::min<int64_t>(64, n - d0);
@@ -291,13 +304,8 @@ template <class T, class A>
     for (int64_t d = 0; d < n; ++d) row[d] = RoundTo<T>(row[d]);
   }
 }
-template <class T, class A>
-[[gnu::always_inline]] inline void WidenRow(const T* in, A* out, int64_t n) {
-  for (int64_t d = 0; d < n; ++d) out[d] = A(Widen(in[d]));
-}
-
 // A 16-bit row widened to float, and a K row widened, scaled by r and
-// rounded to T's precision (A9), with the same results as WidenRow, `*= r`
+// rounded to T's precision (A9), with the same results as ToFloat, `*= r`
 // and RoundRow. float16 uses the target's conversion instructions inline (a
 // dispatched call per row cost more than the conversion); these helpers
 // carry their own target and return how many elements they did.
@@ -340,23 +348,37 @@ template <class T, int kVectorBytes>
 }
 template <class T, int kVectorBytes>
 [[gnu::always_inline]] inline void WidenRowInline(const T* in, float* out, int64_t n) {
+  if constexpr (std::is_same_v<T, BFloat16>) return WidenBf16Row(in, out, n);
   int64_t d = WidenF16Vector<T, kVectorBytes>(in, out, n, 1.0f, false);
   for (; d < n; ++d) out[d] = ToFloat(in[d]);
+}
+// A row stored as T, rounded as Narrow<T> rounds: bfloat16 on the bits,
+// float16 by the bulk conversion, without a call per element.
+template <class T, class A>
+[[gnu::always_inline]] inline void NarrowRow(const A* in, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<A, float>) {
+    for (int64_t d = 0; d < n; ++d) {
+      uint32_t x;
+      std::memcpy(&x, &in[d], 4);
+      out[d].bits = uint16_t(RoundBf16Bits(x) >> 16);
+    }
+  } else if constexpr (std::is_same_v<T, Float16> && std::is_same_v<A, float>) {
+    FloatToFloat16(in, out, n);
+  } else {
+    for (int64_t d = 0; d < n; ++d) out[d] = Narrow<T>(in[d]);
+  }
 }
 template <class T, int kVectorBytes>
 [[gnu::always_inline]] inline void WidenScaleRoundRow(const T* in, float* out, int64_t n, float r) {
   int64_t d = WidenF16Vector<T, kVectorBytes>(in, out, n, r, true);
   if constexpr (std::is_same_v<T, BFloat16>) {
-    // Round to nearest even on the bits, NaN kept and made quiet, as
-    // ToBFloat16(float) does; a loop GCC vectorizes.
     for (; d < n; ++d) {
       uint32_t x = uint32_t(in[d].bits) << 16;
       float f;
       std::memcpy(&f, &x, 4);
       f *= r;
       std::memcpy(&x, &f, 4);
-      const uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) & 0xFFFF0000u;
-      x = (x & 0x7FFFFFFFu) > 0x7F800000u ? ((x | 0x400000u) & 0xFFFF0000u) : rounded;
+      x = RoundBf16Bits(x);
       std::memcpy(&out[d], &x, 4);
     }
   }
@@ -398,6 +420,60 @@ template <int kVectorBytes, class A>
       for (int c = 0; c < 4; ++c)
         std::memcpy(s + r * kKeyBlock + (c0 + c) * kLanes, acc[r][c], sizeof(Vec));
   }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// ScoreTile4 for bfloat16 with AVX-512 BF16: q[r * pairs + c] holds query row
+// r's elements 2c and 2c + 1 as two bfloat16, kp[c * kKeyBlock + j] key j's.
+// VDPBF16PS multiplies the pairs exactly and adds in float, as the float
+// tile does with the same bfloat16-exact values, at half the instructions;
+// it treats denormal inputs as zero. A call of its own (not inlined: the
+// fast kernel's body is compiled without the BF16 target until inlined into
+// its entry point), one per four rows and key block.
+[[gnu::target("avx512f,avx512bf16")]] void ScoreTile4Bf16(const uint32_t* q, const uint32_t* kp, int64_t pairs,
+                                                         float* s) {
+  static_assert(kKeyBlock == 64, "the tile is four vectors of 16 keys");
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+  __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  for (int64_t c = 0; c < pairs; ++c) {
+    const uint32_t* k = kp + c * kKeyBlock;
+    const __m512bh k0 = (__m512bh)_mm512_loadu_si512(k), k1 = (__m512bh)_mm512_loadu_si512(k + 16);
+    const __m512bh k2 = (__m512bh)_mm512_loadu_si512(k + 32), k3 = (__m512bh)_mm512_loadu_si512(k + 48);
+    const __m512bh q0 = (__m512bh)_mm512_set1_epi32(int(q[c])), q1 = (__m512bh)_mm512_set1_epi32(int(q[pairs + c]));
+    const __m512bh q2 = (__m512bh)_mm512_set1_epi32(int(q[2 * pairs + c]));
+    const __m512bh q3 = (__m512bh)_mm512_set1_epi32(int(q[3 * pairs + c]));
+    a00 = _mm512_dpbf16_ps(a00, q0, k0), a01 = _mm512_dpbf16_ps(a01, q0, k1);
+    a02 = _mm512_dpbf16_ps(a02, q0, k2), a03 = _mm512_dpbf16_ps(a03, q0, k3);
+    a10 = _mm512_dpbf16_ps(a10, q1, k0), a11 = _mm512_dpbf16_ps(a11, q1, k1);
+    a12 = _mm512_dpbf16_ps(a12, q1, k2), a13 = _mm512_dpbf16_ps(a13, q1, k3);
+    a20 = _mm512_dpbf16_ps(a20, q2, k0), a21 = _mm512_dpbf16_ps(a21, q2, k1);
+    a22 = _mm512_dpbf16_ps(a22, q2, k2), a23 = _mm512_dpbf16_ps(a23, q2, k3);
+    a30 = _mm512_dpbf16_ps(a30, q3, k0), a31 = _mm512_dpbf16_ps(a31, q3, k1);
+    a32 = _mm512_dpbf16_ps(a32, q3, k2), a33 = _mm512_dpbf16_ps(a33, q3, k3);
+  }
+  const __m512 acc[4][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13}, {a20, a21, a22, a23}, {a30, a31, a32, a33}};
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) _mm512_storeu_ps(s + r * kKeyBlock + c * 16, acc[r][c]);
+}
+#endif
+
+// Rows of bfloat16-exact floats (n of them, stride `stride`) as bfloat16
+// pairs for ScoreTile4Bf16: out[c * out_stride + row] or, with kByRow,
+// out[row * out_stride + c] holds elements 2c and 2c + 1 (0 past n); rows
+// at or past `count` are zero.
+template <bool kByRow>
+[[gnu::always_inline]] inline void PackBf16Pairs(const float* const* rows, int64_t count, int64_t total, int64_t n,
+                                                 uint32_t* out, int64_t out_stride) {
+  const int64_t pairs = (n + 1) / 2;
+  for (int64_t row = 0; row < total; ++row)
+    for (int64_t c = 0; c < pairs; ++c) {
+      uint32_t lo = 0, hi = 0;
+      if (row < count) {
+        std::memcpy(&lo, rows[row] + 2 * c, 4);
+        if (2 * c + 1 < n) std::memcpy(&hi, rows[row] + 2 * c + 1, 4);
+      }
+      out[kByRow ? row * out_stride + c : c * out_stride + row] = (lo >> 16) | (hi & 0xFFFF0000u);
+    }
 }
 
 // The sum of a vector's lanes, halving the width down to 16 bytes.
@@ -564,11 +640,13 @@ template <int kVectorBytes, class A>
 // state of this key range (SplitState below) goes to `partial`, for a
 // split-KV combine.
 // kMasked: the problem has a mask (its rows are trimmed and classified).
-template <class T, int kVectorBytes, bool kMasked>
+// kBf16Dot: bfloat16 prefill scores through ScoreTile4Bf16 (AVX-512 BF16).
+template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
 [[gnu::always_inline]] inline void FastBlockBody(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
                                                  int64_t i1, int64_t key_lo, int64_t key_hi, Acc<T>* partial,
                                                  std::vector<Acc<T>>& scratch) {
   using A = Acc<T>;
+  static_assert(!kBf16Dot || std::is_same_v<T, BFloat16>, "bfloat16 dot products for bfloat16 only");
   constexpr A kMinusInf = -std::numeric_limits<A>::infinity();
   // float and double K/V rows are read in place; 16-bit rows are widened
   // (and K scaled and rounded, as the function body does) into scratch.
@@ -576,9 +654,10 @@ template <class T, int kVectorBytes, bool kMasked>
   const int64_t D = p.head_size, Dv = p.v_head_size, G = p.group(), n_rows = i1 - i0;
   const int64_t rows = G * n_rows;  // row = (head in group) * n_rows + (i - i0)
   const int64_t rows4 = (rows + 3) / 4 * 4;  // q padded with zero rows for the 4-row score kernels
-  // Scores come straight from the dot products when no softcap, mask or
-  // 16-bit rounding sits between them and the softmax: no per-key work.
-  const bool plain = kDirect && p.softcap == 0 && !p.mask;
+  // Scores go straight from the dot products to the softmax (16-bit ones
+  // rounded to T as a row first) when no softcap or mask sits between: no
+  // per-key work.
+  const bool plain = p.softcap == 0 && !p.mask;
   const A r = ScaleRoot<T>(p);
   // Direct rows are unscaled, so the query carries both factors of r.
   const A q_factor = kDirect ? r * r : r;
@@ -604,9 +683,13 @@ template <class T, int kVectorBytes, bool kMasked>
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
     const T* src = static_cast<const T*>(p.q_data) + p.q.At(b, h, i);
-    for (int64_t d = 0; d < D; ++d) {
-      const A v = A(Widen(src[d])) * q_factor;
-      q[row * D + d] = kDirect ? v : RoundTo<T>(v);
+    A* q_row = q + row * D;
+    if constexpr (kDirect) {
+      for (int64_t d = 0; d < D; ++d) q_row[d] = src[d] * q_factor;
+    } else {
+      WidenRowInline<T, kVectorBytes>(src, q_row, D);
+      for (int64_t d = 0; d < D; ++d) q_row[d] *= q_factor;
+      RoundRow<T>(q_row, D);
     }
     p.VisibleKeys(b, i, first[size_t(row)], last[size_t(row)]);
     if (kMasked && row >= n_rows && p.mask_stride[1] == 0) {  // the group's first head has the same mask row
@@ -615,7 +698,7 @@ template <class T, int kVectorBytes, bool kMasked>
       direct[size_t(row)] = direct[size_t(row % n_rows)];
     } else if (kMasked) {
       const bool zeros = TrimMaskRow(p, b, h, i, first[size_t(row)], last[size_t(row)]);
-      direct[size_t(row)] = kDirect && p.softcap == 0 && zeros;
+      direct[size_t(row)] = p.softcap == 0 && zeros;
     }
     if (first[size_t(row)] < last[size_t(row)]) {
       lo = std::min(lo, first[size_t(row)]);
@@ -628,6 +711,18 @@ template <class T, int kVectorBytes, bool kMasked>
   }
   lo = std::max(lo, key_lo);
   hi = std::min(hi, key_hi);
+  // kBf16Dot: the query rows and each K block as bfloat16 pairs.
+  const int64_t pairs = (D + 1) / 2;
+  std::vector<uint32_t> q_pairs, k_pairs;
+  if constexpr (kBf16Dot) {
+    if (rows >= kTiledRows) {
+      q_pairs.resize(size_t(rows4 * pairs));
+      k_pairs.resize(size_t(pairs * kKeyBlock));
+      std::vector<const float*> q_rows(static_cast<size_t>(rows));
+      for (int64_t row = 0; row < rows; ++row) q_rows[size_t(row)] = q + row * D;
+      PackBf16Pairs<true>(q_rows.data(), rows, rows4, D, q_pairs.data(), pairs);
+    }
+  }
   const A* k_rows[kKeyBlock];
   const A* v_rows[kKeyBlock];
   const A* v_sel[kKeyBlock];  // the value rows of a row's visible keys, in order
@@ -649,20 +744,30 @@ template <class T, int kVectorBytes, bool kMasked>
         v_rows[j - j0] = vd;
       }
     }
+    // Whether one of the four rows from r0 has a key in the block.
+    const auto sees_block = [&](int64_t r0) {
+      for (int64_t row = r0; row < std::min(rows, r0 + 4); ++row)
+        if (std::max(j0, first[size_t(row)]) < std::min(j1, last[size_t(row)])) return true;
+      return false;
+    };
     // Many rows per block (prefill): transpose the K block once, then four
     // rows' scores at a time come from register accumulators with no
     // horizontal sums. Few rows (decode): four rows per pass over each key.
-    if (rows >= kTiledRows) {
+    if (kBf16Dot && rows >= kTiledRows) {
+#if defined(__x86_64__) || defined(__i386__)
+      if constexpr (kBf16Dot) {
+        PackBf16Pairs<false>(k_rows, n_keys, kKeyBlock, D, k_pairs.data(), kKeyBlock);
+        for (int64_t r0 = 0; r0 < rows; r0 += 4)
+          if (sees_block(r0)) ScoreTile4Bf16(q_pairs.data() + r0 * pairs, k_pairs.data(), pairs, s + r0 * kKeyBlock);
+      }
+#endif
+    } else if (rows >= kTiledRows) {
       for (int64_t j = j0; j < j1; ++j)
         for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + (j - j0)] = k_rows[j - j0][d];
       for (int64_t j = n_keys; j < kKeyBlock; ++j)
         for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + j] = 0;
-      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
-        bool visible = false;  // rows of the group with a key in the block
-        for (int64_t row = r0; row < std::min(rows, r0 + 4); ++row)
-          visible = visible || std::max(j0, first[size_t(row)]) < std::min(j1, last[size_t(row)]);
-        if (visible) ScoreTile4<kVectorBytes>(q + r0 * D, kt, D, s + r0 * kKeyBlock);
-      }
+      for (int64_t r0 = 0; r0 < rows; r0 += 4)
+        if (sees_block(r0)) ScoreTile4<kVectorBytes>(q + r0 * D, kt, D, s + r0 * kKeyBlock);
     } else {
       for (int64_t r0 = 0; r0 < rows; r0 += 4)
         ScoreRows4<kVectorBytes>(q + r0 * D, D, k_rows, n_keys, s + r0 * kKeyBlock);
@@ -677,6 +782,7 @@ template <class T, int kVectorBytes, bool kMasked>
       int64_t n = 0;
       A block_max;
       if (kMasked ? direct[size_t(row)] != 0 : plain) {
+        if constexpr (!kDirect) RoundRow<T>(s + row * kKeyBlock + (a - j0), e - a);
         z = sr + (a - j0);
         vz = v_rows + (a - j0);
         n = e - a;
@@ -744,7 +850,8 @@ template <class T, int kVectorBytes, bool kMasked>
     const A inv = std::isnan(l[row]) ? std::numeric_limits<A>::quiet_NaN()
                   : seen[row] != 0 && l[row] > 0      ? A(1) / l[row]
                                                       : A(0);
-    for (int64_t d = 0; d < Dv; ++d) y[d] = Narrow<T>(acc[row * Dv + d] * inv);
+    for (int64_t d = 0; d < Dv; ++d) acc[row * Dv + d] *= inv;
+    NarrowRow(acc + row * Dv, y, Dv);
   }
 }
 
@@ -770,6 +877,13 @@ template <class T>
   if (p.mask) FastBlockBody<T, 64, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
   else FastBlockBody<T, 64, false>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
 }
+template <class T>
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,avx512bf16")]] void FastBlockAvx512Bf16(
+    const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo, int64_t key_hi,
+    Acc<T>* partial, std::vector<Acc<T>>& scratch) {
+  if (p.mask) FastBlockBody<T, 64, true, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+  else FastBlockBody<T, 64, false, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+}
 #endif
 
 template <class T>
@@ -781,6 +895,9 @@ template <class T>
 FastBlockFn<T> SelectFastBlock() {
   switch (ActiveCpuTarget()) {
 #if defined(__x86_64__) || defined(__i386__)
+    case CpuTarget::kAvx512Bf16:
+      if constexpr (std::is_same_v<T, BFloat16>) return &FastBlockAvx512Bf16<T>;
+      return &FastBlockAvx512<T>;
     case CpuTarget::kAvx512: return &FastBlockAvx512<T>;
     case CpuTarget::kAvx2: return &FastBlockAvx2<T>;
 #endif

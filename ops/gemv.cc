@@ -136,6 +136,7 @@ void GemvF32(const float* a, const float* b, const float* bias, float* c, int64_
   auto columns = ColumnsBaseline;
 #if defined(__x86_64__)
   switch (ActiveCpuTarget()) {
+    case CpuTarget::kAvx512Bf16:
     case CpuTarget::kAvx512: columns = ColumnsAvx512; break;
     case CpuTarget::kAvx2: columns = ColumnsAvx2; break;
     default: break;

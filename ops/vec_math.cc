@@ -418,6 +418,7 @@ void MomentsBaseline(const float* x, int64_t n, double* s, double* q) { MomentsB
 }
 void MomentsActive(const float* x, int64_t n, double* s, double* q) {
   switch (ActiveCpuTarget()) {
+    case CpuTarget::kAvx512Bf16:
     case CpuTarget::kAvx512: return MomentsAvx512(x, n, s, q);
     case CpuTarget::kAvx2: return MomentsAvx2(x, n, s, q);
     default: return MomentsBaseline(x, n, s, q);
@@ -434,6 +435,7 @@ void NormalizeBaseline(ONNX_MINI_NORMALIZE_ARGS) { NormalizeBody<16>(x, y, n, sh
 }
 void NormalizeActive(ONNX_MINI_NORMALIZE_ARGS) {
   switch (ActiveCpuTarget()) {
+    case CpuTarget::kAvx512Bf16:
     case CpuTarget::kAvx512: return NormalizeAvx512(x, y, n, shift, inv, scale, bias);
     case CpuTarget::kAvx2: return NormalizeAvx2(x, y, n, shift, inv, scale, bias);
     default: return NormalizeBaseline(x, y, n, shift, inv, scale, bias);
@@ -456,6 +458,7 @@ void NormalizeActive(const float* x, float* y, int64_t n, double shift, double i
   }                                                                                                    \
   R Name##Active(const float* x, int64_t n) {                                                          \
     switch (ActiveCpuTarget()) {                                                                       \
+      case CpuTarget::kAvx512Bf16:                                                                     \
       case CpuTarget::kAvx512: return Name##Avx512(x, n);                                              \
       case CpuTarget::kAvx2: return Name##Avx2(x, n);                                                  \
       default: return Name##Baseline(x, n);                                                            \
@@ -471,6 +474,7 @@ void NormalizeActive(const float* x, float* y, int64_t n, double shift, double i
   }                                                                                                     \
   void Name##Active(const float* x, float* y, int64_t n) {                                             \
     switch (ActiveCpuTarget()) {                                                                        \
+      case CpuTarget::kAvx512Bf16:                                                                     \
       case CpuTarget::kAvx512: return Name##Avx512(x, y, n);                                           \
       case CpuTarget::kAvx2: return Name##Avx2(x, y, n);                                               \
       default: return Name##Baseline(x, y, n);                                                          \
@@ -494,6 +498,7 @@ void PowBaseline(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x
 }
 void PowActive(const float* x, float* y, int64_t n, PowKind k) {
   switch (ActiveCpuTarget()) {
+    case CpuTarget::kAvx512Bf16:
     case CpuTarget::kAvx512: return PowAvx512(x, y, n, k);
     case CpuTarget::kAvx2: return PowAvx2(x, y, n, k);
     default: return PowBaseline(x, y, n, k);

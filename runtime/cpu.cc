@@ -14,7 +14,8 @@ namespace onnx_mini {
 
 namespace {
 
-constexpr CpuTarget kCpuTargets[] = {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512};
+constexpr CpuTarget kCpuTargets[] = {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512,
+                                     CpuTarget::kAvx512Bf16};
 
 CpuTarget DetectCpuTarget() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -28,7 +29,10 @@ CpuTarget DetectCpuTarget() {
                     __builtin_cpu_supports("bmi2");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  return avx512 ? CpuTarget::kAvx512 : avx2 ? CpuTarget::kAvx2 : CpuTarget::kBaseline;
+  // AVX-512 BF16 from CPUID leaf 7, sub-leaf 1 (EAX bit 5): GCC 12's
+  // __builtin_cpu_supports does not know it.
+  const bool bf16 = avx512 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
+  return bf16 ? CpuTarget::kAvx512Bf16 : avx512 ? CpuTarget::kAvx512 : avx2 ? CpuTarget::kAvx2 : CpuTarget::kBaseline;
 #else
   return CpuTarget::kBaseline;
 #endif
@@ -48,7 +52,8 @@ CpuTarget ChooseCpuTarget() {
       known = true;
     }
   if (!known)
-    std::fprintf(stderr, "onnx-mini: ONNX_MINI_CPU=%s is not auto, baseline, avx2 or avx512; ignored\n", env);
+    std::fprintf(stderr, "onnx-mini: ONNX_MINI_CPU=%s is not auto, baseline, avx2, avx512 or avx512bf16; ignored\n",
+                 env);
   std::fprintf(stderr, "onnx-mini: CPU target %s (best supported: %s)\n", CpuTargetName(chosen),
                CpuTargetName(best));
   return chosen;
@@ -66,6 +71,7 @@ const char* CpuTargetName(CpuTarget target) {
     case CpuTarget::kBaseline: return "baseline";
     case CpuTarget::kAvx2: return "avx2";
     case CpuTarget::kAvx512: return "avx512";
+    case CpuTarget::kAvx512Bf16: return "avx512bf16";
   }
   return "unknown";
 }

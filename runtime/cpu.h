@@ -11,12 +11,13 @@ enum class CpuTarget : int {
   kBaseline = 0,  // x86-64 (SSE2)
   kAvx2 = 1,      // + AVX2, FMA, F16C, BMI1/2
   kAvx512 = 2,    // + AVX-512 F, BW, VL, DQ
+  kAvx512Bf16 = 3,  // + AVX-512 BF16 (bfloat16 dot products; only the Attention kernel uses it)
 };
-const char* CpuTargetName(CpuTarget target);  // "baseline", "avx2", "avx512"
+const char* CpuTargetName(CpuTarget target);  // "baseline", "avx2", "avx512", "avx512bf16"
 // The best target this CPU supports.
 CpuTarget BestCpuTarget();
 // The target the kernels use: BestCpuTarget(), or lower if the environment
-// variable ONNX_MINI_CPU names a lower one (baseline, avx2, avx512; "auto" or
+// variable ONNX_MINI_CPU names a lower one (baseline, avx2, avx512, avx512bf16; "auto" or
 // empty: the best). When ONNX_MINI_CPU is set, the choice is reported once
 // on stderr. Read on first use, then cached.
 CpuTarget ActiveCpuTarget();

@@ -163,14 +163,15 @@ TEST(AttentionKernels, FastMatchesReference) {
     for (const Case& c : cases) CompareFastAndReference(c, dtype, seed++);
 }
 
-// Each CPU target's build of the fast kernel (baseline, AVX2, AVX-512, as far
-// as this CPU goes) against the reference: head sizes that fill the vectors,
+// Each CPU target's build of the fast kernel (baseline, AVX2, AVX-512,
+// AVX-512 BF16 for bfloat16, as far as this CPU goes) against the reference: head sizes that fill the vectors,
 // the tiled (prefill) and dot-product (decode) paths, odd sizes and a mask.
 TEST(AttentionKernels, EveryCpuTargetMatchesReference) {
   const std::vector<Case> cases = {
       {1, 8, 2, 1, 200, 0, 64, 64},                                   // GQA decode
       {1, 4, 2, 40, 130, 0, 64, 64, false, true},                     // causal prefill, tiled
       {2, 2, 1, 6, 9, 0, 20, 12, false, false, 0, 0.01f, -1, -1, 2},  // odd sizes, float mask
+      {1, 4, 2, 40, 70, 0, 13, 7, false, true},                       // tiled, odd head size (bf16 pairs)
   };
   const CpuTarget before = ActiveCpuTarget();
   uint32_t seed = 100;

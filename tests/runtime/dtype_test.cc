@@ -184,13 +184,14 @@ TEST(Float16, FloatAndDoublePathsAgree) {
 }
 
 TEST(CpuTarget, ActiveIsTheBestUnlessCapped) {
-  // Reports the choice (the portable build must reach avx512 on AVX-512 machines).
+  // Reports the choice (the portable build must reach avx512 on AVX-512 machines,
+  // avx512bf16 on those with AVX-512 BF16).
   std::printf("CPU target: active %s, best %s\n", CpuTargetName(ActiveCpuTarget()), CpuTargetName(BestCpuTarget()));
   if (std::getenv("ONNX_MINI_CPU") == nullptr) {
     EXPECT_EQ(ActiveCpuTarget(), BestCpuTarget());
   }
   EXPECT_LE(ActiveCpuTarget(), BestCpuTarget());
-  const CpuTarget before = SetCpuTargetForTesting(CpuTarget::kAvx512);
+  const CpuTarget before = SetCpuTargetForTesting(CpuTarget::kAvx512Bf16);
   EXPECT_EQ(ActiveCpuTarget(), BestCpuTarget());  // never above what the CPU has
   SetCpuTargetForTesting(CpuTarget::kBaseline);
   EXPECT_EQ(ActiveCpuTarget(), CpuTarget::kBaseline);
