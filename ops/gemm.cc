@@ -146,7 +146,8 @@ void GemmPackedF32(const float* a, const float* packed, const float* bias, float
                    int64_t n, int threads) {
 #if defined(__x86_64__)
   const int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
-  if (double(m) * double(k) * double(n) < double(1 << 20)) threads = 1;  // ~6 us of work: one thread
+  // ~6 us of work and 64 KiB of B: one thread.
+  if (double(m) * double(k) * double(n) < double(1 << 20) && k * n < (int64_t{1} << 14)) threads = 1;
   // One contiguous range of panels per thread, so each prefetches its own next block.
   const int64_t grain = (panels + threads - 1) / threads;
   ParallelFor(threads, panels, grain,

@@ -77,10 +77,27 @@ struct PackedMatMul::Impl {
     dnnl::memory::desc a_md, c_md, scratchpad_md;
     size_t layout = 0;
   };
-  // B packed for GemmPackedF32 (float32 on AVX-512), made on the first run
-  // with more rows than the GEMV takes.
+  // B packed for GemmPackedF32 (float32 on AVX-512), made by Make, or by
+  // the first run if memory was short then.
   mutable std::once_flag gemm_once;
   mutable Tensor gemm_b;  // 64-byte aligned: the kernel's loads never straddle cache lines
+  // Packs B for GemmPackedF32 once; false (a later call tries again) when
+  // the memory cannot be had.
+  bool PackForGemm() const {
+    try {
+      std::call_once(gemm_once, [&] {
+        const int64_t size = GemmPackedSize(k, n);
+        if (size < 0) throw std::bad_alloc();
+        absl::StatusOr<Tensor> packed = Tensor::MakeUninitialized(DType::kFloat, {size});
+        if (!packed.ok()) throw std::bad_alloc();
+        GemmPackB(b.data<float>(), k, n, trans_b, packed->data<float>());
+        gemm_b = *std::move(packed);
+      });
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+    return true;
+  }
   mutable std::mutex mu;
   mutable std::vector<Layout> layouts;
   mutable std::map<int64_t, Entry> entries;
@@ -140,6 +157,7 @@ std::unique_ptr<PackedMatMul> PackedMatMul::Make(const Tensor& b, bool trans_b, 
   } catch (const dnnl::error&) {
     return nullptr;
   }
+  if (impl->dt == memory::data_type::f32 && GemmPackedAvailable()) impl->PackForGemm();
   return std::unique_ptr<PackedMatMul>(new PackedMatMul(std::move(impl)));
 }
 
@@ -154,28 +172,20 @@ bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
   using dnnl::memory;
   const Impl& im = *impl_;
   if (m <= 0) return false;
-  if (im.dt == dnnl::memory::data_type::f32 && m <= kGemvMaxRows) {
-    GemvF32(static_cast<const float*>(a), im.b.data<float>(), im.bias.defined() ? im.bias.data<float>() : nullptr,
-            static_cast<float*>(c), m, im.k, im.n, im.trans_b, threads);
-    return true;
-  }
-  if (im.dt == dnnl::memory::data_type::f32 && GemmPackedAvailable()) {
-    try {
-      std::call_once(im.gemm_once, [&] {
-        const int64_t size = GemmPackedSize(im.k, im.n);
-        if (size < 0) throw std::bad_alloc();
-        absl::StatusOr<Tensor> packed = Tensor::MakeUninitialized(DType::kFloat, {size});
-        if (!packed.ok()) throw std::bad_alloc();
-        GemmPackB(im.b.data<float>(), im.k, im.n, im.trans_b, packed->data<float>());
-        im.gemm_b = *std::move(packed);
-      });
-    } catch (const std::bad_alloc&) {
-      return false;  // not packed (a later run tries again): the caller's plain path
-    }
+  const bool f32 = im.dt == dnnl::memory::data_type::f32;
+  if (f32 && GemmPackedAvailable() && im.PackForGemm()) {
     GemmPackedF32(static_cast<const float*>(a), im.gemm_b.data<float>(),
                   im.bias.defined() ? im.bias.data<float>() : nullptr, static_cast<float*>(c), m, im.k, im.n, threads);
     return true;
   }
+  // Not packed (memory was short): few rows run the GEMV on B as stored,
+  // more go to the caller's plain path rather than another copy of B.
+  if (f32 && m <= kGemvMaxRows) {
+    GemvF32(static_cast<const float*>(a), im.b.data<float>(), im.bias.defined() ? im.bias.data<float>() : nullptr,
+            static_cast<float*>(c), m, im.k, im.n, im.trans_b, threads);
+    return true;
+  }
+  if (f32 && GemmPackedAvailable()) return false;
   if (threads != im.threads) return false;
   try {
     const OmpThreadsScope scope(threads);

@@ -53,7 +53,7 @@ void WriteCase(const fs::path& out, const std::string& name,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
+  if (argc != 2 || argv[1][0] == '-') {  // a flag (--help) is not a folder to write into
     std::cerr << "usage: bench-cases OUT_DIR\n";
     return 2;
   }

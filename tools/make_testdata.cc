@@ -475,7 +475,7 @@ void LoopCase(const fs::path& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
+  if (argc != 2 || argv[1][0] == '-') {  // a flag (--help) is not a folder to write into
     std::cerr << "usage: make-testdata OUT_DIR\n";
     return 2;
   }
