@@ -17,11 +17,13 @@ namespace {
 TEST(GemmPacked, MatchesTheReference) {
   if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active target " << CpuTargetName(ActiveCpuTarget()) << ")";
   struct Case { int64_t m, k, n; };
-  // Rows around the 6-row tile, columns around the 64-column panel and its
+  // Rows around the 6-row tile (and the decode's few), columns around the 64-column panel and its
   // 16-column vectors, depths around the 512-row block; one of everything.
   const std::vector<Case> cases = {{1, 1, 1},     {5, 3, 17},     {6, 64, 64},    {7, 33, 65},
                                    {12, 511, 16}, {13, 512, 130}, {25, 513, 200}, {128, 1030, 129},
-                                   {31, 1100, 8}, {64, 7, 1000}};
+                                   {31, 1100, 8}, {64, 7, 1000},
+                                   // Decode steps' row counts (1-4) with B of many panels.
+                                   {1, 512, 1408}, {2, 1408, 130}, {3, 70, 513}, {4, 513, 64}};
   uint32_t seed = 1;
   for (const Case& c : cases)
     for (bool trans_b : {false, true})
