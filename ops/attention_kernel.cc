@@ -244,6 +244,9 @@ namespace {
 constexpr int64_t kKeyBlock = 64;
 constexpr int64_t kQueryBlock = 32;
 constexpr int64_t kTiledRows = 16;
+// Rows of a block whose value rows are added four at a time (the rest one
+// at a time): a query block's rows for a group of up to 32 heads.
+constexpr int64_t kMaxFullRows = 1024;
 
 // Split-KV: a decode with fewer (batch, kv head) tasks than threads splits
 // each task's keys into ranges of at least kSplitKeys, run in parallel.
@@ -614,6 +617,62 @@ template <int kVectorBytes, class A>
   }
 }
 
+// out_r[d] += sum_t w_r[t] * v_t[d] for four rows r over the same value
+// rows: each V vector loaded serves the four rows (the one-row pass loads a
+// V vector per FMA, which bounds it by the loads where a core loads one
+// 512-bit vector a cycle, as on Zen 4). The additions run in the one-row
+// pass's order.
+template <int kVectorBytes, int kVecs, class A>
+[[gnu::always_inline]] inline void AddWeightedPass4(A* const* out, const A* const* w, const A* const* v_rows,
+                                                    int64_t n, int64_t d0) {
+  static_assert(kVecs >= 1 && kVecs <= 4, "up to four vectors per row");
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  // Named accumulators: GCC keeps these in registers, where an array of
+  // vectors would go back to the stack every iteration (as in ScoreTile4).
+  Vec a00 = {}, a01 = {}, a02 = {}, a03 = {}, a10 = {}, a11 = {}, a12 = {}, a13 = {};
+  Vec a20 = {}, a21 = {}, a22 = {}, a23 = {}, a30 = {}, a31 = {}, a32 = {}, a33 = {};
+  Vec* const acc[4][4] = {{&a00, &a01, &a02, &a03}, {&a10, &a11, &a12, &a13},
+                          {&a20, &a21, &a22, &a23}, {&a30, &a31, &a32, &a33}};
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < kVecs; ++c) std::memcpy(acc[r][c], out[r] + d0 + c * kLanes, sizeof(Vec));
+  const A* const w0 = w[0];
+  const A* const w1 = w[1];
+  const A* const w2 = w[2];
+  const A* const w3 = w[3];
+  for (int64_t t = 0; t < n; ++t) {
+    const A* v = v_rows[t] + d0;
+    Vec x0, x1 = {}, x2 = {}, x3 = {};
+    std::memcpy(&x0, v, sizeof(Vec));
+    if constexpr (kVecs > 1) std::memcpy(&x1, v + kLanes, sizeof(Vec));
+    if constexpr (kVecs > 2) std::memcpy(&x2, v + 2 * kLanes, sizeof(Vec));
+    if constexpr (kVecs > 3) std::memcpy(&x3, v + 3 * kLanes, sizeof(Vec));
+    const A q0 = w0[t], q1 = w1[t], q2 = w2[t], q3 = w3[t];
+    a00 += q0 * x0, a10 += q1 * x0, a20 += q2 * x0, a30 += q3 * x0;
+    if constexpr (kVecs > 1) a01 += q0 * x1, a11 += q1 * x1, a21 += q2 * x1, a31 += q3 * x1;
+    if constexpr (kVecs > 2) a02 += q0 * x2, a12 += q1 * x2, a22 += q2 * x2, a32 += q3 * x2;
+    if constexpr (kVecs > 3) a03 += q0 * x3, a13 += q1 * x3, a23 += q2 * x3, a33 += q3 * x3;
+  }
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < kVecs; ++c) std::memcpy(out[r] + d0 + c * kLanes, acc[r][c], sizeof(Vec));
+}
+template <int kVectorBytes, class A>
+[[gnu::always_inline]] inline void AddWeightedRows4(A* const* out, const A* const* w, const A* const* v_rows,
+                                                    int64_t n, int64_t Dv) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  constexpr int kVecs = kVectorBytes == 64 ? 4 : 2;  // 4 x kVecs accumulators fit the registers
+  int64_t d0 = 0;
+  for (; d0 + kVecs * kLanes <= Dv; d0 += kVecs * kLanes)
+    AddWeightedPass4<kVectorBytes, kVecs>(out, w, v_rows, n, d0);
+  for (; d0 + kLanes <= Dv; d0 += kLanes) AddWeightedPass4<kVectorBytes, 1>(out, w, v_rows, n, d0);
+  for (; d0 < Dv; ++d0)
+    for (int r = 0; r < 4; ++r) {
+      A sum = out[r][d0];
+      for (int64_t t = 0; t < n; ++t) sum += w[r][t] * v_rows[t][d0];
+      out[r][d0] = sum;
+    }
+}
+
 // e^x for x <= 0 (softmax weights), branch-free so loops over it vectorize:
 // x = n ln2 + r, e^r by its degree-6 Taylor polynomial (|r| <= ln2/2, error
 // below 2e-7 relative), 2^n from the exponent bits; x < -87 (and -inf) gives
@@ -793,6 +852,11 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
         else ScoreRows4<kVectorBytes>(q + r0 * D, D, k_rows, n_keys, s + r0 * kKeyBlock, [](int64_t) {});
       }
     }
+    // Rows that see every key of the block with their scores as they are
+    // keep their weights in place (in s) and add their value rows together
+    // after the loop, four at a time.
+    int64_t full[kMaxFullRows];
+    int64_t n_full = 0;
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t a = std::max(j0, first[size_t(row)]), e = std::min(j1, last[size_t(row)]);
       if (a >= e) continue;
@@ -850,10 +914,21 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
         m[row] = block_max;
       }
       const A mr = m[row];
-      for (int64_t t = 0; t < n; ++t) w[t] = ExpNonPositive(z[t] - mr);  // NaN for NaN (and inf - inf)
-      l[row] += SumOf(w, n);
-      AddWeightedRows<kVectorBytes>(out, w, vz, n, Dv);
+      A* weights = z == sr + (a - j0) && n == n_keys && n_full < kMaxFullRows ? s + row * kKeyBlock : w;
+      for (int64_t t = 0; t < n; ++t) weights[t] = ExpNonPositive(z[t] - mr);  // NaN for NaN (and inf - inf)
+      l[row] += SumOf(weights, n);
+      if (weights == w) AddWeightedRows<kVectorBytes>(out, w, vz, n, Dv);
+      else full[n_full++] = row;
     }
+    int64_t f = 0;
+    for (; f + 4 <= n_full; f += 4) {
+      A* outs[4];
+      const A* ws[4];
+      for (int r = 0; r < 4; ++r) outs[r] = acc + full[f + r] * Dv, ws[r] = s + full[f + r] * kKeyBlock;
+      AddWeightedRows4<kVectorBytes>(outs, ws, v_rows, n_keys, Dv);
+    }
+    for (; f < n_full; ++f)
+      AddWeightedRows<kVectorBytes>(acc + full[f] * Dv, s + full[f] * kKeyBlock, v_rows, n_keys, Dv);
   }
   if (partial) {
     SplitState<A> state(partial, rows, Dv);
