@@ -697,6 +697,22 @@ template <int kVectorBytes, class A>
 }
 [[gnu::always_inline]] inline double ExpNonPositive(double x) { return std::exp(x); }
 
+// A thread's working memory for the fast kernel, kept across its tasks.
+template <class A>
+struct Workspace {
+  std::vector<A> scratch;
+  // K blocks transposed for ScoreTile4, kept across the query blocks of one
+  // (batch, kv head) that the thread runs one after another, so that each
+  // block is transposed once rather than once per query block. The block of
+  // keys from j0 (a multiple of kKeyBlock) is at kt[j0 * D] once
+  // kt_built[j0 / kKeyBlock].
+  int64_t kt_b = -1, kt_g = -1;
+  std::vector<A> kt;
+  std::vector<char> kt_built;
+};
+// The most K values (keys x head size) Workspace keeps transposed.
+constexpr int64_t kMaxTransposedKeys = int64_t{1} << 22;
+
 // kVectorBytes: the target's vector width (for the score and value tiles).
 // Query rows [i0, i1) of the heads of kv head g, over keys [key_lo, key_hi).
 // With `partial` null the rows' outputs are written; otherwise the softmax
@@ -707,7 +723,7 @@ template <int kVectorBytes, class A>
 template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
 [[gnu::always_inline]] inline void FastBlockBody(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
                                                  int64_t i1, int64_t key_lo, int64_t key_hi, Acc<T>* partial,
-                                                 std::vector<Acc<T>>& scratch) {
+                                                 Workspace<Acc<T>>& ws) {
   using A = Acc<T>;
   static_assert(!kBf16Dot || std::is_same_v<T, BFloat16>, "bfloat16 dot products for bfloat16 only");
   constexpr A kMinusInf = -std::numeric_limits<A>::infinity();
@@ -724,6 +740,7 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
   const A r = ScaleRoot<T>(p);
   // Direct rows are unscaled, so the query carries both factors of r.
   const A q_factor = kDirect ? r * r : r;
+  std::vector<A>& scratch = ws.scratch;
   scratch.resize(size_t(rows4 * D + rows * Dv + 3 * rows + rows4 * kKeyBlock + kKeyBlock +
                         kKeyBlock * (D + (kDirect ? 0 : D + Dv))));
   A* q = scratch.data();
@@ -825,12 +842,31 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
       }
 #endif
     } else if (rows >= kTiledRows) {
-      for (int64_t j = j0; j < j1; ++j)
-        for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + (j - j0)] = k_rows[j - j0][d];
-      for (int64_t j = n_keys; j < kKeyBlock; ++j)
-        for (int64_t d = 0; d < D; ++d) kt[d * kKeyBlock + j] = 0;
+      const auto transpose_into = [&](A* dst) {
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t d = 0; d < D; ++d) dst[d * kKeyBlock + (j - j0)] = k_rows[j - j0][d];
+        for (int64_t j = n_keys; j < kKeyBlock; ++j)
+          for (int64_t d = 0; d < D; ++d) dst[d * kKeyBlock + j] = 0;
+      };
+      const A* block_kt = kt;
+      if (!partial && j0 % kKeyBlock == 0 && p.total_len <= kMaxTransposedKeys / D) {
+        const int64_t blocks = (p.total_len + kKeyBlock - 1) / kKeyBlock;
+        if (ws.kt_b != b || ws.kt_g != g) {
+          ws.kt_b = b, ws.kt_g = g;
+          ws.kt.resize(size_t(blocks * kKeyBlock * D));
+          ws.kt_built.assign(size_t(blocks), 0);
+        }
+        A* cached = ws.kt.data() + j0 * D;
+        if (!ws.kt_built[size_t(j0 / kKeyBlock)]) {
+          transpose_into(cached);
+          ws.kt_built[size_t(j0 / kKeyBlock)] = 1;
+        }
+        block_kt = cached;
+      } else {
+        transpose_into(kt);
+      }
       for (int64_t r0 = 0; r0 < rows; r0 += 4)
-        if (sees_block(r0)) ScoreTile4<kVectorBytes>(q + r0 * D, kt, D, s + r0 * kKeyBlock);
+        if (sees_block(r0)) ScoreTile4<kVectorBytes>(q + r0 * D, block_kt, D, s + r0 * kKeyBlock);
     } else {
       // Few rows read each K and V row once, so the step is bound by
       // memory: the first pass asks for the K and V rows two blocks ahead
@@ -954,37 +990,37 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
 // One entry point per CPU target, each with FastBlockBody inlined.
 template <class T>
 void FastBlockBaseline(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo,
-                       int64_t key_hi, Acc<T>* partial, std::vector<Acc<T>>& scratch) {
-  if (p.mask) FastBlockBody<T, 16, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
-  else FastBlockBody<T, 16, false>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+                       int64_t key_hi, Acc<T>* partial, Workspace<Acc<T>>& ws) {
+  if (p.mask) FastBlockBody<T, 16, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+  else FastBlockBody<T, 16, false>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
 }
 #if defined(__x86_64__) || defined(__i386__)
 template <class T>
 [[gnu::target("avx2,fma,f16c")]] void FastBlockAvx2(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
                                                    int64_t i1, int64_t key_lo, int64_t key_hi, Acc<T>* partial,
-                                                   std::vector<Acc<T>>& scratch) {
-  if (p.mask) FastBlockBody<T, 32, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
-  else FastBlockBody<T, 32, false>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+                                                   Workspace<Acc<T>>& ws) {
+  if (p.mask) FastBlockBody<T, 32, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+  else FastBlockBody<T, 32, false>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
 }
 template <class T>
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void FastBlockAvx512(
     const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo, int64_t key_hi,
-    Acc<T>* partial, std::vector<Acc<T>>& scratch) {
-  if (p.mask) FastBlockBody<T, 64, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
-  else FastBlockBody<T, 64, false>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+    Acc<T>* partial, Workspace<Acc<T>>& ws) {
+  if (p.mask) FastBlockBody<T, 64, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+  else FastBlockBody<T, 64, false>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
 }
 template <class T>
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,avx512bf16")]] void FastBlockAvx512Bf16(
     const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo, int64_t key_hi,
-    Acc<T>* partial, std::vector<Acc<T>>& scratch) {
-  if (p.mask) FastBlockBody<T, 64, true, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
-  else FastBlockBody<T, 64, false, true>(p, b, g, i0, i1, key_lo, key_hi, partial, scratch);
+    Acc<T>* partial, Workspace<Acc<T>>& ws) {
+  if (p.mask) FastBlockBody<T, 64, true, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+  else FastBlockBody<T, 64, false, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
 }
 #endif
 
 template <class T>
 using FastBlockFn = void (*)(const AttentionProblem&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, Acc<T>*,
-                             std::vector<Acc<T>>&);
+                             Workspace<Acc<T>>&);
 
 // The entry point for the active CPU target (ActiveCpuTarget(), chosen once).
 template <class T>
@@ -1046,8 +1082,10 @@ void AttentionFast(const AttentionProblem& p, int threads) {
     const FastBlockFn<T> fast_block = SelectFastBlock<T>();
     const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
     const int64_t tasks = p.batch * p.kv_heads * q_blocks;
+    // Tasks run a head's query blocks latest first: under a causal mask
+    // the costliest go first, so the last ranges to finish are short.
     auto task_of = [&](int64_t t, int64_t& b, int64_t& g, int64_t& i0, int64_t& i1) {
-      const int64_t qb = t % q_blocks;
+      const int64_t qb = q_blocks - 1 - t % q_blocks;
       g = (t / q_blocks) % p.kv_heads, b = t / (q_blocks * p.kv_heads);
       i0 = qb * kQueryBlock, i1 = std::min(p.q_len, i0 + kQueryBlock);
     };
@@ -1063,13 +1101,20 @@ void AttentionFast(const AttentionProblem& p, int threads) {
     if (!present_per_task) WritePresent(p, threads);
     if (!p.y_data) return;
     if (splits <= 1) {
-      ParallelFor(threads, tasks, 1, [&](int64_t t0, int64_t t1) {
-        std::vector<A> scratch;
+      // A thread keeps the K blocks it transposed while its tasks stay on
+      // one (batch, kv head) (Workspace), so it takes a head's query blocks
+      // in runs: whole heads when there are enough to go round, else
+      // shorter runs, at least two per thread.
+      const int64_t heads = p.batch * p.kv_heads;
+      const int64_t runs_per_head = heads >= 2 * threads ? 1 : (2 * threads + heads - 1) / heads;
+      const int64_t grain = std::max<int64_t>(1, q_blocks / runs_per_head);
+      ParallelFor(threads, tasks, grain, [&](int64_t t0, int64_t t1) {
+        Workspace<A> ws;
         for (int64_t t = t0; t < t1; ++t) {
           int64_t b, g, i0, i1;
           task_of(t, b, g, i0, i1);
           if (present_per_task) CopyPresentRows<T>(p, t, t + 1);  // t = b * kv_heads + g
-          fast_block(p, b, g, i0, i1, 0, p.total_len, nullptr, scratch);
+          fast_block(p, b, g, i0, i1, 0, p.total_len, nullptr, ws);
         }
       });
       return;
@@ -1079,12 +1124,12 @@ void AttentionFast(const AttentionProblem& p, int threads) {
     const int64_t state_size = SplitState<A>::Size(p.group() * std::min(p.q_len, kQueryBlock), p.v_head_size);
     std::vector<A> states(static_cast<size_t>(tasks * splits * state_size));
     ParallelFor(threads, tasks * splits, 1, [&](int64_t w0, int64_t w1) {
-      std::vector<A> scratch;
+      Workspace<A> ws;
       for (int64_t w = w0; w < w1; ++w) {
         int64_t b, g, i0, i1;
         task_of(w / splits, b, g, i0, i1);
         const int64_t lo = (w % splits) * span;
-        fast_block(p, b, g, i0, i1, lo, std::min(p.total_len, lo + span), states.data() + w * state_size, scratch);
+        fast_block(p, b, g, i0, i1, lo, std::min(p.total_len, lo + span), states.data() + w * state_size, ws);
       }
     });
     for (int64_t t = 0; t < tasks; ++t) {
