@@ -529,33 +529,46 @@ template <int kVectorBytes, class A, class Prefetch>
 }
 
 // The largest of n values; NaN does not count (as std::max(m, z) in order).
+// Sixteen lanes, then halves of the lanes folded together.
 template <class A>
 [[gnu::always_inline]] inline A MaxOf(const A* z, int64_t n) {
-  constexpr int kParts = 16;
-  A part[kParts];
-  for (int l = 0; l < kParts; ++l) part[l] = -std::numeric_limits<A>::infinity();
+  typedef A V __attribute__((vector_size(16 * sizeof(A))));  // split to the target's width by GCC
+  constexpr A kLow = -std::numeric_limits<A>::infinity();
+  V part = V{} + kLow;
   int64_t t = 0;
-  for (; t + kParts <= n; t += kParts)
-    for (int l = 0; l < kParts; ++l) part[l] = z[t + l] > part[l] ? z[t + l] : part[l];
-  A m = -std::numeric_limits<A>::infinity();
+  for (; t + 16 <= n; t += 16) {
+    V x;
+    std::memcpy(&x, z + t, sizeof(V));
+    part = x > part ? x : part;
+  }
+  A m = kLow;
   for (; t < n; ++t) m = z[t] > m ? z[t] : m;
-  for (int l = 0; l < kParts; ++l) m = part[l] > m ? part[l] : m;
-  return m;
+  A folded[16];
+  std::memcpy(folded, &part, sizeof(V));
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) folded[l] = folded[l + width] > folded[l] ? folded[l + width] : folded[l];
+  return folded[0] > m ? folded[0] : m;
 }
 
-// Sum of n values with 16 independent partial sums: vectorizes without
-// reassociating a single sum (no -ffast-math needed).
+// Sum of n values in sixteen lanes, then halves of the lanes added
+// together: vectorizes without reassociating a single sum (no -ffast-math).
 template <class A>
 [[gnu::always_inline]] inline A SumOf(const A* z, int64_t n) {
-  constexpr int kParts = 16;
-  A part[kParts] = {};
+  typedef A V __attribute__((vector_size(16 * sizeof(A))));
+  V part = {};
   int64_t t = 0;
-  for (; t + kParts <= n; t += kParts)
-    for (int l = 0; l < kParts; ++l) part[l] += z[t + l];
+  for (; t + 16 <= n; t += 16) {
+    V x;
+    std::memcpy(&x, z + t, sizeof(V));
+    part += x;
+  }
   A sum = 0;
   for (; t < n; ++t) sum += z[t];
-  for (int l = 0; l < kParts; ++l) sum += part[l];
-  return sum;
+  A folded[16];
+  std::memcpy(folded, &part, sizeof(V));
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) folded[l] += folded[l + width];
+  return folded[0] + sum;
 }
 
 // out[0, kVecs vectors) += sum_t w[t] * v_t[...]: the chunk of out stays in
