@@ -92,16 +92,22 @@ TEST_P(VecMath, SigmoidAndSiluWithinThreeUlpsOfThePlainFormula) {
   }
 }
 
-// tanh densely: every 127th float bit pattern of each sign (all binades,
-// denormals, +-0, +-inf, NaNs), against libm's tanhf.
-TEST_P(VecMath, TanhWithinTwoUlpsOfLibm) {
+// Every 127th float bit pattern of each sign: all binades, denormals, +-0,
+// +-inf, NaNs.
+std::vector<float> EveryFloatSample() {
   std::vector<float> x;
   for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 127) {
-    uint32_t u = uint32_t(b);
+    const uint32_t u = uint32_t(b);
     float v;
     std::memcpy(&v, &u, 4);
     x.push_back(v);
   }
+  return x;
+}
+
+// tanh densely (EveryFloatSample and the special values) against libm's tanhf.
+TEST_P(VecMath, TanhWithinTwoUlpsOfLibm) {
+  std::vector<float> x = EveryFloatSample();
   const float inf = std::numeric_limits<float>::infinity();
   for (float v : {0.0f, -0.0f, inf, -inf, 0.625f, -0.625f, 0.62499994f, 9.0f, 1e-40f, -1e-45f}) x.push_back(v);
   std::vector<float> y(x.size() + 1, 42.0f);
@@ -124,13 +130,7 @@ TEST_P(VecMath, TanhWithinTwoUlpsOfLibm) {
 
 // erf densely, as tanh above, against libm's erff.
 TEST_P(VecMath, ErfWithinTwoUlpsOfLibm) {
-  std::vector<float> x;
-  for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 127) {
-    uint32_t u = uint32_t(b);
-    float v;
-    std::memcpy(&v, &u, 4);
-    x.push_back(v);
-  }
+  std::vector<float> x = EveryFloatSample();
   const float inf = std::numeric_limits<float>::infinity();
   // The pieces' joins (0.921875, the clamp at 4) and the first x whose erf rounds to 1.
   for (float v : {0.0f, -0.0f, inf, -inf, 0.921875f, 0.92187494f, -0.921875f, 4.0f, 3.9193f, -3.9193f, 1e-40f})
