@@ -81,6 +81,12 @@ struct PackedMatMul::Impl {
   // the first run if memory was short then.
   mutable std::once_flag gemm_once;
   mutable Tensor gemm_b;  // 64-byte aligned: the kernel's loads never straddle cache lines
+  // Whether B goes to GemmPackedF32: float32 on AVX-512, with panels at
+  // most twice B's size (a B of few columns pads every row to a panel).
+  bool UsesPackedGemm() const {
+    const int64_t size = GemmPackedSize(k, n);
+    return dt == dnnl::memory::data_type::f32 && GemmPackedAvailable() && size >= 0 && size / 2 <= k * n;
+  }
   // Packs B for GemmPackedF32 once; false (a later call tries again) when
   // the memory cannot be had.
   bool PackForGemm() const {
@@ -157,7 +163,7 @@ std::unique_ptr<PackedMatMul> PackedMatMul::Make(const Tensor& b, bool trans_b, 
   } catch (const dnnl::error&) {
     return nullptr;
   }
-  if (impl->dt == memory::data_type::f32 && GemmPackedAvailable()) impl->PackForGemm();
+  if (impl->UsesPackedGemm()) impl->PackForGemm();
   return std::unique_ptr<PackedMatMul>(new PackedMatMul(std::move(impl)));
 }
 
@@ -173,19 +179,20 @@ bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
   const Impl& im = *impl_;
   if (m <= 0) return false;
   const bool f32 = im.dt == dnnl::memory::data_type::f32;
-  if (f32 && GemmPackedAvailable() && im.PackForGemm()) {
+  if (im.UsesPackedGemm() && im.PackForGemm()) {
     GemmPackedF32(static_cast<const float*>(a), im.gemm_b.data<float>(),
                   im.bias.defined() ? im.bias.data<float>() : nullptr, static_cast<float*>(c), m, im.k, im.n, threads);
     return true;
   }
-  // Not packed (memory was short): few rows run the GEMV on B as stored,
-  // more go to the caller's plain path rather than another copy of B.
+  // Not packed: few rows run the GEMV on B as stored; more rows go to
+  // oneDNN below, or, when packing found no memory, to the caller's plain
+  // path rather than another copy of B.
   if (f32 && m <= kGemvMaxRows) {
     GemvF32(static_cast<const float*>(a), im.b.data<float>(), im.bias.defined() ? im.bias.data<float>() : nullptr,
             static_cast<float*>(c), m, im.k, im.n, im.trans_b, threads);
     return true;
   }
-  if (f32 && GemmPackedAvailable()) return false;
+  if (im.UsesPackedGemm()) return false;
   if (threads != im.threads) return false;
   try {
     const OmpThreadsScope scope(threads);

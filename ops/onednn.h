@@ -45,9 +45,10 @@ bool OneDnnMatMul(DType dtype, const void* a, const void* b, void* c, int64_t ba
 // C = A x B (+ bias) with a constant B, prepared once at session creation.
 // float32 on AVX-512 runs ops/gemm.h for every row count of A, with B packed
 // into its panels here (a decode step's products then read B in order: on
-// some CPUs B's rows read 64 columns at a time stream at half the speed).
-// float32 elsewhere runs the GEMV (ops/gemv.h) on B as stored for at most
-// kGemvMaxRows rows of A. Otherwise (bfloat16, more rows on other CPUs) B is
+// some CPUs B's rows read 64 columns at a time stream at half the speed),
+// unless B has so few columns that the panels' padding would more than
+// double it. Other float32 runs the GEMV (ops/gemv.h) on B as stored for at
+// most kGemvMaxRows rows of A. Otherwise (bfloat16, more rows on other CPUs) B is
 // reordered into the layout oneDNN's matmul prefers (pre-packing) and kept,
 // and a primitive per row count M of A is made on first use and cached (a
 // bounded cache: decode and prefill shapes, not every length). Run may be

@@ -108,7 +108,9 @@ double MaxRelDiff(const Tensor& a, const Tensor& b) {
 TEST(MatMul, PackedConstantWeightsMatchRunTimeWeights) {
   struct Case { Shape a, b; };
   const std::vector<Case> cases = {{{3, 5}, {5, 7}}, {{2, 4, 33, 17}, {17, 65}}, {{1, 1, 64}, {64, 96}},
-                                   {{5}, {5, 3}}, {{1, 200}, {200, 1}}, {{0, 8}, {8, 4}}, {{2, 3, 8}, {2, 8, 4}}};
+                                   {{5}, {5, 3}}, {{1, 200}, {200, 1}}, {{0, 8}, {8, 4}}, {{2, 3, 8}, {2, 8, 4}},
+                                   // Few columns (not packed into 64-column panels): the GEMV and oneDNN.
+                                   {{7, 20}, {20, 3}}, {{4, 33}, {33, 31}}};
   for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kDouble}) {
     uint32_t seed = 7;
     for (const Case& c : cases) {
