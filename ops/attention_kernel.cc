@@ -972,9 +972,9 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
     int64_t f = 0;
     for (; f + 4 <= n_full; f += 4) {
       A* outs[4];
-      const A* ws[4];
-      for (int r = 0; r < 4; ++r) outs[r] = acc + full[f + r] * Dv, ws[r] = s + full[f + r] * kKeyBlock;
-      AddWeightedRows4<kVectorBytes>(outs, ws, v_rows, n_keys, Dv);
+      const A* weight_rows[4];
+      for (int r = 0; r < 4; ++r) outs[r] = acc + full[f + r] * Dv, weight_rows[r] = s + full[f + r] * kKeyBlock;
+      AddWeightedRows4<kVectorBytes>(outs, weight_rows, v_rows, n_keys, Dv);
     }
     for (; f < n_full; ++f)
       AddWeightedRows<kVectorBytes>(acc + full[f] * Dv, s + full[f] * kKeyBlock, v_rows, n_keys, Dv);
