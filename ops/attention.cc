@@ -312,6 +312,190 @@ class AttentionOp : public Op {
   AttentionAttributes attrs_;
 };
 
+// onnx_mini::Attention (opset 1), made only by the scaled-dot-product
+// attention rewrite (runtime/rewrite.h) from the graph
+// Softmax(Q Kᵀ scale ⊕ mask) V', with the answer that graph gives:
+//  - Q [Bq, Hq, Sq, D], K [Bk, Hk, Tk, D], V [Bv, Hv, T, Dv] and the mask
+//    broadcast as MatMul, Add and Where broadcast them (a batch, head or
+//    length of 1 against more: stride 0), K and V each repeated
+//    `kv_repeat` times per head (the GQA repeat the rewrite took off);
+//  - rows where the mask hides every key: `masked_rows` 1 gives NaN (the
+//    Softmax of a row of -inf), 2 the mean of V's rows (the Softmax of a
+//    row of one finite fill value), 0 zeros (Attention's rule).
+class SdpaOp : public Op {
+ public:
+  static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
+    const float scale = node.attr_float("scale", 1);
+    const int64_t repeat = node.attr_int("kv_repeat", 1);
+    const int64_t rows = node.attr_int("masked_rows", 0);
+    if (!(scale > 0) || !std::isfinite(scale) || repeat < 1 || rows < 0 || rows > 2)
+      return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": scale ", scale, ", kv_repeat ", repeat,
+                                                     ", masked_rows ", rows, " out of range"));
+    return std::unique_ptr<Op>(new SdpaOp(scale, repeat, int(rows)));
+  }
+
+  absl::Status Infer(InferContext& ctx) const override {
+    const DType t1 = ctx.input(kQ).dtype;
+    std::vector<Shape> shapes;
+    bool all_known = true;
+    for (size_t i = 0; i < ctx.num_inputs() && i <= kMask; ++i) {
+      if (!ctx.has_input(i)) continue;
+      auto c = ctx.input(i).concrete_shape();
+      if (!c) all_known = false;
+      else shapes.push_back(*c);
+    }
+    ValueType y;
+    y.dtype = t1;
+    if (all_known) {
+      auto plan = std::make_shared<AttentionPlan>();
+      RETURN_IF_ERROR(Resolve(ctx.node(), shapes, plan->problem));
+      plan->problem.dtype = plan->problem.softmax_dtype = t1;
+      const AttentionProblem& p = plan->problem;
+      y = ValueType::Of(t1, {p.batch, p.q_heads, p.q_len, p.v_head_size});
+      ctx.set_plan(std::move(plan));
+    } else {
+      y.dims = std::vector<Dim>(4);
+    }
+    ctx.set_output(kY, y);
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    AttentionProblem p = ctx.plan<AttentionPlan>().problem;
+    p.q_data = ctx.input(kQ)->raw();
+    p.k_data = ctx.input(kK)->raw();
+    p.v_data = ctx.input(kV)->raw();
+    p.y_data = ctx.output(kY).raw();
+    const Tensor* mask = ctx.num_inputs() > kMask ? ctx.input(kMask) : nullptr;
+    std::vector<double> bias;
+    if (mask) {
+      bias.resize(size_t(mask->size()));
+      RETURN_IF_ERROR(Dispatch<MaskTypes>(ctx, mask->dtype(), [&](auto tag) {
+        using M = typename decltype(tag)::type;
+        const M* m = mask->data<M>();
+        for (int64_t i = 0; i < mask->size(); ++i) {
+          if constexpr (std::is_same_v<M, bool>) bias[size_t(i)] = m[i] ? 0.0 : -std::numeric_limits<double>::infinity();
+          else bias[size_t(i)] = RoundToDType(p.dtype, double(Widen(m[i])));
+        }
+      }));
+      p.mask = bias.data();
+    }
+    if (ctx.output(kY).size() == 0) return absl::OkStatus();
+    if (UsesFastPath(p)) AttentionFast(p, ctx.threads());
+    else AttentionReference(p);
+    if (mask && masked_rows_ != 0) FixMaskedRows(p, mask->shape());
+    return absl::OkStatus();
+  }
+
+ private:
+  SdpaOp(float scale, int64_t repeat, int rows) : scale_(scale), repeat_(repeat), masked_rows_(rows) {}
+
+  // The broadcast geometry; shapes are Q, K, V and the mask if given.
+  absl::Status Resolve(const Node& node, const std::vector<Shape>& s, AttentionProblem& p) const {
+    std::string what = absl::StrCat("Q ", ShapeToString(s[0]), ", K ", ShapeToString(s[1]), ", V ",
+                                    ShapeToString(s[2]));
+    if (s.size() > 3) absl::StrAppend(&what, ", mask ", ShapeToString(s[3]));
+    auto error = [&](const std::string& rule) {
+      return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", what, ": ", rule));
+    };
+    if (s[0].size() != 4 || s[1].size() != 4 || s[2].size() != 4 || (s.size() > 3 && (s[3].empty() || s[3].size() > 4)))
+      return error("Q, K and V must be 4-D and the mask of rank 1 to 4 (the rewritten pattern's ranks)");
+    const Shape &q = s[0], &k = s[1], &v = s[2];
+    Shape m(4, 1);
+    if (s.size() > 3) std::copy(s[3].begin(), s[3].end(), m.end() - int64_t(s[3].size()));
+    if (k[3] != q[3]) return error("Q and K head sizes differ (MatMul(Q, Kᵀ))");
+    const std::optional<int64_t> kh = CheckedMul(k[1], repeat_), vh = CheckedMul(v[1], repeat_);
+    if (!kh || !vh) return error("head count overflows");
+    // NumPy broadcast of one dim.
+    bool ok = true;
+    auto bc = [&](std::initializer_list<int64_t> dims) {
+      int64_t out = 1;
+      for (int64_t d : dims)
+        if (d != 1) {
+          if (out != 1 && out != d) ok = false;
+          out = d;
+        }
+      return out;
+    };
+    p.batch = bc({q[0], k[0], v[0], m[0]});
+    p.q_heads = bc({q[1], *kh, *vh, m[1]});
+    p.q_len = bc({q[2], m[2]});
+    p.total_len = p.kv_len = bc({k[2], m[3]});
+    if (!ok) return error("the dims do not broadcast (MatMul, Add or Where would fail)");
+    if (v[2] != p.total_len) return error(absl::StrCat("V's length ", v[2], " is not the scores' ", p.total_len));
+    // K and V must take the same head for each query head: both broadcast
+    // (one head) or both the query heads' count.
+    if ((*kh == 1) != (*vh == 1)) return error("K and V have different head counts");
+    p.kv_heads = *kh == 1 ? 1 : k[1];
+    if (p.q_heads % p.kv_heads != 0) return error("kv heads do not divide the query heads");
+    p.head_size = q[3];
+    p.v_head_size = v[3];
+    p.past_len = 0;
+    const auto view = [&](const Shape& x, int64_t len) {
+      HeadView h = HeadView::Of4D(x[1], len, x[3]);
+      if (x[0] == 1) h.stride_b = 0;
+      if (x[1] == 1) h.stride_h = 0;
+      if (x[2] == 1) h.stride_s = 0;
+      return h;
+    };
+    p.q = view(q, q[2]);
+    p.k = view(k, k[2]);
+    p.v = view(v, v[2]);
+    p.y = HeadView::Of4D(p.q_heads, p.q_len, p.v_head_size);
+    if (s.size() > 3) {
+      int64_t stride = 1;
+      for (int d = 3; d >= 0; --d) {
+        p.mask_stride[d] = m[size_t(d)] == 1 ? 0 : stride;
+        stride = CheckedMul(stride, m[size_t(d)]).value_or(0);
+      }
+      p.mask_len = p.total_len;
+    }
+    p.scale = scale_;
+    return absl::OkStatus();
+  }
+
+  // Rows whose mask hides every key (the kernel wrote 0): the graph's answer.
+  void FixMaskedRows(const AttentionProblem& p, const Shape& mask_shape) const {
+    if (p.total_len == 0) return;
+    Shape m(4, 1);
+    std::copy(mask_shape.begin(), mask_shape.end(), m.end() - int64_t(mask_shape.size()));
+    const int64_t rows = m[0] * m[1] * m[2];
+    std::vector<char> hidden(size_t(rows), 1);
+    bool any = false;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < m[3] && hidden[size_t(r)]; ++j)
+        hidden[size_t(r)] = p.mask[r * m[3] + j] == -std::numeric_limits<double>::infinity();
+      any = any || hidden[size_t(r)];
+    }
+    if (!any) return;
+    VisitTypes<AttentionTypes>(p.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const double weight = RoundToDType(p.dtype, 1.0 / double(p.total_len));
+      std::vector<double> acc(size_t(p.v_head_size));
+      for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t h = 0; h < p.q_heads; ++h)
+          for (int64_t i = 0; i < p.q_len; ++i) {
+            const int64_t r = ((m[0] == 1 ? 0 : b) * m[1] + (m[1] == 1 ? 0 : h)) * m[2] + (m[2] == 1 ? 0 : i);
+            if (!hidden[size_t(r)]) continue;
+            T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
+            std::fill(acc.begin(), acc.end(), masked_rows_ == 1 ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+            if (masked_rows_ == 2) {
+              const int64_t g = h / (p.q_heads / p.kv_heads);
+              for (int64_t j = 0; j < p.total_len; ++j) {
+                const T* v = static_cast<const T*>(p.v_data) + p.v.At(b, g, j);
+                for (int64_t d = 0; d < p.v_head_size; ++d) acc[size_t(d)] += weight * double(Widen(v[d]));
+              }
+            }
+            for (int64_t d = 0; d < p.v_head_size; ++d) y[d] = Narrow<T>(acc[size_t(d)]);
+          }
+    });
+  }
+
+  float scale_;
+  int64_t repeat_;
+  int masked_rows_;
+};
+
 }  // namespace
 
 std::vector<OpDef> AttentionOps() {
@@ -323,6 +507,7 @@ std::vector<OpDef> AttentionOps() {
   return {
       {"", "Attention", 23, 23, "T T T U? T? T?", "T T? T? T?", types, AttentionOp::Create},
       {"", "Attention", 24, 0, "T T T U? T? T? I?", "T T? T? T?", types, AttentionOp::Create},
+      {"onnx_mini", "Attention", 1, 0, "T T T U?", "T", types, SdpaOp::Create},
   };
 }
 

@@ -269,6 +269,11 @@ Attribute FloatAttr(const std::string& name, float v) {
   return a;
 }
 
+// Whether x's last dim is known before running (the same in every run) and
+// equals n: the fused norms take a scale of exactly that length, where the
+// pattern's Mul and Add would broadcast a 1-D scale against any last dim.
+bool LastDimIs(const Index& ix, const std::string& x, int64_t n);
+
 // LayerNorm: Add(Mul(normalized, gamma), beta) (operands in either order),
 // gamma and beta constant 1-D -> LayerNormalization(x, gamma, beta).
 bool RewriteLayerNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
@@ -287,12 +292,13 @@ bool RewriteLayerNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
       const Tensor* gt = ix.Constant(gamma);
       NormChain c;
       if (!gt || gt->shape().size() != 1 || !ix.Inner(normed) || !MatchLayerNormalized(ix, normed, c) ||
-          gt->dtype() != c.dtype || bt->dtype() != c.dtype)
+          gt->dtype() != c.dtype || bt->dtype() != c.dtype || !LastDimIs(ix, c.x, gt->size()) ||
+          bt->size() != gt->size())
         continue;
       for (size_t k : c.nodes) dead[k] = true;
       dead[i_mul] = true;
       Node fused;
-      fused.name = (node.name.empty() ? node.outputs[0] : node.name) + "/layer_norm";
+      fused.name = node.name;  // errors name the user's node (or its output)
       fused.op_type = "LayerNormalization";
       fused.opset = 17;
       fused.inputs = {c.x, gamma, beta};
@@ -315,10 +321,10 @@ bool RewriteRmsNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
     const Tensor* wt = ix.Constant(w);
     if (!wt || wt->shape().size() != 1 || !ix.Inner(y)) continue;
     NormChain c;
-    if (!MatchNormalized(ix, y, c) || wt->dtype() != c.dtype) continue;
+    if (!MatchNormalized(ix, y, c) || wt->dtype() != c.dtype || !LastDimIs(ix, c.x, wt->size())) continue;
     for (size_t k : c.nodes) dead[k] = true;
     Node fused;
-    fused.name = node.name.empty() ? node.outputs[0] + "/rms_norm" : node.name + "/rms_norm";
+    fused.name = node.name;  // errors name the user's node (or its output)
     fused.op_type = "RMSNormalization";
     fused.opset = 23;
     fused.inputs = {c.x, w};
@@ -471,7 +477,7 @@ class StaticShapes {
     const std::string& op = node->op_type;
     const auto in = [&](size_t i) { return node->has_input(i) ? Of(node->inputs[i], depth + 1) : std::nullopt; };
     if (node->domain == "onnx_mini") {
-      if (op != "FusedMatMul") return std::nullopt;
+      if (op != "FusedMatMul") return std::nullopt;  // its Attention broadcasts: unknown
     } else if (!node->domain.empty()) {
       return std::nullopt;
     }
@@ -600,7 +606,7 @@ class StaticShapes {
       return Broadcast({x, shape});
     }
     if (op == "Range") return Dims{-1};
-    if (op == "Attention") {  // 4-D: Q's shape with V's head size
+    if (op == "Attention" && node->domain.empty()) {  // 4-D: Q's shape with V's head size
       const auto q = in(0), v = in(2);
       if (!q || !v || q->size() != 4 || v->size() != 4) return std::nullopt;
       return Dims{(*q)[0], (*q)[1], (*q)[2], (*v)[3]};
@@ -612,6 +618,11 @@ class StaticShapes {
   std::map<std::string, Dims> inputs_;
   std::map<std::string, std::optional<Dims>> memo_;
 };
+
+bool LastDimIs(const Index& ix, const std::string& x, int64_t n) {
+  const auto d = ix.shapes->Of(x);
+  return d && !d->empty() && d->back() == n;
+}
 
 // A float constant of one element and rank <= 4 (it cannot widen a 4-D
 // value it meets by broadcasting): its value.
@@ -740,9 +751,13 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   if (!ix.Inner(z)) return false;
   std::string mask;
   std::optional<Scores> scores;
+  // Rows the mask hides whole: Softmax of -inf gives NaN, of a finite fill
+  // the mean of V's rows (see the op in ops/attention.cc).
+  int64_t masked_rows = 1;
   if (const Node* where = ix.Producer(z, "Where", &i); where && where->inputs.size() == 3) {
     const auto value = FloatScalar(ix, where->inputs[2]);
     if (!value || !(*value <= kMaskValueLimit) || !ix.Inner(where->inputs[1])) return false;
+    if (std::isfinite(*value)) masked_rows = 2;
     scores = MatchScores(ix, where->inputs[1]);
     mask = where->inputs[0];
     nodes.push_back(i);
@@ -760,34 +775,44 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   nodes.insert(nodes.end(), scores->nodes.begin(), scores->nodes.end());
 
   StaticShapes& shapes = *ix.shapes;
+  // The fused op takes 4-D Q, K', V' and a mask of rank 1 to 4 and
+  // broadcasts batch, heads and lengths as the pattern does; other ranks
+  // (a 3-D V' that MatMul would broadcast, a 5-D mask) keep the pattern.
   const auto q = shapes.Of(scores->q);
   if (!q || q->size() != 4) return false;
   if (!mask.empty()) {
     const auto m = shapes.Of(mask);
     if (!m || m->empty() || m->size() > 4) return false;
   }
-  // K and V as Attention takes them: unrepeated when both repeats are the
-  // GQA repeat with the same G and Q has the repeated head count (or K more
-  // than one head, so that a Q of one head, which MatMul would broadcast,
-  // fails in Attention instead of giving one head); as repeated otherwise.
+  // K and V as the fused op takes them: unrepeated when both repeats are
+  // the GQA repeat with the same G and KV heads (kv_repeat G); as repeated
+  // otherwise, when their head counts are known and equal (the op maps a
+  // query head to one K and V head).
   std::string k = scores->k, v = node.inputs[1];
+  int64_t repeat = 1;
   auto rk = MatchRepeat(ix, shapes, k), rv = MatchRepeat(ix, shapes, v);
-  if (rk && rv && rk->groups == rv->groups && rk->kv_heads == rv->kv_heads &&
-      ((*q)[1] >= 0 ? (*q)[1] == CheckedMul(rk->kv_heads, rk->groups).value_or(-1) : rk->kv_heads > 1)) {
+  if (rk && rv && rk->groups == rv->groups && rk->kv_heads == rv->kv_heads) {
     k = rk->x;
     v = rv->x;
+    repeat = rk->groups;
     nodes.insert(nodes.end(), rk->nodes.begin(), rk->nodes.end());
     nodes.insert(nodes.end(), rv->nodes.begin(), rv->nodes.end());
+  } else {
+    const auto kd = shapes.Of(k), vd = shapes.Of(v);
+    if (!kd || !vd || kd->size() != 4 || vd->size() != 4 || (*kd)[1] < 0 || (*kd)[1] != (*vd)[1]) return false;
   }
   for (size_t k2 : nodes) dead[k2] = true;
   Node fused;
-  fused.name = (node.name.empty() ? node.outputs[0] : node.name) + "/attention";
+  fused.name = node.name;  // errors name the user's node (or its output)
   fused.op_type = "Attention";
-  fused.opset = 23;
+  fused.domain = "onnx_mini";
+  fused.opset = 1;
   fused.inputs = {scores->q, k, v};
   if (!mask.empty()) fused.inputs.push_back(mask);
   fused.outputs = node.outputs;
-  fused.attributes = {{"scale", FloatAttr("scale", float(scores->scale))}};
+  fused.attributes = {{"scale", FloatAttr("scale", float(scores->scale))},
+                      {"kv_repeat", IntAttr("kv_repeat", repeat)},
+                      {"masked_rows", IntAttr("masked_rows", masked_rows)}};
   node = std::move(fused);
   return true;
 }

@@ -23,31 +23,52 @@ std::vector<std::string> OpTypes(const Session& s) {
   return ops;
 }
 
-// Runs `m` both ways on `inputs`; checks the outputs agree within `tol`
-// (relative to 1 + |value|) and returns the rewritten session's op types.
-std::vector<std::string> RunBothWays(const ModelBuilder& m, const std::vector<NamedTensor>& inputs, double tol) {
+// Two values agree: within `tol` relative to 1 + |b|, or both NaN (a NaN
+// row of the graph as written must be NaN after the rewrite too).
+bool Agree(double a, double b, double tol) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (std::isinf(a) || std::isinf(b)) return a == b;
+  return std::fabs(a - b) <= tol * (1 + std::fabs(b));
+}
+
+// Runs `m` both ways, each way one session over every input set in `runs`
+// (shapes may change between them); checks the outputs agree within `tol`
+// and returns the rewritten session's op types.
+std::vector<std::string> RunBothWaysMany(const ModelBuilder& m, const std::vector<std::vector<NamedTensor>>& runs,
+                                         double tol) {
   SessionOptions on, off;
   off.graph_rewrites = false;
   auto a = m.Build(on);
   auto b = m.Build(off);
   EXPECT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
   if (!a.ok() || !b.ok()) return {};
-  auto ya = (*a)->Run(inputs);
-  auto yb = (*b)->Run(inputs);
-  EXPECT_TRUE(ya.ok() && yb.ok()) << ya.status() << yb.status();
-  if (!ya.ok() || !yb.ok()) return {};
-  EXPECT_EQ(ya->size(), yb->size());
-  for (size_t k = 0; k < ya->size() && k < yb->size(); ++k) {
-    const Tensor& x = (*ya)[k];
-    const Tensor& y = (*yb)[k];
-    EXPECT_EQ(x.dtype(), y.dtype());
-    EXPECT_EQ(x.shape(), y.shape());
-    if (x.shape() != y.shape()) continue;
-    for (int64_t i = 0; i < x.size(); ++i)
-      EXPECT_NEAR(GetDouble(x, i), GetDouble(y, i), tol * (1 + std::fabs(GetDouble(y, i)))) << "output " << k << " [" << i << "]";
+  for (size_t run = 0; run < runs.size(); ++run) {
+    auto ya = (*a)->Run(runs[run]);
+    auto yb = (*b)->Run(runs[run]);
+    EXPECT_TRUE(ya.ok() && yb.ok()) << "run " << run << ": " << ya.status() << " / " << yb.status();
+    if (!ya.ok() || !yb.ok()) return {};
+    EXPECT_EQ(ya->size(), yb->size());
+    for (size_t k = 0; k < ya->size() && k < yb->size(); ++k) {
+      const Tensor& x = (*ya)[k];
+      const Tensor& y = (*yb)[k];
+      EXPECT_EQ(x.dtype(), y.dtype());
+      EXPECT_EQ(x.shape(), y.shape()) << "run " << run << " output " << k;
+      if (x.shape() != y.shape()) continue;
+      int64_t bad = 0;
+      for (int64_t i = 0; i < x.size() && bad < 5; ++i)
+        if (!Agree(GetDouble(x, i), GetDouble(y, i), tol)) {
+          ++bad;
+          ADD_FAILURE() << "run " << run << " output " << k << " [" << i << "]: " << GetDouble(x, i)
+                        << " rewritten, " << GetDouble(y, i) << " as written";
+        }
+    }
   }
   EXPECT_EQ(OpTypes(**b).size(), m.graph().node_size());  // off: as written
   return OpTypes(**a);
+}
+
+std::vector<std::string> RunBothWays(const ModelBuilder& m, const std::vector<NamedTensor>& inputs, double tol) {
+  return RunBothWaysMany(m, {inputs}, tol);
 }
 
 struct RmsForm {
@@ -412,13 +433,13 @@ TEST(Rewrite, AttentionTakesTheRepeatedKAndVWhenTheRepeatIsNotGqa) {
   tiled.tiled = true;
   EXPECT_THAT(RunBothWays(SdpaModel(tiled, DType::kFloat), SdpaInputs(tiled, DType::kFloat, 3, 7, 1), 1e-5),
               ::testing::ElementsAreArray(kept));
+  // One KV head and Q's heads unknown: a Q of one head at run time
+  // broadcasts in the fused op as in the pattern.
   SdpaForm mqa;
   mqa.kv_heads = 1;
   mqa.q_heads_known = false;
   EXPECT_THAT(RunBothWays(SdpaModel(mqa, DType::kFloat), SdpaInputs(mqa, DType::kFloat, 3, 7, 2), 1e-5),
-              ::testing::ElementsAreArray(kept));
-  // With two KV heads an unknown Q head count is fine: a Q of one head (which
-  // MatMul would broadcast) makes Attention fail, never compute otherwise.
+              ::testing::ElementsAre("Attention"));
   // K's head count not known: nothing says the Reshape to 4 heads is the
   // repeat of 2.
   SdpaForm unknown_kv;
@@ -525,34 +546,230 @@ TEST(Rewrite, AttentionNearMissesAreKept) {
   as_written(f, "masked scores of -1e4 keep some weight");
 }
 
-// The one documented difference: a row whose mask hides every key is 0 after
-// the rewrite (Attention's rule); as written it is the mean of V's rows.
-TEST(Rewrite, AttentionGivesZeroForFullyMaskedRows) {
-  SdpaForm f;
-  f.kv_heads = 4;
-  f.repeat = false;
-  const ModelBuilder m = SdpaModel(f, DType::kFloat);
-  std::vector<NamedTensor> in = SdpaInputs(f, DType::kFloat, 2, 3, 5);
-  in[3].tensor = Tensor::FromVector(std::vector<bool>{true, false, true, false, false, false}, {1, 1, 2, 3});
-  SessionOptions off;
-  off.graph_rewrites = false;
-  auto a = m.Build(SessionOptions());
-  auto b = m.Build(off);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_THAT(OpTypes(**a), ::testing::ElementsAre("Attention"));
-  auto ya = (*a)->Run(in);
-  auto yb = (*b)->Run(in);
-  ASSERT_TRUE(ya.ok() && yb.ok()) << ya.status() << yb.status();
-  const Tensor& v = in[2].tensor;
-  for (int64_t b0 = 0; b0 < kSdpaB; ++b0)
-    for (int64_t h = 0; h < kSdpaH; ++h)
-      for (int64_t d = 0; d < kSdpaDv; ++d) {
-        const int64_t row1 = ((b0 * kSdpaH + h) * 2 + 1) * kSdpaDv + d;
-        double mean = 0;
-        for (int64_t j = 0; j < 3; ++j) mean += GetDouble(v, ((b0 * kSdpaH + h) * 3 + j) * kSdpaDv + d) / 3;
-        EXPECT_EQ(GetDouble((*ya)[0], row1), 0);
-        EXPECT_NEAR(GetDouble((*yb)[0], row1), mean, 1e-6);
+// Rows whose mask hides every key: the rewrite gives the graph's answer, NaN
+// for a mask of -inf (Softmax of a row of -inf), the mean of V's rows for a
+// finite Where fill (Softmax of a constant row), never Attention's 0.
+TEST(Rewrite, AttentionFullyMaskedRowsAreThoseOfTheGraph) {
+  for (int mask : {1, 2, 3})
+    for (double fill : {-double(INFINITY), -3.4028234663852886e38, -1e30}) {
+      if (mask != 1 && fill != -INFINITY) continue;
+      for (int64_t kv : {4, 2}) {
+        SdpaForm f;
+        f.mask = mask;
+        f.mask_value = fill;
+        f.kv_heads = kv;
+        f.repeat = kv != 4;
+        const ModelBuilder m = SdpaModel(f, DType::kFloat);
+        std::vector<NamedTensor> in = SdpaInputs(f, DType::kFloat, 2, 3, 5);
+        // Row 1 hides every key (of batch 0 only, for the additive masks).
+        if (mask == 1) {
+          in[3].tensor = Tensor::FromVector(std::vector<bool>{true, false, true, false, false, false}, {1, 1, 2, 3});
+        } else {
+          for (int64_t j = 0; j < 3; ++j) SetDouble(in[3].tensor, 3 + j, -INFINITY);
+        }
+        const std::string what = absl::StrCat("mask ", mask, " fill ", fill, " kv ", kv);
+        EXPECT_THAT(RunBothWays(m, in, 1e-5), ::testing::ElementsAre("Attention")) << what;
+        auto s = m.Build(SessionOptions());
+        ASSERT_TRUE(s.ok()) << s.status();
+        auto y = (*s)->Run(in);
+        ASSERT_TRUE(y.ok()) << y.status();
+        const Tensor& v = in[2].tensor;
+        for (int64_t b = 0; b < (mask == 1 ? kSdpaB : 1); ++b)
+          for (int64_t h = 0; h < kSdpaH; ++h)
+            for (int64_t d = 0; d < kSdpaDv; ++d) {
+              const double got = GetDouble((*y)[0], ((b * kSdpaH + h) * 2 + 1) * kSdpaDv + d);
+              if (std::isinf(fill)) {
+                EXPECT_TRUE(std::isnan(got)) << what << ": " << got;
+                continue;
+              }
+              double mean = 0;
+              const int64_t g = h / (kSdpaH / kv);
+              for (int64_t j = 0; j < 3; ++j) mean += GetDouble(v, ((b * kv + g) * 3 + j) * kSdpaDv + d) / 3;
+              EXPECT_NEAR(got, mean, 1e-6) << what;
+            }
       }
+    }
+}
+
+// Q, K, V and the mask with every dim known only at run time: the shapes of
+// one session change from run to run, with batches, heads and lengths of 1
+// that MatMul, Where and Add broadcast against more. The fused op broadcasts
+// them as the pattern does.
+ModelBuilder DynamicSdpaModel(int mask, bool repeat, const std::string& name = "") {
+  ModelBuilder m(17);
+  m.Input("q", DType::kFloat, {-1, -1, -1, kSdpaD});
+  m.Input("k", DType::kFloat, {-1, 2, -1, kSdpaD});
+  m.Input("v", DType::kFloat, {-1, 2, -1, kSdpaDv});
+  if (mask == 1) m.Input("mask", DType::kBool, {-1, -1, -1, -1});
+  if (mask == 2) m.Input("mask", DType::kFloat, {-1, -1, -1, -1});
+  m.Output("y", DType::kFloat, {-1, -1, -1, kSdpaDv});
+  const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+  std::string k = "k", v = "v";
+  if (repeat) {
+    m.Initializer("axis", i64({2})).Initializer("expand", i64({1, 1, 2, 1, 1}));
+    for (const auto& [in, d] : {std::pair{std::string("k"), kSdpaD}, {std::string("v"), kSdpaDv}}) {
+      m.Initializer(in + "_shape", i64({0, 4, -1, d}));
+      m.Node("Unsqueeze", {in, "axis"}, {in + "5"});
+      m.Node("Expand", {in + "5", "expand"}, {in + "x"});
+      m.Node("Reshape", {in + "x", in + "_shape"}, {in + "r"});
+    }
+    k = "kr";
+    v = "vr";
+  }
+  SetAttr(m.Node("Transpose", {k}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.Node("MatMul", {"q", "kt"}, {"scores"});
+  m.Initializer("c", Tensor::FromVector(std::vector<float>{std::sqrt(float(kSdpaD))}, {}));
+  m.Node("Div", {"scores", "c"}, {"scaled"});
+  std::string z = "scaled";
+  if (mask == 1) {
+    m.Initializer("lowest", Tensor::FromVector(std::vector<float>{-3.4028235e38f}, {}));
+    m.Node("Where", {"mask", "scaled", "lowest"}, {"masked"});
+    z = "masked";
+  } else if (mask == 2) {
+    m.Node("Add", {"scaled", "mask"}, {"masked"});
+    z = "masked";
+  }
+  SetAttr(m.Node("Softmax", {z}, {"probs"}), "axis", int64_t{-1});
+  onnx::NodeProto& out = m.Node("MatMul", {"probs", v}, {"y"});
+  if (!name.empty()) out.set_name(name);
+  return m;
+}
+
+// q [qb, qh, s, D], k and v [kb, 2, t, .] (4 heads after the repeat, or 2),
+// a mask of `mask_shape` with some keys hidden (never a whole row).
+std::vector<NamedTensor> DynamicSdpaInputs(int mask, Shape q, int64_t kb, int64_t t, Shape mask_shape,
+                                           uint32_t seed) {
+  std::vector<NamedTensor> in = {{"q", RandomUniform(DType::kFloat, q, seed)},
+                                 {"k", RandomUniform(DType::kFloat, {kb, 2, t, kSdpaD}, seed + 1)},
+                                 {"v", RandomUniform(DType::kFloat, {kb, 2, t, kSdpaDv}, seed + 2)}};
+  if (mask == 0) return in;
+  int64_t n = 1;
+  for (int64_t d : mask_shape) n *= d;
+  const int64_t last = mask_shape.back();
+  if (mask == 1) {
+    std::vector<bool> bits;
+    for (int64_t i = 0; i < n; ++i) bits.push_back(i % last == 0 || (i * 7 + seed) % 3 != 0);
+    in.push_back({"mask", Tensor::FromVector(bits, mask_shape)});
+  } else {
+    Tensor bias = RandomUniform(DType::kFloat, mask_shape, seed + 3, -2, 0);
+    for (int64_t i = 0; i < n; ++i)
+      if (i % last != 0 && (i * 7 + seed) % 3 == 0) SetDouble(bias, i, -INFINITY);
+    in.push_back({"mask", bias});
+  }
+  return in;
+}
+
+TEST(Rewrite, AttentionBroadcastsAsThePatternDoesWithShapesThatChangePerRun) {
+  for (int mask : {0, 1, 2})
+    for (bool repeat : {true, false}) {
+      const int64_t h = repeat ? 4 : 2;
+      // (Q shape, K/V batch, T, mask shape): one session runs them all.
+      const std::vector<std::tuple<Shape, int64_t, int64_t, Shape>> cases = {
+          {{2, h, 3, kSdpaD}, 2, 5, {2, 1, 3, 5}},  // as exported
+          {{1, h, 3, kSdpaD}, 2, 5, {1, 1, 3, 5}},  // a Q batch of 1 against K/V of 2
+          {{2, h, 3, kSdpaD}, 1, 5, {2, h, 3, 5}},  // K/V batch 1 against Q of 2
+          {{1, h, 3, kSdpaD}, 1, 4, {2, 1, 3, 4}},  // the mask wider than the scores
+          {{2, 1, 3, kSdpaD}, 2, 6, {1, 1, 3, 6}},  // one Q head against K's heads
+          {{1, 1, 1, kSdpaD}, 1, 5, {1, h, 4, 5}},  // one query row against the mask's four
+          {{2, h, 1, kSdpaD}, 2, 1, {1, 1, 1, 7}},  // one key against the mask's seven (V below)
+          {{2, h, 3, kSdpaD}, 2, 5, {1, 1, 1, 5}},  // one mask row for all
+      };
+      std::vector<std::vector<NamedTensor>> runs;
+      uint32_t seed = 1;
+      for (const auto& [q, kb, t, ms] : cases) {
+        if (mask == 0 && (ms[0] > std::max(q[0], kb) || ms[2] > q[2] || ms[3] > t)) continue;
+        runs.push_back(DynamicSdpaInputs(mask, q, kb, t, ms, seed += 10));
+        if (t == 1 && ms.back() > 1) {  // V of the mask's length: K broadcasts along the keys
+          runs.back()[2].tensor = RandomUniform(DType::kFloat, {kb, 2, ms.back(), kSdpaDv}, seed);
+        }
+      }
+      const std::vector<std::string> ops = RunBothWaysMany(DynamicSdpaModel(mask, repeat), runs, 1e-5);
+      EXPECT_THAT(ops, ::testing::ElementsAre("Attention")) << "mask " << mask << " repeat " << repeat;
+    }
+}
+
+// Shapes the pattern refuses: the fused node refuses them too, naming the
+// user's node (the pattern's last MatMul), not a made-up one.
+TEST(Rewrite, AttentionErrorsNameTheUsersNode) {
+  const ModelBuilder m = DynamicSdpaModel(1, true, "attn_out");
+  auto s = m.Build(SessionOptions());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(OpTypes(**s), ::testing::ElementsAre("Attention"));
+  EXPECT_EQ((*s)->graph().nodes[0].name, "attn_out");
+  auto y = (*s)->Run(DynamicSdpaInputs(1, {2, 4, 3, kSdpaD}, 3, 5, {1, 1, 3, 5}, 1));  // batch 2 against 3
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(std::string(y.status().message()), ::testing::HasSubstr("'attn_out'"));
+  EXPECT_THAT(std::string(y.status().message()), ::testing::Not(::testing::HasSubstr("/attention")));
+  // Unnamed: the node is described by its output, the pattern's.
+  ModelBuilder unnamed = DynamicSdpaModel(1, true);
+  unnamed.graph().mutable_node(unnamed.graph().node_size() - 1)->clear_name();
+  auto u = unnamed.Build(SessionOptions());
+  ASSERT_TRUE(u.ok()) << u.status();
+  y = (*u)->Run(DynamicSdpaInputs(1, {2, 4, 3, kSdpaD}, 3, 5, {1, 1, 3, 5}, 1));
+  ASSERT_FALSE(y.ok());
+  EXPECT_THAT(std::string(y.status().message()), ::testing::HasSubstr("producing 'y'"));
+  // The session stays usable.
+  EXPECT_TRUE((*u)->Run(DynamicSdpaInputs(1, {2, 4, 3, kSdpaD}, 2, 5, {1, 1, 3, 5}, 1)).ok());
+}
+
+// A V' of rank 3 ([T, Dv] broadcast by MatMul) or K' and V' whose head
+// counts are not known equal: the fused op could not take them as the
+// pattern does, so the pattern is kept.
+TEST(Rewrite, AttentionIsKeptWhereTheFusedOpWouldDiffer) {
+  ModelBuilder m(17);
+  m.Input("q", DType::kFloat, {2, 2, -1, kSdpaD}).Input("k", DType::kFloat, {2, 2, -1, kSdpaD});
+  m.Input("v", DType::kFloat, {-1, kSdpaDv}).Output("y", DType::kFloat, {2, 2, -1, kSdpaDv});
+  SetAttr(m.Node("Transpose", {"k"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.Node("MatMul", {"q", "kt"}, {"scores"});
+  SetAttr(m.Node("Softmax", {"scores"}, {"probs"}), "axis", int64_t{-1});
+  m.Node("MatMul", {"probs", "v"}, {"y"});
+  EXPECT_THAT(RunBothWays(m,
+                          {{"q", RandomUniform(DType::kFloat, {2, 2, 3, kSdpaD}, 1)},
+                           {"k", RandomUniform(DType::kFloat, {2, 2, 5, kSdpaD}, 2)},
+                           {"v", RandomUniform(DType::kFloat, {5, kSdpaDv}, 3)}},
+                          1e-6),
+              ::testing::Not(::testing::Contains("Attention")));
+  ModelBuilder h(17);
+  h.Input("q", DType::kFloat, {2, 2, -1, kSdpaD}).Input("k", DType::kFloat, {2, -1, -1, kSdpaD});
+  h.Input("v", DType::kFloat, {2, -1, -1, kSdpaDv}).Output("y", DType::kFloat, {2, 2, -1, kSdpaDv});
+  SetAttr(h.Node("Transpose", {"k"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  h.Node("MatMul", {"q", "kt"}, {"scores"});
+  SetAttr(h.Node("Softmax", {"scores"}, {"probs"}), "axis", int64_t{-1});
+  h.Node("MatMul", {"probs", "v"}, {"y"});
+  // K of one head, V of two: each query head h reads K's head 0 and V's head h.
+  EXPECT_THAT(RunBothWays(h,
+                          {{"q", RandomUniform(DType::kFloat, {2, 2, 3, kSdpaD}, 1)},
+                           {"k", RandomUniform(DType::kFloat, {2, 1, 5, kSdpaD}, 2)},
+                           {"v", RandomUniform(DType::kFloat, {2, 2, 5, kSdpaDv}, 3)}},
+                          1e-6),
+              ::testing::Not(::testing::Contains("Attention")));
+}
+
+// RMSNorm and LayerNorm whose last dim is known only at run time: a 1-D
+// scale broadcasts against a last dim of 1 in the pattern but not in the
+// fused op, so the rules need the last dim known and equal to the scale's
+// length; the session (one per way) runs both shapes.
+TEST(Rewrite, NormsWithALastDimKnownOnlyAtRunTimeAreKept) {
+  const RmsForm f{true, 2, false, 18};
+  ModelBuilder rms = RmsModel(f, DType::kFloat, 4);
+  rms.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->clear_dim_value();
+  rms.graph().mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->clear_dim_value();
+  const std::vector<std::vector<NamedTensor>> runs = {{{"x", RandomUniform(DType::kFloat, {2, 3, 4}, 1)}},
+                                                       {{"x", RandomUniform(DType::kFloat, {2, 3, 1}, 2)}}};
+  EXPECT_THAT(RunBothWaysMany(rms, runs, 1e-6), ::testing::Not(::testing::Contains("RMSNormalization")));
+  ModelBuilder ln = LayerNormModel(DType::kFloat, 4, false, false, 17);
+  ln.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->clear_dim_value();
+  ln.graph().mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->clear_dim_value();
+  const std::vector<std::vector<NamedTensor>> ln_runs = {{{"x", RandomUniform(DType::kFloat, {2, 3, 4}, 1)}},
+                                                          {{"x", RandomUniform(DType::kFloat, {2, 3, 1}, 2)}}};
+  EXPECT_THAT(RunBothWaysMany(ln, ln_runs, 1e-6), ::testing::Not(::testing::Contains("LayerNormalization")));
+  // The same last dim known (4): fused, and named as the user's last node.
+  ModelBuilder named = RmsModel(f, DType::kFloat, 4);
+  named.graph().mutable_node(named.graph().node_size() - 1)->set_name("final_scale");
+  auto s = named.Build(SessionOptions());
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_THAT(OpTypes(**s), ::testing::ElementsAre("RMSNormalization"));
+  EXPECT_EQ((*s)->graph().nodes[0].name, "final_scale");
 }
 
 }  // namespace
