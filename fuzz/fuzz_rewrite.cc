@@ -51,9 +51,6 @@ Tensor FloatTensor(Bytes& in, const Shape& shape, bool allow_inf = false) {
 Tensor Scalar(float v, Shape shape = {}) { return Tensor::FromVector(std::vector<float>{v}, shape); }
 Tensor Ints(std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); }
 
-// A declared dim: its run-time value, or unknown (-1) when the bytes say so.
-int64_t Declare(Bytes& in, int64_t value) { return in.Flag() ? -1 : value; }
-
 struct Case {
   ModelBuilder model{17};
   // Per run: the inputs (shapes drawn per run where the dims are unknown).
