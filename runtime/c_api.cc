@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -165,16 +166,19 @@ struct om_infer_context {
   std::vector<std::vector<int64_t>> input_dims;
 };
 
-struct om_kernel_context {
-  KernelContext* ctx;
-  om_node node;
-  std::vector<om_tensor> inputs;
-  std::vector<om_tensor> outputs;
-};
-
 namespace {
 
-// A node of a custom op: forwards to the embedder's callbacks.
+// What a custom op's infer callback said at session creation: the input
+// shapes it saw where they were concrete, and the output types it set.
+struct CustomPlan : OpPlan {
+  std::vector<std::optional<Shape>> input_shapes;
+  std::vector<ValueType> outputs;
+};
+
+// A node of a custom op: forwards to the embedder's callbacks. Its row makes
+// its outputs (OpDef::makes_outputs): an output whose shape infer cannot
+// tell from the input shapes is allocated by the compute callback
+// (om_kernel_allocate_output), as onnxruntime's custom kernels may do.
 class CustomOp : public Op {
  public:
   CustomOp(const Node& node, const om_custom_op& def) : def_(def) {}
@@ -189,7 +193,24 @@ class CustomOp : public Op {
     return NotImplemented(node, "custom op without a definition");
   }
 
+  // Runs once, at session creation (the row makes its outputs).
   absl::Status Infer(InferContext& ctx) const override {
+    RETURN_IF_ERROR(CallInfer(ctx));
+    auto plan = std::make_shared<CustomPlan>();
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      std::optional<Shape> shape;
+      if (ctx.has_input(i)) shape = ctx.input(i).concrete_shape();
+      plan->input_shapes.push_back(std::move(shape));
+    }
+    plan->outputs = ctx.outputs();
+    ctx.set_plan(std::move(plan));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override;
+
+ private:
+  absl::Status CallInfer(InferContext& ctx) const {
     om_infer_context c{&ctx, {&ctx.node()}, {}};
     c.input_dims.resize(ctx.num_inputs());
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -202,29 +223,81 @@ class CustomOp : public Op {
       return absl::Status(e.code(), absl::StrCat(ctx.node().Describe(), ": ", e.message()));
     }
     for (size_t i = 0; i < ctx.num_outputs(); ++i)
-      if (ctx.output_requested(i) && ctx.outputs()[i].dtype == DType::kUndefined)
+      if (ctx.outputs()[i].dtype == DType::kUndefined)
         return ctx.Error(absl::StrCat("the custom op's infer callback did not set output ", i));
     return absl::OkStatus();
   }
 
-  absl::Status Compute(KernelContext& ctx) const override {
-    om_kernel_context c{&ctx, {&ctx.node()}, {}, {}};
-    c.inputs.resize(ctx.num_inputs());
-    for (size_t i = 0; i < ctx.num_inputs(); ++i)
-      if (const Tensor* t = ctx.input(i)) c.inputs[i].tensor = *t;
-    c.outputs.resize(ctx.num_outputs());
-    for (size_t i = 0; i < ctx.num_outputs(); ++i) c.outputs[i].tensor = ctx.output(i);
-    om_status* s = def_.compute(def_.user_data, &c);
-    if (s != nullptr) {
-      absl::Status e = ToAbsl(s);
-      return absl::Status(e.code(), absl::StrCat(ctx.node().Describe(), ": ", e.message()));
-    }
-    return absl::OkStatus();
-  }
-
- private:
   const om_custom_op& def_;
 };
+
+}  // namespace
+
+struct om_kernel_context {
+  KernelContext* ctx;
+  om_node node;
+  std::vector<om_tensor> inputs;
+  std::vector<om_tensor> outputs;  // undefined until allocated
+  std::vector<ValueType> types;    // the outputs' types for these inputs
+};
+
+namespace {
+
+absl::Status CustomOp::Compute(KernelContext& ctx) const {
+  const CustomPlan& plan = ctx.plan<CustomPlan>();
+  om_kernel_context c{&ctx, {&ctx.node()}, {}, {}, plan.outputs};
+  c.inputs.resize(ctx.num_inputs());
+  bool as_planned = true;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    const Tensor* t = ctx.input(i);
+    if (t == nullptr) continue;
+    c.inputs[i].tensor = *t;
+    as_planned = as_planned && i < plan.input_shapes.size() && plan.input_shapes[i] == t->shape();
+  }
+  if (!as_planned) {
+    // Shapes not known at creation: infer again on these inputs' shapes.
+    std::vector<ValueType> types(ctx.num_inputs());
+    std::vector<const ValueType*> type_ptrs(ctx.num_inputs(), nullptr);
+    std::vector<const Tensor*> values(ctx.num_inputs(), nullptr);
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      if (const Tensor* t = ctx.input(i)) {
+        types[i] = ValueType::Of(t->dtype(), t->shape());
+        type_ptrs[i] = &types[i];
+        values[i] = t;
+      }
+    }
+    InferContext ictx(ctx.node(), type_ptrs, values);
+    RETURN_IF_ERROR(CallInfer(ictx));
+    for (size_t i = 0; i < ictx.num_outputs(); ++i)
+      if (ictx.outputs()[i].dtype != plan.outputs[i].dtype)
+        return ctx.Error(absl::StrCat("the custom op's infer callback gave output ", i, " the element type ",
+                                      LowerName(ictx.outputs()[i].dtype), " at run time but ",
+                                      LowerName(plan.outputs[i].dtype), " at session creation"));
+    c.types = ictx.outputs();
+  }
+  c.outputs.resize(ctx.num_outputs());
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+    const std::optional<Shape> shape = c.types[i].concrete_shape();
+    if (!shape) continue;  // the compute callback allocates it
+    absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(c.types[i].dtype, *shape);
+    if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(ctx.node().Describe(), ": output ", i, ": ",
+                                                                      t.status().message()));
+    c.outputs[i].tensor = *std::move(t);
+  }
+  om_status* s = def_.compute(def_.user_data, &c);
+  if (s != nullptr) {
+    absl::Status e = ToAbsl(s);
+    return absl::Status(e.code(), absl::StrCat(ctx.node().Describe(), ": ", e.message()));
+  }
+  for (size_t i = 0; i < ctx.num_outputs(); ++i) {
+    if (!c.outputs[i].tensor.defined())
+      return ctx.Error(absl::StrCat("the custom op's compute callback did not allocate output ", i,
+                                    ", whose shape its infer callback left as ", c.types[i].ToString(),
+                                    " (om_kernel_allocate_output)"));
+    ctx.set_value(i, Value(std::move(c.outputs[i].tensor)));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -728,6 +801,7 @@ om_status* om_register_custom_op(const om_custom_op* op) {
     def->op.op_type = def->op_type.c_str();
     // Every position its own constraint: any element type but string.
     OpDef row{def->domain, def->op_type, op->since_version, op->last_version, "", "", {}, CustomOp::Create};
+    row.makes_outputs = true;  // outputs of shapes known only in compute
     const TypeSet any = AllTypes::set() - TypeSet{DType::kString};
     for (size_t i = 0; i < op->input_count; ++i) {
       absl::StrAppend(&row.inputs, i ? " " : "", "I", i);
@@ -858,9 +932,50 @@ om_status* om_kernel_output(om_kernel_context* context, size_t index, om_tensor*
   return Guard([&]() -> om_status* {
     OM_REQUIRE(context);
     OM_REQUIRE(tensor);
-    if (index >= context->outputs.size() || !context->outputs[index].tensor.defined())
-      return Invalid(absl::StrCat(context->node.node->Describe(), ": output ", index, " is absent"));
+    if (index >= context->outputs.size())
+      return Invalid(absl::StrCat(context->node.node->Describe(), ": output ", index, " does not exist"));
+    if (!context->outputs[index].tensor.defined())
+      return Invalid(absl::StrCat(context->node.node->Describe(), ": output ", index, " has no buffer yet: its shape ",
+                                  context->types[index].ToString(),
+                                  " is known only now (allocate it with om_kernel_allocate_output)"));
     *tensor = &context->outputs[index];
+    return nullptr;
+  });
+}
+
+om_status* om_kernel_allocate_output(om_kernel_context* context, size_t index, const int64_t* dims, size_t rank,
+                                     om_tensor** tensor) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(context);
+    OM_REQUIRE(tensor);
+    const Node& node = *context->node.node;
+    if (index >= context->outputs.size())
+      return Invalid(absl::StrCat(node.Describe(), ": output ", index, " does not exist"));
+    absl::StatusOr<Shape> shape = ShapeFrom(dims, rank);
+    if (!shape.ok())
+      return Invalid(absl::StrCat(node.Describe(), ": output ", index, ": ", shape.status().message()));
+    const ValueType& type = context->types[index];
+    // The shape must be one the infer callback allowed (its known dims).
+    bool fits = !type.dims || type.dims->size() == rank;
+    for (size_t d = 0; fits && type.dims && d < rank; ++d)
+      fits = !(*type.dims)[d].known() || (*type.dims)[d].value == (*shape)[d];
+    if (!fits)
+      return Invalid(absl::StrCat(node.Describe(), ": output ", index, " of shape ", ShapeToString(*shape),
+                                  " does not fit ", type.ToString(), ", the shape its infer callback set"));
+    om_tensor& out = context->outputs[index];
+    if (out.tensor.defined()) {
+      if (out.tensor.shape() != *shape)
+        return Invalid(absl::StrCat(node.Describe(), ": output ", index, " is already allocated with shape ",
+                                    ShapeToString(out.tensor.shape())));
+      *tensor = &out;
+      return nullptr;
+    }
+    absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(type.dtype, *shape);
+    if (!t.ok())
+      return FromAbsl(absl::Status(t.status().code(), absl::StrCat(node.Describe(), ": output ", index, ": ",
+                                                                   t.status().message())));
+    out.tensor = *std::move(t);
+    *tensor = &out;
     return nullptr;
   });
 }

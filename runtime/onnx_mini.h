@@ -274,10 +274,17 @@ typedef struct om_custom_op {
   size_t output_count;
   void* user_data;     /* handed back to the callbacks */
   /* Validates the inputs' types and shapes and sets every output's type and
-   * shape (om_infer_set_output). Called at session creation when shapes are
-   * known, else at each run. Returns NULL or an error (om_status_create). */
+   * shape (om_infer_set_output). Called at session creation (dims -1 where
+   * the model does not fix them), and again at each run whose input shapes
+   * are not the ones it saw then. An output dim it cannot tell from the input
+   * shapes (a size that depends on the input values) stays -1, even when the
+   * input shapes are known: compute then allocates that output with
+   * om_kernel_allocate_output. The element types it sets must not change
+   * from one call to the next. Returns NULL or an error (om_status_create). */
   om_status* (*infer)(void* user_data, om_infer_context* context);
-  /* Computes the outputs, which are allocated with the shapes infer set. */
+  /* Computes the outputs. Those whose shapes infer set in full are allocated
+   * before the call (om_kernel_output); the others must be allocated by it
+   * (om_kernel_allocate_output). */
   om_status* (*compute)(void* user_data, om_kernel_context* context);
 } om_custom_op;
 
@@ -305,9 +312,19 @@ om_status* om_node_attr_float(const om_node* node, const char* name, float* valu
 om_status* om_node_attr_string(const om_node* node, const char* name, const char** value);
 
 /* In compute: input `index` (owned by the runtime, read only) and output `index`
- * (allocated, to be filled; owned by the runtime). */
+ * (allocated, to be filled in full; owned by the runtime). om_kernel_output is
+ * OM_INVALID_ARGUMENT for an output whose shape infer left unknown until it
+ * is allocated. */
 om_status* om_kernel_input(const om_kernel_context* context, size_t index, const om_tensor** tensor);
 om_status* om_kernel_output(om_kernel_context* context, size_t index, om_tensor** tensor);
+/* In compute: allocates output `index` with this shape (to be filled in full;
+ * owned by the runtime), for an output whose shape infer left unknown. The
+ * shape must keep the rank and the dims infer did set; the element type is
+ * infer's. Calling it again with the same shape returns the same tensor;
+ * for an output already allocated with another shape it is
+ * OM_INVALID_ARGUMENT. Since 0.4. */
+om_status* om_kernel_allocate_output(om_kernel_context* context, size_t index, const int64_t* dims, size_t rank,
+                                     om_tensor** tensor);
 
 #ifdef __cplusplus
 }

@@ -770,8 +770,10 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
       if (!step.has_buffer(i) || !t.is_tensor()) continue;
       std::optional<Shape> shape = t.concrete_shape();
       if (!shape || t.dtype == DType::kUndefined)
-        return absl::InternalError(absl::StrCat(node.Describe(), ": output ", i,
-                                                " has no concrete type at run time: ", t.ToString()));
+        // (An embedder's row whose output sizes depend on values must make its outputs.)
+        return absl::InternalError(absl::StrCat(node.Describe(), ": the op's Infer left output ", i, " as ",
+                                                t.ToString(), " on inputs of known shapes (a row whose output "
+                                                "sizes depend on input values sets OpDef::makes_outputs)"));
       RETURN_IF_ERROR(CheckOutputSize(node, i, t.dtype, *shape));
     }
     types = &run_types;

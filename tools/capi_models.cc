@@ -60,6 +60,18 @@ void Custom(const std::filesystem::path& path, DType dtype) {
   Write(path, m.Serialize());
 }
 
+// z = Neg(com.example::Positives(x)): x float [n], z float [?], the
+// positive elements of x (a size known only when the op computes).
+void CustomPositives(const std::filesystem::path& path) {
+  ModelBuilder m(17);
+  m.Opset("com.example", 1);
+  m.Input("x", DType::kFloat, {-1}).Output("z", DType::kFloat, {-1});
+  NameDims(m.graph().mutable_input(0), {"n"});
+  m.Node("Positives", {"x"}, {"y"}, "com.example").set_name("positives");
+  m.Node("Neg", {"y"}, {"z"});
+  Write(path, m.Serialize());
+}
+
 // A graph value of a sequence or optional type whose tensors are float [?]
 // (each item its own length).
 void SetFloatsType(onnx::ValueInfoProto* value, const std::string& name, bool sequence, bool optional) {
@@ -98,6 +110,7 @@ void WriteCapiModels(const std::filesystem::path& dir) {
   Scatter(dir / "scatter_read.onnx", true);
   Custom(dir / "custom.onnx", DType::kFloat);
   Custom(dir / "custom_int.onnx", DType::kInt32);
+  CustomPositives(dir / "custom_positives.onnx");
   Sequence(dir / "sequence.onnx");
 }
 

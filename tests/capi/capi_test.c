@@ -634,6 +634,92 @@ static void test_custom_op(void) {
   CHECK(s2 == NULL);
 }
 
+/* com.example::Positives: y = the positive elements of x (float [n] -> [?]).
+ * Its size depends on x's values: infer leaves it -1 and compute allocates
+ * it. user_data: 1 makes compute forget to allocate. */
+static om_status* positives_infer(void* user_data, om_infer_context* context) {
+  (void)user_data;
+  const int64_t unknown[1] = {-1};
+  return om_infer_set_output(context, 0, OM_FLOAT, unknown, 1);
+}
+
+static int positives_output_refused = 0;
+
+static om_status* positives_compute(void* user_data, om_kernel_context* context) {
+  const om_tensor* x = NULL;
+  om_tensor* y = NULL;
+  om_status* st = om_kernel_input(context, 0, &x);
+  if (st != NULL) return st;
+  /* Not allocated yet: om_kernel_output refuses, naming the way. */
+  st = om_kernel_output(context, 0, &y);
+  positives_output_refused = om_status_get_code(st) == OM_INVALID_ARGUMENT &&
+                             strstr(om_status_message(st), "om_kernel_allocate_output") != NULL;
+  om_status_free(st);
+  if (*(int*)user_data == 1) return NULL;
+  int64_t n = 0, count = 0;
+  const void* xd = NULL;
+  om_status_free(om_tensor_element_count(x, &n));
+  om_status_free(om_tensor_const_data(x, &xd));
+  for (int64_t i = 0; i < n; ++i) count += ((const float*)xd)[i] > 0;
+  /* A shape that does not fit infer's rank is refused. */
+  const int64_t wrong[2] = {count, 1};
+  st = om_kernel_allocate_output(context, 0, wrong, 2, &y);
+  if (om_status_get_code(st) != OM_INVALID_ARGUMENT) return om_status_create(OM_INTERNAL, "rank 2 was accepted");
+  om_status_free(st);
+  if ((st = om_kernel_allocate_output(context, 0, &count, 1, &y)) != NULL) return st;
+  void* yd = NULL;
+  om_status_free(om_tensor_data(y, &yd));
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (((const float*)xd)[i] > 0) ((float*)yd)[k++] = ((const float*)xd)[i];
+  return NULL;
+}
+
+static void test_custom_op_late_shape(void) {
+  static int mode = 0;
+  om_custom_op op = {"com.example", "Positives", 1, 0, 1, 1, &mode, positives_infer, positives_compute};
+  OK(om_register_custom_op(&op));
+  om_session* s = load("capi/custom_positives.onnx");
+  if (s == NULL) return;
+  float x[5] = {1, -2, 3, 0, 5};
+  const int64_t dims[1] = {5};
+  om_tensor* in = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims, 1, x, sizeof x, &in));
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"z"};
+  om_tensor* out[1] = {NULL};
+  OK(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1));
+  CHECK(positives_output_refused);
+  if (out[0] != NULL) {
+    const int64_t* shape = NULL;
+    size_t rank = 0;
+    void* data = NULL;
+    OK(om_tensor_shape(out[0], &shape, &rank));
+    OK(om_tensor_data(out[0], &data));
+    CHECK(rank == 1 && shape[0] == 3);
+    CHECK(((float*)data)[0] == -1 && ((float*)data)[1] == -3 && ((float*)data)[2] == -5);
+  }
+  om_tensor_free(out[0]);
+  out[0] = NULL;
+  /* A compute callback that leaves the output unallocated: a clear error, the session stays usable. */
+  mode = 1;
+  ERR(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1), OM_INVALID_ARGUMENT,
+      "Positives node 'positives': the custom op's compute callback did not allocate output 0");
+  CHECK(out[0] == NULL);
+  mode = 0;
+  x[1] = 2;
+  OK(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1));
+  if (out[0] != NULL) {
+    const int64_t* shape = NULL;
+    size_t rank = 0;
+    OK(om_tensor_shape(out[0], &shape, &rank));
+    CHECK(rank == 1 && shape[0] == 4);
+  }
+  om_tensor_free(out[0]);
+  om_tensor_free(in);
+  om_session_free(s);
+}
+
 /* ---- sequences and optionals ---- */
 
 static void test_sequences_and_optionals(void) {
@@ -805,6 +891,7 @@ int main(int argc, char** argv) {
   test_cache_in_place();
   test_threads();
   test_custom_op();
+  test_custom_op_late_shape();
   test_sequences_and_optionals();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
