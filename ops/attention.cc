@@ -279,7 +279,9 @@ class AttentionOp : public Op {
     // The mask as a float bias: bool True -> 0, False -> -inf; numbers
     // rounded to T1, as the function body casts them (A11, A16).
     std::vector<double> bias;
+    MemoryReservation workspace;  // the bias and the kernel's workspaces, against the session's budget
     if (const Tensor* mask = input(kMask)) {
+      RETURN_IF_ERROR(ctx.Grow(workspace, mask->size(), sizeof(double), "the mask as a float bias"));
       bias.resize(size_t(mask->size()));
       RETURN_IF_ERROR(Dispatch<MaskTypes>(ctx, mask->dtype(), [&](auto tag) {
         using M = typename decltype(tag)::type;
@@ -298,6 +300,11 @@ class AttentionOp : public Op {
     // The loops over the keys: with nothing to write (an empty Y and no
     // scores asked for) they would be work over a dim with no data.
     const bool nothing_to_compute = ctx.output(kY).size() == 0 && (!p.qk_data || ctx.output(kQk).size() == 0);
+    if (!nothing_to_compute) {
+      const bool fast = UsesFastPath(p);
+      RETURN_IF_ERROR(ctx.Grow(workspace, AttentionWorkspaceBytes(p, ctx.threads(), fast), 1,
+                               fast ? "the attention kernel's workspaces" : "the attention reference's rows"));
+    }
     if (!nothing_to_compute && UsesFastPath(p)) {
       AttentionFast(p, ctx.threads());  // with present_key/present_value
       return absl::OkStatus();

@@ -1088,6 +1088,35 @@ void CombineSplits(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, 
 
 }  // namespace
 
+int64_t AttentionWorkspaceBytes(const AttentionProblem& p, int threads, bool fast) {
+  if (!fast) return CheckedMul(p.total_len, 5 * int64_t(sizeof(double))).value_or(-1);  // qk, logits, z, prob, hidden
+  if (p.kv_heads <= 0 || p.q_len <= 0) return 0;
+  const int64_t a = p.dtype == DType::kDouble ? 8 : 4;  // sizeof(Acc<T>)
+  const int64_t D = p.head_size, Dv = p.v_head_size;
+  const int64_t rows = p.group() * std::min(p.q_len, kQueryBlock), rows4 = (rows + 3) / 4 * 4;
+  const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
+  std::optional<int64_t> tasks = CheckedMul(p.batch, p.kv_heads);
+  if (tasks) tasks = CheckedMul(*tasks, q_blocks);
+  if (!tasks) return -1;
+  int64_t splits = 1;  // as AttentionFast picks them
+  if (*tasks < threads && p.total_len >= 2 * kSplitKeys)
+    splits = std::min<int64_t>((threads + *tasks - 1) / *tasks, p.total_len / kSplitKeys);
+  // Per thread (FastBlockBody): scratch, the transposed K cache, the row
+  // bounds and flags, bfloat16 pairs (rows, D and Dv are small: no overflow).
+  int64_t per_thread = a * (rows4 * D + rows * Dv + 3 * rows + rows4 * kKeyBlock + kKeyBlock + kKeyBlock * (2 * D + Dv)) +
+                       rows * (2 * 8 + 1 + 8) + 4 * ((rows4 + kKeyBlock) * ((D + 1) / 2));
+  if (splits <= 1 && D > 0 && p.total_len <= kMaxTransposedKeys / D)
+    per_thread += a * ((p.total_len + kKeyBlock - 1) / kKeyBlock * kKeyBlock * D) + p.total_len / kKeyBlock + 1;
+  const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(threads, *tasks * splits));
+  std::optional<int64_t> bytes = CheckedMul(per_thread, workers);
+  if (splits > 1) {  // the split states
+    std::optional<int64_t> states = CheckedMul(*tasks * splits, rows * (Dv + 3) * a);
+    if (bytes && states) bytes = CheckedAdd(*bytes, *states);
+    else bytes = std::nullopt;
+  }
+  return bytes.value_or(-1);
+}
+
 void AttentionFast(const AttentionProblem& p, int threads) {
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

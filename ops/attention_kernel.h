@@ -95,5 +95,9 @@ void AttentionReference(const AttentionProblem& p);
 // writes present_key/present_value (if requested), as WritePresent does.
 void AttentionFast(const AttentionProblem& p, int threads);
 bool UsesFastPath(const AttentionProblem& p);
+// The most bytes of workspace AttentionFast (`fast`) or AttentionReference
+// allocates for `p` at `threads` threads, for the session's memory budget;
+// -1 if it overflows.
+int64_t AttentionWorkspaceBytes(const AttentionProblem& p, int threads, bool fast);
 
 }  // namespace onnx_mini

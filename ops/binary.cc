@@ -362,6 +362,7 @@ class VariadicOpKernel : public Op {
   absl::Status Compute(KernelContext& ctx) const override {
     Tensor& out = ctx.output(0);
     const std::vector<int64_t> zero(out.shape().size(), 0);
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(out.size(), sizeof(double), "the accumulators"));
     return Dispatch<typename VariadicTypes<Kind>::type>(ctx, out.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using A = typename Arith<T>::type;

@@ -45,18 +45,36 @@ absl::StatusOr<const Tensor*> SingleElement(const KernelContext& ctx, const Tens
   return t;
 }
 
+// The iterations' scan outputs kept for stacking, charged to the session's
+// budget as they come: the stacked output's bytes (which the kept items,
+// shared or not, will take again) and each item's bookkeeping. A loop whose
+// outputs outgrow the budget stops at the iteration that crosses it, naming
+// the node, rather than after millions of iterations.
+struct ScanItems {
+  std::vector<Tensor> items;
+  MemoryReservation reserved;
+  absl::Status Add(const KernelContext& ctx, const Tensor& t) {
+    const size_t bytes = t.bytes() + kItemOverheadBytes + t.shape().size() * sizeof(int64_t);
+    RETURN_IF_ERROR(ctx.Grow(reserved, 1, bytes, "the scan outputs accumulated over the iterations"));
+    items.push_back(t);
+    return absl::OkStatus();
+  }
+};
+
 // Stacks one tensor per iteration along a new axis; `reverse` stacks them
 // last first. With no iteration, a [0, ...] tensor of the planned type.
-absl::StatusOr<Tensor> StackIterations(const KernelContext& ctx, std::vector<Tensor> items, int64_t axis,
-                                       bool reverse, const ValueType& planned) {
+absl::StatusOr<Tensor> StackIterations(const KernelContext& ctx, ScanItems scan, int64_t axis, bool reverse,
+                                       const ValueType& planned) {
+  std::vector<Tensor>& items = scan.items;
   if (items.empty()) {
     std::optional<Shape> shape = planned.concrete_shape();
     if (planned.dtype == DType::kUndefined || !shape)
       return ctx.Error("a scan output of no iterations needs a known element type and shape");
     shape->insert(shape->begin() + std::clamp<int64_t>(axis, 0, int64_t(shape->size())), 0);
-    return Tensor::Make(planned.dtype, *shape);
+    return ctx.NewTensor(planned.dtype, *shape);
   }
   if (reverse) std::reverse(items.begin(), items.end());
+  scan.reserved.Reset();  // the stacked tensor takes its bytes now
   return ConcatItems(ctx, items, axis, /*stack=*/true);
 }
 
@@ -161,12 +179,12 @@ class LoopOp : public Op {
     }
     std::vector<Value> carried;
     for (size_t i = 0; i < plan.carried; ++i) carried.push_back(*ctx.value(2 + i));
-    std::vector<std::vector<Tensor>> scans(plan.scan_types.size());
+    std::vector<ScanItems> scans(plan.scan_types.size());
     std::vector<Value> results;
     for (int64_t i = 0; i < trips && cond; ++i) {
-      ASSIGN_OR_RETURN(Tensor iter, Tensor::Make(DType::kInt64, {}));
+      ASSIGN_OR_RETURN(Tensor iter, ctx.NewTensor(DType::kInt64, {}));
       iter.data<int64_t>()[0] = i;
-      ASSIGN_OR_RETURN(Tensor cond_in, Tensor::Make(DType::kBool, {}));
+      ASSIGN_OR_RETURN(Tensor cond_in, ctx.NewTensor(DType::kBool, {}));
       cond_in.data<bool>()[0] = cond;
       std::vector<Value> args = {std::move(iter), std::move(cond_in)};
       for (Value& v : carried) args.push_back(std::move(v));
@@ -180,7 +198,7 @@ class LoopOp : public Op {
         const Value& s = results[1 + plan.carried + j];
         if (!s.is_tensor())
           return ctx.Error(absl::StrCat("scan output ", j, " of iteration ", i, " is ", s.ToString()));
-        scans[j].push_back(s.tensor());
+        RETURN_IF_ERROR(scans[j].Add(ctx, s.tensor()));
       }
     }
     for (size_t i = 0; i < plan.carried; ++i) ctx.set_value(i, std::move(carried[i]));
@@ -322,7 +340,7 @@ class ScanOp : public Op {
   // i sliced at each iteration by `slice(i, t)`, scan outputs collected.
   template <class Slice>
   absl::Status Iterate(const KernelContext& ctx, const ScanPlan& plan, int64_t length, std::vector<Value>& states,
-                       Slice slice, std::vector<std::vector<Tensor>>& scans) const {
+                       Slice slice, std::vector<ScanItems>& scans) const {
     std::vector<Value> results;
     for (int64_t t = 0; t < length; ++t) {
       std::vector<Value> args = states;
@@ -335,7 +353,7 @@ class ScanOp : public Op {
       for (size_t j = 0; j < plan.scan_outputs; ++j) {
         const Value& s = results[plan.states + j];
         if (!s.is_tensor()) return ctx.Error(absl::StrCat("scan output ", j, " is ", s.ToString()));
-        scans[j].push_back(s.tensor());
+        RETURN_IF_ERROR(scans[j].Add(ctx, s.tensor()));
       }
     }
     return absl::OkStatus();
@@ -358,9 +376,9 @@ class ScanOp : public Op {
     }
     std::vector<Value> states;
     for (size_t i = 0; i < plan.states; ++i) states.push_back(*ctx.value(i));
-    std::vector<std::vector<Tensor>> scans(plan.scan_outputs);
+    std::vector<ScanItems> scans(plan.scan_outputs);
     RETURN_IF_ERROR(Iterate(ctx, plan, length, states, [&](size_t i, int64_t t) {
-      return SliceAxis(*scanned[i], plan.input_axes[i], t, 1, true);
+      return SliceAxis(ctx, *scanned[i], plan.input_axes[i], t, 1, true);
     }, scans));
     for (size_t i = 0; i < plan.states; ++i) ctx.set_value(i, std::move(states[i]));
     for (size_t j = 0; j < plan.scan_outputs; ++j) {
@@ -391,6 +409,11 @@ class ScanOp : public Op {
       }
       if (Info(x->dtype()).packed()) return NotImplemented(ctx.node(), x->dtype());
     }
+    // Per batch entry: a length, the final states' and scan outputs' lists
+    // (a [2^40, 0] input has no elements but as many entries).
+    ASSIGN_OR_RETURN(MemoryReservation entries, ctx.Reserve(batch, sizeof(int64_t) + (plan.states + plan.scan_outputs) *
+                                                                                     (sizeof(ScanItems) + kItemOverheadBytes),
+                                                            "the batch entries"));
     std::vector<int64_t> lengths(size_t(batch), max_length);
     if (const Tensor* lens = ctx.input(0)) {
       if (lens->rank() != 1 || lens->dim(0) != batch)
@@ -402,26 +425,26 @@ class ScanOp : public Op {
                                         max_length, "]"));
       }
     }
-    std::vector<std::vector<Tensor>> final_states(plan.states);
-    std::vector<std::vector<std::vector<Tensor>>> scans(plan.scan_outputs);  // [output][batch][t]
+    std::vector<ScanItems> final_states(plan.states);
+    std::vector<std::vector<ScanItems>> scans(plan.scan_outputs);  // [output][batch], the items by t
     for (int64_t b = 0; b < batch; ++b) {
       std::vector<Value> states;
       for (size_t i = 0; i < plan.states; ++i) {
-        ASSIGN_OR_RETURN(Tensor s, SliceAxis(*ctx.input(first + i), 0, b, 1, true));
+        ASSIGN_OR_RETURN(Tensor s, SliceAxis(ctx, *ctx.input(first + i), 0, b, 1, true));
         states.push_back(std::move(s));
       }
       std::vector<Tensor> rows;  // this entry of each scan input
       for (size_t i = 0; i < plan.scan_inputs; ++i) {
-        ASSIGN_OR_RETURN(Tensor row, SliceAxis(*ctx.input(first + plan.states + i), 0, b, 1, true));
+        ASSIGN_OR_RETURN(Tensor row, SliceAxis(ctx, *ctx.input(first + plan.states + i), 0, b, 1, true));
         rows.push_back(std::move(row));
       }
-      std::vector<std::vector<Tensor>> per_entry(plan.scan_outputs);
+      std::vector<ScanItems> per_entry(plan.scan_outputs);
       RETURN_IF_ERROR(Iterate(ctx, plan, lengths[size_t(b)], states, [&](size_t i, int64_t t) {
-        return SliceAxis(rows[i], 0, t, 1, true);
+        return SliceAxis(ctx, rows[i], 0, t, 1, true);
       }, per_entry));
       for (size_t i = 0; i < plan.states; ++i) {
         if (!states[i].is_tensor()) return ctx.Error(absl::StrCat("state ", i, " is ", states[i].ToString()));
-        final_states[i].push_back(states[i].tensor());
+        RETURN_IF_ERROR(final_states[i].Add(ctx, states[i].tensor()));
       }
       for (size_t j = 0; j < plan.scan_outputs; ++j) scans[j].push_back(std::move(per_entry[j]));
     }
@@ -437,7 +460,7 @@ class ScanOp : public Op {
     for (size_t j = 0; j < plan.scan_outputs; ++j) {
       const Tensor* model = nullptr;
       for (const auto& entry : scans[j])
-        if (!entry.empty()) model = &entry[0];
+        if (!entry.items.empty()) model = &entry.items[0];
       Shape shape;
       DType dtype = plan.scan_types[j].dtype;
       if (model) {
@@ -451,10 +474,11 @@ class ScanOp : public Op {
       }
       const int64_t count = ElementCount(shape);
       shape.insert(shape.begin(), {batch, max_length});
-      ASSIGN_OR_RETURN(Tensor out, Tensor::Make(dtype, shape));
+      for (auto& entry : scans[j]) entry.reserved.Reset();  // `out` takes their bytes now
+      ASSIGN_OR_RETURN(Tensor out, ctx.NewTensor(dtype, shape, /*zero=*/true));
       for (int64_t b = 0; b < batch; ++b)
-        for (size_t t = 0; t < scans[j][size_t(b)].size(); ++t) {
-          const Tensor& item = scans[j][size_t(b)][t];
+        for (size_t t = 0; t < scans[j][size_t(b)].items.size(); ++t) {
+          const Tensor& item = scans[j][size_t(b)].items[t];
           if (item.dtype() != dtype || ElementCount(item.shape()) != count || (model && item.shape() != model->shape()))
             return ctx.Error(absl::StrCat("scan output ", j, " changes shape across iterations: ",
                                           ShapeToString(item.shape())));

@@ -216,7 +216,8 @@ class ConvOp : public Op {
   }
 
   // Constant weights: oneDNN keeps them reordered into its layout after the first run.
-  absl::Status Prepare(const std::vector<const Tensor*>& constants, int) override {
+  absl::Status Prepare(const std::vector<const Tensor*>& constants, int,
+                       const std::shared_ptr<MemoryBudget>&) override {
     constant_weights_ = constants.size() > 1 && constants[1] != nullptr;
     return absl::OkStatus();
   }
@@ -248,6 +249,8 @@ class ConvOp : public Op {
     const Tensor& wt = *ctx.input(kW);
     const Tensor* xz = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
     const Tensor* wz = ctx.num_inputs() > kW + 2 ? ctx.input(kW + 2) : nullptr;
+    ASSIGN_OR_RETURN(MemoryReservation reserved,
+                     ctx.Reserve(x.size() + wt.size(), sizeof(int32_t), "X and W less their zero points"));
     std::vector<int32_t> xq(size_t(x.size())), wq(size_t(wt.size()));
     RETURN_IF_ERROR(Dispatch<QuantTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -273,6 +276,7 @@ class ConvOp : public Op {
   // the product in double, as ONNX's reference does.
   absl::Status ComputeQLinear(KernelContext& ctx, const ConvPlan& p) const {
     Tensor& y = ctx.output(0);
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(y.size(), sizeof(int32_t), "the int32 accumulators"));
     std::vector<int32_t> acc(size_t(y.size()));
     RETURN_IF_ERROR(ComputeInteger(ctx, p, acc.data()));
     const Tensor& ws = *ctx.input(4);

@@ -232,6 +232,7 @@ class DeformConvOp : public Op {
     Tensor& y = ctx.output(0);
     const DeformPlan& p = ctx.plan<DeformPlan>();
     if (y.size() == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(p.columns, sizeof(float), "the column buffer"));
     if (p.columns > 0 &&
         DeformConvColumns(p, x.data<float>(), wt.data<float>(), offset.data<float>(), b ? b->data<float>() : nullptr,
                           mask ? mask->data<float>() : nullptr, y.data<float>(), ctx.threads()))

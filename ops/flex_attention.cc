@@ -63,7 +63,7 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
   // the loops then run on doubles. Tensors, not vectors: a failed allocation
   // is an error status.
   auto widen = [&](const Tensor& x, double mul, DType round) -> absl::StatusOr<Tensor> {
-    ASSIGN_OR_RETURN(Tensor d, Tensor::Make(DType::kDouble, x.shape()));
+    ASSIGN_OR_RETURN(Tensor d, ctx.NewTensor(DType::kDouble, x.shape()));
     double* out = d.data<double>();
 #pragma omp parallel for num_threads(threads) if (x.size() > (1 << 16))
     for (int64_t i = 0; i < x.size(); ++i) out[i] = RoundAt(round, GetDouble(x, i) * mul);
@@ -72,7 +72,7 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
   ASSIGN_OR_RETURN(Tensor qd, widen(Q, ss, t));   // Q * Cast_T(sqrt(scale)), in T
   ASSIGN_OR_RETURN(Tensor kd, widen(K, ss, t));   // K * Cast_T(sqrt(scale)), in T
   ASSIGN_OR_RETURN(Tensor vd, widen(V, 1, sdt));  // Cast(V) to the softmax type
-  ASSIGN_OR_RETURN(Tensor scores, Tensor::Make(sdt, {B, Hq, L, S}));
+  ASSIGN_OR_RETURN(Tensor scores, ctx.NewTensor(sdt, {B, Hq, L, S}));
   const double *q = qd.data<double>(), *k = kd.data<double>(), *v = vd.data<double>();
 #pragma omp parallel for num_threads(threads) if (rows * S * E > (1 << 16))
   for (int64_t r = 0; r < rows; ++r) {
@@ -99,8 +99,11 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
   RETURN_IF_ERROR(modify(plan.score_mod, scores, "score_mod"));
   // Softmax over the keys in double, rounded to the softmax type; the
   // probabilities stay in `pd` unless prob_mod replaces them.
-  ASSIGN_OR_RETURN(Tensor probs, Tensor::Make(sdt, {B, Hq, L, S}));
-  ASSIGN_OR_RETURN(Tensor pd, Tensor::Make(DType::kDouble, {B, Hq, L, S}));
+  Tensor probs;  // only prob_mod reads them
+  if (plan.prob_mod) {
+    ASSIGN_OR_RETURN(probs, ctx.NewTensor(sdt, {B, Hq, L, S}));
+  }
+  ASSIGN_OR_RETURN(Tensor pd, ctx.NewTensor(DType::kDouble, {B, Hq, L, S}));
   double* p = pd.data<double>();
 #pragma omp parallel for num_threads(threads) if (rows * S > (1 << 16))
   for (int64_t r = 0; r < rows; ++r) {
@@ -208,7 +211,7 @@ class FlexAttentionOp : public Op {
     // The scores tensor the subgraphs see must be addressable.
     if (!CheckedProduct({qs[0], qs[1], qs[2], ks[2]}))
       return ctx.Error("the scores (B, Hq, L, S) are too large" + Shapes(qs, ks, vs));
-    ASSIGN_OR_RETURN(Tensor Y, Tensor::Make(Q.dtype(), {qs[0], qs[1], qs[2], vs[3]}));
+    ASSIGN_OR_RETURN(Tensor Y, ctx.NewTensor(Q.dtype(), {qs[0], qs[1], qs[2], vs[3]}));
     const float scale = scale_ >= 0 ? scale_ : qs[3] > 0 ? float(1.0 / std::sqrt(double(qs[3]))) : 1.f;
 
     AttentionProblem p;
@@ -232,8 +235,13 @@ class FlexAttentionOp : public Op {
     p.softmax_dtype = plan.softmax;
     // With Y empty there is nothing to compute (and B * Hq * L may be huge).
     if (Y.size() > 0) {
-      if (!plan.score_mod && !plan.prob_mod && UsesFastPath(p)) AttentionFast(p, ctx.threads());
-      else RETURN_IF_ERROR(FlexReference(ctx, plan, Q, K, V, scale, Y));
+      if (!plan.score_mod && !plan.prob_mod && UsesFastPath(p)) {
+        ASSIGN_OR_RETURN(MemoryReservation workspace, ctx.Reserve(AttentionWorkspaceBytes(p, ctx.threads(), true), 1,
+                                                                 "the attention kernel's workspaces"));
+        AttentionFast(p, ctx.threads());
+      } else {
+        RETURN_IF_ERROR(FlexReference(ctx, plan, Q, K, V, scale, Y));
+      }
     }
     ctx.set_value(0, std::move(Y));
     return absl::OkStatus();

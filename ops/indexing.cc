@@ -198,6 +198,7 @@ class GatherNDOp : public Op {
     const std::vector<int64_t> strides = RowMajorStrides(data.shape());
     // The data offset of every tuple, checked before anything is read.
     const int64_t* idx = indices.data<int64_t>();
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(p.batch * p.tuples, sizeof(int64_t), "the tuples' offsets"));
     std::vector<int64_t> offsets(size_t(p.batch * p.tuples));
     for (int64_t t = 0; t < p.batch * p.tuples; ++t) {
       int64_t offset = (t / p.tuples) * p.block;
@@ -429,6 +430,8 @@ class ScatterNDOp : public Op {
     const int64_t slice = ShapeProduct(data.shape(), size_t(k), size_t(data.rank()));
     const std::vector<int64_t> strides = RowMajorStrides(data.shape());
     // The offset of every tuple, checked before anything is written.
+    ASSIGN_OR_RETURN(MemoryReservation reserved,
+                     ctx.Reserve(updates.size() > 0 ? tuples : 0, sizeof(int64_t), "the tuples' offsets"));
     std::vector<int64_t> offsets(size_t(updates.size() > 0 ? tuples : 0));
     const int64_t* idx = indices.data<int64_t>();
     for (size_t t = 0; t < offsets.size(); ++t) {
@@ -512,6 +515,7 @@ class OneHotOp : public Op {
     const int64_t inner = ShapeProduct(indices.shape(), size_t(p.axis), indices.shape().size());
     // Each index as a position along the depth, -1 when outside the range
     // (all off); non-integer indices are cast to int64 first (NaN: outside).
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(indices.size(), sizeof(int64_t), "the hot positions"));
     std::vector<int64_t> hot(size_t(indices.size()), -1);
     RETURN_IF_ERROR(Dispatch<NumericTypes>(ctx, indices.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;

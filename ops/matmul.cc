@@ -64,11 +64,12 @@ class MatMulOp : public Op {
 
   // A constant 2-D B is packed for oneDNN once (float, bfloat16), with a
   // constant bias.
-  absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads) override {
+  absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads,
+                       const std::shared_ptr<MemoryBudget>& budget) override {
     const Tensor* bias = constants.size() > 2 ? constants[2] : nullptr;
     if (constants.size() > 2 && !bias) return absl::OkStatus();  // a run-time bias: the plain path
     if (constants.size() > 1 && constants[1] && constants[1]->shape().size() == 2)
-      packed_ = PackedMatMul::Make(*constants[1], false, bias ? *bias : Tensor(), threads);
+      packed_ = PackedMatMul::Make(*constants[1], false, bias ? *bias : Tensor(), threads, budget);
     return absl::OkStatus();
   }
 
@@ -191,7 +192,8 @@ class GemmOp : public Op {
 
   // A constant B is packed for oneDNN once, with a constant C as its bias
   // when Y = A' B' + C with C of N elements.
-  absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads) override {
+  absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads,
+                       const std::shared_ptr<MemoryBudget>& budget) override {
     if (trans_a_ || constants.size() < 2 || !constants[1]) return absl::OkStatus();
     const Tensor& b = *constants[1];
     if (b.shape().size() != 2) return absl::OkStatus();
@@ -199,7 +201,7 @@ class GemmOp : public Op {
     const int64_t n = b.shape()[trans_b_ ? 0 : 1];
     const bool bias = c && alpha_ == 1 && beta_ == 1 && c->size() == n &&
                       (c->shape() == Shape{n} || c->shape() == Shape{1, n});
-    packed_ = PackedMatMul::Make(b, trans_b_, bias ? *c : Tensor(), threads);
+    packed_ = PackedMatMul::Make(b, trans_b_, bias ? *c : Tensor(), threads, budget);
     return absl::OkStatus();
   }
 

@@ -66,6 +66,7 @@ struct PackedMatMul::Impl {
   int64_t k = 0, n = 0;
   bool trans_b = false;
   int threads = 1;
+  std::shared_ptr<MemoryBudget> budget;  // charged for gemm_b and the layouts
   dnnl::memory::desc b_md, bias_md;
   // B in each layout a primitive asked for (usually one for every M).
   struct Layout {
@@ -94,7 +95,7 @@ struct PackedMatMul::Impl {
       std::call_once(gemm_once, [&] {
         const int64_t size = GemmPackedSize(k, n);
         if (size < 0) throw std::bad_alloc();
-        absl::StatusOr<Tensor> packed = Tensor::MakeUninitialized(DType::kFloat, {size});
+        absl::StatusOr<Tensor> packed = Tensor::MakeUninitialized(DType::kFloat, {size}, budget);
         if (!packed.ok()) throw std::bad_alloc();
         GemmPackB(b.data<float>(), k, n, trans_b, packed->data<float>());
         gemm_b = *std::move(packed);
@@ -106,6 +107,7 @@ struct PackedMatMul::Impl {
   }
   mutable std::mutex mu;
   mutable std::vector<Layout> layouts;
+  mutable MemoryReservation layouts_reserved;  // the layouts' bytes, against budget
   mutable std::map<int64_t, Entry> entries;
 
   // The primitive for M rows, with B in its layout. Call with mu held and the
@@ -129,6 +131,7 @@ struct PackedMatMul::Impl {
     for (size_t i = 0; i < layouts.size(); ++i)
       if (layouts[i].md == want) e.layout = i;
     if (e.layout == layouts.size()) {
+      if (!layouts_reserved.Grow(int64_t(want.get_size()), 1, "B reordered for oneDNN").ok()) throw std::bad_alloc();
       memory src(b_md, OneDnnEngine(), const_cast<void*>(b.raw()));
       memory dst(want, OneDnnEngine());
       dnnl::stream stream(OneDnnEngine());
@@ -144,7 +147,8 @@ struct PackedMatMul::Impl {
 PackedMatMul::PackedMatMul(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PackedMatMul::~PackedMatMul() = default;
 
-std::unique_ptr<PackedMatMul> PackedMatMul::Make(const Tensor& b, bool trans_b, const Tensor& bias, int threads) {
+std::unique_ptr<PackedMatMul> PackedMatMul::Make(const Tensor& b, bool trans_b, const Tensor& bias, int threads,
+                                                 const std::shared_ptr<MemoryBudget>& budget) {
   using dnnl::memory;
   auto impl = std::make_unique<Impl>();
   if (!OneDnnType(b.dtype(), impl->dt) || b.shape().size() != 2 || threads <= 0) return nullptr;
@@ -157,6 +161,8 @@ std::unique_ptr<PackedMatMul> PackedMatMul::Make(const Tensor& b, bool trans_b, 
   impl->n = n;
   impl->trans_b = trans_b;
   impl->threads = threads;
+  impl->budget = budget;
+  impl->layouts_reserved = MemoryReservation(budget);
   try {
     impl->b_md = memory::desc({k, n}, impl->dt, trans_b ? memory::dims{1, k} : memory::dims{n, 1});
     if (bias.defined()) impl->bias_md = memory::desc({1, n}, impl->dt, memory::format_tag::ab);
@@ -209,6 +215,8 @@ bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
       }
       w = im.layouts[e.layout].mem;
     }
+    MemoryReservation scratchpad(im.budget);
+    if (!scratchpad.Grow(int64_t(e.scratchpad_md.get_size()), 1, "oneDNN's scratchpad").ok()) return false;
     dnnl::stream stream(OneDnnEngine());
     memory a_mem(e.a_md, OneDnnEngine(), const_cast<void*>(a));
     memory c_mem(e.c_md, OneDnnEngine(), c);
@@ -219,6 +227,8 @@ bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
     stream.wait();
     return true;
   } catch (const dnnl::error&) {
+    return false;
+  } catch (const std::bad_alloc&) {  // a layout the budget refused
     return false;
   }
 }

@@ -57,8 +57,11 @@ class PackedMatMul {
  public:
   // B is (K, N), or (N, K) with trans_b; bias, if defined, has N elements.
   // Both must outlive this object (it keeps references to their storage).
-  // nullptr when oneDNN does not run this dtype or shape.
-  static std::unique_ptr<PackedMatMul> Make(const Tensor& b, bool trans_b, const Tensor& bias, int threads);
+  // nullptr when oneDNN does not run this dtype or shape. Every copy of B it
+  // keeps (packed, reordered) is charged to `budget` (optional) while it
+  // lives; one the budget refuses is not made (Run takes another path).
+  static std::unique_ptr<PackedMatMul> Make(const Tensor& b, bool trans_b, const Tensor& bias, int threads,
+                                            const std::shared_ptr<MemoryBudget>& budget = nullptr);
   ~PackedMatMul();
 
   int64_t k() const;

@@ -555,6 +555,7 @@ class QLinearMatMulOp : public Op {
   absl::Status Compute(KernelContext& ctx) const override {
     const IntMatMulPlan& p = ctx.plan<IntMatMulPlan>();
     Tensor& y = ctx.output(0);
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(y.size(), sizeof(int32_t), "the int32 products"));
     std::vector<int32_t> c(size_t(y.size()));
     RETURN_IF_ERROR(IntMatMul(ctx, 0, 2, 3, 5, c.data()));
     using ScaleTypes = TypeList<float, Float16, BFloat16>;

@@ -222,6 +222,7 @@ class BernoulliOp : public Op {
   absl::Status Compute(KernelContext& ctx) const override {
     const Tensor& x = *ctx.input(0);
     Tensor& y = ctx.output(0);
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(x.size(), sizeof(double), "the probabilities"));
     std::vector<double> p(size_t(x.size()));
     for (int64_t i = 0; i < x.size(); ++i) {
       p[size_t(i)] = GetDouble(x, i);

@@ -212,6 +212,10 @@ class ReduceOpKernel : public Op {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
     const ReducePlan& plan = ctx.plan<ReducePlan>();
+    MemoryReservation reserved;  // the general path's accumulators (and LogSumExp's maxima)
+    if (!plan.block) {
+      ASSIGN_OR_RETURN(reserved, ctx.Reserve(out.size(), 2 * sizeof(double), "the accumulators"));
+    }
     return Dispatch<Types>(ctx, in.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using Acc = Accum<Kind, T>;
@@ -510,6 +514,7 @@ class MeanVarianceNormalizationOp : public Op {
     const Tensor& in = *ctx.input(0);
     Tensor& out = ctx.output(0);
     const ReducePlan& plan = ctx.plan<ReducePlan>();
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(plan.groups, 2 * sizeof(double), "the means and variances"));
     return Dispatch<FloatTypes>(ctx, in.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       std::vector<double> mean(size_t(plan.groups), 0.0), var(size_t(plan.groups), 0.0);
@@ -582,6 +587,7 @@ class TopKOp : public Op {
     const TopKPlan& plan = ctx.plan<TopKPlan>();
     const AxisSplit& s = plan.split;
     const int64_t k = plan.k;
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(s.n, 2 * sizeof(double), "the sort keys and order"));
     Tensor& values = ctx.output(0);
     Tensor& indices = ctx.output(1);
     return Dispatch<NumericTypes>(ctx, in.dtype(), [&](auto tag) {

@@ -389,7 +389,7 @@ class ResizeOp : public Op {
       using T = typename decltype(tag)::type;
       if (reference) Reference<T>(p, x.data<T>(), y.data<T>());
       else if (p.mode == Mode::kNearest) Gather<T>(p, x.data<T>(), y.data<T>(), ctx.threads());
-      else status = Separable<T>(p, x.data<T>(), y.data<T>(), ctx.threads());
+      else status = Separable<T>(ctx, p, x.data<T>(), y.data<T>(), ctx.threads());
     }));
     return status;
   }
@@ -472,7 +472,7 @@ class ResizeOp : public Op {
   // Linear and cubic: one weighted pass per axis that changes, in C (float
   // for float and the 16-bit floats, double otherwise).
   template <class T>
-  static absl::Status Separable(const ResizePlan& p, const T* x, T* y, int threads) {
+  static absl::Status Separable(const KernelContext& ctx, const ResizePlan& p, const T* x, T* y, int threads) {
     using C = std::conditional_t<std::is_same_v<typename Arith<T>::type, float>, float, double>;
     constexpr DType kC = DTypeOf<C>::value;
     const int64_t rank = int64_t(p.in.size());
@@ -490,7 +490,7 @@ class ResizeOp : public Op {
     if constexpr (kSame) {
       cur = x;
     } else {
-      ASSIGN_OR_RETURN(cur_t, Tensor::MakeUninitialized(kC, p.in));
+      ASSIGN_OR_RETURN(cur_t, ctx.NewTensor(kC, p.in));
       C* widened = cur_t.data<C>();
       for (int64_t i = 0; i < cur_t.size(); ++i) widened[i] = C(Widen(x[i]));
       cur = widened;
@@ -508,7 +508,7 @@ class ResizeOp : public Op {
         if (step + 1 == order.size()) next = y;
       }
       if (next == nullptr) {
-        ASSIGN_OR_RETURN(next_t, Tensor::MakeUninitialized(kC, next_shape));
+        ASSIGN_OR_RETURN(next_t, ctx.NewTensor(kC, next_shape));
         next = next_t.data<C>();
       }
       int64_t outer = 1, inner = 1;

@@ -294,6 +294,13 @@ class RnnOp : public Op {
     const int64_t S = p.seq, Bt = p.batch, I = p.input, H = p.hidden, D = a_.dirs, G = Gates(a_.kind);
     const auto in = [&](size_t i) { return i < ctx.num_inputs() ? ctx.input(i) : nullptr; };
     std::vector<A> cx, cw, cr, cb, ch, cc, cp;
+    MemoryReservation widened;  // the copies AsCompute makes, against the session's budget
+    if constexpr (!std::is_same_v<T, A>) {
+      int64_t count = 0;
+      for (size_t i : {0, 1, 2, 3, 5, 6, 7})
+        if (in(i)) count += in(i)->size();
+      ASSIGN_OR_RETURN(widened, ctx.Reserve(count, sizeof(A), "the inputs widened to the compute type"));
+    }
     const A* X = AsCompute<T, A>(in(0), cx);
     const A* W = AsCompute<T, A>(in(1), cw);
     const A* R = AsCompute<T, A>(in(2), cr);
@@ -306,9 +313,9 @@ class RnnOp : public Op {
     T* YC = ctx.num_outputs() > 2 && ctx.output_requested(2) ? ctx.output(2).data<T>() : nullptr;
     constexpr DType kA = DTypeOf<A>::value;
     // Scratch: the projection of every step, the state, the step's gates.
-    ASSIGN_OR_RETURN(Tensor xw_t, Tensor::MakeUninitialized(kA, {S, Bt, G * H}));
-    ASSIGN_OR_RETURN(Tensor state_t, Tensor::MakeUninitialized(kA, {4, Bt, H}));
-    ASSIGN_OR_RETURN(Tensor hr_t, Tensor::MakeUninitialized(kA, {Bt, G * H}));
+    ASSIGN_OR_RETURN(Tensor xw_t, ctx.NewTensor(kA, {S, Bt, G * H}));
+    ASSIGN_OR_RETURN(Tensor state_t, ctx.NewTensor(kA, {4, Bt, H}));
+    ASSIGN_OR_RETURN(Tensor hr_t, ctx.NewTensor(kA, {Bt, G * H}));
     A* xw = xw_t.data<A>();
     A* h = state_t.data<A>();
     A* c = h + Bt * H;

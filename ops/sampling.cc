@@ -141,6 +141,8 @@ class GridSampleOp : public Op {
     const int64_t plane = ShapeProduct(p.spatial, 0, r);
     const std::vector<int64_t> strides = RowMajorStrides(p.spatial);
     // The grid as double, (n, point, r) with the coordinates reversed to dim order.
+    ASSIGN_OR_RETURN(MemoryReservation reserved,
+                     ctx.Reserve(p.N * p.points, r * sizeof(double), "the grid's coordinates"));
     std::vector<double> coords(size_t(p.N * p.points) * r);
     RETURN_IF_ERROR(Dispatch<FloatTypes>(ctx, grid.dtype(), [&](auto tag) {
       using G = typename decltype(tag)::type;

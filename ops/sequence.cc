@@ -55,7 +55,7 @@ absl::StatusOr<Tensor> ConcatItems(const KernelContext& ctx, const std::vector<T
                                     stack ? ": stacked items must have one shape" : ": only the axis may differ"));
     out_shape[size_t(axis)] += stack ? 1 : t.dim(axis);
   }
-  ASSIGN_OR_RETURN(Tensor out, Tensor::MakeUninitialized(first.dtype(), out_shape));
+  ASSIGN_OR_RETURN(Tensor out, ctx.NewTensor(first.dtype(), out_shape));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= out_shape[size_t(d)];
   for (int64_t d = axis + 1; d < rank; ++d) inner *= out_shape[size_t(d)];
@@ -70,14 +70,15 @@ absl::StatusOr<Tensor> ConcatItems(const KernelContext& ctx, const std::vector<T
   return out;
 }
 
-absl::StatusOr<Tensor> SliceAxis(const Tensor& t, int64_t axis, int64_t begin, int64_t length, bool squeeze) {
+absl::StatusOr<Tensor> SliceAxis(const KernelContext& ctx, const Tensor& t, int64_t axis, int64_t begin,
+                                 int64_t length, bool squeeze) {
   Shape shape = t.shape();
   shape[size_t(axis)] = length;
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= t.dim(d);
   for (int64_t d = axis + 1; d < t.rank(); ++d) inner *= t.dim(d);
   if (squeeze) shape.erase(shape.begin() + axis);
-  ASSIGN_OR_RETURN(Tensor out, Tensor::MakeUninitialized(t.dtype(), shape));
+  ASSIGN_OR_RETURN(Tensor out, ctx.NewTensor(t.dtype(), shape));
   for (int64_t o = 0; o < outer; ++o)
     CopyBlock(t, (o * t.dim(axis) + begin) * inner, out, o * length * inner, length * inner);
   return out;
@@ -220,7 +221,7 @@ class SequenceLengthOp : public Op {
     return absl::OkStatus();
   }
   absl::Status Compute(KernelContext& ctx) const override {
-    ASSIGN_OR_RETURN(Tensor n, Tensor::Make(DType::kInt64, {}));
+    ASSIGN_OR_RETURN(Tensor n, ctx.NewTensor(DType::kInt64, {}));
     n.data<int64_t>()[0] = int64_t(ctx.value(0)->sequence().size());
     ctx.set_value(0, std::move(n));
     return absl::OkStatus();
@@ -251,11 +252,17 @@ class SplitToSequenceOp : public Op {
     const int64_t n = x.dim(axis);
     std::vector<int64_t> lengths;
     const Tensor* split = ctx.input(1);
+    // The items' bookkeeping and lengths, held while they are made (an axis
+    // of 2^40 empty slices must fail here, not in the allocator).
+    MemoryReservation items_reserved;
+    const size_t item_bytes = kItemOverheadBytes + sizeof(int64_t) * (size_t(x.rank()) + 1);
     if (split == nullptr) {
+      ASSIGN_OR_RETURN(items_reserved, ctx.Reserve(n, item_bytes, "the sequence's items"));
       lengths.assign(size_t(n), 1);
     } else if (split->rank() == 0) {
       const int64_t chunk = IndexValues(*split)[0];
       if (chunk <= 0) return ctx.Error(absl::StrCat("split ", chunk, " must be positive"));
+      ASSIGN_OR_RETURN(items_reserved, ctx.Reserve(n / chunk + 1, item_bytes, "the sequence's items"));
       for (int64_t at = 0; at < n; at += chunk) lengths.push_back(std::min(chunk, n - at));
     } else {
       lengths = IndexValues(*split);
@@ -270,7 +277,7 @@ class SplitToSequenceOp : public Op {
     std::vector<Tensor> items;
     int64_t at = 0;
     for (int64_t l : lengths) {
-      ASSIGN_OR_RETURN(Tensor part, SliceAxis(x, axis, at, l, split == nullptr && !keepdims_));
+      ASSIGN_OR_RETURN(Tensor part, SliceAxis(ctx, x, axis, at, l, split == nullptr && !keepdims_));
       items.push_back(std::move(part));
       at += l;
     }
@@ -355,6 +362,9 @@ class SequenceMapOp : public Op {
         return ctx.Error(absl::StrCat("input ", i, " is a sequence of ", ctx.value(i)->sequence().size(),
                                       " but input 0 has ", n));
     std::vector<std::vector<Tensor>> outs(ctx.num_outputs());
+    // The output items' bookkeeping, while they are made.
+    ASSIGN_OR_RETURN(MemoryReservation items_reserved,
+                     ctx.Reserve(int64_t(n), kItemOverheadBytes * outs.size(), "the sequences' items"));
     std::vector<Value> results;
     for (size_t k = 0; k < n; ++k) {
       std::vector<Value> args;
@@ -409,7 +419,7 @@ class OptionalHasElementOp : public Op {
     return absl::OkStatus();
   }
   absl::Status Compute(KernelContext& ctx) const override {
-    ASSIGN_OR_RETURN(Tensor b, Tensor::Make(DType::kBool, {}));
+    ASSIGN_OR_RETURN(Tensor b, ctx.NewTensor(DType::kBool, {}));
     b.data<bool>()[0] = ctx.value(0) != nullptr && !ctx.value(0)->is_none();
     ctx.set_value(0, std::move(b));
     return absl::OkStatus();

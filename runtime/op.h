@@ -142,6 +142,33 @@ class KernelContext {
   // The shape Infer derived for output i.
   virtual const Shape& output_shape(size_t i) const = 0;
   virtual int threads() const = 0;
+  // The session's memory budget (null: none). A kernel charges it for
+  // everything it allocates beyond its planned outputs: the values a row
+  // makes, workspaces proportional to the inputs, accumulated iterations.
+  virtual const std::shared_ptr<MemoryBudget>& budget() const = 0;
+  // A tensor charged to the budget (zero-filled when `zero`), for workspaces
+  // and made outputs; ResourceExhausted naming the node, the bytes and the
+  // limit before anything is allocated when over it.
+  absl::StatusOr<Tensor> NewTensor(DType dtype, Shape shape, bool zero = false) const {
+    absl::StatusOr<Tensor> t =
+        zero ? Tensor::Make(dtype, std::move(shape), budget()) : Tensor::MakeUninitialized(dtype, std::move(shape), budget());
+    if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(node().Describe(), ": ", t.status().message()));
+    return t;
+  }
+  // Charges `count` elements of `element_bytes` (checked) to the budget for a
+  // workspace held elsewhere (a std::vector, per-thread buffers), until the
+  // reservation is destroyed: call before allocating it. One atomic add.
+  absl::StatusOr<MemoryReservation> Reserve(int64_t count, size_t element_bytes, const char* what) const {
+    MemoryReservation r(budget());
+    RETURN_IF_ERROR(Grow(r, count, element_bytes, what));
+    return r;
+  }
+  absl::Status Grow(MemoryReservation& r, int64_t count, size_t element_bytes, const char* what) const {
+    if (r.bytes() == 0) r = MemoryReservation(budget());  // a default-made one: charge this session
+    absl::Status s = r.Grow(count, element_bytes, what);
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(node().Describe(), ": ", s.message()));
+    return s;
+  }
   // The plan Infer made; Plan must be the type Infer set.
   template <class Plan>
   const Plan& plan() const {
@@ -172,9 +199,13 @@ class Op {
   // keep what it derives (this is the one call that may modify it); Compute
   // must still work when Prepare kept nothing. Not called for nodes the
   // session folds. Default: nothing to prepare.
-  virtual absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads) {
+  // What it keeps (packed weights) is charged to `budget`, the session's
+  // (possibly null), for the op's lifetime.
+  virtual absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads,
+                               const std::shared_ptr<MemoryBudget>& budget) {
     (void)constants;
     (void)threads;
+    (void)budget;
     return absl::OkStatus();
   }
 };

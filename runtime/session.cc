@@ -552,7 +552,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
       }
       // Folding failed: the same error will come from the run.
     }
-    RETURN_IF_ERROR(step.op->Prepare(in_values, threads));
+    RETURN_IF_ERROR(step.op->Prepare(in_values, threads, budget));
     steps.push_back(std::move(step));
   }
 
@@ -700,6 +700,7 @@ class StepContext : public KernelContext {
                            std::vector<Value>* outputs) const override;
   const Shape& output_shape(size_t i) const override { return shapes_[i]; }
   int threads() const override;
+  const std::shared_ptr<MemoryBudget>& budget() const override;
   bool misused() const { return misused_; }
 
  protected:
@@ -721,13 +722,18 @@ class StepContext : public KernelContext {
 }  // namespace
 
 int StepContext::threads() const { return graph_.threads; }
+const std::shared_ptr<MemoryBudget>& StepContext::budget() const { return graph_.budget; }
 
 absl::Status StepContext::RunSubgraph(const Subgraph& graph, std::vector<Value> inputs,
                                       std::vector<Value>* outputs) const {
   // Every Subgraph an op holds was planned by this session (InferContext::subgraph).
   const auto& sub = static_cast<const Session::Impl&>(graph);
   if (sub.parent != &graph_) return absl::InternalError(node_.Describe() + ": a subgraph of another graph");
-  return sub.RunGraph(std::move(inputs), frame_, outputs);
+  absl::Status s = sub.RunGraph(std::move(inputs), frame_, outputs);
+  // Named as at planning: the user sees which Loop, Scan or If ran out of memory (say).
+  if (!s.ok())
+    return absl::Status(s.code(), absl::StrCat(node_.Describe(), ", subgraph '", sub.graph->name, "': ", s.message()));
+  return s;
 }
 
 absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values,

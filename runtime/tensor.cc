@@ -87,6 +87,36 @@ bool MemoryBudget::Reserve(size_t bytes) {
   return true;
 }
 
+MemoryReservation& MemoryReservation::operator=(MemoryReservation&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    budget_ = std::move(o.budget_);
+    bytes_ = o.bytes_;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+absl::Status MemoryReservation::Grow(int64_t count, size_t element_bytes, const char* what) {
+  size_t bytes = 0;
+  if (count < 0 || __builtin_mul_overflow(size_t(count), element_bytes, &bytes) || bytes > kMaxTensorBytes)
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory for ", what, ": ", count, " elements of ",
+                                                     element_bytes, " bytes are too many"));
+  if (!budget_ || bytes == 0) return absl::OkStatus();
+  const size_t used = budget_->used();
+  if (!budget_->Reserve(bytes))
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory for ", what, ": its ", bytes,
+                                                     " bytes exceed the session's memory limit of ",
+                                                     budget_->limit(), " bytes (", used, " in use)"));
+  bytes_ += bytes;
+  return absl::OkStatus();
+}
+
+void MemoryReservation::Reset() {
+  if (budget_ && bytes_) budget_->Release(bytes_);
+  bytes_ = 0;
+}
+
 size_t DefaultMemoryLimit() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page <= 0) return kMaxTensorBytes;

@@ -46,6 +46,33 @@ class MemoryBudget {
 // The default cap of a session: three quarters of the physical memory.
 size_t DefaultMemoryLimit();
 
+// Bytes held against a MemoryBudget for memory that is not a Storage block
+// (a kernel's std::vector workspace, weights packed at session creation):
+// taken before the memory is allocated, given back when destroyed. Without a
+// budget it takes nothing and always succeeds. Move-only.
+class MemoryReservation {
+ public:
+  MemoryReservation() = default;
+  explicit MemoryReservation(std::shared_ptr<MemoryBudget> budget) : budget_(std::move(budget)) {}
+  MemoryReservation(MemoryReservation&& o) noexcept : budget_(std::move(o.budget_)), bytes_(o.bytes_) { o.bytes_ = 0; }
+  MemoryReservation& operator=(MemoryReservation&& o) noexcept;
+  MemoryReservation(const MemoryReservation&) = delete;
+  MemoryReservation& operator=(const MemoryReservation&) = delete;
+  ~MemoryReservation() { Reset(); }
+
+  // Takes `count` elements of `element_bytes` more (one atomic add).
+  // ResourceExhausted naming `what`, the bytes and the limit when the budget
+  // refuses or the product overflows; nothing is taken then.
+  absl::Status Grow(int64_t count, size_t element_bytes, const char* what);
+  // Gives everything back.
+  void Reset();
+  size_t bytes() const { return bytes_; }
+
+ private:
+  std::shared_ptr<MemoryBudget> budget_;
+  size_t bytes_ = 0;
+};
+
 // A block of memory. Owned blocks are 64-byte aligned; borrowed blocks point at
 // the caller's memory and are never freed here.
 class Storage {

@@ -529,3 +529,50 @@ TEST(Attention, KeysWithoutDataCostNothing) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Item 5 of issue #23: the mask widened to a float bias (8 bytes per mask
+// element: a bool mask grows eightfold) and the kernel's per-thread
+// workspaces count against the session's memory budget.
+TEST(Attention, MaskBiasAndWorkspacesCountAgainstTheMemoryLimit) {
+  std::mt19937 rng(23);
+  const Tensor q = Random(DType::kFloat, {1, 2, 512, 8}, rng), k = Random(DType::kFloat, {1, 2, 512, 8}, rng);
+  const Tensor v = Random(DType::kFloat, {1, 2, 512, 8}, rng);
+  Tensor mask = Tensor::Zeros(DType::kBool, {512, 512});  // 256 KiB; its bias 2 MiB
+  for (int64_t i = 0; i < 512; ++i)
+    for (int64_t j = 0; j <= i; ++j) mask.data<bool>()[i * 512 + j] = true;
+  const auto run = [&](size_t limit, const Tensor* m) {
+    OpCall call(24);
+    call.tester.memory_limit = limit;
+    call.In("Q", q).In("K", k).In("V", v);
+    if (m) call.In("M", *m);
+    return call.Go({"Y"});
+  };
+  const size_t y = 2 * 512 * 8 * sizeof(float);  // 32 KiB
+  absl::StatusOr<std::vector<Tensor>> over = run(size_t(1) << 20, &mask);
+  ASSERT_FALSE(over.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
+  EXPECT_THAT(Message(over.status()), HasSubstr("Attention node 'Attention_1'"));
+  EXPECT_THAT(Message(over.status()), HasSubstr("the mask as a float bias"));
+  EXPECT_THAT(Message(over.status()), HasSubstr("exceed the session's memory limit of 1048576 bytes"));
+  // Without the mask: Y fits, the workspaces (some 30 KiB a thread) do not.
+  absl::StatusOr<std::vector<Tensor>> tight = run(y + (8 << 10), nullptr);
+  ASSERT_FALSE(tight.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(tight.status())) << tight.status();
+  EXPECT_THAT(Message(tight.status()), HasSubstr("the attention kernel's workspaces"));
+  // Room for both: a causal mask's answer is is_causal's.
+  absl::StatusOr<std::vector<Tensor>> masked = run(size_t(8) << 20, &mask);
+  ASSERT_TRUE(masked.ok()) << masked.status();
+  OpCall causal(24);
+  absl::StatusOr<std::vector<Tensor>> want =
+      causal.In("Q", q).In("K", k).In("V", v).Go({"Y"}, [](onnx::NodeProto& n) { SetAttr(n, "is_causal", int64_t(1)); });
+  ASSERT_TRUE(want.ok()) << want.status();
+  const std::vector<float> a = FloatValues((*masked)[0]), b = FloatValues((*want)[0]);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5) << i;
+}
+
+}  // namespace
+}  // namespace onnx_mini

@@ -9,6 +9,7 @@
 #include "ops/common.h"
 #include "runtime/loader.h"
 #include "runtime/registry.h"
+#include "tests/ops/budget_util.h"
 #include "tests/ops/graph_util.h"
 #include "tests/ops/op_tester.h"
 
@@ -437,6 +438,95 @@ TEST(ControlFlowTest, ALoopBodyIsPlannedOnce) {
     EXPECT_EQ(Values((*out)[0]), (std::vector<double>{7, 9}));
   }
   EXPECT_EQ(planned_count.load(), 1);
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Item 5 of issue #23: a loop's accumulated values count against the
+// session's memory budget. An empty body whose scan outputs are the
+// iteration number and an outer value (no new tensor per iteration but the
+// counter) still grows the stacked outputs and the kept items: the run stops
+// at the iteration that crosses the limit, naming the Loop.
+TEST(ControlFlowTest, LoopScanOutputsCountAgainstTheMemoryLimit) {
+  ModelBuilder body(17);
+  body.Input("i", DType::kInt64, {}).Input("c", DType::kBool, {});
+  body.Output("c", DType::kBool, {}).Output("i", DType::kInt64, {}).Output("x", DType::kFloat, {256});
+  ModelBuilder m(17);
+  m.Input("M", DType::kInt64, {}).Input("x", DType::kFloat, {256});
+  onnx::NodeProto& loop = m.Node("Loop", {"M", ""}, {"is", "xs"});
+  loop.set_name("loop");
+  SetGraph(loop, "body", Body(body));
+  m.Output("is", DType::kInt64, {-1}).Output("xs", DType::kFloat, {-1, 256});
+  std::vector<float> xv(256);
+  for (size_t k = 0; k < xv.size(); ++k) xv[k] = float(k) / 4;
+  const Tensor x = F(xv, {256});
+  // 4096 iterations stack 4 MiB of x: over a 1 MiB limit; 16 fit.
+  const std::vector<Value> out = RunOverThenUnderBudget(m, {{"M", I({4096}, {})}, {"x", x}}, size_t(1) << 20,
+                                                        "loop", {{"M", I({16}, {})}, {"x", x}});
+  ASSERT_EQ(out.size(), 2u);
+  const Tensor& is = out[0].tensor();
+  const Tensor& xs = out[1].tensor();
+  ASSERT_EQ(is.shape(), (Shape{4096}));
+  ASSERT_EQ(xs.shape(), (Shape{4096, 256}));
+  for (int64_t k = 0; k < 4096; ++k) ASSERT_EQ(is.data<int64_t>()[k], k);
+  for (int64_t k = 0; k < xs.size(); ++k) ASSERT_EQ(xs.data<float>()[k], xv[size_t(k % 256)]);
+}
+
+// An empty-body Loop with only a scan output of the counter: each iteration
+// keeps a few hundred bytes (the counter's block and its bookkeeping), all of
+// them charged: 3 million iterations do not fit 64 MiB.
+TEST(ControlFlowTest, AnEmptyBodyLoopsKeptIterationsAreCharged) {
+  ModelBuilder body(17);
+  body.Input("i", DType::kInt64, {}).Input("c", DType::kBool, {});
+  body.Output("c", DType::kBool, {}).Output("i", DType::kInt64, {});
+  ModelBuilder m(17);
+  m.Input("M", DType::kInt64, {});
+  onnx::NodeProto& loop = m.Node("Loop", {"M", ""}, {"is"});
+  loop.set_name("counter");
+  SetGraph(loop, "body", Body(body));
+  m.Output("is", DType::kInt64, {-1});
+  const std::vector<Value> out = RunOverThenUnderBudget(m, {{"M", I({3000000}, {})}}, size_t(64) << 20, "counter",
+                                                        {{"M", I({1000}, {})}});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].tensor().size(), 3000000);
+  EXPECT_EQ(out[0].tensor().data<int64_t>()[2999999], 2999999);
+}
+
+// Scan's stacked outputs and per-iteration slices, Scan-9+ and Scan-8.
+TEST(ControlFlowTest, ScanOutputsCountAgainstTheMemoryLimit) {
+  for (int64_t opset : {8, 17}) {
+    SCOPED_TRACE(opset);
+    const bool batched = opset < 9;
+    ModelBuilder body(opset);
+    body.Input("xi", DType::kFloat, {256});
+    body.Node("Neg", {"xi"}, {"yi"});
+    body.Output("yi", DType::kFloat, {256});
+    ModelBuilder m(opset);
+    m.Input("x", DType::kFloat, batched ? std::vector<int64_t>{1, -1, 256} : std::vector<int64_t>{-1, 256});
+    onnx::NodeProto& n = m.Node("Scan", batched ? std::vector<std::string>{"", "x"} : std::vector<std::string>{"x"},
+                                {"ys"});
+    n.set_name("scan");
+    SetAttr(n, "num_scan_inputs", int64_t(1));
+    SetGraph(n, "body", Body(body));
+    m.Output("ys", DType::kFloat, {}, false);
+    const auto input = [&](int64_t length) {
+      Shape shape = batched ? Shape{1, length, 256} : Shape{length, 256};
+      Tensor t = Tensor::Zeros(DType::kFloat, shape);
+      for (int64_t k = 0; k < t.size(); ++k) t.data<float>()[k] = float(k % 1000);
+      return t;
+    };
+    // 4096 rows of 1 KiB: 4 MiB of outputs over a 1 MiB limit (the input is the caller's).
+    const std::vector<Value> out =
+        RunOverThenUnderBudget(m, {{"x", input(4096)}}, size_t(1) << 20, "scan", {{"x", input(16)}});
+    ASSERT_EQ(out.size(), 1u);
+    const Tensor& ys = out[0].tensor();
+    ASSERT_EQ(ys.size(), 4096 * 256);
+    for (int64_t k = 0; k < ys.size(); ++k) ASSERT_EQ(ys.data<float>()[k], -float(k % 1000));
+  }
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ struct Mods {
   const onnx::GraphProto* score = nullptr;
   const onnx::GraphProto* prob = nullptr;
   std::function<void(onnx::NodeProto&)> attrs;
+  size_t memory_limit = 0;  // the session's (0: the default)
 };
 
 absl::StatusOr<Tensor> RunFlex(const Tensor& q, const Tensor& k, const Tensor& v, const Mods& mods = {}) {
@@ -49,7 +50,9 @@ absl::StatusOr<Tensor> RunFlex(const Tensor& q, const Tensor& k, const Tensor& v
   if (mods.prob) SetGraph(n, "prob_mod", *mods.prob);
   if (mods.attrs) mods.attrs(n);
   m.Output("Y", q.dtype(), {-1, -1, -1, -1});
-  ASSIGN_OR_RETURN(auto session, m.Build());
+  SessionOptions options;
+  options.memory_limit = mods.memory_limit;
+  ASSIGN_OR_RETURN(auto session, m.Build(options));
   ASSIGN_OR_RETURN(std::vector<Tensor> out, session->Run({{"Q", q}, {"K", k}, {"V", v}}));
   return out[0];
 }
@@ -208,6 +211,59 @@ TEST(FlexAttention, InvalidInputsNameTheRule) {
   Mods wrong;
   wrong.score = &cast;
   EXPECT_THAT(error(q, k, v, wrong), HasSubstr("score_mod gives double"));
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Item 5 of issue #23: the materialised scores and probabilities (the
+// reference path, with modifiers) and the fast kernel's workspaces count
+// against the session's memory budget, checked before they are allocated.
+TEST(FlexAttention, ScoresAndWorkspacesCountAgainstTheMemoryLimit) {
+  const onnx::GraphProto shift = Modifier(DType::kFloat, "Add", 3.5);
+  // 256 KiB of inputs whose scores would take 4 GiB: refused, not allocated.
+  {
+    const Tensor q = RandomUniform(DType::kFloat, {1, 1, 32768, 2}, 1);
+    Mods mods;
+    mods.score = &shift;
+    mods.memory_limit = size_t(64) << 20;
+    const absl::StatusOr<Tensor> y = RunFlex(q, q, q, mods);
+    ASSERT_FALSE(y.ok());
+    EXPECT_TRUE(absl::IsResourceExhausted(y.status())) << y.status();
+    EXPECT_THAT(Message(y.status()), HasSubstr("FlexAttention node 'FlexAttention_1'"));
+    EXPECT_THAT(Message(y.status()), HasSubstr("exceed the session's memory limit of 67108864 bytes"));
+  }
+  // 512 x 512 scores: 1 MiB of floats, and 2 MiB of doubles for the softmax.
+  const Tensor q = RandomUniform(DType::kFloat, {1, 1, 512, 8}, 2);
+  const Tensor k = RandomUniform(DType::kFloat, {1, 1, 512, 8}, 3);
+  const Tensor v = RandomUniform(DType::kFloat, {1, 1, 512, 8}, 4);
+  Mods mods;
+  mods.score = &shift;
+  mods.memory_limit = 768 << 10;
+  absl::StatusOr<Tensor> over = RunFlex(q, k, v, mods);
+  ASSERT_FALSE(over.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
+  EXPECT_THAT(Message(over.status()), HasSubstr("FlexAttention node 'FlexAttention_1'"));
+  mods.memory_limit = 8 << 20;
+  absl::StatusOr<Tensor> shifted = RunFlex(q, k, v, mods);
+  ASSERT_TRUE(shifted.ok()) << shifted.status();
+  // The fast path (no modifier): its workspaces (per thread: the scores of a
+  // query block, the transposed keys: some 30 KiB) do not fit 8 KiB beside Y.
+  Mods fast;
+  fast.memory_limit = (16 << 10) + (8 << 10);
+  fast.attrs = [](onnx::NodeProto&) {};
+  absl::StatusOr<Tensor> tight = RunFlex(q, k, v, fast);
+  ASSERT_FALSE(tight.ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(tight.status())) << tight.status();
+  EXPECT_THAT(Message(tight.status()), HasSubstr("the attention kernel's workspaces"));
+  fast.memory_limit = 8 << 20;
+  absl::StatusOr<Tensor> plain = RunFlex(q, k, v, fast);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  // The softmax ignores a constant added to every score.
+  ExpectNear(*shifted, *plain, 1e-5, "score_mod Add against the fast path");
 }
 
 }  // namespace

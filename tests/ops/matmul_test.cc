@@ -8,6 +8,7 @@
 #include <random>
 
 #include "runtime/element.h"
+#include "ops/onednn.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -177,6 +178,49 @@ TEST(MatMul, PackedWeightsServeEveryRowCount) {
       }
       EXPECT_LE(MaxRelDiff((*got)[0], (*want)[0]), 1e-5) << lengths[i];
     }
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Item 5 of issue #23: the copies of a constant B that MatMul/Gemm keep
+// (packed into the GEMM's panels at session creation, or reordered for
+// oneDNN on first use) are charged to the session's budget while they live;
+// one the budget refuses is not made, and the product is still right.
+TEST(MatMul, PackedWeightsAreChargedToTheBudget) {
+  const Tensor b = RandomUniform(DType::kFloat, {256, 512}, 11);
+  const Tensor a = RandomUniform(DType::kFloat, {64, 256}, 12);
+  const size_t b_bytes = 256 * 512 * sizeof(float);
+  auto budget = std::make_shared<MemoryBudget>(size_t(1) << 30);
+  Tensor c = Tensor::Zeros(DType::kFloat, {64, 512});
+  {
+    std::unique_ptr<PackedMatMul> packed = PackedMatMul::Make(b, false, Tensor(), 1, budget);
+    ASSERT_NE(packed, nullptr);
+    // 64 rows: the packed GEMM (AVX-512) or oneDNN on B in its layout.
+    ASSERT_TRUE(packed->Run(a.raw(), c.raw(), 64, 1));
+    EXPECT_GE(budget->used(), b_bytes);
+  }
+  EXPECT_EQ(budget->used(), 0u);
+  const absl::StatusOr<Tensor> want = RunOne(13, "MatMul", {a, b});
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_LE(MaxRelDiff(c, *want), 1e-5);
+
+  // A session whose limit has no room for a copy of B: created, and right.
+  for (const char* op : {"MatMul", "Gemm"}) {
+    SCOPED_TRACE(op);
+    OpTester t;
+    t.op = op;
+    t.opset = 13;
+    t.inputs = {a, b};
+    t.constant = {false, true};
+    t.memory_limit = 256 << 10;  // C's 128 KiB fit, B's 512 KiB do not
+    const absl::StatusOr<Tensor> got = t.RunOne();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_LE(MaxRelDiff(*got, *want), 1e-5);
+  }
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ absl::StatusOr<std::vector<Tensor>> OpTester::Run() const {
   if (attrs) attrs(n);
   SessionOptions options;
   options.threads = threads;
+  options.memory_limit = memory_limit;
   absl::StatusOr<std::unique_ptr<Session>> s = m.Build(options);
   if (!s.ok()) return s.status();
   std::vector<Tensor> results = bound;

@@ -29,6 +29,7 @@ struct OpTester {
   std::vector<std::string> output_names;
   std::function<void(onnx::NodeProto&)> attrs;  // sets the node's attributes
   int threads = 0;
+  size_t memory_limit = 0;  // SessionOptions::memory_limit (0: the default)
   // Graph outputs the caller binds: index -> buffer (may be an input's tensor).
   std::vector<Tensor> bound;
 

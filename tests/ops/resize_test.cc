@@ -299,3 +299,46 @@ TEST(Resize, EmptyAndRules) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Item 5 of issue #23: the separable passes' intermediates (and a 16-bit
+// input widened) count against the session's memory budget.
+TEST(Resize, IntermediatesCountAgainstTheMemoryLimit) {
+  for (DType dtype : {DType::kFloat, DType::kFloat16}) {
+    SCOPED_TRACE(LowerName(dtype));
+    const Tensor x = RandomUniform(dtype, {1, 1, 256, 256}, 7);
+    OpTester t;
+    t.op = "Resize";
+    t.opset = 19;
+    t.inputs = {x, Tensor(), F({1, 1, 2, 2}, {4})};
+    t.constant = {false, true, true};
+    t.attrs = [](onnx::NodeProto& n) { SetAttr(n, "mode", std::string("linear")); };
+    const size_t y = 512 * 512 * StorageBytes(dtype, 1);
+    // Y fits; the first pass's 512 x 256 floats do not.
+    t.memory_limit = y + 256 * 1024;
+    absl::StatusOr<Tensor> over = t.RunOne();
+    ASSERT_FALSE(over.ok());
+    EXPECT_TRUE(absl::IsResourceExhausted(over.status())) << over.status();
+    EXPECT_THAT(Message(over.status()), HasSubstr("Resize node 'Resize_1'"));
+    EXPECT_THAT(Message(over.status()), HasSubstr(absl::StrCat("exceed the session's memory limit of ", t.memory_limit)));
+    t.memory_limit = y + (size_t(3) << 20);
+    absl::StatusOr<Tensor> got = t.RunOne();
+    ASSERT_TRUE(got.ok()) << got.status();
+    Tensor want;
+    {
+      ReferenceScope scope(true);
+      t.memory_limit = 0;
+      absl::StatusOr<Tensor> ref = t.RunOne();
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      want = *ref;
+    }
+    ASSERT_EQ(got->shape(), (Shape{1, 1, 512, 512}));
+    for (int64_t i = 0; i < got->size(); ++i)
+      ASSERT_NEAR(GetDouble(*got, i), GetDouble(want, i), dtype == DType::kFloat ? 1e-5 : 2e-3) << i;
+  }
+}
+
+}  // namespace
+}  // namespace onnx_mini

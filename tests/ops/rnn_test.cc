@@ -79,6 +79,7 @@ struct Spec {
   DType dtype = DType::kFloat;
   std::vector<bool> want = {true, true, true};  // Y, Y_h, Y_c requested
   int threads = 0;
+  size_t memory_limit = 0;  // the session's (0: the default)
 };
 
 int64_t Gates(const std::string& op) { return op == "RNN" ? 1 : op == "GRU" ? 3 : 4; }
@@ -197,6 +198,7 @@ absl::StatusOr<std::vector<Tensor>> RunSpec(const Spec& s, const Inputs& in) {
   t.op = s.op;
   t.opset = s.opset;
   t.threads = s.threads;
+  t.memory_limit = s.memory_limit;
   t.inputs = {in.X, in.W, in.R, in.Bias, in.lens, in.h0};
   if (s.op == "LSTM") t.inputs.insert(t.inputs.end(), {in.c0, in.P});
   while (!t.inputs.back().defined()) t.inputs.pop_back();
@@ -540,6 +542,49 @@ TEST(Rnn, Rules) {
   EXPECT_THAT(Message(run({}, {F({1}, {1, 1}), in.W, in.R})), HasSubstr("X, W and R must be 3-D"));
   EXPECT_THAT(Message(run({}, {in.X, Tensor::Zeros(DType::kFloat, {1, 0, 3}), Tensor::Zeros(DType::kFloat, {1, 0, int64_t(1) << 62})})),
               HasSubstr("hidden size 4611686018427387904 of R [1,0,4611686018427387904] is too large"));
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Item 5 of issue #23: the gate buffers (every step's input projection, the
+// state, the step's gates) and the inputs widened to the compute type count
+// against the session's memory budget, checked before they are allocated.
+TEST(Rnn, GateBuffersCountAgainstTheMemoryLimit) {
+  uint32_t seed = 900;
+  for (const char* op : {"RNN", "GRU", "LSTM"}) {
+    for (DType dtype : {DType::kFloat, DType::kFloat16}) {
+      SCOPED_TRACE(absl::StrCat(op, " ", LowerName(dtype)));
+      Spec s;
+      s.op = op;
+      s.dtype = dtype;
+      s.B = 4, s.I = 8, s.H = 64;
+      const auto sizes = [&](const Spec& x, size_t& y, size_t& xw) {
+        y = size_t(x.S * x.B * x.H) * StorageBytes(dtype, 1);  // Y, allocated first
+        xw = size_t(x.S * x.B * x.H * Gates(op)) * sizeof(float);
+      };
+      Spec over = s;
+      over.S = 256;
+      size_t y, xw;
+      sizes(over, y, xw);
+      over.memory_limit = y + xw / 2;  // Y fits, the projection of every step does not
+      const absl::StatusOr<std::vector<Tensor>> out = RunSpec(over, MakeInputs(over, seed));
+      ASSERT_FALSE(out.ok());
+      EXPECT_TRUE(absl::IsResourceExhausted(out.status())) << out.status();
+      EXPECT_THAT(std::string(out.status().message()), ::testing::HasSubstr(std::string(op) + " node '" + op + "_1'"));
+      EXPECT_THAT(std::string(out.status().message()),
+                  ::testing::HasSubstr(absl::StrCat("exceed the session's memory limit of ", over.memory_limit, " bytes")));
+      // Room for the buffers (and the widened inputs): the right values
+      // (over fewer steps: the reference's tolerance is for short sequences).
+      s.S = 2;
+      sizes(s, y, xw);
+      s.memory_limit = 2 * (y + xw) + (size_t(1) << 18);  // W and R widened: 72 KiB
+      Check(s, seed++);
+    }
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "ops/common.h"
+#include "tests/ops/budget_util.h"
 #include "tests/ops/graph_util.h"
 #include "tests/ops/op_tester.h"
 
@@ -330,6 +331,55 @@ TEST(SequenceTest, EveryDeclaredTypeRuns) {
       EXPECT_EQ((*out)[4].tensor().shape(), (Shape{2, 2}));
     }
   }
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Item 5 of issue #23: a sequence's items (their blocks and bookkeeping) and
+// the stacked ConcatFromSequence count against the session's memory budget.
+TEST(SequenceTest, ItemsCountAgainstTheMemoryLimit) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {-1, 4});
+  onnx::NodeProto& split = m.Node("SplitToSequence", {"x"}, {"seq"});
+  split.set_name("split");
+  SetAttr(split, "keepdims", int64_t(0));
+  m.Node("SequenceLength", {"seq"}, {"n"});
+  m.Output("n", DType::kInt64, {});
+  SetAttr(m.Node("ConcatFromSequence", {"seq"}, {"y"}), "axis", int64_t(0));
+  m.Output("y", DType::kFloat, {-1});
+  const auto rows = [](int64_t n) {
+    Tensor t = Tensor::Zeros(DType::kFloat, {n, 4});
+    for (int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] = float(i);
+    return t;
+  };
+  // 100,000 items of 16 bytes take some 20 MB in blocks and bookkeeping: over 4 MiB.
+  const std::vector<Value> out =
+      RunOverThenUnderBudget(m, {{"x", rows(100000)}}, size_t(4) << 20, "split", {{"x", rows(100)}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].tensor().data<int64_t>()[0], 100000);
+  const Tensor& y = out[1].tensor();
+  ASSERT_EQ(y.shape(), (Shape{400000}));
+  for (int64_t i = 0; i < y.size(); ++i) ASSERT_EQ(y.data<float>()[i], float(i));
+}
+
+// An axis of 2^40 empty slices: refused before anything is allocated.
+TEST(SequenceTest, AHugeAxisOfEmptySlicesIsRefused) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {-1, 0});
+  onnx::NodeProto& split = m.Node("SplitToSequence", {"x"}, {"seq"});
+  split.set_name("split");
+  AddValueInfo(m.graph().mutable_output(), "seq", DType::kFloat, "sequence");
+  auto session = m.Build();
+  ASSERT_TRUE(session.ok()) << session.status();
+  float none = 0;
+  std::vector<Value> out;
+  const absl::Status s = (*session)->RunValues({{"x", Tensor::Borrow(DType::kFloat, {int64_t(1) << 40, 0}, &none)}}, &out);
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_NE(Message(s).find("'split'"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -67,8 +67,53 @@ if [ "$(ls -A "$tmp/partial")" != "output_1.pb" ]; then echo "FAIL partial_outpu
 check memory_limit 1 "exceed the session's memory limit of 16 bytes" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --memory-limit 16 --output-dir "$tmp/bad7"
 check memory_limit_ok 0 "output y: float \[4,2\]" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --memory-limit 1M
 check memory_limit_bad 2 "memory-limit takes a byte count" -- "$run" --memory-limit 12X
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7; do
+# The limit holds for what ops accumulate beyond their planned outputs (issue
+# #23, item 5): a Loop whose body makes a 4 KiB row per iteration stacks them
+# all; 100,000 of them (400 MB) stop at the iteration that crosses 16M.
+loop_model() {  # the model as protobuf text, encoded with protoc (no Python)
+  protoc --encode=onnx.ModelProto -I"$(dirname "$0")/../../proto" onnx.proto <<'MODEL'
+ir_version: 8
+opset_import { domain: "" version: 17 }
+graph {
+  name: "loop_rows"
+  node {
+    name: "loop" op_type: "Loop" input: "M" input: "" output: "rows"
+    attribute {
+      name: "body" type: 5
+      g {
+        name: "body"
+        node { op_type: "Shape" input: "row_shape_of" output: "shape" }
+        node { op_type: "ConstantOfShape" input: "shape" output: "row"
+               attribute { name: "value" type: 4 t { data_type: 1 dims: 1 float_data: 1.5 } } }
+        node { op_type: "Identity" input: "cond" output: "cond_out" }
+        input { name: "i" type { tensor_type { elem_type: 7 shape {} } } }
+        input { name: "cond" type { tensor_type { elem_type: 9 shape {} } } }
+        output { name: "cond_out" type { tensor_type { elem_type: 9 shape {} } } }
+        output { name: "row" type { tensor_type { elem_type: 1 shape { dim { dim_value: 1024 } } } } }
+      }
+    }
+  }
+  input { name: "M" type { tensor_type { elem_type: 7 shape {} } } }
+  input { name: "row_shape_of" type { tensor_type { elem_type: 1 shape { dim { dim_value: 1024 } } } } }
+  output { name: "rows" type { tensor_type { elem_type: 1 shape { dim { dim_param: "n" } dim { dim_value: 1024 } } } } }
+}
+MODEL
+}
+npy_int64() {  # NAME VALUE_BYTES: an int64 scalar .npy
+  printf '\x93NUMPY\x01\x00\x76\x00' >"$tmp/$1.npy"
+  printf "{'descr': '<i8', 'fortran_order': False, 'shape': (), }" | awk '{printf "%-117s\n", $0}' >>"$tmp/$1.npy"
+  printf "$2" >>"$tmp/$1.npy"
+}
+if loop_model >"$tmp/loop.onnx"; then
+  npy_int64 many '\xa0\x86\x01\x00\x00\x00\x00\x00'  # 100000
+  npy_int64 few '\x08\x00\x00\x00\x00\x00\x00\x00'   # 8
+  check memory_limit_loop 1 "Loop node 'loop': out of memory for the scan outputs accumulated over the iterations: .* exceed the session's memory limit of 16777216 bytes" -- "$run" "$tmp/loop.onnx" --input "M=$tmp/many.npy" --random-inputs --memory-limit 16M --output-dir "$tmp/bad8"
+  check memory_limit_loop_ok 0 "output rows: float \[8,1024\] \[1.5, 1.5" -- "$run" "$tmp/loop.onnx" --input "M=$tmp/few.npy" --random-inputs --memory-limit 16M
+else
+  echo "FAIL memory_limit_loop: protoc could not encode the model"; failures=$((failures + 2))
+fi
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8; do
   if [ -n "$(ls -A "$tmp/$d" 2>/dev/null)" ]; then echo "FAIL $d: files were written"; failures=$((failures + 1)); fi
 done
-echo "$((23 - failures)) passed, $failures failed"
+echo "$((25 - failures)) passed, $failures failed"
 [ "$failures" = 0 ]
