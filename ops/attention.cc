@@ -375,7 +375,9 @@ class SdpaOp : public Op {
     p.y_data = ctx.output(kY).raw();
     const Tensor* mask = ctx.num_inputs() > kMask ? ctx.input(kMask) : nullptr;
     std::vector<double> bias;
+    MemoryReservation workspace;  // the bias and the kernel's workspaces, against the session's budget
     if (mask) {
+      RETURN_IF_ERROR(ctx.Grow(workspace, mask->size(), sizeof(double), "the mask as a float bias"));
       bias.resize(size_t(mask->size()));
       RETURN_IF_ERROR(Dispatch<MaskTypes>(ctx, mask->dtype(), [&](auto tag) {
         using M = typename decltype(tag)::type;
@@ -388,7 +390,10 @@ class SdpaOp : public Op {
       p.mask = bias.data();
     }
     if (ctx.output(kY).size() == 0) return absl::OkStatus();
-    if (UsesFastPath(p)) AttentionFast(p, ctx.threads());
+    const bool fast = UsesFastPath(p);
+    RETURN_IF_ERROR(ctx.Grow(workspace, AttentionWorkspaceBytes(p, ctx.threads(), fast), 1,
+                             fast ? "the attention kernel's workspaces" : "the attention reference's rows"));
+    if (fast) AttentionFast(p, ctx.threads());
     else AttentionReference(p);
     if (mask && masked_rows_ != 0) FixMaskedRows(p, mask->shape());
     return absl::OkStatus();
