@@ -357,6 +357,7 @@ class SequenceMapOp : public Op {
     std::vector<std::vector<Tensor>> outs(ctx.num_outputs());
     std::vector<Value> results;
     for (size_t k = 0; k < n; ++k) {
+      RETURN_IF_ERROR(ctx.CheckCancelled());
       std::vector<Value> args;
       for (size_t i = 0; i < ctx.num_inputs(); ++i) {
         const Value& v = *ctx.value(i);

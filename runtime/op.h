@@ -142,6 +142,10 @@ class KernelContext {
   // The shape Infer derived for output i.
   virtual const Shape& output_shape(size_t i) const = 0;
   virtual int threads() const = 0;
+  // OK, or the status that stops the run (RunOptions: the terminate flag
+  // set, the deadline passed), naming this node. Kernels that loop for long
+  // (Loop, Scan, SequenceMap) check it once per iteration and return it.
+  virtual absl::Status CheckCancelled() const { return absl::OkStatus(); }
   // The plan Infer made; Plan must be the type Infer set.
   template <class Plan>
   const Plan& plan() const {
