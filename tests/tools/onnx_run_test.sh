@@ -67,8 +67,19 @@ if [ "$(ls -A "$tmp/partial")" != "output_1.pb" ]; then echo "FAIL partial_outpu
 check memory_limit 1 "exceed the session's memory limit of 16 bytes" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --memory-limit 16 --output-dir "$tmp/bad7"
 check memory_limit_ok 0 "output y: float \[4,2\]" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --memory-limit 1M
 check memory_limit_bad 2 "memory-limit takes a byte count" -- "$run" --memory-limit 12X
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7; do
+# --timeout stops a runaway Loop (2^62 iterations; y = x + trips) with a one-line error.
+npy_int64_scalar() {  # FILE, then the 8 little-endian bytes as printf escapes
+  printf '\x93NUMPY\x01\x00\x76\x00' >"$1"
+  printf "{'descr': '<i8', 'fortran_order': False, 'shape': (), }" | awk '{printf "%-117s\n", $0}' >>"$1"
+  printf "$2" >>"$1"
+}
+npy_int64_scalar "$tmp/forever.npy" '\x00\x00\x00\x00\x00\x00\x00\x40'
+npy_int64_scalar "$tmp/three.npy" '\x03\x00\x00\x00\x00\x00\x00\x00'
+check timeout 1 "onnx-run: run cancelled: deadline of 200 ms exceeded at " -- "$run" "$testdata/capi/loop.onnx" --input "trips=$tmp/forever.npy" --random-inputs --timeout 0.2 --output-dir "$tmp/bad8"
+check timeout_in_time 0 "output y: float \[1\]" -- "$run" "$testdata/capi/loop.onnx" --input "trips=$tmp/three.npy" --random-inputs --timeout 30
+check timeout_bad 2 "timeout takes a positive number of seconds, got '0'" -- "$run" --timeout 0
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8; do
   if [ -n "$(ls -A "$tmp/$d" 2>/dev/null)" ]; then echo "FAIL $d: files were written"; failures=$((failures + 1)); fi
 done
-echo "$((23 - failures)) passed, $failures failed"
+echo "$((26 - failures)) passed, $failures failed"
 [ "$failures" = 0 ]
