@@ -182,6 +182,7 @@ class LoopOp : public Op {
     std::vector<ScanItems> scans(plan.scan_types.size());
     std::vector<Value> results;
     for (int64_t i = 0; i < trips && cond; ++i) {
+      RETURN_IF_ERROR(ctx.CheckCancelled());  // an empty body has no node boundary
       ASSIGN_OR_RETURN(Tensor iter, ctx.NewTensor(DType::kInt64, {}));
       iter.data<int64_t>()[0] = i;
       ASSIGN_OR_RETURN(Tensor cond_in, ctx.NewTensor(DType::kBool, {}));
@@ -343,6 +344,7 @@ class ScanOp : public Op {
                        Slice slice, std::vector<ScanItems>& scans) const {
     std::vector<Value> results;
     for (int64_t t = 0; t < length; ++t) {
+      RETURN_IF_ERROR(ctx.CheckCancelled());
       std::vector<Value> args = states;
       for (size_t i = 0; i < plan.scan_inputs; ++i) {
         ASSIGN_OR_RETURN(Tensor part, slice(i, plan.input_reverse[i] ? length - 1 - t : t));

@@ -367,6 +367,7 @@ class SequenceMapOp : public Op {
                      ctx.Reserve(int64_t(n), kItemOverheadBytes * outs.size(), "the sequences' items"));
     std::vector<Value> results;
     for (size_t k = 0; k < n; ++k) {
+      RETURN_IF_ERROR(ctx.CheckCancelled());
       std::vector<Value> args;
       for (size_t i = 0; i < ctx.num_inputs(); ++i) {
         const Value& v = *ctx.value(i);

@@ -2,6 +2,7 @@
 // entry point catches what C++ could throw, so nothing crosses the boundary.
 #include "runtime/onnx_mini.h"
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -35,6 +36,11 @@ struct om_value {
 
 struct om_session_options {
   SessionOptions options;
+};
+
+struct om_run_options {
+  std::atomic<bool> terminate{false};  // set from any thread while runs are in flight
+  std::atomic<int64_t> timeout_ms{0};
 };
 
 namespace {
@@ -71,6 +77,10 @@ om_status* FromAbsl(const absl::Status& s) {
     case absl::StatusCode::kResourceExhausted:
       code = OM_OUT_OF_MEMORY;
       break;
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kDeadlineExceeded:
+      code = OM_CANCELLED;
+      break;
     default:
       break;
   }
@@ -85,6 +95,7 @@ absl::Status ToAbsl(om_status* s) {
     case OM_NOT_FOUND: out = absl::NotFoundError(s->message); break;
     case OM_NOT_IMPLEMENTED: out = absl::UnimplementedError(s->message); break;
     case OM_OUT_OF_MEMORY: out = absl::ResourceExhaustedError(s->message); break;
+    case OM_CANCELLED: out = absl::CancelledError(s->message); break;
     default: out = absl::InternalError(s->message); break;
   }
   om_status_free(s);
@@ -372,11 +383,21 @@ om_status* Info(const std::vector<om_session::Info>& infos, size_t index, const 
   return nullptr;
 }
 
+// The session's RunOptions for a run with `options` (NULL: nothing stops it).
+RunOptions ToRunOptions(const om_run_options* options) {
+  RunOptions r;
+  if (options != nullptr) {
+    r.terminate = &options->terminate;
+    r.timeout_ms = options->timeout_ms.load(std::memory_order_relaxed);
+  }
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
 
-const char* om_version(void) { return "0.3.0"; }
+const char* om_version(void) { return "0.4.0"; }
 
 om_status* om_status_create(om_status_code code, const char* message) {
   return MakeStatus(code, message ? message : "");
@@ -512,6 +533,32 @@ om_status* om_session_options_set_graph_rewrites(om_session_options* options, in
 
 void om_session_options_free(om_session_options* options) { delete options; }
 
+om_status* om_run_options_create(om_run_options** out) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(out);
+    *out = new om_run_options;
+    return nullptr;
+  });
+}
+
+om_status* om_run_options_set_terminate(om_run_options* options, int terminate) {
+  OM_REQUIRE(options);
+  if (terminate != 0 && terminate != 1)
+    return Guard([&] { return Invalid(absl::StrCat("terminate must be 0 or 1, got ", terminate)); });
+  options->terminate.store(terminate != 0, std::memory_order_relaxed);
+  return nullptr;
+}
+
+om_status* om_run_options_set_timeout_ms(om_run_options* options, int64_t timeout_ms) {
+  OM_REQUIRE(options);
+  if (timeout_ms < 0)
+    return Guard([&] { return Invalid(absl::StrCat("timeout must be >= 0 ms (0 = none), got ", timeout_ms)); });
+  options->timeout_ms.store(timeout_ms, std::memory_order_relaxed);
+  return nullptr;
+}
+
+void om_run_options_free(om_run_options* options) { delete options; }
+
 // ---- Sessions ----
 
 om_status* om_session_create(const char* model_path, const om_session_options* options, om_session** out) {
@@ -569,6 +616,14 @@ om_status* om_session_output_info(const om_session* session, size_t index, om_va
 om_status* om_session_run(const om_session* session, const char* const* input_names, const om_tensor* const* inputs,
                           size_t input_count, const char* const* output_names, om_tensor** outputs,
                           size_t output_count) {
+  return om_session_run_with_options(session, nullptr, input_names, inputs, input_count, output_names, outputs,
+                                     output_count);
+}
+
+om_status* om_session_run_with_options(const om_session* session, const om_run_options* run_options,
+                                       const char* const* input_names, const om_tensor* const* inputs,
+                                       size_t input_count, const char* const* output_names, om_tensor** outputs,
+                                       size_t output_count) {
   return Guard([&]() -> om_status* {
     OM_REQUIRE(session);
     for (const auto* list : {&session->session->inputs(), &session->session->outputs()})
@@ -627,7 +682,8 @@ om_status* om_session_run(const om_session* session, const char* const* input_na
       }
       results[size_t(requested[k])] = buffer;
     }
-    if (absl::Status s = session->session->Run(feeds, &results); !s.ok()) return FromAbsl(s);
+    if (absl::Status s = session->session->Run(feeds, &results, ToRunOptions(run_options)); !s.ok())
+      return FromAbsl(s);
     // Hand out the runtime-allocated results; allocate every wrapper first so
     // that a failure leaves the NULL slots NULL.
     std::vector<std::unique_ptr<om_tensor>> fresh(output_count);
@@ -743,6 +799,14 @@ om_status* om_value_get_tensor(const om_value* value, size_t index, om_tensor** 
 om_status* om_session_run_values(const om_session* session, const char* const* input_names,
                                  const om_value* const* inputs, size_t input_count,
                                  const char* const* output_names, om_value** outputs, size_t output_count) {
+  return om_session_run_values_with_options(session, nullptr, input_names, inputs, input_count, output_names,
+                                            outputs, output_count);
+}
+
+om_status* om_session_run_values_with_options(const om_session* session, const om_run_options* run_options,
+                                              const char* const* input_names, const om_value* const* inputs,
+                                              size_t input_count, const char* const* output_names,
+                                              om_value** outputs, size_t output_count) {
   return Guard([&]() -> om_status* {
     OM_REQUIRE(session);
     if (input_count > 0 && (input_names == nullptr || inputs == nullptr)) return Invalid("inputs are NULL");
@@ -767,7 +831,8 @@ om_status* om_session_run_values(const om_session* session, const char* const* i
         if (requested[q] == requested[k]) return Invalid(absl::StrCat("output '", output_names[k], "' is asked for twice"));
     }
     std::vector<Value> results;
-    if (absl::Status s = session->session->RunValues(feeds, &results); !s.ok()) return FromAbsl(s);
+    if (absl::Status s = session->session->RunValues(feeds, &results, ToRunOptions(run_options)); !s.ok())
+      return FromAbsl(s);
     // Every wrapper first, so that a failure leaves the slots NULL.
     std::vector<std::unique_ptr<om_value>> fresh(output_count);
     for (size_t k = 0; k < output_count; ++k)

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define OM_VERSION_MAJOR 0
-#define OM_VERSION_MINOR 3
+#define OM_VERSION_MINOR 4
 #define OM_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH" (of the library loaded, which
@@ -54,7 +54,8 @@ typedef enum om_status_code {
   OM_NOT_FOUND = 2,        /* a file that does not exist */
   OM_NOT_IMPLEMENTED = 3,  /* an op, opset or element type onnx-mini lacks */
   OM_OUT_OF_MEMORY = 4,    /* an allocation failed */
-  OM_INTERNAL = 5          /* anything else (a bug: please report it) */
+  OM_INTERNAL = 5,         /* anything else (a bug: please report it) */
+  OM_CANCELLED = 6         /* a run stopped by its run options (terminate flag, deadline); since 0.4 */
 } om_status_code;
 
 typedef struct om_status om_status;
@@ -133,6 +134,34 @@ om_status* om_session_options_set_graph_rewrites(om_session_options* options, in
 /* Frees options; NULL is allowed. Sessions keep their own copy. */
 void om_session_options_free(om_session_options* options);
 
+/* ---- Run options (since 0.4) ------------------------------------------------ */
+
+/* How a run may be stopped before it ends (ONNX Runtime's RunOptions): a
+ * terminate flag and a deadline, for om_session_run_with_options and
+ * om_session_run_values_with_options. A run checks them before every node
+ * (in the bodies of Loop, Scan and If too) and at every iteration of Loop,
+ * Scan and SequenceMap; one long kernel is not interrupted. A stopped run
+ * returns OM_CANCELLED ("run cancelled: ..."), leaves the NULL output slots
+ * NULL and writes no bound output; the session stays usable. Once a run has
+ * written into a bound output (a KV cache an op updates in place, or any
+ * bound output its producing op writes directly) it is no longer stopped and
+ * finishes: a bound output holds a whole run's result or is untouched. */
+typedef struct om_run_options om_run_options;
+
+/* New options: no terminate flag set, no deadline. */
+om_status* om_run_options_create(om_run_options** out);
+/* Sets (1) or clears (0) the terminate flag; other values are refused. Any
+ * thread may call it while runs with these options are in flight: they stop
+ * at their next check (a relaxed atomic store and load). Runs never clear it:
+ * while it is set, a run with these options stops before its first node. */
+om_status* om_run_options_set_terminate(om_run_options* options, int terminate);
+/* A deadline for each run with these options: it stops once `timeout_ms`
+ * milliseconds have passed since it started. 0 (the default) means none;
+ * negative values are refused. Read when a run starts. */
+om_status* om_run_options_set_timeout_ms(om_run_options* options, int64_t timeout_ms);
+/* Frees options; NULL is allowed. No run with them may be in flight. */
+void om_run_options_free(om_run_options* options);
+
 /* ---- Sessions --------------------------------------------------------------- */
 
 typedef struct om_session om_session;
@@ -191,6 +220,12 @@ om_status* om_session_output_info(const om_session* session, size_t index, om_va
 om_status* om_session_run(const om_session* session, const char* const* input_names,
                           const om_tensor* const* inputs, size_t input_count,
                           const char* const* output_names, om_tensor** outputs, size_t output_count);
+/* om_session_run that run options may stop (OM_CANCELLED); NULL options
+ * runs as om_session_run. Since 0.4. */
+om_status* om_session_run_with_options(const om_session* session, const om_run_options* run_options,
+                                       const char* const* input_names, const om_tensor* const* inputs,
+                                       size_t input_count, const char* const* output_names,
+                                       om_tensor** outputs, size_t output_count);
 
 /* ---- Sequences and optionals ------------------------------------------------ */
 
@@ -257,6 +292,12 @@ om_status* om_value_get_tensor(const om_value* value, size_t index, om_tensor** 
 om_status* om_session_run_values(const om_session* session, const char* const* input_names,
                                  const om_value* const* inputs, size_t input_count,
                                  const char* const* output_names, om_value** outputs, size_t output_count);
+/* om_session_run_values that run options may stop (OM_CANCELLED); NULL
+ * options runs as om_session_run_values. Since 0.4. */
+om_status* om_session_run_values_with_options(const om_session* session, const om_run_options* run_options,
+                                              const char* const* input_names, const om_value* const* inputs,
+                                              size_t input_count, const char* const* output_names,
+                                              om_value** outputs, size_t output_count);
 
 /* ---- Custom ops ------------------------------------------------------------- */
 

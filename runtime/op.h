@@ -169,6 +169,10 @@ class KernelContext {
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat(node().Describe(), ": ", s.message()));
     return s;
   }
+  // OK, or the status that stops the run (RunOptions: the terminate flag
+  // set, the deadline passed), naming this node. Kernels that loop for long
+  // (Loop, Scan, SequenceMap) check it once per iteration and return it.
+  virtual absl::Status CheckCancelled() const { return absl::OkStatus(); }
   // The plan Infer made; Plan must be the type Infer set.
   template <class Plan>
   const Plan& plan() const {

@@ -24,6 +24,10 @@ namespace {
 // small are evaluated once at session creation, so shape functions downstream
 // see their values.
 constexpr int64_t kFoldLimit = 1 << 16;
+// Folding a node runs at most this many nodes and loop iterations of its
+// subgraphs: a constant Loop of 2^62 iterations is left to the runs, which
+// RunOptions can stop, rather than hanging session creation.
+constexpr int64_t kFoldChecks = 1 << 16;
 
 // Where a value's storage comes from: the caller (graph inputs), the session's
 // constants, or a step's output. Views share their input's root.
@@ -189,6 +193,44 @@ bool Overlaps(const Tensor& a, const Tensor& b) {
   return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
 }
 
+// A run's RunOptions, checked before every step (in subgraphs too) and at
+// every iteration of the looping kernels (KernelContext::CheckCancelled).
+class RunControl {
+ public:
+  // `max_checks` > 0: stop at that many checks (the budget of constant folding).
+  explicit RunControl(const RunOptions& options, int64_t max_checks = 0)
+      : terminate_(options.terminate), timeout_ms_(options.timeout_ms), max_checks_(max_checks) {
+    // Past ~100 years is no deadline (the clock's arithmetic would overflow).
+    if (timeout_ms_ <= 0 || timeout_ms_ > (int64_t(1) << 41)) timeout_ms_ = 0;
+    if (timeout_ms_ > 0) deadline_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  }
+  // Whether there is anything to check: runs without skip the checks.
+  bool active() const { return terminate_ != nullptr || timeout_ms_ > 0 || max_checks_ > 0; }
+  // OK, or the status that stops the run at `node`. `writes_caller_memory`:
+  // the step about to run writes a caller's output buffer; from then on the
+  // run finishes, so that a stopped run has written nothing.
+  absl::Status Check(const Node& node, bool writes_caller_memory = false) const {
+    if (committed_.load(std::memory_order_relaxed)) return absl::OkStatus();
+    if (terminate_ != nullptr && terminate_->load(std::memory_order_relaxed))
+      return absl::CancelledError(absl::StrCat("run cancelled: terminate flag set (stopped at ", node.Describe(), ")"));
+    if (timeout_ms_ > 0 && std::chrono::steady_clock::now() >= deadline_)
+      return absl::DeadlineExceededError(
+          absl::StrCat("run cancelled: deadline of ", timeout_ms_, " ms exceeded at ", node.Describe()));
+    if (max_checks_ > 0 && checks_.fetch_add(1, std::memory_order_relaxed) >= max_checks_)
+      return absl::CancelledError(absl::StrCat("stopped at ", node.Describe(), " after ", max_checks_, " steps"));
+    if (writes_caller_memory) committed_.store(true, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::atomic<bool>* terminate_;
+  int64_t timeout_ms_;
+  std::chrono::steady_clock::time_point deadline_;
+  int64_t max_checks_;
+  mutable std::atomic<int64_t> checks_{0};
+  mutable std::atomic<bool> committed_{false};
+};
+
 }  // namespace
 
 namespace {
@@ -319,12 +361,15 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   void PlanStorage();
   // Runs one step on `values`. `bound` holds, per step output, a caller's
   // buffer to write into directly (or an undefined tensor).
-  absl::Status RunStep(const Step& step, std::vector<Value>& values, const std::vector<Tensor>& bound) const;
+  absl::Status RunStep(const Step& step, std::vector<Value>& values, const std::vector<Tensor>& bound,
+                       const RunControl* control = nullptr) const;
   // Runs the plan on `values` (constants, inputs and captures filled in).
-  absl::Status Execute(std::vector<Value>& values, const std::vector<std::vector<Tensor>>* direct) const;
+  // `control`: the run's RunOptions, nullptr when nothing can stop it.
+  absl::Status Execute(std::vector<Value>& values, const std::vector<std::vector<Tensor>>* direct,
+                       const RunControl* control = nullptr) const;
   // Runs a subgraph: inputs in order, outer-scope values from `outer`.
   absl::Status RunGraph(std::vector<Value> inputs, const std::vector<Value>& outer,
-                        std::vector<Value>* outputs) const;
+                        std::vector<Value>* outputs, const RunControl* control = nullptr) const;
 
   // Subgraph
   const std::vector<ValueInfo>& inputs() const override { return input_infos; }
@@ -541,7 +586,8 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
     if (all_constant && tensors_only && !row->def.random && constant_elements <= kFoldLimit &&
         (step.inputs.empty() || output_elements <= kFoldLimit)) {
       std::vector<Value> values(constants.begin(), constants.end());
-      if (RunStep(step, values, {}).ok()) {
+      const RunControl bounded(RunOptions{}, kFoldChecks);
+      if (RunStep(step, values, {}, &bounded).ok()) {
         bool folded = true;
         for (int v : step.outputs) folded = folded && (v < 0 || values[size_t(v)].is_tensor());
         if (folded) {
@@ -669,9 +715,9 @@ class StepContext : public KernelContext {
  public:
   StepContext(const Session::Impl& plan, const Node& node, std::vector<const Value*> inputs,
               std::vector<Value>& outputs, const std::vector<ValueType>& types, const RegisteredOp& row,
-              const OpPlan* op_plan, const std::vector<Value>& frame)
+              const OpPlan* op_plan, const std::vector<Value>& frame, const RunControl* control)
       : graph_(plan), node_(node), inputs_(std::move(inputs)), outputs_(outputs), types_(types), row_(row),
-        plan_(op_plan), frame_(frame) {
+        plan_(op_plan), frame_(frame), control_(control) {
     for (const ValueType& t : types_) shapes_.push_back(t.concrete_shape().value_or(Shape{}));
   }
 
@@ -701,6 +747,9 @@ class StepContext : public KernelContext {
   const Shape& output_shape(size_t i) const override { return shapes_[i]; }
   int threads() const override;
   const std::shared_ptr<MemoryBudget>& budget() const override;
+  absl::Status CheckCancelled() const override {
+    return control_ != nullptr ? control_->Check(node_) : absl::OkStatus();
+  }
   bool misused() const { return misused_; }
 
  protected:
@@ -716,6 +765,7 @@ class StepContext : public KernelContext {
   const RegisteredOp& row_;
   const OpPlan* plan_;
   const std::vector<Value>& frame_;
+  const RunControl* control_;
   bool misused_ = false;
 };
 
@@ -729,15 +779,15 @@ absl::Status StepContext::RunSubgraph(const Subgraph& graph, std::vector<Value> 
   // Every Subgraph an op holds was planned by this session (InferContext::subgraph).
   const auto& sub = static_cast<const Session::Impl&>(graph);
   if (sub.parent != &graph_) return absl::InternalError(node_.Describe() + ": a subgraph of another graph");
-  absl::Status s = sub.RunGraph(std::move(inputs), frame_, outputs);
+  absl::Status s = sub.RunGraph(std::move(inputs), frame_, outputs, control_);
   // Named as at planning: the user sees which Loop, Scan or If ran out of memory (say).
   if (!s.ok())
     return absl::Status(s.code(), absl::StrCat(node_.Describe(), ", subgraph '", sub.graph->name, "': ", s.message()));
   return s;
 }
 
-absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values,
-                                    const std::vector<Tensor>& bound) const {
+absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values, const std::vector<Tensor>& bound,
+                                    const RunControl* control) const {
   const Node& node = *step.node;
   std::vector<const Value*> in_values(step.num_explicit, nullptr);
   std::vector<const Tensor*> in_ptrs(step.num_explicit, nullptr);
@@ -815,7 +865,7 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
                           absl::StrCat(node.Describe(), ": output ", i, ": ", made.status().message()));
     results[i] = *std::move(made);
   }
-  StepContext ctx(*this, node, in_values, results, *types, *step.row, plan, values);
+  StepContext ctx(*this, node, in_values, results, *types, *step.row, plan, values, control);
   RETURN_IF_ERROR(step.op->Compute(ctx));
   if (ctx.misused())
     return absl::InternalError(absl::StrCat(node.Describe(), ": the kernel set an output its row does not let it set"));
@@ -832,13 +882,19 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
   return absl::OkStatus();
 }
 
-absl::Status Session::Impl::Execute(std::vector<Value>& values,
-                                    const std::vector<std::vector<Tensor>>* direct) const {
+absl::Status Session::Impl::Execute(std::vector<Value>& values, const std::vector<std::vector<Tensor>>* direct,
+                                    const RunControl* control) const {
   static const std::vector<Tensor> kNone;
+  // Every step boundary is a cancellation point.
+  const auto check = [&](size_t s) {
+    return control != nullptr ? control->Check(*steps[s].node, direct != nullptr && !(*direct)[s].empty())
+                              : absl::OkStatus();
+  };
   if (step_ns) {
     for (size_t s = 0; s < steps.size(); ++s) {
+      RETURN_IF_ERROR(check(s));
       const auto start = std::chrono::steady_clock::now();
-      RETURN_IF_ERROR(RunStep(steps[s], values, direct ? (*direct)[s] : kNone));
+      RETURN_IF_ERROR(RunStep(steps[s], values, direct ? (*direct)[s] : kNone, control));
       step_ns[s].fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - start).count(),
                            std::memory_order_relaxed);
@@ -846,13 +902,15 @@ absl::Status Session::Impl::Execute(std::vector<Value>& values,
     profiled_runs.fetch_add(1, std::memory_order_relaxed);
     return absl::OkStatus();
   }
-  for (size_t s = 0; s < steps.size(); ++s)
-    RETURN_IF_ERROR(RunStep(steps[s], values, direct ? (*direct)[s] : kNone));
+  for (size_t s = 0; s < steps.size(); ++s) {
+    RETURN_IF_ERROR(check(s));
+    RETURN_IF_ERROR(RunStep(steps[s], values, direct ? (*direct)[s] : kNone, control));
+  }
   return absl::OkStatus();
 }
 
 absl::Status Session::Impl::RunGraph(std::vector<Value> inputs, const std::vector<Value>& outer,
-                                     std::vector<Value>* outputs) const {
+                                     std::vector<Value>* outputs, const RunControl* control) const {
   if (inputs.size() != input_values.size())
     return absl::InternalError(absl::StrCat("subgraph '", graph->name, "' takes ", input_values.size(),
                                             " inputs, got ", inputs.size()));
@@ -865,7 +923,7 @@ absl::Status Session::Impl::RunGraph(std::vector<Value> inputs, const std::vecto
     values[size_t(input_values[i])] = std::move(inputs[i]);
   }
   for (auto [v, o] : captures) values[size_t(v)] = outer[size_t(o)];
-  RETURN_IF_ERROR(Execute(values, nullptr));
+  RETURN_IF_ERROR(Execute(values, nullptr, control));
   outputs->clear();
   for (int v : output_values) outputs->push_back(values[size_t(v)]);
   return absl::OkStatus();
@@ -988,14 +1046,20 @@ absl::Status Session::ValidateInputs(const std::vector<NamedTensor>& inputs) con
 }
 
 absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs) const {
+  return RunValues(inputs, outputs, RunOptions{});
+}
+
+absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs,
+                                const RunOptions& run_options) const {
   try {
+    const RunControl control(run_options);
     const Impl& im = *impl_;
     RETURN_IF_ERROR(ValidateValues(inputs));
     std::vector<Value> values(im.value_names.size());
     for (size_t v = 0; v < im.constants.size(); ++v)
       if (im.constants[v].defined()) values[v] = im.constants[v];
     for (const NamedValue& in : inputs) values[size_t(im.value_index.at(in.name))] = in.value;
-    RETURN_IF_ERROR(im.Execute(values, nullptr));
+    RETURN_IF_ERROR(im.Execute(values, nullptr, control.active() ? &control : nullptr));
     // Hand out only memory this run made: a tensor that may share a constant's,
     // an input's or a subgraph's storage is copied (sequence items always).
     outputs->clear();
@@ -1026,14 +1090,21 @@ absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vect
 // remains is the kernels' small temporaries (std::vector): if even those
 // cannot be had, the caller gets a status, not an exception.
 absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const {
+  return Run(inputs, outputs, RunOptions{});
+}
+
+absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs,
+                          const RunOptions& run_options) const {
   try {
-    return RunUnguarded(inputs, outputs);
+    return RunUnguarded(inputs, outputs, run_options);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError("out of memory for a kernel's temporary buffers");
   }
 }
 
-absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const {
+absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs,
+                                   const RunOptions& run_options) const {
+  const RunControl control(run_options);
   const Impl& im = *impl_;
   for (const auto* list : {&im.input_infos, &im.output_infos})
     for (const ValueInfo& vi : *list)
@@ -1083,7 +1154,7 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::
     }
     slots[size_t(position)] = buffer;
   }
-  RETURN_IF_ERROR(im.Execute(values, &direct));
+  RETURN_IF_ERROR(im.Execute(values, &direct, control.active() ? &control : nullptr));
   // Check every caller buffer before writing any: a mismatch writes nothing.
   for (size_t k = 0; k < im.output_values.size(); ++k) {
     if (!copy_at_end[k]) continue;

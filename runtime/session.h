@@ -2,6 +2,8 @@
 // from several threads at once.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +31,23 @@ struct SessionOptions {
   // Time every node of the graph (not inside subgraphs) on every run, for
   // Session::Profile(). Costs two clock reads per node.
   bool profile = false;
+};
+
+// How one run may be stopped before it ends (onnxruntime's RunOptions). The
+// run checks at every node boundary (in subgraphs too) and at every iteration
+// of Loop, Scan and SequenceMap; a stopped run returns kCancelled (terminate)
+// or kDeadlineExceeded (timeout), writes no output, and the session stays
+// usable. Once a step has written into a caller's output buffer (a KV cache
+// updated in place), the run is no longer stopped: it finishes, so that such
+// buffers hold a whole run's results or are untouched.
+struct RunOptions {
+  // Set to true, from any thread, to stop the run; read with a relaxed load
+  // at each check. The run never clears it (a run started with it set stops
+  // before its first node). nullptr: none. Must outlive the run.
+  const std::atomic<bool>* terminate = nullptr;
+  // When > 0: the run stops once this many milliseconds have passed since it
+  // started (the clock is read at each check only then).
+  int64_t timeout_ms = 0;
 };
 
 struct NamedTensor {
@@ -67,6 +86,9 @@ class Session {
   // does so when no later step reads the input; otherwise the result is
   // computed elsewhere and copied into the buffer after the last step.
   absl::Status Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const;
+  // The same, stoppable (RunOptions).
+  absl::Status Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs,
+                   const RunOptions& run_options) const;
 
   // Convenience: runs and returns fresh outputs.
   absl::StatusOr<std::vector<Tensor>> Run(const std::vector<NamedTensor>& inputs) const;
@@ -75,6 +97,8 @@ class Session {
   // takes tensors only). Every graph input must be given; an optional input
   // may be a none Value. Outputs are fresh values.
   absl::Status RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs) const;
+  absl::Status RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs,
+                         const RunOptions& run_options) const;
   // Checks inputs as RunValues does first.
   absl::Status ValidateValues(const std::vector<NamedValue>& inputs) const;
 
@@ -90,7 +114,8 @@ class Session {
 
  private:
   explicit Session(std::unique_ptr<Impl> impl);
-  absl::Status RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs) const;
+  absl::Status RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs,
+                            const RunOptions& run_options) const;
   std::unique_ptr<Impl> impl_;
 };
 

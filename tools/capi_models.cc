@@ -103,6 +103,32 @@ void Sequence(const std::filesystem::path& path) {
   Write(path, m.Serialize());
 }
 
+// y = Loop(trips, x): the body adds 1 to the carried x, so y = x + trips. A
+// trip count of 2^62 runs for ever: the run-options tests stop it.
+void CountingLoop(const std::filesystem::path& path) {
+  ModelBuilder body(17);
+  body.Input("i", DType::kInt64, {}).Input("cond_in", DType::kBool, {}).Input("x_in", DType::kFloat, {-1});
+  body.Node("Identity", {"cond_in"}, {"cond_out"});
+  body.Node("Add", {"x_in", "one"}, {"x_out"});
+  body.Output("cond_out", DType::kBool, {}).Output("x_out", DType::kFloat, {-1});
+  onnx::GraphProto body_graph = body.graph();
+  body_graph.set_name("body");
+  ModelBuilder m(17);
+  m.Input("trips", DType::kInt64, {}).Input("x", DType::kFloat, {-1}).Output("y", DType::kFloat, {-1});
+  NameDims(m.graph().mutable_input(1), {"n"});
+  NameDims(m.graph().mutable_output(0), {"n"});
+  Tensor one = Tensor::Zeros(DType::kFloat, {1});
+  one.data<float>()[0] = 1;
+  m.Initializer("one", one);
+  onnx::NodeProto& loop = m.Node("Loop", {"trips", "", "x"}, {"y"});
+  loop.set_name("loop");
+  onnx::AttributeProto* a = loop.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body_graph;
+  Write(path, m.Serialize());
+}
+
 }  // namespace
 
 void WriteCapiModels(const std::filesystem::path& dir) {
@@ -112,6 +138,7 @@ void WriteCapiModels(const std::filesystem::path& dir) {
   Custom(dir / "custom_int.onnx", DType::kInt32);
   CustomPositives(dir / "custom_positives.onnx");
   Sequence(dir / "sequence.onnx");
+  CountingLoop(dir / "loop.onnx");
 }
 
 }  // namespace onnx_mini

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
@@ -31,7 +32,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
     "                [--output-dir DIR] [--repeat N] [--warmup N] [--threads N] [--memory-limit BYTES]\n"
-    "                [--json] [--no-rewrites] [--profile]\n"
+    "                [--timeout SECONDS] [--json] [--no-rewrites] [--profile]\n"
     "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ", with random inputs).\n"
     "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
     "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
@@ -39,6 +40,7 @@ constexpr char kUsage[] =
     "--repeat N times N runs and reports their median and minimum, after --warmup untimed\n"
     "runs (default 1 when N > 1, else 0).\n"
     "--memory-limit caps the session's tensors (K, M, G suffixes; default 3/4 of RAM).\n"
+    "--timeout stops any run that takes longer than SECONDS (fractions allowed), with an error.\n"
     "--json prints one JSON object.\n"
     "--no-rewrites runs the graph as written (no fused-pattern rewrites).\n"
     "--profile prints the time per run spent in each op type (timed runs; not with --json).\n";
@@ -52,6 +54,7 @@ struct Options {
   int repeat = 1, threads = 0;
   int warmup = -1;  // -1: one untimed run when repeat > 1, none otherwise
   size_t memory_limit = 0;  // 0: the session's default
+  int64_t timeout_ms = 0;   // 0: none
 };
 
 // A byte count with an optional K, M or G suffix (powers of 1024).
@@ -64,6 +67,17 @@ bool ParseBytes(const std::string& s, size_t& out) {
   const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
   if (shift < 0 || v == 0 || v > (~0ull >> shift)) return false;
   out = size_t(v << shift);
+  return true;
+}
+
+// Seconds, fractions allowed, as whole milliseconds rounded up (a positive
+// timeout never becomes none); at most a year.
+bool ParseSeconds(const std::string& s, int64_t& ms) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno != 0 || !(v > 0) || v > 366.0 * 86400) return false;
+  ms = int64_t(std::ceil(v * 1000));
   return true;
 }
 
@@ -111,6 +125,10 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       ASSIGN_OR_RETURN(std::string v, value("--memory-limit"));
       if (!ParseBytes(v, o.memory_limit))
         return absl::InvalidArgumentError(absl::StrCat("--memory-limit takes a byte count (K, M, G suffixes), got '", v, "'"));
+    } else if (is("--timeout")) {
+      ASSIGN_OR_RETURN(std::string v, value("--timeout"));
+      if (!ParseSeconds(v, o.timeout_ms))
+        return absl::InvalidArgumentError(absl::StrCat("--timeout takes a positive number of seconds, got '", v, "'"));
     } else if (arg == "--random-inputs") {
       o.random_inputs = true;
     } else if (arg == "--profile") {
@@ -261,10 +279,12 @@ int Main(int argc, char** argv) {
   // Untimed warm-up runs first: the first run pays for page faults, the
   // memory pool's first blocks and oneDNN's primitive creation.
   std::vector<Tensor> outputs;
+  RunOptions run_options;
+  run_options.timeout_ms = o.timeout_ms;
   const int warmup = o.warmup >= 0 ? o.warmup : o.repeat > 1 ? 1 : 0;
   for (int r = 0; r < warmup; ++r) {
     outputs.clear();
-    absl::Status s = (*session)->Run(feeds, &outputs);
+    absl::Status s = (*session)->Run(feeds, &outputs, run_options);
     if (!s.ok()) return Fail(std::string(s.message()));
   }
   (*session)->ResetProfile();
@@ -272,7 +292,7 @@ int Main(int argc, char** argv) {
   for (int r = 0; r < o.repeat; ++r) {
     outputs.clear();
     auto start = std::chrono::steady_clock::now();
-    absl::Status s = (*session)->Run(feeds, &outputs);
+    absl::Status s = (*session)->Run(feeds, &outputs, run_options);
     auto end = std::chrono::steady_clock::now();
     if (!s.ok()) return Fail(std::string(s.message()));
     times.push_back(std::chrono::duration<double, std::milli>(end - start).count());

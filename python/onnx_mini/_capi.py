@@ -39,6 +39,7 @@ class StatusCode(enum.IntEnum):
     NOT_IMPLEMENTED = 3  # an op, opset or element type onnx-mini lacks
     OUT_OF_MEMORY = 4  # an allocation failed
     INTERNAL = 5  # anything else
+    CANCELLED = 6  # a run stopped by its run options (C API 0.4)
 
 
 class OnnxMiniError(RuntimeError):

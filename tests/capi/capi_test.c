@@ -1,10 +1,12 @@
 /* Tests of the C API, written in C99 against runtime/onnx_mini.h only.
  * Usage: capi_test TESTDATA_DIR   (the repository's testdata/ folder) */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "onnx_mini.h"
 
@@ -876,6 +878,164 @@ static void test_sequences_and_optionals(void) {
   om_session_free(s);
 }
 
+/* ---- run options: stopping a run ---- */
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+/* loop.onnx: y = x + trips, one Loop iteration per unit. x is [3] = {1, 2, 3}.
+ * `y` NULL: the runtime's output (returned in *fresh); else a bound buffer. */
+static om_status* run_loop(const om_session* s, const om_run_options* options, int64_t trips, om_tensor* y,
+                           om_tensor** fresh) {
+  static float x_data[3] = {1, 2, 3};
+  const int64_t dims[1] = {3};
+  om_tensor *x = NULL, *m = NULL;
+  om_status* st = om_tensor_wrap(OM_FLOAT, dims, 1, x_data, sizeof x_data, &x);
+  if (st == NULL) st = om_tensor_wrap(OM_INT64, NULL, 0, &trips, sizeof trips, &m);
+  if (st == NULL) {
+    const char* in_names[] = {"trips", "x"};
+    const om_tensor* ins[] = {m, x};
+    const char* out_names[] = {"y"};
+    om_tensor* outs[] = {y};
+    st = om_session_run_with_options(s, options, in_names, ins, 2, out_names, outs, 1);
+    if (y == NULL) *fresh = outs[0];
+    else CHECK(outs[0] == y);
+  }
+  om_tensor_free(x);
+  om_tensor_free(m);
+  return st;
+}
+
+/* Checks y = {1, 2, 3} + trips. */
+static void check_loop_result(om_tensor* y, int64_t trips) {
+  void* data = NULL;
+  OK(om_tensor_data(y, &data));
+  for (int i = 0; i < 3 && data != NULL; ++i) CHECK(((float*)data)[i] == (float)(i + 1 + trips));
+}
+
+struct terminator {
+  om_run_options* options;
+  long delay_ms;
+  double set_at_ms;
+};
+
+static void* terminate_later(void* arg) {
+  struct terminator* t = (struct terminator*)arg;
+  sleep_ms(t->delay_ms);
+  t->set_at_ms = now_ms();
+  OK(om_run_options_set_terminate(t->options, 1));
+  return NULL;
+}
+
+static void test_run_options(void) {
+  om_session* s = load("capi/loop.onnx");
+  if (s == NULL) return;
+  const int64_t forever = (int64_t)1 << 62;
+  om_run_options* options = NULL;
+  OK(om_run_options_create(&options));
+  if (options == NULL) return;
+  ERR(om_run_options_set_terminate(options, 2), OM_INVALID_ARGUMENT, "terminate must be 0 or 1, got 2");
+  ERR(om_run_options_set_timeout_ms(options, -5), OM_INVALID_ARGUMENT, "timeout must be >= 0 ms");
+  ERR(om_run_options_set_terminate(NULL, 1), OM_INVALID_ARGUMENT, "options is NULL");
+  ERR(om_run_options_create(NULL), OM_INVALID_ARGUMENT, "out is NULL");
+  om_run_options_free(NULL);
+
+  /* With options that stop nothing, and with NULL options, a run is a run. */
+  om_tensor* y = NULL;
+  OK(run_loop(s, options, 5, NULL, &y));
+  if (y) check_loop_result(y, 5);
+  om_tensor_free(y);
+  y = NULL;
+  OK(run_loop(s, NULL, 2, NULL, &y));
+  if (y) check_loop_result(y, 2);
+  om_tensor_free(y);
+
+  /* A Loop of 2^62 iterations, stopped from another thread while it runs:
+   * OM_CANCELLED within 100 ms of the flag being set, the slot still NULL. */
+  struct terminator t = {options, 50, 0};
+  pthread_t thread;
+  const double start = now_ms();
+  CHECK(pthread_create(&thread, NULL, terminate_later, &t) == 0);
+  y = NULL;
+  ERR(run_loop(s, options, forever, NULL, &y), OM_CANCELLED, "run cancelled: terminate flag set");
+  const double end = now_ms();
+  pthread_join(thread, NULL);
+  CHECK(y == NULL);
+  CHECK(end - start >= 50.0);        /* it was in flight when the flag was set */
+  CHECK(end - t.set_at_ms < 100.0);  /* and stopped promptly */
+  if (end - t.set_at_ms >= 100.0) fprintf(stderr, "  stopped %.1f ms after the flag\n", end - t.set_at_ms);
+
+  /* The flag stays set until cleared: runs with these options stop at once,
+   * and write nothing into a bound output. */
+  const int64_t dims[1] = {3};
+  float bound_data[3] = {-7, -7, -7};
+  om_tensor* bound = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims, 1, bound_data, sizeof bound_data, &bound));
+  ERR(run_loop(s, options, 4, bound, NULL), OM_CANCELLED, "terminate flag set");
+  CHECK(bound_data[0] == -7 && bound_data[1] == -7 && bound_data[2] == -7);
+  /* Cleared, the same session and options run again correctly. */
+  OK(om_run_options_set_terminate(options, 0));
+  OK(run_loop(s, options, 4, bound, NULL));
+  CHECK(bound_data[0] == 5 && bound_data[1] == 6 && bound_data[2] == 7);
+
+  /* A deadline: the run of 2^62 iterations stops 100 ms after it started. */
+  OK(om_run_options_set_timeout_ms(options, 100));
+  y = NULL;
+  const double deadline_start = now_ms();
+  ERR(run_loop(s, options, forever, NULL, &y), OM_CANCELLED, "run cancelled: deadline of 100 ms exceeded at ");
+  const double deadline_end = now_ms();
+  CHECK(y == NULL);
+  CHECK(deadline_end - deadline_start >= 100.0);
+  CHECK(deadline_end - deadline_start < 200.0);
+  /* Runs within the deadline are unaffected; the session is still usable. */
+  OK(run_loop(s, options, 1000, NULL, &y));
+  if (y) check_loop_result(y, 1000);
+  om_tensor_free(y);
+  OK(om_run_options_set_timeout_ms(options, 0));
+
+  /* om_session_run_values_with_options: stopped the same way, slots NULL. */
+  OK(om_run_options_set_terminate(options, 1));
+  {
+    static float x_data[3] = {1, 2, 3};
+    int64_t trips = 3;
+    om_tensor *x = NULL, *m = NULL;
+    OK(om_tensor_wrap(OM_FLOAT, dims, 1, x_data, sizeof x_data, &x));
+    OK(om_tensor_wrap(OM_INT64, NULL, 0, &trips, sizeof trips, &m));
+    om_value *xv = NULL, *mv = NULL;
+    OK(om_value_create_tensor(x, &xv));
+    OK(om_value_create_tensor(m, &mv));
+    const char* in_names[] = {"trips", "x"};
+    const om_value* ins[] = {mv, xv};
+    const char* out_names[] = {"y"};
+    om_value* outs[] = {NULL};
+    ERR(om_session_run_values_with_options(s, options, in_names, ins, 2, out_names, outs, 1), OM_CANCELLED,
+        "run cancelled: terminate flag set");
+    CHECK(outs[0] == NULL);
+    OK(om_run_options_set_terminate(options, 0));
+    OK(om_session_run_values_with_options(s, options, in_names, ins, 2, out_names, outs, 1));
+    om_tensor* yt = NULL;
+    if (outs[0]) OK(om_value_get_tensor(outs[0], 0, &yt));
+    if (yt) check_loop_result(yt, 3);
+    om_tensor_free(yt);
+    om_value_free(outs[0]);
+    om_value_free(xv);
+    om_value_free(mv);
+    om_tensor_free(x);
+    om_tensor_free(m);
+  }
+  om_tensor_free(bound);
+  om_run_options_free(options);
+  om_session_free(s);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: capi_test TESTDATA_DIR\n");
@@ -893,6 +1053,7 @@ int main(int argc, char** argv) {
   test_custom_op();
   test_custom_op_late_shape();
   test_sequences_and_optionals();
+  test_run_options();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -440,6 +440,96 @@ TEST(ControlFlowTest, ALoopBodyIsPlannedOnce) {
   EXPECT_EQ(planned_count.load(), 1);
 }
 
+// RunOptions: every iteration of Loop, Scan and SequenceMap is a cancellation
+// point, even when the body has no node (whose boundaries are the others).
+// Without the check each of these runs would finish (or, the Loop, never).
+TEST(ControlFlowTest, EmptyBodiedLoopsStopAtTheirDeadline) {
+  RunOptions options;
+  options.timeout_ms = 5;
+  {  // v = Loop(2^62, v0) with a body that passes its inputs through.
+    ModelBuilder body(17);
+    body.Input("i", DType::kInt64, {}).Input("c", DType::kBool, {}).Input("v", DType::kFloat, {2});
+    body.Output("c", DType::kBool, {}).Output("v", DType::kFloat, {2});
+    ModelBuilder m(17);
+    m.Input("M", DType::kInt64, {}).Input("v0", DType::kFloat, {2}).Output("v", DType::kFloat, {2});
+    SetGraph(m.Node("Loop", {"M", "", "v0"}, {"v"}), "body", Body(body));
+    auto session = m.Build();
+    ASSERT_TRUE(session.ok()) << session.status();
+    std::vector<Tensor> out;
+    absl::Status st = (*session)->Run({{"M", I({int64_t(1) << 62}, {})}, {"v0", F({1, 2}, {2})}}, &out, options);
+    EXPECT_TRUE(absl::IsDeadlineExceeded(st)) << st;
+    EXPECT_NE(Message(st).find("deadline of 5 ms exceeded at Loop node"), std::string::npos) << st;
+    out.clear();
+    ASSERT_TRUE((*session)->Run({{"M", I({3}, {})}, {"v0", F({1, 2}, {2})}}, &out, options).ok());
+    EXPECT_EQ(Values(out[0]), (std::vector<double>{1, 2}));
+  }
+  {  // Scan over 2^22 elements: final = init, ys = x.
+    ModelBuilder body(17);
+    body.Input("acc", DType::kFloat, {}).Input("xi", DType::kFloat, {});
+    body.Output("acc", DType::kFloat, {}).Output("xi", DType::kFloat, {});
+    ModelBuilder m(11);
+    m.Input("init", DType::kFloat, {}).Input("x", DType::kFloat, {-1});
+    onnx::NodeProto& n = m.Node("Scan", {"init", "x"}, {"final", "ys"});
+    SetGraph(n, "body", Body(body));
+    SetAttr(n, "num_scan_inputs", int64_t(1));
+    m.Output("final", DType::kFloat, {}).Output("ys", DType::kFloat, {-1});
+    auto session = m.Build();
+    ASSERT_TRUE(session.ok()) << session.status();
+    std::vector<Tensor> out;
+    absl::Status st =
+        (*session)->Run({{"init", F({1}, {})}, {"x", Tensor::Zeros(DType::kFloat, {1 << 22})}}, &out, options);
+    EXPECT_TRUE(absl::IsDeadlineExceeded(st)) << st;
+    EXPECT_NE(Message(st).find("at Scan node"), std::string::npos) << st;
+  }
+  {  // SequenceMap over 2^18 items.
+    ModelBuilder body(17);
+    body.Input("item", DType::kFloat, {});
+    body.Output("item", DType::kFloat, {});
+    ModelBuilder m(17);
+    AddValueInfo(m.graph().mutable_input(), "seq", DType::kFloat, "sequence");
+    SetGraph(m.Node("SequenceMap", {"seq"}, {"mapped"}), "body", Body(body));
+    AddValueInfo(m.graph().mutable_output(), "mapped", DType::kFloat, "sequence");
+    auto session = m.Build();
+    ASSERT_TRUE(session.ok()) << session.status();
+    std::vector<Value> out;
+    absl::Status st =
+        (*session)->RunValues({{"seq", Seq(std::vector<Tensor>(1 << 18, F({1}, {})))}}, &out, options);
+    EXPECT_TRUE(absl::IsDeadlineExceeded(st)) << st;
+    EXPECT_NE(Message(st).find("at SequenceMap node"), std::string::npos) << st;
+  }
+}
+
+// A Loop whose inputs are all constants is folded at session creation only
+// within a budget of nodes and iterations: a runaway one is left to the runs
+// (where RunOptions can stop it) rather than hanging creation.
+TEST(ControlFlowTest, AConstantRunawayLoopIsNotFoldedAtCreation) {
+  const auto model = [](int64_t trips) {  // y = x + Loop(trips, v0 = [0, 1]) adding one per iteration
+    ModelBuilder body(17);
+    body.Input("i", DType::kInt64, {}).Input("c", DType::kBool, {}).Input("v", DType::kFloat, {2});
+    body.Node("Add", {"v", "one"}, {"v_out"});
+    body.Output("c", DType::kBool, {}).Output("v_out", DType::kFloat, {2});
+    ModelBuilder m(17);
+    m.Input("x", DType::kFloat, {2}).Output("y", DType::kFloat, {2});
+    m.Initializer("M", I({trips}, {})).Initializer("v0", F({0, 1}, {2})).Initializer("one", F({1, 1}, {2}));
+    SetGraph(m.Node("Loop", {"M", "", "v0"}, {"v"}), "body", Body(body));
+    m.Node("Add", {"v", "x"}, {"y"});
+    return m.Build();
+  };
+  auto session = model(int64_t(1) << 62);
+  ASSERT_TRUE(session.ok()) << session.status();
+  RunOptions options;
+  options.timeout_ms = 5;
+  std::vector<Tensor> out;
+  absl::Status st = (*session)->Run({{"x", F({1, 1}, {2})}}, &out, options);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(st)) << st;
+  // A short constant Loop is still folded; the answer is the same.
+  auto folded = model(3);
+  ASSERT_TRUE(folded.ok()) << folded.status();
+  out.clear();
+  ASSERT_TRUE((*folded)->Run({{"x", F({1, 1}, {2})}}, &out, options).ok());
+  EXPECT_EQ(Values(out[0]), (std::vector<double>{4, 5}));
+}
+
 }  // namespace
 }  // namespace onnx_mini
 

@@ -6,9 +6,11 @@
 
 #include <sys/resource.h>
 
+#include <atomic>
 #include <thread>
 
 #include "runtime/element.h"
+#include "runtime/loader.h"
 #include "runtime/registry.h"
 #include "tools/model_builder.h"
 
@@ -500,6 +502,137 @@ TEST(Signature, AnEmptyNameInAVariadicListIsAnError) {
   SetAttr(m.Node("Concat", {"a", ""}, {"y"}), "axis", int64_t(0));
   EXPECT_THAT(Message(m.Build().status()),
               HasSubstr("input 1 is empty, but every input of a variadic list is required"));
+}
+
+// ---- RunOptions: stopping a run ----
+
+// test.stop::Raise: y = x, and sets the flag `raised` points at: a node that
+// stops the run from inside it, at a known step.
+std::atomic<bool>* raised = nullptr;
+class RaiseOp : public Op {
+ public:
+  explicit RaiseOp(const Node&) {}
+  absl::Status Infer(InferContext& ctx) const override {
+    ctx.set_output(0, ctx.input(0));
+    return absl::OkStatus();
+  }
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    std::copy(x.data<float>(), x.data<float>() + x.size(), ctx.output(0).data<float>());
+    if (raised != nullptr) raised->store(true);
+    return absl::OkStatus();
+  }
+};
+
+std::unique_ptr<Session> StopSession(const OpRegistry& ops, const ModelBuilder& m) {
+  absl::StatusOr<Graph> g = LoadModelFromBytes(m.Serialize(), "");
+  EXPECT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(*std::move(g), ops);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+TEST(RunOptions, TheTerminateFlagStopsARunAtTheNextNodeAndWritesNothing) {
+  OpRegistry ops(&BuiltinOps());
+  ASSERT_TRUE(ops.Add({"test.stop", "Raise", 1, 0, "T", "T", {{"T", {DType::kFloat}}}, MakeOp<RaiseOp>}).ok());
+  // t = Raise(x), y = Neg(t): the flag is set by the first step, the run
+  // stops before the second; y is a caller's buffer, left as it was.
+  ModelBuilder m(17);
+  m.Opset("test.stop", 1);
+  m.Input("x", DType::kFloat, {3}).Output("y", DType::kFloat, {3});
+  m.Node("Raise", {"x"}, {"t"}, "test.stop");
+  m.Node("Neg", {"t"}, {"y"}).set_name("neg");
+  std::unique_ptr<Session> s = StopSession(ops, m);
+  ASSERT_NE(s, nullptr);
+  std::atomic<bool> stop{false};
+  raised = &stop;
+  RunOptions options;
+  options.terminate = &stop;
+  const Tensor x = Tensor::FromVector<float>({1, 2, 3}, {3});
+  std::vector<Tensor> out = {Tensor::FromVector<float>({7, 7, 7}, {3})};
+  absl::Status st = s->Run({{"x", x}}, &out, options);
+  EXPECT_TRUE(absl::IsCancelled(st)) << st;
+  EXPECT_EQ(Message(st), "run cancelled: terminate flag set (stopped at Neg node 'neg')");
+  EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 3), (std::vector<float>{7, 7, 7}));
+  // Set before the run: it stops before the first node (RunValues too).
+  raised = nullptr;
+  std::vector<Value> values;
+  st = s->RunValues({{"x", x}}, &values, options);
+  EXPECT_THAT(Message(st), HasSubstr("terminate flag set (stopped at Raise node"));
+  EXPECT_TRUE(values.empty());
+  // Cleared, the session runs again; without options nothing is checked.
+  stop = false;
+  ASSERT_TRUE(s->Run({{"x", x}}, &out, options).ok());
+  EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 3), (std::vector<float>{-1, -2, -3}));
+  stop = true;
+  EXPECT_TRUE(s->Run({{"x", x}}, &out).ok());
+}
+
+TEST(RunOptions, ARunThatHasWrittenACallersBufferFinishes) {
+  OpRegistry ops(&BuiltinOps());
+  ASSERT_TRUE(ops.Add({"test.stop", "Raise", 1, 0, "T", "T", {{"T", {DType::kFloat}}}, MakeOp<RaiseOp>}).ok());
+  // y = Neg(x) first (written straight into the caller's buffer when bound),
+  // then t = Raise(x) sets the flag, then z = Neg(t).
+  ModelBuilder m(17);
+  m.Opset("test.stop", 1);
+  m.Input("x", DType::kFloat, {3}).Output("y", DType::kFloat, {3}).Output("z", DType::kFloat, {3});
+  m.Node("Neg", {"x"}, {"y"});
+  m.Node("Raise", {"x"}, {"t"}, "test.stop");
+  m.Node("Neg", {"t"}, {"z"}).set_name("late");
+  std::unique_ptr<Session> s = StopSession(ops, m);
+  ASSERT_NE(s, nullptr);
+  std::atomic<bool> stop{false};
+  raised = &stop;
+  RunOptions options;
+  options.terminate = &stop;
+  const Tensor x = Tensor::FromVector<float>({1, 2, 3}, {3});
+  // Nothing bound: stopped before the last node.
+  std::vector<Tensor> out;
+  absl::Status st = s->Run({{"x", x}}, &out, options);
+  EXPECT_EQ(Message(st), "run cancelled: terminate flag set (stopped at Neg node 'late')");
+  // y bound: its buffer holds this run's result, so the run completes (a
+  // stopped run writes no caller memory).
+  stop = false;
+  out = {Tensor::FromVector<float>({7, 7, 7}, {3}), Tensor()};
+  st = s->Run({{"x", x}}, &out, options);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(stop.load());
+  EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 3), (std::vector<float>{-1, -2, -3}));
+  EXPECT_EQ(std::vector<float>(out[1].data<float>(), out[1].data<float>() + 3), (std::vector<float>{-1, -2, -3}));
+  raised = nullptr;
+}
+
+TEST(RunOptions, ADeadlineStopsARunawayLoop) {
+  // v = Loop(2^62, v0): the body adds one each iteration.
+  ModelBuilder body(17);
+  body.Input("i", DType::kInt64, {}).Input("c", DType::kBool, {}).Input("v", DType::kFloat, {2});
+  body.Node("Add", {"v", "one"}, {"v_out"});
+  body.Node("Identity", {"c"}, {"c_out"});
+  body.Output("c_out", DType::kBool, {}).Output("v_out", DType::kFloat, {2});
+  onnx::GraphProto body_graph = body.graph();
+  body_graph.set_name("body");
+  ModelBuilder m(17);
+  m.Input("M", DType::kInt64, {}).Input("v0", DType::kFloat, {2}).Output("v", DType::kFloat, {2});
+  m.Initializer("one", Tensor::FromVector<float>({1, 1}, {2}));
+  onnx::NodeProto& loop = m.Node("Loop", {"M", "", "v0"}, {"v"});
+  onnx::AttributeProto* a = loop.add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body_graph;
+  auto s = m.Build();
+  ASSERT_TRUE(s.ok()) << s.status();
+  RunOptions options;
+  options.timeout_ms = 20;
+  const Tensor v0 = Tensor::FromVector<float>({0, 2}, {2});
+  std::vector<Tensor> out;
+  absl::Status st = (*s)->Run({{"M", Tensor::FromVector<int64_t>({int64_t(1) << 62}, {})}, {"v0", v0}}, &out, options);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(st)) << st;
+  EXPECT_THAT(Message(st), HasSubstr("run cancelled: deadline of 20 ms exceeded at "));
+  // The same options, a run that ends in time.
+  out.clear();
+  st = (*s)->Run({{"M", Tensor::FromVector<int64_t>({5}, {})}, {"v0", v0}}, &out, options);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(std::vector<float>(out[0].data<float>(), out[0].data<float>() + 2), (std::vector<float>{5, 7}));
 }
 
 }  // namespace
