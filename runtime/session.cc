@@ -263,19 +263,16 @@ absl::StatusOr<Tensor> NormalizedBools(const std::string& what, const Tensor& t,
   return copy;
 }
 
-// An input value with its bool tensors (or sequence items) normalized;
-// `changed` tells whether any copy was made.
+// An input value with its bool tensors (or sequence items) normalized.
 absl::StatusOr<Value> NormalizedValue(const std::string& what, const Value& v,
-                                      const std::shared_ptr<MemoryBudget>& budget, bool& changed) {
-  changed = false;
+                                      const std::shared_ptr<MemoryBudget>& budget) {
   if (v.is_tensor()) {
     ASSIGN_OR_RETURN(Tensor t, NormalizedBools(what, v.tensor(), budget));
-    if (!t.defined()) return v;
-    changed = true;
-    return Value(std::move(t));
+    return t.defined() ? Value(std::move(t)) : v;
   }
   if (!v.is_sequence() || v.sequence_dtype() != DType::kBool) return v;
   std::vector<Tensor> items = v.sequence();
+  bool changed = false;
   for (size_t k = 0; k < items.size(); ++k) {
     ASSIGN_OR_RETURN(Tensor t, NormalizedBools(absl::StrCat(what, " item ", k), items[k], budget));
     if (!t.defined()) continue;
@@ -1109,9 +1106,8 @@ absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vect
     for (size_t v = 0; v < im.constants.size(); ++v)
       if (im.constants[v].defined()) values[v] = im.constants[v];
     for (const NamedValue& in : inputs) {
-      bool changed = false;
       ASSIGN_OR_RETURN(values[size_t(im.value_index.at(in.name))],
-                       NormalizedValue(absl::StrCat("input '", in.name, "'"), in.value, im.budget, changed));
+                       NormalizedValue(absl::StrCat("input '", in.name, "'"), in.value, im.budget));
     }
     RETURN_IF_ERROR(im.Execute(values, nullptr));
     // Hand out only memory this run made: a tensor that may share a constant's,
