@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/alignment.h"
 #include "runtime/loader.h"
 #include "runtime/registry.h"
 #include "runtime/session.h"
@@ -327,6 +328,8 @@ struct om_session {
     std::vector<const char*> dim_name_ptrs;
   };
   std::vector<Info> inputs, outputs;
+  // Name -> index (the first, for a name listed twice), for runs over many names.
+  std::map<std::string, size_t> input_index, output_index;
 };
 
 namespace {
@@ -367,6 +370,8 @@ om_status* FinishCreate(absl::StatusOr<Graph> graph, const om_session_options* o
   session->session = *std::move(s);
   session->inputs = Describe(session->session->inputs());
   session->outputs = Describe(session->session->outputs());
+  for (size_t i = 0; i < session->inputs.size(); ++i) session->input_index.emplace(session->inputs[i].name, i);
+  for (size_t i = 0; i < session->outputs.size(); ++i) session->output_index.emplace(session->outputs[i].name, i);
   *out = session.release();
   return nullptr;
 }
@@ -441,6 +446,13 @@ om_status* om_tensor_wrap(int32_t elem_type, const int64_t* dims, size_t rank, v
       return Invalid(absl::StrCat("a ", LowerName(DType(elem_type)), ShapeToString(*shape), " tensor needs ", needed,
                                   " bytes, the memory given holds ", byte_size));
     if (data == nullptr && needed > 0) return Invalid("data is NULL");
+    // Kernels load elements as their C type: misaligned memory is refused
+    // (copy it to aligned memory first).
+    const size_t align = ElementAlignment(DType(elem_type));
+    if (needed > 0 && reinterpret_cast<uintptr_t>(data) % align != 0)
+      return Invalid(absl::StrCat("data at 0x", absl::Hex(reinterpret_cast<uintptr_t>(data)),
+                                  " is not aligned to ", align, " bytes, as ", LowerName(DType(elem_type)),
+                                  " elements need"));
     *out = new om_tensor{Tensor::Borrow(DType(elem_type), *std::move(shape), data)};
     return nullptr;
   });
@@ -640,23 +652,27 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
       if (input_names[i] == nullptr) return Invalid(absl::StrCat("input name ", i, " is NULL"));
       if (inputs[i] == nullptr) return Invalid(absl::StrCat("input '", input_names[i], "' is NULL"));
       feeds[i] = {input_names[i], inputs[i]->tensor};
-      for (const om_session::Info& info : session->inputs)
-        if (info.name == input_names[i] && info.dims.size() == inputs[i]->tensor.shape().size())
-          for (size_t d = 0; d < info.dims.size(); ++d)
-            if (!info.dim_names[d].empty()) symbols.emplace(info.dim_names[d], inputs[i]->tensor.shape()[d]);
+      auto found = session->input_index.find(input_names[i]);
+      if (found == session->input_index.end()) continue;  // ValidateInputs names it
+      const om_session::Info& info = session->inputs[found->second];
+      if (info.dims.size() == inputs[i]->tensor.shape().size())
+        for (size_t d = 0; d < info.dims.size(); ++d)
+          if (!info.dim_names[d].empty()) symbols.emplace(info.dim_names[d], inputs[i]->tensor.shape()[d]);
     }
     if (absl::Status s = session->session->ValidateInputs(feeds); !s.ok()) return FromAbsl(s);
     // Which graph output each requested name is, and the caller's buffers.
     const std::vector<om_session::Info>& infos = session->outputs;
     std::vector<int> requested(output_count, -1);
     std::vector<Tensor> results(infos.size());
+    std::vector<bool> asked(infos.size(), false);
     for (size_t k = 0; k < output_count; ++k) {
       if (output_names[k] == nullptr) return Invalid(absl::StrCat("output name ", k, " is NULL"));
-      for (size_t j = 0; j < infos.size() && requested[k] < 0; ++j)
-        if (infos[j].name == output_names[k]) requested[k] = int(j);
-      if (requested[k] < 0) return Invalid(absl::StrCat("'", output_names[k], "' is not an output of the model"));
-      for (size_t q = 0; q < k; ++q)
-        if (requested[q] == requested[k]) return Invalid(absl::StrCat("output '", output_names[k], "' is asked for twice"));
+      auto found = session->output_index.find(output_names[k]);
+      if (found == session->output_index.end())
+        return Invalid(absl::StrCat("'", output_names[k], "' is not an output of the model"));
+      requested[k] = int(found->second);
+      if (asked[found->second]) return Invalid(absl::StrCat("output '", output_names[k], "' is asked for twice"));
+      asked[found->second] = true;
       if (outputs[k] == nullptr) continue;
       const om_session::Info& info = infos[size_t(requested[k])];
       const Tensor& buffer = outputs[k]->tensor;
@@ -817,18 +833,19 @@ om_status* om_session_run_values_with_options(const om_session* session, const o
       if (inputs[i] == nullptr) return Invalid(absl::StrCat("input '", input_names[i], "' is NULL"));
       feeds[i] = {input_names[i], inputs[i]->value};
     }
-    const std::vector<om_session::Info>& infos = session->outputs;
     std::vector<int> requested(output_count, -1);
+    std::vector<bool> asked(session->outputs.size(), false);
     for (size_t k = 0; k < output_count; ++k) {
       if (output_names[k] == nullptr) return Invalid(absl::StrCat("output name ", k, " is NULL"));
       if (outputs[k] != nullptr)
         return Invalid(absl::StrCat("output '", output_names[k], "': om_session_run_values makes its outputs; "
                                     "the slot must be NULL"));
-      for (size_t j = 0; j < infos.size() && requested[k] < 0; ++j)
-        if (infos[j].name == output_names[k]) requested[k] = int(j);
-      if (requested[k] < 0) return Invalid(absl::StrCat("'", output_names[k], "' is not an output of the model"));
-      for (size_t q = 0; q < k; ++q)
-        if (requested[q] == requested[k]) return Invalid(absl::StrCat("output '", output_names[k], "' is asked for twice"));
+      auto found = session->output_index.find(output_names[k]);
+      if (found == session->output_index.end())
+        return Invalid(absl::StrCat("'", output_names[k], "' is not an output of the model"));
+      requested[k] = int(found->second);
+      if (asked[found->second]) return Invalid(absl::StrCat("output '", output_names[k], "' is asked for twice"));
+      asked[found->second] = true;
     }
     std::vector<Value> results;
     if (absl::Status s = session->session->RunValues(feeds, &results, ToRunOptions(run_options)); !s.ok())

@@ -93,7 +93,16 @@ om_status* om_tensor_create(int32_t elem_type, const int64_t* dims, size_t rank,
 /* A tensor over the caller's memory, without copying: `data` must hold at
  * least the tensor's byte size (`byte_size` says how much it holds) and stay
  * valid until the tensor is freed. Packed 4- and 2-bit types store two or
- * four elements per byte, the first in the low bits. */
+ * four elements per byte, the first in the low bits.
+ *
+ * Alignment: `data` must be aligned to the element's C type: its size for a
+ * scalar type (2 for float16, 4 for float, 8 for int64 and double), the size
+ * of one part for complex64 (4) and complex128 (8), 1 for 8-bit and packed
+ * types. Misaligned memory is OM_INVALID_ARGUMENT (copy it to aligned memory).
+ *
+ * bool: any nonzero byte is true. A run whose bool input holds bytes other
+ * than 0 and 1 reads a normalized copy (the caller's memory is not changed),
+ * counted against the session's memory limit. */
 om_status* om_tensor_wrap(int32_t elem_type, const int64_t* dims, size_t rank, void* data,
                           size_t byte_size, om_tensor** out);
 /* Frees a tensor (not wrapped memory); NULL is allowed. */
@@ -213,7 +222,12 @@ om_status* om_session_output_info(const om_session* session, size_t index, om_va
  * an input (a static KV cache): an op that updates that input in place (such
  * as TensorScatter) then writes only what changes, when no later step of the
  * model reads the input; otherwise the result is computed elsewhere and
- * copied in at the end.
+ * copied in at the end, after every result has been read (an output that is
+ * a view of that input gets the input's values from before the run). A
+ * buffer may overlap an input in any other way too (at an offset, say): its
+ * result is then computed elsewhere and moved in. Two bound outputs may not
+ * overlap each other (nor be the same tensor): OM_INVALID_ARGUMENT, before
+ * anything runs.
  *
  * One session may run from many threads at once (with distinct bound outputs).
  * On error, the NULL output slots stay NULL. */

@@ -10,9 +10,11 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/alignment.h"
 #include "runtime/loader.h"
 #include "runtime/registry.h"
 #include "runtime/rewrite.h"
@@ -186,11 +188,102 @@ absl::Status MergeDeclared(const Node& node, const std::string& name, const Valu
   return absl::OkStatus();
 }
 
-bool Overlaps(const Tensor& a, const Tensor& b) {
-  if (!a.defined() || !b.defined() || a.bytes() == 0 || b.bytes() == 0) return false;
-  const char* a0 = static_cast<const char*>(a.raw());
-  const char* b0 = static_cast<const char*>(b.raw());
-  return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+// The byte range [begin, end) of a tensor's elements, with its index in a list.
+struct ByteRange {
+  const char* begin;
+  const char* end;
+  size_t index;
+};
+
+ByteRange RangeOf(const Tensor& t, size_t index) {
+  const char* p = static_cast<const char*>(t.raw());
+  return {p, p + t.bytes(), index};
+}
+
+// Ranges sorted by start, with the running maximum of their ends, to find
+// every range a query overlaps without comparing all pairs.
+class RangeIndex {
+ public:
+  void Add(const Tensor& t, size_t index) {
+    if (t.defined() && t.bytes() > 0) ranges_.push_back(RangeOf(t, index));
+  }
+  void Finish() {
+    std::sort(ranges_.begin(), ranges_.end(), [](const ByteRange& a, const ByteRange& b) {
+      return a.begin != b.begin ? a.begin < b.begin : a.index < b.index;
+    });
+    max_end_.resize(ranges_.size());
+    for (size_t i = 0; i < ranges_.size(); ++i)
+      max_end_[i] = i == 0 ? ranges_[i].end : std::max(max_end_[i - 1], ranges_[i].end);
+  }
+  // Calls f(index) for every range that overlaps t.
+  template <class F>
+  void ForEachOverlap(const Tensor& t, F&& f) const {
+    if (!t.defined() || t.bytes() == 0) return;
+    const ByteRange q = RangeOf(t, 0);
+    size_t i = size_t(std::lower_bound(ranges_.begin(), ranges_.end(), q.end,
+                                       [](const ByteRange& r, const char* p) { return r.begin < p; }) -
+                      ranges_.begin());
+    while (i-- > 0 && max_end_[i] > q.begin)
+      if (ranges_[i].end > q.begin) f(ranges_[i].index);
+  }
+  const std::vector<ByteRange>& sorted() const { return ranges_; }
+
+ private:
+  std::vector<ByteRange> ranges_;
+  std::vector<const char*> max_end_;
+};
+
+// Borrowed memory must be aligned to its element type (a misaligned float
+// load is undefined behaviour).
+absl::Status CheckAligned(const std::string& what, const Tensor& t) {
+  if (!t.defined() || t.bytes() == 0) return absl::OkStatus();
+  const size_t align = ElementAlignment(t.dtype());
+  const uintptr_t address = reinterpret_cast<uintptr_t>(t.raw());
+  if (address % align == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat("%s: its memory at %p is not aligned to %d bytes, as %s needs",
+                                                    what, t.raw(), align, LowerName(t.dtype())));
+}
+
+// The caller's bool memory may hold bytes other than 0 and 1 (a 0/255 mask,
+// a NumPy view of uint8): a kernel loading such a byte as bool is undefined
+// behaviour (Not gives 254, Cast gives 255.0). Returns a copy in which every
+// nonzero byte is 1, charged to the budget, or an undefined tensor when the
+// bytes are all 0 and 1 already. The caller's memory is never written.
+absl::StatusOr<Tensor> NormalizedBools(const std::string& what, const Tensor& t,
+                                       const std::shared_ptr<MemoryBudget>& budget) {
+  if (!t.defined() || t.dtype() != DType::kBool || t.size() <= 0) return Tensor();
+  const unsigned char* in = static_cast<const unsigned char*>(t.raw());
+  const size_t n = size_t(t.size());
+  unsigned char seen = 0;
+  for (size_t i = 0; i < n; ++i) seen |= in[i];
+  if ((seen & 0xFE) == 0) return Tensor();
+  absl::StatusOr<Tensor> copy = Tensor::MakeUninitialized(DType::kBool, t.shape(), budget);
+  if (!copy.ok())
+    return absl::Status(copy.status().code(),
+                        absl::StrCat(what, " holds bytes other than 0 and 1; its normalized copy: ",
+                                     copy.status().message()));
+  unsigned char* out = static_cast<unsigned char*>(copy->raw());
+  for (size_t i = 0; i < n; ++i) out[i] = in[i] != 0;
+  return copy;
+}
+
+// An input value with its bool tensors (or sequence items) normalized.
+absl::StatusOr<Value> NormalizedValue(const std::string& what, const Value& v,
+                                      const std::shared_ptr<MemoryBudget>& budget) {
+  if (v.is_tensor()) {
+    ASSIGN_OR_RETURN(Tensor t, NormalizedBools(what, v.tensor(), budget));
+    return t.defined() ? Value(std::move(t)) : v;
+  }
+  if (!v.is_sequence() || v.sequence_dtype() != DType::kBool) return v;
+  std::vector<Tensor> items = v.sequence();
+  bool changed = false;
+  for (size_t k = 0; k < items.size(); ++k) {
+    ASSIGN_OR_RETURN(Tensor t, NormalizedBools(absl::StrCat(what, " item ", k), items[k], budget));
+    if (!t.defined()) continue;
+    items[k] = std::move(t);
+    changed = true;
+  }
+  return changed ? Value::Sequence(v.sequence_dtype(), std::move(items)) : v;
 }
 
 // A run's RunOptions, checked before every step (in subgraphs too) and at
@@ -329,6 +422,11 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   std::vector<ValueType> value_types;
   std::vector<Tensor> constants;  // by value index; undefined if not constant
   std::vector<int> input_values, output_values;
+  // By value index: the value's position among the graph inputs, or -1.
+  std::vector<int> input_position;
+  // The storage of every constant, to tell outputs that share one (a run
+  // hands out only memory it made).
+  std::unordered_set<const Storage*> constant_storage;
   // Outer-scope values a subgraph reads: (value here, value in the parent).
   std::vector<std::pair<int, int>> captures;
   std::vector<Step> steps;
@@ -499,6 +597,11 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
     for (const std::string& o : node.outputs)
       if (!o.empty()) Intern(o);
 
+  // The graph outputs by name (a name may be listed more than once), so that
+  // merging their declared types costs a lookup per node output, not a scan.
+  std::map<std::string, std::vector<size_t>> graph_output_positions;
+  for (size_t k = 0; k < g.outputs.size(); ++k) graph_output_positions[g.outputs[k].name].push_back(k);
+
   // Per node: its row, its op, the signature check, inference, and constant folding.
   for (size_t n : order) {
     const Node& node = g.nodes[n];
@@ -568,8 +671,11 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
       auto declared = g.value_types.find(node.outputs[i]);
       if (declared != g.value_types.end())
         RETURN_IF_ERROR(MergeDeclared(node, node.outputs[i], declared->second, t));
-      for (const ValueInfo& out : g.outputs)
-        if (out.name == node.outputs[i]) RETURN_IF_ERROR(MergeDeclared(node, out.name, out.type, t));
+      if (auto listed = graph_output_positions.find(node.outputs[i]); listed != graph_output_positions.end())
+        for (size_t k : listed->second) {
+          const ValueInfo& out = g.outputs[k];
+          RETURN_IF_ERROR(MergeDeclared(node, out.name, out.type, t));
+        }
       value_types[size_t(v)] = std::move(t);
       step.outputs.push_back(v);
     }
@@ -608,7 +714,13 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
       return absl::InvalidArgumentError(absl::StrCat("graph output '", out.name, "' is never produced"));
     output_values.push_back(it->second);
   }
-  for (const ValueInfo& in : g.inputs) input_infos.push_back({in.name, value_types[size_t(value_index.at(in.name))]});
+  input_position.assign(value_names.size(), -1);
+  for (const ValueInfo& in : g.inputs) {
+    input_position[size_t(value_index.at(in.name))] = int(input_infos.size());
+    input_infos.push_back({in.name, value_types[size_t(value_index.at(in.name))]});
+  }
+  for (const Tensor& c : constants)
+    if (c.defined()) constant_storage.insert(c.storage().get());
   for (size_t i = 0; i < g.outputs.size(); ++i)
     output_infos.push_back({g.outputs[i].name, value_types[size_t(output_values[i])]});
   PlanStorage();
@@ -627,7 +739,7 @@ void Session::Impl::PlanStorage() {
   }
   for (int v : input_values) root_kind[size_t(v)] = RootKind::kCaller;
   for (auto [v, outer] : captures) root_kind[size_t(v)] = RootKind::kCaller;
-  std::vector<int> producer(n_values, -1);
+  std::vector<int> producer(n_values, -1), produced_at(n_values, -1);
   // Storage a kernel that makes its outputs has seen may live on in them (a
   // sequence's items, a branch's result): it escapes, and is never taken.
   std::vector<bool> escaped(n_values, false);
@@ -636,6 +748,7 @@ void Session::Impl::PlanStorage() {
       const int v = steps[s].outputs[o];
       if (v < 0) continue;
       producer[size_t(v)] = int(s);
+      produced_at[size_t(v)] = int(o);
       if (steps[s].row->def.makes_outputs) root_kind[size_t(v)] = RootKind::kShared;
       const Alias* a = steps[s].row->alias(o);
       if (a && a->kind == Alias::kView && size_t(a->input) < steps[s].inputs.size() &&
@@ -695,8 +808,7 @@ void Session::Impl::PlanStorage() {
     output_step.push_back(s);
     int position = -1, in_place = -1;
     if (s >= 0) {
-      for (size_t o = 0; o < steps[size_t(s)].outputs.size(); ++o)
-        if (steps[size_t(s)].outputs[o] == v) position = int(o);
+      position = produced_at[size_t(v)];
       const Alias* a = steps[size_t(s)].row->alias(size_t(position));
       if (a && a->kind == Alias::kInPlace && size_t(a->input) < steps[size_t(s)].num_explicit) {
         const int in = steps[size_t(s)].inputs[size_t(a->input)];
@@ -1020,13 +1132,18 @@ absl::Status Session::ValidateValues(const std::vector<NamedValue>& inputs) cons
   std::set<std::string> given;
   for (const NamedValue& in : inputs) {
     const ValueInfo* info = nullptr;
-    for (const ValueInfo& vi : im.input_infos)
-      if (vi.name == in.name) info = &vi;
+    if (auto it = im.value_index.find(in.name); it != im.value_index.end() && im.input_position[size_t(it->second)] >= 0)
+      info = &im.input_infos[size_t(im.input_position[size_t(it->second)])];
     if (info == nullptr)
       return absl::InvalidArgumentError(absl::StrCat("'", in.name, "' is not an input of the model"));
     if (!given.insert(in.name).second)
       return absl::InvalidArgumentError(absl::StrCat("input '", in.name, "' is given twice"));
-    RETURN_IF_ERROR(CheckValue(absl::StrCat("input '", in.name, "'"), info->type, in.value));
+    const std::string what = absl::StrCat("input '", in.name, "'");
+    RETURN_IF_ERROR(CheckValue(what, info->type, in.value));
+    if (in.value.is_tensor()) RETURN_IF_ERROR(CheckAligned(what, in.value.tensor()));
+    if (in.value.is_sequence())
+      for (size_t k = 0; k < in.value.sequence().size(); ++k)
+        RETURN_IF_ERROR(CheckAligned(absl::StrCat(what, " item ", k), in.value.sequence()[k]));
   }
   for (const ValueInfo& vi : im.input_infos)
     if (!given.count(vi.name))
@@ -1058,7 +1175,10 @@ absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vect
     std::vector<Value> values(im.value_names.size());
     for (size_t v = 0; v < im.constants.size(); ++v)
       if (im.constants[v].defined()) values[v] = im.constants[v];
-    for (const NamedValue& in : inputs) values[size_t(im.value_index.at(in.name))] = in.value;
+    for (const NamedValue& in : inputs) {
+      ASSIGN_OR_RETURN(values[size_t(im.value_index.at(in.name))],
+                       NormalizedValue(absl::StrCat("input '", in.name, "'"), in.value, im.budget));
+    }
     RETURN_IF_ERROR(im.Execute(values, nullptr, control.active() ? &control : nullptr));
     // Hand out only memory this run made: a tensor that may share a constant's,
     // an input's or a subgraph's storage is copied (sequence items always).
@@ -1102,7 +1222,7 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
   }
 }
 
-absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs,
+absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& given, std::vector<Tensor>* outputs,
                                    const RunOptions& run_options) const {
   const RunControl control(run_options);
   const Impl& im = *impl_;
@@ -1112,22 +1232,61 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::
         return absl::UnimplementedError(absl::StrCat("not implemented: sequence and optional values in the "
                                                      "tensor interface ('", vi.name, "' is ", vi.type.ToString(),
                                                      "; Session::RunValues takes them)"));
-  RETURN_IF_ERROR(ValidateInputs(inputs));
+  RETURN_IF_ERROR(ValidateInputs(given));
+  // bool inputs with bytes other than 0 and 1 run on normalized copies; the
+  // caller's memory is then read no more (a buffer over it is like any other).
+  std::vector<NamedTensor> normalized;
+  for (size_t i = 0; i < given.size(); ++i) {
+    ASSIGN_OR_RETURN(Tensor copy, NormalizedBools(absl::StrCat("input '", given[i].name, "'"), given[i].tensor,
+                                                  im.budget));
+    if (!copy.defined()) continue;
+    if (normalized.empty()) normalized = given;
+    normalized[i].tensor = std::move(copy);
+  }
+  const std::vector<NamedTensor>& inputs = normalized.empty() ? given : normalized;
   std::vector<Value> values(im.value_names.size());
   for (size_t v = 0; v < im.constants.size(); ++v)
     if (im.constants[v].defined()) values[v] = im.constants[v];
   for (const NamedTensor& in : inputs) values[size_t(im.value_index.at(in.name))] = in.tensor;
 
+  outputs->resize(im.output_values.size());
+  const size_t n_out = outputs->size();
+  std::vector<bool> bound(n_out, false);
+  // Caller buffers may not overlap each other: one buffer cannot hold two
+  // results (sorted by address: linear in the number of outputs).
+  RangeIndex buffers;
+  for (size_t k = 0; k < n_out; ++k) {
+    const Tensor& buffer = (*outputs)[k];
+    if (!buffer.defined()) continue;
+    bound[k] = true;
+    RETURN_IF_ERROR(CheckAligned(absl::StrCat("output '", im.output_infos[k].name, "': the caller's buffer"), buffer));
+    buffers.Add(buffer, k);
+  }
+  buffers.Finish();
+  const char* furthest = nullptr;
+  size_t furthest_k = 0;
+  for (const ByteRange& r : buffers.sorted()) {
+    if (furthest != nullptr && r.begin < furthest) {
+      const auto [a, b] = std::minmax(furthest_k, r.index);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "outputs '", im.output_infos[a].name, "' and '", im.output_infos[b].name,
+          "' are bound to overlapping memory: each caller's buffer must be its own"));
+    }
+    if (furthest == nullptr || r.end > furthest) furthest = r.end, furthest_k = r.index;
+  }
+
   // Caller buffers: written directly by the producing step unless the buffer
   // overlaps an input's memory; then only an op updating that very input in
   // place, with no later reader, may write it. Otherwise the result is copied
   // into it after the last step.
-  outputs->resize(im.output_values.size());
+  RangeIndex input_ranges;
+  for (size_t i = 0; i < inputs.size(); ++i) input_ranges.Add(inputs[i].tensor, i);
+  input_ranges.Finish();
   std::vector<std::vector<Tensor>> direct(im.steps.size());
-  std::vector<bool> copy_at_end(outputs->size(), false);
-  for (size_t k = 0; k < outputs->size(); ++k) {
+  std::vector<bool> copy_at_end(n_out, false);
+  for (size_t k = 0; k < n_out; ++k) {
+    if (!bound[k]) continue;
     const Tensor& buffer = (*outputs)[k];
-    if (!buffer.defined()) continue;
     const int s = im.output_step[k];
     const int position = im.output_position[k];
     bool safe = s >= 0 && !im.steps[size_t(s)].row->def.makes_outputs;
@@ -1135,13 +1294,14 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::
       const Alias* a = im.steps[size_t(s)].row->alias(size_t(position));
       safe = !(a && a->kind == Alias::kView);
     }
-    for (const NamedTensor& in : inputs) {
-      if (!safe || !Overlaps(buffer, in.tensor)) continue;
-      const int taken = im.bound_in_place[k];
-      const Step& step = im.steps[size_t(s)];
-      safe = taken >= 0 && buffer.raw() == in.tensor.raw() && buffer.bytes() == in.tensor.bytes() &&
-             im.root[size_t(step.inputs[size_t(taken)])] == im.value_index.at(in.name);
-    }
+    if (safe)
+      input_ranges.ForEachOverlap(buffer, [&](size_t i) {
+        const NamedTensor& in = inputs[i];
+        const int taken = im.bound_in_place[k];
+        const Step& step = im.steps[size_t(s)];
+        safe = safe && taken >= 0 && buffer.raw() == in.tensor.raw() && buffer.bytes() == in.tensor.bytes() &&
+               im.root[size_t(step.inputs[size_t(taken)])] == im.value_index.at(in.name);
+      });
     if (!safe) {
       copy_at_end[k] = true;
       continue;
@@ -1156,7 +1316,7 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::
   }
   RETURN_IF_ERROR(im.Execute(values, &direct, control.active() ? &control : nullptr));
   // Check every caller buffer before writing any: a mismatch writes nothing.
-  for (size_t k = 0; k < im.output_values.size(); ++k) {
+  for (size_t k = 0; k < n_out; ++k) {
     if (!copy_at_end[k]) continue;
     const Tensor& v = values[size_t(im.output_values[k])].tensor();
     const Tensor& buffer = (*outputs)[k];
@@ -1166,26 +1326,54 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& inputs, std::
           LowerName(buffer.dtype()), ShapeToString(buffer.shape()), " but the result is ", LowerName(v.dtype()),
           ShapeToString(v.shape())));
   }
-  for (size_t k = 0; k < im.output_values.size(); ++k) {
+  // Every result is read before any caller buffer is written: an output that
+  // views an input (y1 = Identity(x)) must not see a buffer over x (y2 =
+  // Neg(x) bound to x) already written, whatever the order of the outputs.
+  // First the outputs handed out: only memory the session allocated for this
+  // run goes out as is; one that views a constant, a caller's input or
+  // buffer, or that a kernel making its outputs may share with anything it
+  // saw, is copied now.
+  std::unordered_set<const Storage*> foreign;
+  for (const NamedTensor& in : inputs) foreign.insert(in.tensor.storage().get());
+  for (size_t k = 0; k < n_out; ++k)
+    if (bound[k]) foreign.insert((*outputs)[k].storage().get());
+  std::vector<Tensor> handed(n_out);
+  for (size_t k = 0; k < n_out; ++k) {
+    if (bound[k]) continue;
     const int value = im.output_values[k];
     const Tensor& v = values[size_t(value)].tensor();
-    if (copy_at_end[k]) {
-      CopyElements(v, (*outputs)[k], im.threads);
-      continue;
-    }
-    if ((*outputs)[k].defined()) continue;  // written directly
-    // Hand out only memory the session allocated for this run: an output that
-    // views a constant or a caller's input, or that a kernel making its
-    // outputs may share with anything it saw, is copied.
-    bool shared = (v.storage() && !v.storage()->owned()) ||
-                  im.root_kind[size_t(im.root[size_t(value)])] == RootKind::kShared;
-    for (const Tensor& c : im.constants) shared = shared || (c.defined() && c.storage() == v.storage());
-    for (const NamedTensor& in : inputs) shared = shared || in.tensor.storage() == v.storage();
+    const bool shared = (v.storage() && !v.storage()->owned()) ||
+                        im.root_kind[size_t(im.root[size_t(value)])] == RootKind::kShared ||
+                        im.constant_storage.count(v.storage().get()) || foreign.count(v.storage().get());
     if (shared) {
-      ASSIGN_OR_RETURN((*outputs)[k], v.Clone(im.budget));
+      ASSIGN_OR_RETURN(handed[k], v.Clone(im.budget));
     } else {
-      (*outputs)[k] = v;
+      handed[k] = v;
     }
+  }
+  // Then the results copied into caller buffers: one whose memory overlaps
+  // another such buffer is copied aside first (its own buffer it may
+  // overlap: CopyElements moves as memmove does).
+  RangeIndex targets;
+  for (size_t k = 0; k < n_out; ++k)
+    if (copy_at_end[k]) targets.Add((*outputs)[k], k);
+  targets.Finish();
+  std::vector<Tensor> sources(n_out);
+  for (size_t k = 0; k < n_out; ++k) {
+    if (!copy_at_end[k]) continue;
+    const Tensor& v = values[size_t(im.output_values[k])].tensor();
+    bool aside = false;
+    targets.ForEachOverlap(v, [&](size_t j) { aside = aside || j != k; });
+    if (aside) {
+      ASSIGN_OR_RETURN(sources[k], v.Clone(im.budget));
+    } else {
+      sources[k] = v;
+    }
+  }
+  values.clear();  // the sources and handed-out tensors hold what they need
+  for (size_t k = 0; k < n_out; ++k) {
+    if (copy_at_end[k]) CopyElements(sources[k], (*outputs)[k], im.threads);
+    else if (!bound[k]) (*outputs)[k] = std::move(handed[k]);
   }
   return absl::OkStatus();
 }

@@ -231,19 +231,27 @@ absl::StatusOr<Tensor> Tensor::Clone(const std::shared_ptr<MemoryBudget>& budget
   return t;
 }
 
+// The ranges may overlap (copied as memmove does).
 void CopyElements(const Tensor& src, Tensor& dst, int threads) {
   if (src.raw() == dst.raw()) return;
-  if (src.dtype() == DType::kString) {
-    const std::string* from = src.data<std::string>();
-    std::string* to = dst.data<std::string>();
-    for (int64_t i = 0; i < src.size(); ++i) to[i] = from[i];
-    return;
-  }
   const size_t bytes = src.bytes();
   const char* from = static_cast<const char*>(src.raw());
   char* to = static_cast<char*>(dst.raw());
-  if (threads <= 1 || bytes < (size_t(1) << 20)) {
-    if (bytes) std::memcpy(to, from, bytes);
+  // The ranges may overlap (a caller's output buffer over its input, shifted):
+  // then the copy is memmove's, in one pass, in the safe direction.
+  const bool overlap = bytes && from < to + bytes && to < from + bytes;
+  if (src.dtype() == DType::kString) {
+    const std::string* in = src.data<std::string>();
+    std::string* out = dst.data<std::string>();
+    if (overlap && out > in) {
+      for (int64_t i = src.size(); i-- > 0;) out[i] = in[i];
+    } else {
+      for (int64_t i = 0; i < src.size(); ++i) out[i] = in[i];
+    }
+    return;
+  }
+  if (overlap || threads <= 1 || bytes < (size_t(1) << 20)) {
+    if (bytes) std::memmove(to, from, bytes);
     return;
   }
   // Chunks of 64 KiB, split statically across the threads.

@@ -129,9 +129,51 @@ void CountingLoop(const std::filesystem::path& path) {
   Write(path, m.Serialize());
 }
 
+// neg = Neg(x), id = Identity(x) (a view of x), in that order; x float [n].
+void Alias(const std::filesystem::path& path) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {-1}).Output("neg", DType::kFloat, {-1}).Output("id", DType::kFloat, {-1});
+  NameDims(m.graph().mutable_input(0), {"n"});
+  NameDims(m.graph().mutable_output(0), {"n"});
+  NameDims(m.graph().mutable_output(1), {"n"});
+  m.Node("Neg", {"x"}, {"neg"});
+  m.Node("Identity", {"x"}, {"id"});
+  Write(path, m.Serialize());
+}
+
+// relu = Relu(x), relu_t = Transpose(relu); x float [3,3].
+void Chain(const std::filesystem::path& path) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {3, 3}).Output("relu", DType::kFloat, {3, 3}).Output("relu_t", DType::kFloat, {3, 3});
+  m.Node("Relu", {"x"}, {"relu"});
+  m.Node("Transpose", {"relu"}, {"relu_t"});
+  Write(path, m.Serialize());
+}
+
+// not = Not(m), eq = Equal(m, true), f = Cast(m, float), nz = NonZero(m); m bool [n].
+void BoolOps(const std::filesystem::path& path) {
+  ModelBuilder m(17);
+  m.Input("m", DType::kBool, {-1})
+      .Output("not", DType::kBool, {-1})
+      .Output("eq", DType::kBool, {-1})
+      .Output("f", DType::kFloat, {-1})
+      .Output("nz", DType::kInt64, {1, -1});
+  NameDims(m.graph().mutable_input(0), {"n"});
+  for (int i = 0; i < 3; ++i) NameDims(m.graph().mutable_output(i), {"n"});
+  m.Initializer("true", Tensor::FromVector<bool>({true}, {}));
+  m.Node("Not", {"m"}, {"not"});
+  m.Node("Equal", {"m", "true"}, {"eq"});
+  SetAttr(m.Node("Cast", {"m"}, {"f"}), "to", int64_t(DType::kFloat));
+  m.Node("NonZero", {"m"}, {"nz"});
+  Write(path, m.Serialize());
+}
+
 }  // namespace
 
 void WriteCapiModels(const std::filesystem::path& dir) {
+  Alias(dir / "alias.onnx");
+  Chain(dir / "chain.onnx");
+  BoolOps(dir / "bool_ops.onnx");
   Scatter(dir / "scatter.onnx", false);
   Scatter(dir / "scatter_read.onnx", true);
   Custom(dir / "custom.onnx", DType::kFloat);

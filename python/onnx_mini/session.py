@@ -130,11 +130,22 @@ def _address(array):
     return array.__array_interface__["data"][0]
 
 
-def _overlaps(a, b):
-    if a.nbytes == 0 or b.nbytes == 0:
-        return False
-    pa, pb = _address(a), _address(b)
-    return pa < pb + b.nbytes and pb < pa + a.nbytes
+def _overlapping(arrays):
+    """For arrays given as (key, array): yields (earlier_key, key) for each
+    array whose memory overlaps that of one before it in address order, whose
+    key comes first. Arrays that are not yielded are pairwise disjoint.
+    Sorted by address: n log n, not a comparison of every pair."""
+    spans = sorted(
+        (_address(a), _address(a) + a.nbytes, i, key)
+        for i, (key, a) in enumerate(arrays)
+        if a.nbytes
+    )
+    end, end_key = None, None
+    for start, stop, _, key in spans:
+        if end is not None and start < end:
+            yield end_key, key
+            continue
+        end, end_key = stop, key
 
 
 def _wrap(elem_type, array):
@@ -347,7 +358,9 @@ class InferenceSession:
                 )
             array = np.ascontiguousarray(array, dtype=expected)  # native byte order: a copy
         elif not (array.flags.c_contiguous and array.flags.aligned):
-            array = np.ascontiguousarray(array)  # a copy
+            # A copy (ascontiguousarray would keep a contiguous array that
+            # is not aligned, which the C API refuses).
+            array = array.copy(order="C")
         return array
 
     def run(self, output_names, input_feed, outputs=None):
@@ -401,6 +414,7 @@ class InferenceSession:
             feeds.append((name, array, elem_type))
 
         # Bound outputs: checked before anything runs.
+        asked = set(names)
         bound = {}
         for name, array in outputs.items():
             arg = self._output_by_name.get(name)
@@ -410,19 +424,16 @@ class InferenceSession:
                     % (name, ", ".join(self._output_names)),
                     _INVALID,
                 )
-            if name not in names:
+            if name not in asked:
                 raise OnnxMiniError(
                     "outputs: '%s' is bound but not among the output names asked for" % name, _INVALID
                 )
             bound[name] = (array, self._check_bound(arg, array))
-        bound_items = list(bound.items())
-        for i, (a_name, (a, _)) in enumerate(bound_items):
-            for b_name, (b, _) in bound_items[:i]:
-                if _overlaps(a, b):
-                    raise OnnxMiniError(
-                        "outputs '%s' and '%s' are bound to overlapping memory" % (b_name, a_name),
-                        _INVALID,
-                    )
+        for a_name, b_name in _overlapping([(name, array) for name, (array, _) in bound.items()]):
+            raise OnnxMiniError(
+                "outputs '%s' and '%s' are bound to overlapping memory" % (a_name, b_name),
+                _INVALID,
+            )
 
         handle = self._acquire()
         wrappers = []  # every om_tensor this call wraps, freed at the end
@@ -480,19 +491,17 @@ class InferenceSession:
                 tensor, fresh[k] = fresh[k], None
                 if not tensor:
                     raise OnnxMiniError("the runtime returned no '%s'" % name, StatusCode.INTERNAL)
-                array = _tensor_to_array(tensor, name)
-                # Two outputs over one buffer (e.g. y and Identity(y)): give
-                # each caller array its own memory, as ONNX Runtime does.
-                for k2 in range(k):
-                    if names[k2] not in bound and _overlaps(results[k2], array):
-                        array = array.copy()
-                        break
-                results.append(array)
+                results.append(_tensor_to_array(tensor, name))
         except BaseException:
             for t in fresh:
                 if t:
                     _capi.om_tensor_free(t)
             raise
+        # Two outputs over one buffer (e.g. y and Identity(y)): give each
+        # caller array its own memory, as ONNX Runtime does.
+        fresh_arrays = [(k, results[k]) for k, name in enumerate(names) if name not in bound]
+        for _, k in list(_overlapping(fresh_arrays)):
+            results[k] = results[k].copy()
         return results
 
     def _value(self, arg, value, wrappers, keep):
@@ -571,17 +580,17 @@ class InferenceSession:
             self._release()
         # Outputs over one buffer (y and Identity(y)): each gets its own memory,
         # as ONNX Runtime does.
-        seen = []
+        arrays = []  # ((k, j), array): j the item of a sequence, None for a tensor
         for k, result in enumerate(results):
-            arrays = result if isinstance(result, list) else [] if result is None else [result]
-            for j, array in enumerate(arrays):
-                if any(_overlaps(array, other) for other in seen):
-                    array = array.copy()
-                    if isinstance(result, list):
-                        result[j] = array
-                    else:
-                        results[k] = array
-                seen.append(array)
+            if isinstance(result, list):
+                arrays.extend(((k, j), array) for j, array in enumerate(result))
+            elif result is not None:
+                arrays.append(((k, None), result))
+        for _, (k, j) in list(_overlapping(arrays)):
+            if j is None:
+                results[k] = results[k].copy()
+            else:
+                results[k][j] = results[k][j].copy()
         return results
 
 

@@ -1033,6 +1033,163 @@ static void test_run_options(void) {
   }
   om_tensor_free(bound);
   om_run_options_free(options);
+}
+
+/* Bound outputs that alias inputs or each other (issue #23). */
+static void test_aliasing(void) {
+  om_session_options* opts = NULL;
+  OK(om_session_options_create(&opts));
+  OK(om_session_options_set_intra_op_threads(opts, 2));
+  om_session* s = NULL;
+  OK(om_session_create(path_of("capi/alias.onnx"), opts, &s));
+  om_session_options_free(opts);
+  if (s == NULL) return;
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"neg", "id"};
+
+  /* neg bound to x's own memory beside id, a view of x: id is x from before. */
+  float x[4] = {1, 2, 3, 4};
+  const int64_t dims[1] = {4};
+  om_tensor* tx = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims, 1, x, sizeof x, &tx));
+  const om_tensor* ins[] = {tx};
+  om_tensor* outs[2] = {tx, NULL};
+  OK(om_session_run(s, in_names, ins, 1, out_names, outs, 2));
+  if (outs[1] != NULL) {
+    void* data = NULL;
+    OK(om_tensor_data(outs[1], &data));
+    for (int i = 0; i < 4; ++i) CHECK(((float*)data)[i] == (float)(i + 1));
+    om_tensor_free(outs[1]);
+  }
+  for (int i = 0; i < 4; ++i) CHECK(x[i] == -(float)(i + 1));
+  om_tensor_free(tx);
+
+  /* A bound output over the input shifted by one element (4 MiB, 2 threads):
+   * every element right. */
+  enum { N = 1 << 20 };
+  float* memory = malloc((N + 1) * sizeof(float));
+  const int64_t ndims[1] = {N};
+  om_tensor *in = NULL, *out = NULL;
+  for (int i = 0; i <= N; ++i) memory[i] = (float)i;
+  OK(om_tensor_wrap(OM_FLOAT, ndims, 1, memory, (size_t)N * sizeof(float), &in));
+  OK(om_tensor_wrap(OM_FLOAT, ndims, 1, memory + 1, (size_t)N * sizeof(float), &out));
+  const om_tensor* big_ins[] = {in};
+  om_tensor* big_outs[1] = {out};
+  const char* id_name[] = {"id"};
+  OK(om_session_run(s, in_names, big_ins, 1, id_name, big_outs, 1));
+  int wrong = 0;
+  for (int i = 0; i < N; ++i) wrong += memory[i + 1] != (float)i;
+  CHECK(wrong == 0);
+  /* And the other way (the output before the input). */
+  for (int i = 0; i <= N; ++i) memory[i] = (float)i;
+  om_tensor_free(in);
+  om_tensor_free(out);
+  OK(om_tensor_wrap(OM_FLOAT, ndims, 1, memory + 1, (size_t)N * sizeof(float), &in));
+  OK(om_tensor_wrap(OM_FLOAT, ndims, 1, memory, (size_t)N * sizeof(float), &out));
+  big_ins[0] = in;
+  big_outs[0] = out;
+  OK(om_session_run(s, in_names, big_ins, 1, id_name, big_outs, 1));
+  wrong = 0;
+  for (int i = 0; i < N; ++i) wrong += memory[i] != (float)(i + 1);
+  CHECK(wrong == 0);
+  om_tensor_free(in);
+  om_tensor_free(out);
+  free(memory);
+  om_session_free(s);
+
+  /* The same tensor bound to two outputs: refused, nothing written. */
+  s = load("capi/chain.onnx");
+  if (s == NULL) return;
+  float xs[9] = {-1, 2, -3, 4, -5, 6, -7, 8, -9}, buffer[10] = {9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
+  const int64_t xdims[2] = {3, 3};
+  om_tensor *t_in = NULL, *t_buf = NULL, *t_shifted = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, xdims, 2, xs, sizeof xs, &t_in));
+  OK(om_tensor_wrap(OM_FLOAT, xdims, 2, buffer, 9 * sizeof(float), &t_buf));
+  OK(om_tensor_wrap(OM_FLOAT, xdims, 2, buffer + 1, 9 * sizeof(float), &t_shifted));
+  const char* chain_in[] = {"x"};
+  const om_tensor* chain_ins[] = {t_in};
+  const char* chain_out[] = {"relu", "relu_t"};
+  om_tensor* same[2] = {t_buf, t_buf};
+  ERR(om_session_run(s, chain_in, chain_ins, 1, chain_out, same, 2), OM_INVALID_ARGUMENT,
+      "outputs 'relu' and 'relu_t' are bound to overlapping memory");
+  om_tensor* shifted[2] = {t_shifted, t_buf}; /* two tensors, overlapping memory */
+  ERR(om_session_run(s, chain_in, chain_ins, 1, chain_out, shifted, 2), OM_INVALID_ARGUMENT,
+      "are bound to overlapping memory");
+  for (int i = 0; i < 10; ++i) CHECK(buffer[i] == 9);
+  om_tensor_free(t_in);
+  om_tensor_free(t_buf);
+  om_tensor_free(t_shifted);
+  om_session_free(s);
+
+  /* Memory not aligned to the element type is refused by om_tensor_wrap. */
+  double storage[4] = {0};
+  char* odd = (char*)storage + 1;
+  om_tensor* t = NULL;
+  ERR(om_tensor_wrap(OM_FLOAT, dims, 1, odd, 16, &t), OM_INVALID_ARGUMENT, "is not aligned to 4 bytes, as float");
+  CHECK(t == NULL);
+  const int64_t two[1] = {2};
+  ERR(om_tensor_wrap(OM_INT64, two, 1, (char*)storage + 4, 24, &t), OM_INVALID_ARGUMENT, "not aligned to 8 bytes");
+  ERR(om_tensor_wrap(OM_FLOAT16, dims, 1, odd, 8, &t), OM_INVALID_ARGUMENT, "not aligned to 2 bytes");
+  OK(om_tensor_wrap(OM_UINT8, dims, 1, odd, 4, &t)); /* bytes go anywhere */
+  om_tensor_free(t);
+  t = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims, 1, (char*)storage + 4, 16, &t));
+  om_tensor_free(t);
+}
+
+/* bool memory with bytes other than 0 and 1: any nonzero byte is true, and
+ * the caller's memory is left alone (issue #23). */
+static void test_bool_bytes(void) {
+  om_session* s = load("capi/bool_ops.onnx");
+  if (s == NULL) return;
+  unsigned char mask[5] = {0, 255, 2, 0, 1};
+  const int64_t dims[1] = {5};
+  om_tensor* tm = NULL;
+  OK(om_tensor_wrap(OM_BOOL, dims, 1, mask, sizeof mask, &tm));
+  const char* in_names[] = {"m"};
+  const om_tensor* ins[] = {tm};
+  const char* out_names[] = {"not", "eq", "f", "nz"};
+  om_tensor* outs[4] = {NULL, NULL, NULL, NULL};
+  OK(om_session_run(s, in_names, ins, 1, out_names, outs, 4));
+  const unsigned char want_not[5] = {1, 0, 0, 1, 0}, want_eq[5] = {0, 1, 1, 0, 1};
+  const float want_f[5] = {0, 1, 1, 0, 1};
+  const int64_t want_nz[3] = {1, 2, 4};
+  void* data = NULL;
+  if (outs[0] && outs[1] && outs[2] && outs[3]) {
+    OK(om_tensor_data(outs[0], &data));
+    CHECK(memcmp(data, want_not, 5) == 0);
+    OK(om_tensor_data(outs[1], &data));
+    CHECK(memcmp(data, want_eq, 5) == 0);
+    OK(om_tensor_data(outs[2], &data));
+    CHECK(memcmp(data, want_f, sizeof want_f) == 0);
+    int64_t count = 0;
+    OK(om_tensor_element_count(outs[3], &count));
+    CHECK(count == 3);
+    OK(om_tensor_data(outs[3], &data));
+    if (count == 3) CHECK(memcmp(data, want_nz, sizeof want_nz) == 0);
+  } else {
+    CHECK(!"every output");
+  }
+  for (int i = 0; i < 4; ++i) om_tensor_free(outs[i]);
+  CHECK(mask[1] == 255 && mask[2] == 2); /* untouched */
+
+  /* Through om_session_run_values too. */
+  om_value* v = NULL;
+  OK(om_value_create_tensor(tm, &v));
+  const om_value* vins[] = {v};
+  om_value* vouts[1] = {NULL};
+  const char* not_name[] = {"not"};
+  OK(om_session_run_values(s, in_names, vins, 1, not_name, vouts, 1));
+  if (vouts[0]) {
+    om_tensor* t = NULL;
+    OK(om_value_get_tensor(vouts[0], 0, &t));
+    OK(om_tensor_data(t, &data));
+    CHECK(memcmp(data, want_not, 5) == 0);
+    om_tensor_free(t);
+    om_value_free(vouts[0]);
+  }
+  om_value_free(v);
+  om_tensor_free(tm);
   om_session_free(s);
 }
 
@@ -1054,6 +1211,8 @@ int main(int argc, char** argv) {
   test_custom_op_late_shape();
   test_sequences_and_optionals();
   test_run_options();
+  test_aliasing();
+  test_bool_bytes();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

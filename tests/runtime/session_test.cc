@@ -12,6 +12,7 @@
 #include "runtime/element.h"
 #include "runtime/loader.h"
 #include "runtime/registry.h"
+#include "tests/ops/graph_util.h"
 #include "tools/model_builder.h"
 
 namespace onnx_mini {
@@ -399,6 +400,278 @@ TEST(Plan, AValueListedTwiceAsAGraphOutputFillsBothCallerBuffers) {
   ASSERT_TRUE(s->Run({{"x", Tensor::FromVector<float>({1, 2}, {2})}}, &outputs).ok());
   EXPECT_EQ(a[1], -2.0f);
   EXPECT_EQ(b[1], -2.0f);
+}
+
+// ---- Bound outputs that alias inputs or each other (issue #23) ----
+
+// y2 = Neg(x) bound to x's own memory beside y1 = Identity(x), a view of x:
+// y1 is x from before the run whatever the order of the graph's outputs
+// (the bound output used to be written before the view was copied out).
+TEST(Alias, AViewOfAnInputIsReadBeforeABoundOutputOverwritesTheInput) {
+  for (bool neg_first : {true, false}) {
+    ModelBuilder m(17);
+    m.Input("x", DType::kFloat, {4});
+    if (neg_first) m.Output("y2", DType::kFloat, {4}).Output("y1", DType::kFloat, {4});
+    else m.Output("y1", DType::kFloat, {4}).Output("y2", DType::kFloat, {4});
+    m.Node("Neg", {"x"}, {"y2"});
+    m.Node("Identity", {"x"}, {"y1"});
+    std::unique_ptr<Session> s = *m.Build();
+    float x[4] = {1, 2, 3, 4};
+    const size_t neg = neg_first ? 0 : 1;
+    std::vector<Tensor> outputs(2);
+    outputs[neg] = Tensor::Borrow(DType::kFloat, {4}, x);
+    ASSERT_TRUE(s->Run({{"x", Tensor::Borrow(DType::kFloat, {4}, x)}}, &outputs).ok());
+    const Tensor& y1 = outputs[1 - neg];
+    EXPECT_NE(y1.raw(), static_cast<void*>(x));
+    EXPECT_EQ(std::vector<float>(y1.data<float>(), y1.data<float>() + 4), (std::vector<float>{1, 2, 3, 4}))
+        << "neg first: " << neg_first;
+    EXPECT_EQ(std::vector<float>(x, x + 4), (std::vector<float>{-1, -2, -3, -4}));
+    // Bound too: y1 into its own buffer, the same answer.
+    float x2[4] = {1, 2, 3, 4}, b1[4] = {0, 0, 0, 0};
+    outputs.assign(2, Tensor());
+    outputs[neg] = Tensor::Borrow(DType::kFloat, {4}, x2);
+    outputs[1 - neg] = Tensor::Borrow(DType::kFloat, {4}, b1);
+    ASSERT_TRUE(s->Run({{"x", Tensor::Borrow(DType::kFloat, {4}, x2)}}, &outputs).ok());
+    EXPECT_EQ(std::vector<float>(b1, b1 + 4), (std::vector<float>{1, 2, 3, 4})) << "neg first: " << neg_first;
+    EXPECT_EQ(std::vector<float>(x2, x2 + 4), (std::vector<float>{-1, -2, -3, -4}));
+  }
+}
+
+// The same with a KV cache: Flatten(past) beside TensorScatter's present
+// bound to past.
+TEST(Alias, AViewOfTheCacheIsReadBeforeTheBoundPresentOverwritesIt) {
+  ModelBuilder m(24, 10);
+  m.Input("past", DType::kFloat, {1, 3, 2}).Input("update", DType::kFloat, {1, 1, 2});
+  m.Input("write_indices", DType::kInt64, {1});
+  m.Output("present", DType::kFloat, {1, 3, 2}).Output("flat", DType::kFloat, {1, 6});
+  SetAttr(m.Node("TensorScatter", {"past", "update", "write_indices"}, {"present"}), "axis", int64_t(1));
+  m.Node("Flatten", {"past"}, {"flat"});
+  std::unique_ptr<Session> s = *m.Build();
+  float past[6] = {1, 2, 3, 4, 5, 6};
+  std::vector<Tensor> outputs = {Tensor::Borrow(DType::kFloat, {1, 3, 2}, past), Tensor()};
+  absl::Status st = s->Run({{"past", Tensor::Borrow(DType::kFloat, {1, 3, 2}, past)},
+                            {"update", Tensor::FromVector<float>({70, 80}, {1, 1, 2})},
+                            {"write_indices", Tensor::FromVector<int64_t>({1}, {1})}},
+                           &outputs);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(std::vector<float>(past, past + 6), (std::vector<float>{1, 2, 70, 80, 5, 6}));
+  const float* flat = outputs[1].data<float>();
+  EXPECT_EQ(std::vector<float>(flat, flat + 6), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
+// A subgraph's output is the outer input itself (If then Identity(x)): its
+// value is read before the bound Neg(x) overwrites x.
+TEST(Alias, AnIfOutputOverAnInputIsReadBeforeABoundOutputOverwritesIt) {
+  ModelBuilder then_b(17), else_b(17);
+  then_b.Node("Identity", {"x"}, {"t"});
+  then_b.Output("t", DType::kFloat, {3});
+  else_b.Node("Abs", {"x"}, {"e"});
+  else_b.Output("e", DType::kFloat, {3});
+  ModelBuilder m(17);
+  m.Input("c", DType::kBool, {}).Input("x", DType::kFloat, {3});
+  m.Output("n", DType::kFloat, {3}).Output("y", DType::kFloat, {3});
+  m.Node("Neg", {"x"}, {"n"});
+  onnx::NodeProto& n = m.Node("If", {"c"}, {"y"});
+  SetGraph(n, "then_branch", Body(then_b, "then"));
+  SetGraph(n, "else_branch", Body(else_b, "else"));
+  std::unique_ptr<Session> s = *m.Build();
+  float x[3] = {1, -2, 3};
+  bool c = true;
+  std::vector<Tensor> outputs = {Tensor::Borrow(DType::kFloat, {3}, x), Tensor()};
+  ASSERT_TRUE(s->Run({{"c", Tensor::Borrow(DType::kBool, {}, &c)}, {"x", Tensor::Borrow(DType::kFloat, {3}, x)}},
+                     &outputs)
+                  .ok());
+  EXPECT_EQ(std::vector<float>(x, x + 3), (std::vector<float>{-1, 2, -3}));
+  const float* y = outputs[1].data<float>();
+  EXPECT_EQ(std::vector<float>(y, y + 3), (std::vector<float>{1, -2, 3}));
+}
+
+// A bound output over the input's allocation shifted by one element: the
+// result is moved in (as memmove), on 2 threads over 4 MiB (split copies
+// used to read elements already overwritten; ASan: memcpy-param-overlap).
+TEST(Alias, ABoundOutputOverlappingAnInputAtAnOffsetGetsTheRightValues) {
+  constexpr int64_t n = int64_t(1) << 20;
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {n}).Output("y", DType::kFloat, {n}).Output("z", DType::kFloat, {n});
+  m.Node("Identity", {"x"}, {"y"});
+  m.Node("Neg", {"x"}, {"z"});
+  SessionOptions options;
+  options.threads = 2;
+  std::unique_ptr<Session> s = *m.Build(options);
+  for (int shift : {1, -1}) {
+    std::vector<float> memory(size_t(n) + 1);
+    for (size_t i = 0; i < memory.size(); ++i) memory[i] = float(i);
+    float* x = memory.data() + (shift < 0 ? 1 : 0);
+    float* y = x + shift;
+    for (const char* bind : {"y", "z"}) {
+      std::vector<float> before(x, x + n);
+      std::vector<Tensor> outputs(2);
+      outputs[bind[0] == 'y' ? 0 : 1] = Tensor::Borrow(DType::kFloat, {n}, y);
+      ASSERT_TRUE(s->Run({{"x", Tensor::Borrow(DType::kFloat, {n}, x)}}, &outputs).ok());
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i) wrong += y[i] != (bind[0] == 'y' ? before[size_t(i)] : -before[size_t(i)]);
+      EXPECT_EQ(wrong, 0) << "shift " << shift << ", bound " << bind;
+      // The unbound output saw x from before the move too.
+      const Tensor& other = outputs[bind[0] == 'y' ? 1 : 0];
+      EXPECT_EQ(other.data<float>()[n - 1], bind[0] == 'y' ? -before[size_t(n - 1)] : before[size_t(n - 1)]);
+      for (size_t i = 0; i < memory.size(); ++i) memory[i] = float(i);
+    }
+  }
+}
+
+TEST(Alias, CopyElementsMovesOverlappingRanges) {
+  constexpr int64_t n = int64_t(1) << 20;
+  for (int shift : {1, -1, 1000, -70000}) {
+    std::vector<int32_t> memory(size_t(n) + 70000);
+    for (size_t i = 0; i < memory.size(); ++i) memory[i] = int32_t(i);
+    int32_t* src = memory.data() + 70000 * (shift < 0);
+    const std::vector<int32_t> before(src, src + n);
+    Tensor from = Tensor::Borrow(DType::kInt32, {n}, src), to = Tensor::Borrow(DType::kInt32, {n}, src + shift);
+    CopyElements(from, to, 2);
+    EXPECT_TRUE(std::equal(before.begin(), before.end(), src + shift)) << shift;
+  }
+}
+
+// Two bound outputs over the same memory (y1 = Relu(x), y2 = Transpose(y1)):
+// no buffer can hold both, so the run is refused, naming both, before
+// anything is written.
+TEST(Alias, BoundOutputsOverlappingEachOtherAreRefused) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2, 3}).Output("y1", DType::kFloat, {2, 3}).Output("y2", DType::kFloat, {3, 2});
+  m.Node("Relu", {"x"}, {"y1"});
+  m.Node("Transpose", {"y1"}, {"y2"});
+  std::unique_ptr<Session> s = *m.Build();
+  const Tensor x = Tensor::FromVector<float>({-1, 2, -3, 4, -5, 6}, {2, 3});
+  float buffer[7] = {9, 9, 9, 9, 9, 9, 9};
+  for (int offset : {0, 1}) {
+    std::vector<Tensor> outputs = {Tensor::Borrow(DType::kFloat, {2, 3}, buffer),
+                                   Tensor::Borrow(DType::kFloat, {3, 2}, buffer + offset)};
+    absl::Status st = s->Run({{"x", x}}, &outputs);
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+    EXPECT_THAT(Message(st), HasSubstr("outputs 'y1' and 'y2' are bound to overlapping memory"));
+    EXPECT_EQ(buffer[0], 9.0f);
+    EXPECT_EQ(buffer[6], 9.0f);
+  }
+  // Side by side is fine.
+  float a[6], b[6];
+  std::vector<Tensor> outputs = {Tensor::Borrow(DType::kFloat, {2, 3}, a), Tensor::Borrow(DType::kFloat, {3, 2}, b)};
+  ASSERT_TRUE(s->Run({{"x", x}}, &outputs).ok());
+  EXPECT_EQ(std::vector<float>(b, b + 6), (std::vector<float>{0, 4, 2, 0, 0, 6}));
+}
+
+TEST(Alias, MisalignedMemoryIsRefused) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2}).Output("y", DType::kFloat, {2});
+  m.Node("Neg", {"x"}, {"y"});
+  std::unique_ptr<Session> s = *m.Build();
+  alignas(8) char memory[16] = {};
+  std::vector<Tensor> outputs;
+  absl::Status st = s->Run({{"x", Tensor::Borrow(DType::kFloat, {2}, memory + 1)}}, &outputs);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_THAT(Message(st), HasSubstr("input 'x': its memory at"));
+  EXPECT_THAT(Message(st), HasSubstr("is not aligned to 4 bytes, as float needs"));
+  outputs = {Tensor::Borrow(DType::kFloat, {2}, memory + 2)};
+  st = s->Run({{"x", Tensor::FromVector<float>({1, 2}, {2})}}, &outputs);
+  EXPECT_THAT(Message(st), HasSubstr("output 'y': the caller's buffer: its memory at"));
+}
+
+// ---- bool memory with bytes other than 0 and 1 (issue #23) ----
+
+// Any nonzero byte is true: the ops see the normalized mask, the caller's
+// memory is left as it was.
+TEST(BoolBytes, InputsAreNormalizedForEveryOp) {
+  ModelBuilder m(17);
+  m.Input("b", DType::kBool, {5});
+  m.Output("not", DType::kBool, {5}).Output("eq", DType::kBool, {5}).Output("f", DType::kFloat, {5});
+  m.Output("nz", DType::kInt64, {1, -1});
+  m.Initializer("t", Tensor::FromVector<bool>({true}, {}));
+  m.Node("Not", {"b"}, {"not"});
+  m.Node("Equal", {"b", "t"}, {"eq"});
+  SetAttr(m.Node("Cast", {"b"}, {"f"}), "to", int64_t(DType::kFloat));
+  m.Node("NonZero", {"b"}, {"nz"});
+  std::unique_ptr<Session> s = *m.Build();
+  uint8_t bytes[5] = {0, 255, 2, 0, 1};
+  const Tensor b = Tensor::Borrow(DType::kBool, {5}, bytes);
+  for (bool as_values : {false, true}) {
+    std::vector<Tensor> out;
+    if (as_values) {
+      std::vector<Value> values;
+      ASSERT_TRUE(s->RunValues({{"b", b}}, &values).ok());
+      for (const Value& v : values) out.push_back(v.tensor());
+    } else {
+      absl::StatusOr<std::vector<Tensor>> r = s->Run({{"b", b}});
+      ASSERT_TRUE(r.ok()) << r.status();
+      out = *r;
+    }
+    const uint8_t* no = static_cast<const uint8_t*>(out[0].raw());
+    EXPECT_EQ(std::vector<uint8_t>(no, no + 5), (std::vector<uint8_t>{1, 0, 0, 1, 0}));
+    const uint8_t* eq = static_cast<const uint8_t*>(out[1].raw());
+    EXPECT_EQ(std::vector<uint8_t>(eq, eq + 5), (std::vector<uint8_t>{0, 1, 1, 0, 1}));
+    EXPECT_EQ(std::vector<float>(out[2].data<float>(), out[2].data<float>() + 5),
+              (std::vector<float>{0, 1, 1, 0, 1}));
+    EXPECT_EQ(out[3].shape(), (Shape{1, 3}));
+    EXPECT_EQ(std::vector<int64_t>(out[3].data<int64_t>(), out[3].data<int64_t>() + 3),
+              (std::vector<int64_t>{1, 2, 4}));
+  }
+  EXPECT_EQ(std::vector<uint8_t>(bytes, bytes + 5), (std::vector<uint8_t>{0, 255, 2, 0, 1}));
+  // Not bound to the mask's own memory: the result lands there, normalized.
+  std::vector<Tensor> outputs = {b, Tensor(), Tensor(), Tensor()};
+  ASSERT_TRUE(s->Run({{"b", b}}, &outputs).ok());
+  EXPECT_EQ(std::vector<uint8_t>(bytes, bytes + 5), (std::vector<uint8_t>{1, 0, 0, 1, 0}));
+  EXPECT_EQ(outputs[3].shape(), (Shape{1, 3}));  // NonZero read the mask from before
+}
+
+TEST(BoolBytes, SequenceItemsAreNormalized) {
+  // A sequence input: Not of its second item.
+  ModelBuilder q(17);
+  onnx::ValueInfoProto* in = q.graph().add_input();
+  in->set_name("seq");
+  onnx::TypeProto::Tensor* t = in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type();
+  t->set_elem_type(int32_t(DType::kBool));
+  t->mutable_shape()->add_dim()->set_dim_value(3);
+  q.Output("not", DType::kBool, {3});
+  q.Initializer("one", Tensor::FromVector<int64_t>({1}, {}));
+  q.Node("SequenceAt", {"seq", "one"}, {"item"});
+  q.Node("Not", {"item"}, {"not"});
+  std::unique_ptr<Session> s = *q.Build();
+  uint8_t first[3] = {0, 0, 0}, second[3] = {7, 0, 128};
+  std::vector<Value> out;
+  absl::Status st = s->RunValues({{"seq", Seq({Tensor::Borrow(DType::kBool, {3}, first),
+                                                Tensor::Borrow(DType::kBool, {3}, second)})}},
+                                 &out);
+  ASSERT_TRUE(st.ok()) << st;
+  const uint8_t* no = static_cast<const uint8_t*>(out[0].tensor().raw());
+  EXPECT_EQ(std::vector<uint8_t>(no, no + 3), (std::vector<uint8_t>{0, 1, 0}));
+  EXPECT_EQ(second[0], 7);
+}
+
+// ---- Many outputs: names are looked up, not scanned (issue #23) ----
+
+// 20,000 outputs, each Identity(x) or Neg(x), some bound: session creation
+// and runs are linear in the outputs (this took seconds when each output's
+// name was compared with every other's).
+TEST(ManyOutputs, EveryOutputIsRightAndBoundOnesAreWritten) {
+  constexpr int kOutputs = 20000;
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2});
+  for (int i = 0; i < kOutputs; ++i) {
+    const std::string name = "y" + std::to_string(i);
+    m.Output(name, DType::kFloat, {2});
+    m.Node(i % 2 ? "Neg" : "Identity", {"x"}, {name});
+  }
+  absl::StatusOr<std::unique_ptr<Session>> s = m.Build();
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<float> bound(2 * kOutputs / 10, -7.0f);
+  std::vector<Tensor> outputs(kOutputs);
+  for (int i = 0; i < kOutputs; i += 10) outputs[size_t(i)] = Tensor::Borrow(DType::kFloat, {2}, &bound[size_t(i / 5)]);
+  ASSERT_TRUE((*s)->Run({{"x", Tensor::FromVector<float>({3, -4}, {2})}}, &outputs).ok());
+  for (int i = 0; i < kOutputs; ++i) {
+    const float sign = i % 2 ? -1.0f : 1.0f;
+    ASSERT_EQ(outputs[size_t(i)].data<float>()[0], 3 * sign) << i;
+    ASSERT_EQ(outputs[size_t(i)].data<float>()[1], -4 * sign) << i;
+  }
+  EXPECT_EQ(bound[0], 3.0f);
+  EXPECT_EQ(bound.back(), -4.0f);
 }
 
 // ---- Hostile sizes: every case is a clear error naming the node, never a crash ----
