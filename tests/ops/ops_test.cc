@@ -455,5 +455,137 @@ TEST(BuiltinOps, OutputsWrittenInPartsAreWrittenInFull) {
   }
 }
 
+
+// Degenerate shapes and attributes that leave parts of an output outside
+// every loop a kernel runs (a contraction over an empty dim, a reduction of
+// nothing, sequences of length 0, windows wholly in the padding, rotary
+// embedding over part of a head, a DFT longer than its signal...): with
+// poisoning on, every element must still be written.
+TEST(BuiltinOps, DegenerateShapesWriteEveryOutputElement) {
+  ScopedPoison poison;
+  auto N = [](std::string op, int64_t opset, std::vector<Tensor> in, size_t outs = 1, Attrs a = {}) {
+    OpTester t;
+    t.op = std::move(op);
+    t.opset = opset;
+    t.inputs = std::move(in);
+    t.outputs = outs;
+    t.attrs = std::move(a);
+    return t;
+  };
+  auto A = [](Attrs a) { return a; };
+  auto Z = [](Shape s) { return Random(DType::kFloat, std::move(s), 3); };
+  std::vector<std::pair<std::string, OpTester>> cases = {
+    {"MatMul K0", N("MatMul", 13, {Z({4, 0}), Z({0, 5})})},
+    {"MatMul K0 big", N("MatMul", 13, {Z({64, 0}), Z({0, 512})})},
+    {"MatMul K0 const", [&]{ auto t = N("MatMul", 13, {Z({64, 0}), Z({0, 512})}); t.constant = {false, true}; return t; }()},
+    {"MatMul K0 batched", N("MatMul", 13, {Z({3, 4, 0}), Z({0, 5})})},
+    {"MatMul int K0", N("MatMul", 13, {Random(DType::kInt32, {4, 0}, 1), Random(DType::kInt32, {0, 5}, 1)})},
+    {"MatMul bf16 K0", N("MatMul", 13, {Random(DType::kBFloat16, {4, 0}, 1), Random(DType::kBFloat16, {0, 5}, 1)})},
+    {"MatMul f16 K0", N("MatMul", 13, {Random(DType::kFloat16, {4, 0}, 1), Random(DType::kFloat16, {0, 5}, 1)})},
+    {"MatMul double K0", N("MatMul", 13, {Random(DType::kDouble, {4, 0}, 1), Random(DType::kDouble, {0, 5}, 1)})},
+    {"Gemm K0", N("Gemm", 13, {Z({4, 0}), Z({0, 5}), Z({5})})},
+    {"Gemm K0 noC", N("Gemm", 13, {Z({4, 0}), Z({0, 5})})},
+    {"Gemm K0 transB", N("Gemm", 13, {Z({4, 0}), Z({5, 0})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "transB", int64_t(1)); }))},
+    {"MatMulInteger K0", N("MatMulInteger", 10, {Random(DType::kUInt8, {4, 0}, 1), Random(DType::kUInt8, {0, 5}, 1)})},
+    {"QLinearMatMul K0", N("QLinearMatMul", 10, {Random(DType::kUInt8, {4, 0}, 1), F({1}, {}), Tensor::FromVector<uint8_t>({0}, {}), Random(DType::kUInt8, {0, 5}, 1), F({1}, {}), Tensor::FromVector<uint8_t>({0}, {}), F({1}, {}), Tensor::FromVector<uint8_t>({0}, {})})},
+    {"Einsum K0", N("Einsum", 12, {Z({4, 0}), Z({0, 5})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "equation", std::string("ij,jk->ik")); }))},
+    {"Einsum sum empty", N("Einsum", 12, {Z({4, 0})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "equation", std::string("ij->i")); }))},
+    {"ReduceSum empty", N("ReduceSum", 13, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceProd empty", N("ReduceProd", 18, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceMax empty", N("ReduceMax", 18, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceMin empty", N("ReduceMin", 18, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceMean empty", N("ReduceMean", 18, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceL1 empty", N("ReduceL1", 18, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceL2 empty", N("ReduceL2", 18, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceLogSumExp empty", N("ReduceLogSumExp", 18, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceSumSquare empty", N("ReduceSumSquare", 18, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceLogSum empty", N("ReduceLogSum", 18, {Z({4, 0}), I({1}, {1})})},
+    {"ReduceSum int empty", N("ReduceSum", 13, {Random(DType::kInt64, {4, 0}, 1), I({1}, {1})})},
+    {"ReduceMax int empty", N("ReduceMax", 18, {Random(DType::kInt32, {4, 0}, 1), I({1}, {1})})},
+    {"ReduceMax bool empty", N("ReduceMax", 20, {Tensor::Zeros(DType::kBool, {4, 0}), I({1}, {1})})},
+    {"ReduceSum all empty", N("ReduceSum", 13, {Z({4, 0})})},
+    {"ReduceSum f16 empty", N("ReduceSum", 13, {Random(DType::kFloat16, {4, 0}, 1), I({1}, {1})})},
+    {"Conv Cin0", N("Conv", 11, {Z({1, 0, 4, 4}), Z({2, 0, 3, 3})})},
+    {"Conv Cin0 bias", N("Conv", 11, {Z({1, 0, 4, 4}), Z({2, 0, 3, 3}), Z({2})})},
+    {"ConvTranspose Cin0", N("ConvTranspose", 11, {Z({1, 0, 4, 4}), Z({0, 2, 3, 3})})},
+    {"ConvTranspose outpad", N("ConvTranspose", 11, {Z({1, 2, 4, 4}), Z({2, 2, 3, 3}), Z({2})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "strides", std::vector<int64_t>{2, 2}); SetAttr(n, "output_padding", std::vector<int64_t>{1, 1}); }))},
+    {"ConvTranspose output_shape", N("ConvTranspose", 11, {Z({1, 2, 4, 4}), Z({2, 2, 3, 3})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "strides", std::vector<int64_t>{3, 3}); SetAttr(n, "output_shape", std::vector<int64_t>{14, 14}); }))},
+    {"ConvTranspose dil", N("ConvTranspose", 11, {Z({1, 2, 4, 4}), Z({2, 2, 3, 3})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "dilations", std::vector<int64_t>{3, 3}); SetAttr(n, "pads", std::vector<int64_t>{0, 0, 0, 0}); }))},
+    {"ConvInteger K0", N("ConvInteger", 10, {Random(DType::kUInt8, {1, 0, 4, 4}, 1), Random(DType::kUInt8, {2, 0, 3, 3}, 1)})},
+    {"MaxPool pads big", N("MaxPool", 12, {Z({1, 1, 4, 4})}, 2, A([](onnx::NodeProto& n){ SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); SetAttr(n, "pads", std::vector<int64_t>{1, 1, 1, 1}); SetAttr(n, "ceil_mode", int64_t(1)); SetAttr(n, "strides", std::vector<int64_t>{3, 3}); }))},
+    {"MaxPool dil ceil", N("MaxPool", 12, {Z({1, 1, 5, 5})}, 2, A([](onnx::NodeProto& n){ SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); SetAttr(n, "dilations", std::vector<int64_t>{2, 2}); SetAttr(n, "ceil_mode", int64_t(1)); SetAttr(n, "strides", std::vector<int64_t>{2, 2}); }))},
+    {"AvgPool ceil pad", N("AveragePool", 19, {Z({1, 1, 4, 4})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); SetAttr(n, "pads", std::vector<int64_t>{1, 1, 1, 1}); SetAttr(n, "ceil_mode", int64_t(1)); SetAttr(n, "strides", std::vector<int64_t>{3, 3}); }))},
+    {"LpPool", N("LpPool", 18, {Z({1, 1, 4, 4})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); SetAttr(n, "pads", std::vector<int64_t>{1, 1, 1, 1}); SetAttr(n, "ceil_mode", int64_t(1)); SetAttr(n, "strides", std::vector<int64_t>{3, 3}); }))},
+    {"LSTM all len 0", N("LSTM", 14, {Z({5, 2, 3}), Z({1, 8, 3}), Z({1, 8, 2}), Tensor(), Tensor::FromVector<int32_t>({0, 0}, {2})}, 3, A([](onnx::NodeProto& n){ SetAttr(n, "hidden_size", int64_t(2)); }))},
+    {"LSTM lens bidir layout", N("LSTM", 14, {Z({2, 5, 3}), Z({2, 8, 3}), Z({2, 8, 2}), Tensor(), Tensor::FromVector<int32_t>({0, 3}, {2})}, 3, A([](onnx::NodeProto& n){ SetAttr(n, "hidden_size", int64_t(2)); SetAttr(n, "layout", int64_t(1)); SetAttr(n, "direction", std::string("bidirectional")); }))},
+    {"GRU lens reverse", N("GRU", 14, {Z({5, 2, 3}), Z({1, 6, 3}), Z({1, 6, 2}), Tensor(), Tensor::FromVector<int32_t>({0, 3}, {2})}, 2, A([](onnx::NodeProto& n){ SetAttr(n, "hidden_size", int64_t(2)); SetAttr(n, "direction", std::string("reverse")); }))},
+    {"RNN S0", N("RNN", 14, {Z({0, 2, 3}), Z({1, 2, 3}), Z({1, 2, 2})}, 2, A([](onnx::NodeProto& n){ SetAttr(n, "hidden_size", int64_t(2)); }))},
+    {"LSTM S0", N("LSTM", 14, {Z({0, 2, 3}), Z({1, 8, 3}), Z({1, 8, 2})}, 3, A([](onnx::NodeProto& n){ SetAttr(n, "hidden_size", int64_t(2)); }))},
+    {"Rotary partial", N("RotaryEmbedding", 23, {Z({1, 2, 3, 8}), Z({1, 3, 2}), Z({1, 3, 2})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "rotary_embedding_dim", int64_t(4)); }))},
+    {"Rotary partial 3d", N("RotaryEmbedding", 23, {Z({1, 3, 16}), Z({1, 3, 2}), Z({1, 3, 2})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "rotary_embedding_dim", int64_t(4)); SetAttr(n, "num_heads", int64_t(2)); }))},
+    {"Rotary interleaved partial", N("RotaryEmbedding", 23, {Z({1, 2, 3, 8}), Z({1, 3, 2}), Z({1, 3, 2})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "rotary_embedding_dim", int64_t(4)); SetAttr(n, "interleaved", int64_t(1)); }))},
+    {"DFT pad", N("DFT", 20, {Z({2, 5, 1}), I({8}, {})}, 1)},
+    {"DFT onesided pad", N("DFT", 20, {Z({2, 5, 1}), I({8}, {})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "onesided", int64_t(1)); }))},
+    {"DFT inverse", N("DFT", 20, {Z({2, 5, 2}), I({3}, {})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "inverse", int64_t(1)); }))},
+    {"STFT", N("STFT", 17, {Z({1, 64, 1}), I({8}, {}), Z({16}), I({16}, {})})},
+    {"STFT onesided0", N("STFT", 17, {Z({1, 64, 1}), I({8}, {}), Z({16}), I({16}, {})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "onesided", int64_t(0)); }))},
+    {"Pad empty const", N("Pad", 13, {Z({0, 3}), I({2, 1, 2, 1}, {4})})},
+    {"Pad empty edge", N("Pad", 13, {Z({2, 0}), I({2, 0, 2, 0}, {4})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "mode", std::string("edge")); }))},
+    {"Concat empties", N("Concat", 13, {Z({0, 3}), Z({2, 3}), Z({0, 3})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "axis", int64_t(0)); }))},
+    {"Attention S0 past", N("Attention", 23, {Z({1, 2, 3, 4}), Z({1, 2, 0, 4}), Z({1, 2, 0, 4}), Tensor(), Z({1, 2, 2, 4}), Z({1, 2, 2, 4})}, 3)},
+    {"Attention qk out", N("Attention", 23, {Z({1, 2, 3, 4}), Z({1, 2, 5, 4}), Z({1, 2, 5, 4})}, 4, A([](onnx::NodeProto& n){ SetAttr(n, "qk_matmul_output_mode", int64_t(3)); SetAttr(n, "is_causal", int64_t(1)); }))},
+    {"Attention qk out mode0 causal", N("Attention", 23, {Z({1, 2, 3, 4}), Z({1, 2, 5, 4}), Z({1, 2, 5, 4})}, 4, A([](onnx::NodeProto& n){ SetAttr(n, "is_causal", int64_t(1)); }))},
+    {"Attention qk out mode1 mask", N("Attention", 23, {Z({1, 2, 3, 4}), Z({1, 2, 5, 4}), Z({1, 2, 5, 4}), Tensor::Zeros(DType::kBool, {3, 5})}, 4, A([](onnx::NodeProto& n){ SetAttr(n, "qk_matmul_output_mode", int64_t(1)); }))},
+    {"Attention qk out mode2 softcap", N("Attention", 23, {Z({1, 2, 3, 4}), Z({1, 2, 5, 4}), Z({1, 2, 5, 4})}, 4, A([](onnx::NodeProto& n){ SetAttr(n, "qk_matmul_output_mode", int64_t(2)); SetAttr(n, "softcap", 2.0f); }))},
+    {"Attention 3d gqa", N("Attention", 23, {Z({1, 3, 8}), Z({1, 5, 4}), Z({1, 5, 6})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "q_num_heads", int64_t(2)); SetAttr(n, "kv_num_heads", int64_t(1)); }))},
+    {"Attention nonpad kv", N("Attention", 24, {Z({2, 2, 3, 4}), Z({2, 2, 5, 4}), Z({2, 2, 5, 4}), Tensor(), Tensor(), Tensor(), I({0, 3}, {2})}, 1)},
+    {"Attention bool mask all false", N("Attention", 23, {Z({1, 2, 3, 4}), Z({1, 2, 5, 4}), Z({1, 2, 5, 4}), Tensor::Zeros(DType::kBool, {3, 5})}, 1)},
+    {"TensorScatter empty upd", N("TensorScatter", 24, {Z({1, 2, 4, 3}), Z({1, 2, 0, 3})})},
+    {"Split zero", N("Split", 18, {Z({4, 3}), I({0, 4, 0}, {3})}, 3)},
+    {"Expand", N("Expand", 13, {Z({3, 1}), I({2, 3, 4}, {3})})},
+    {"CumSum empty axis", N("CumSum", 14, {Z({0, 3}), I({0}, {})})},
+    {"TopK k0", N("TopK", 11, {Z({3, 4}), I({0}, {1})}, 2)},
+    {"Unique empty", N("Unique", 11, {Z({0})}, 4)},
+    {"RoiAlign empty", N("RoiAlign", 16, {Z({1, 1, 4, 4}), Z({0, 4}), I({}, {0})})},
+    {"RoiAlign out of image", N("RoiAlign", 16, {Z({1, 1, 4, 4}), F({10, 10, 20, 20, -5, -5, -1, -1}, {2, 4}), I({0, 0}, {2})})},
+    {"GridSample zeros pad", N("GridSample", 20, {Z({1, 1, 4, 4}), F({-3, -3, 3, 3, 0, 0, 1.5f, -1.5f}, {1, 2, 2, 2})})},
+    {"GridSample cubic", N("GridSample", 20, {Z({1, 1, 4, 4}), F({-3, -3, 3, 3, 0, 0, 1.5f, -1.5f}, {1, 2, 2, 2})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "mode", std::string("cubic")); }))},
+    {"MaxUnpool output_shape", N("MaxUnpool", 11, {Z({1, 1, 2, 2}), I({0, 3, 8, 15}, {1, 1, 2, 2}), I({1, 1, 5, 5}, {4})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); SetAttr(n, "strides", std::vector<int64_t>{2, 2}); }))},
+    {"LayerNorm empty axis", N("LayerNormalization", 17, {Z({2, 0}), Z({0}), Z({0})}, 3, A([](onnx::NodeProto& n){ SetAttr(n, "axis", int64_t(0)); }))},
+    {"LayerNorm mean/invstd", N("LayerNormalization", 17, {Z({2, 3, 4}), Z({4}), Z({4})}, 3)},
+    {"GroupNorm", N("GroupNormalization", 21, {Z({2, 4, 3}), Z({4}), Z({4})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "num_groups", int64_t(2)); }))},
+    {"BatchNorm training", N("BatchNormalization", 15, {Z({2, 3, 4}), Z({3}), Z({3}), Z({3}), Z({3})}, 3, A([](onnx::NodeProto& n){ SetAttr(n, "training_mode", int64_t(1)); }))},
+    {"Dropout mask", N("Dropout", 13, {Z({2, 3})}, 2)},
+    {"Dropout mask train", N("Dropout", 13, {Z({2, 3}), F({0.5f}, {}), Tensor::FromVector<bool>({true}, {})}, 2)},
+    {"NLL loss ignore", N("NegativeLogLikelihoodLoss", 13, {Z({3, 4}), I({0, 1, 2}, {3})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "ignore_index", int64_t(1)); SetAttr(n, "reduction", std::string("none")); }))},
+    {"SCE loss log_prob", N("SoftmaxCrossEntropyLoss", 13, {Z({3, 4}), I({0, 1, 2}, {3})}, 2, A([](onnx::NodeProto& n){ SetAttr(n, "ignore_index", int64_t(1)); }))},
+    {"DynamicQuantizeLinear empty", N("DynamicQuantizeLinear", 11, {Z({0})}, 3)},
+    {"Det empty", N("Det", 11, {Z({0, 0})})},
+    {"Det batch empty mat", N("Det", 11, {Z({3, 0, 0})})},
+    {"Mel", N("MelWeightMatrix", 17, {I({8}, {}), I({16}, {}), I({8000}, {}), F({0}, {}), F({4000}, {})})},
+    {"Hann", N("HannWindow", 17, {I({0}, {})})},
+    {"Range", N("Range", 11, {F({0}, {}), F({10}, {}), F({0.3f}, {})})},
+    {"EyeLike k big", N("EyeLike", 9, {Z({3, 4})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "k", int64_t(10)); }))},
+    {"Trilu k big", N("Trilu", 14, {Z({3, 4}), I({-10}, {})})},
+    {"Multinomial", N("Multinomial", 7, {Z({2, 3})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "sample_size", int64_t(5)); }))},
+    {"SpaceToDepth", N("SpaceToDepth", 13, {Z({1, 2, 4, 4})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "blocksize", int64_t(2)); }))},
+    {"AffineGrid 3d", N("AffineGrid", 20, {Z({1, 3, 4}), I({1, 1, 2, 3, 4}, {5})})},
+    {"DeformConv mask offset", N("DeformConv", 19, {Z({1, 2, 4, 4}), Z({2, 2, 2, 2}), Z({1, 8, 3, 3})})},
+    {"StringSplit", N("StringSplit", 20, {[]{ Tensor t = Tensor::Zeros(DType::kString, {3}); t.data<std::string>()[0] = "a b c"; t.data<std::string>()[1] = ""; t.data<std::string>()[2] = "x"; return t; }()}, 2)},
+    {"CenterCropPad odd", N("CenterCropPad", 18, {Z({3, 5}), I({6, 2}, {2})})},
+    {"GatherND batch", N("GatherND", 13, {Z({2, 3, 4}), I({0, 1, 2, 0}, {2, 2, 1})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "batch_dims", int64_t(1)); }))},
+    {"MeanVarNorm", N("MeanVarianceNormalization", 13, {Z({1, 2, 0, 2})})},
+    {"QuantizeLinear blocked", N("QuantizeLinear", 21, {Z({2, 6}), F({1, 2, 3, 4}, {2, 2}), Tensor::FromVector<uint8_t>({0, 0, 0, 0}, {2, 2})}, 1, A([](onnx::NodeProto& n){ SetAttr(n, "axis", int64_t(1)); SetAttr(n, "block_size", int64_t(3)); }))},
+  };
+  for (auto& [name, t] : cases) {
+    absl::StatusOr<std::vector<Tensor>> out = t.Run();
+    EXPECT_TRUE(out.ok()) << name << ": " << out.status();
+    if (!out.ok()) continue;
+    for (size_t o = 0; o < out->size(); ++o)
+      EXPECT_EQ(PoisonedElements((*out)[o]), 0) << name << " output " << o << ": " << LowerName((*out)[o].dtype())
+                                                 << ShapeToString((*out)[o].shape());
+  }
+}
+
 }  // namespace
 }  // namespace onnx_mini
