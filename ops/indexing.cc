@@ -632,11 +632,14 @@ class CompressOp : public Op {
 
 // ---- NonZero ----
 
-// Whether an element counts as non-zero (NaN does; strings when not empty).
+// Whether an element counts as non-zero (NaN does, -0.0 does not, as in
+// NumPy; strings when not empty). A bool is read as its byte: caller memory
+// may hold bytes other than 0 and 1, and the count that sizes the output and
+// the pass that fills it must agree on each one.
 template <class T>
 bool IsNonZero(const T& v) {
   if constexpr (std::is_same_v<T, std::string>) return !v.empty();
-  else if constexpr (std::is_same_v<T, bool>) return v;
+  else if constexpr (std::is_same_v<T, bool>) return *reinterpret_cast<const unsigned char*>(&v) != 0;
   else if constexpr (kIsArithmetic<T>) return Widen(v) != 0;
   else return v != T(0);  // complex
 }
@@ -676,7 +679,7 @@ class NonZeroOp : public Op {
       const T* src = in.data<T>();
       std::vector<int64_t> coord(size_t(rank), 0);
       int64_t j = 0;
-      for (int64_t i = 0; i < in.size(); ++i) {
+      for (int64_t i = 0; i < in.size() && j < count; ++i) {
         if (IsNonZero(src[i])) {
           for (int64_t d = 0; d < rank; ++d) dst[d * count + j] = coord[size_t(d)];
           ++j;

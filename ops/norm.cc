@@ -2,6 +2,7 @@
 // RotaryEmbedding (23). 16-bit inputs compute in float.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "ops/common.h"
 #include "ops/ops.h"
@@ -127,6 +128,15 @@ class NormalizationOp : public Op {
     Tensor& y = ctx.output(0);
     Tensor* mean_out = ctx.num_outputs() > 1 && ctx.output_requested(1) ? &ctx.output(1) : nullptr;
     Tensor* inv_out = ctx.num_outputs() > 2 && ctx.output_requested(2) ? &ctx.output(2) : nullptr;
+    if (n == 0) {
+      // Y is empty, but Mean and InvStdDev keep a row per outer index (X [4, 0]
+      // normalized from axis 1 has Mean [4, 1]): the statistics of no values,
+      // NaN as NumPy's mean of an empty axis (and the reference's).
+      for (Tensor* t : {mean_out, inv_out})
+        if (t)
+          for (int64_t i = 0; i < t->size(); ++i) SetStat(*t, i, std::numeric_limits<double>::quiet_NaN());
+      return absl::OkStatus();
+    }
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* px = x.data<T>();

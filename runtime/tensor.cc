@@ -1,4 +1,5 @@
 #include "runtime/tensor.h"
+#include "runtime/memory_poison.h"
 
 #include "runtime/checked.h"
 #include "runtime/status_macros.h"
@@ -11,6 +12,18 @@
 #include <new>
 
 #include <unistd.h>
+
+// AddressSanitizer (GCC says so with a macro, clang with a feature).
+#if defined(__SANITIZE_ADDRESS__)
+#define ONNX_MINI_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ONNX_MINI_ASAN 1
+#endif
+#endif
+#ifdef ONNX_MINI_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,31 +38,65 @@ std::string ShapeToString(const Shape& shape) {
 
 namespace {
 
+#ifdef ONNX_MINI_POISON
+std::atomic<bool> g_poison{true};
+#else
+std::atomic<bool> g_poison{false};
+#endif
+
+// Under AddressSanitizer a block waiting in the pool is poisoned for it too:
+// the pool never frees it, so a read of a released tensor's memory would
+// otherwise go unseen.
+#ifdef ONNX_MINI_ASAN
+void AsanPoison(void* p, size_t bytes) { __asan_poison_memory_region(p, bytes); }
+void AsanUnpoison(void* p, size_t bytes) { __asan_unpoison_memory_region(p, bytes); }
+#else
+void AsanPoison(void*, size_t) {}
+void AsanUnpoison(void*, size_t) {}
+#endif
+
+// Whether two budgets are one owner (both null, or one control block: a weak
+// pointer keeps the block, so a new budget never takes a dead one's identity).
+bool SameOwner(const std::weak_ptr<MemoryBudget>& a, const std::shared_ptr<MemoryBudget>& b) {
+  return !a.owner_before(b) && !b.owner_before(a);
+}
+
 // Large blocks are kept after use and handed out again for the same size:
 // a decode loop allocates the same buffers every step, and fresh pages cost
 // a page fault each (on this kind of VM, a 64 MiB buffer costs ~150 ms of
-// faults against ~2 ms to copy it).
+// faults against ~2 ms to copy it). Each block remembers the budget (the
+// session) that last owned it: the same owner's blocks are preferred, and a
+// block that changes owner is reported so that its old contents are cleared.
 class BlockPool {
  public:
   static BlockPool& Get() {
     static BlockPool* pool = new BlockPool();  // never destroyed: outlives every tensor
     return *pool;
   }
-  void* Take(size_t bytes) {
+  // `foreign` is set when the block comes back from another owner.
+  void* Take(size_t bytes, const std::shared_ptr<MemoryBudget>& owner, bool* foreign) {
+    *foreign = false;
     if (bytes < kMinPooled) return std::aligned_alloc(64, bytes);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = free_.find(bytes);
-      if (it != free_.end()) {
-        void* p = it->second;
+      auto [first, last] = free_.equal_range(bytes);
+      if (first != last) {
+        auto it = first;
+        while (it != last && !SameOwner(it->second.owner, owner)) ++it;
+        if (it == last) {
+          it = first;
+          *foreign = true;
+        }
+        void* p = it->second.data;
         free_.erase(it);
         cached_ -= bytes;
+        AsanUnpoison(p, bytes);
         return p;
       }
     }
     return std::aligned_alloc(64, bytes);
   }
-  void Give(void* p, size_t bytes) {
+  void Give(void* p, size_t bytes, const std::shared_ptr<MemoryBudget>& owner) {
     if (bytes < kMinPooled) {
       std::free(p);
       return;
@@ -58,22 +105,28 @@ class BlockPool {
     while (cached_ + bytes > kMaxCached && !free_.empty()) {  // evict the largest
       auto last = std::prev(free_.end());
       cached_ -= last->first;
-      std::free(last->second);
+      AsanUnpoison(last->second.data, last->first);
+      std::free(last->second.data);
       free_.erase(last);
     }
     if (cached_ + bytes > kMaxCached) {
       std::free(p);
       return;
     }
-    free_.emplace(bytes, p);
+    AsanPoison(p, bytes);
+    free_.emplace(bytes, Block{p, owner});
     cached_ += bytes;
   }
 
  private:
+  struct Block {
+    void* data;
+    std::weak_ptr<MemoryBudget> owner;
+  };
   static constexpr size_t kMinPooled = size_t(64) << 10;
   static constexpr size_t kMaxCached = size_t(2) << 30;
   std::mutex mu_;
-  std::multimap<size_t, void*> free_;
+  std::multimap<size_t, Block> free_;
   size_t cached_ = 0;
 };
 
@@ -117,6 +170,9 @@ void MemoryReservation::Reset() {
   bytes_ = 0;
 }
 
+bool PoisonUninitialized() { return g_poison.load(std::memory_order_relaxed); }
+void SetPoisonUninitialized(bool on) { g_poison.store(on, std::memory_order_relaxed); }
+
 size_t DefaultMemoryLimit() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page <= 0) return kMaxTensorBytes;
@@ -131,7 +187,8 @@ std::shared_ptr<Storage> Storage::Allocate(DType dtype, int64_t count, bool zero
   const size_t rounded = (bytes + 63) / 64 * 64;
   // Charged before allocating; given back if the allocator refuses.
   if (budget && !budget->Reserve(rounded)) return nullptr;
-  void* data = rounded == 0 ? nullptr : BlockPool::Get().Take(rounded);
+  bool foreign = false;
+  void* data = rounded == 0 ? nullptr : BlockPool::Get().Take(rounded, budget, &foreign);
   if (rounded != 0 && data == nullptr) {
     if (budget) budget->Release(rounded);
     return nullptr;
@@ -147,6 +204,13 @@ std::shared_ptr<Storage> Storage::Allocate(DType dtype, int64_t count, bool zero
     for (int64_t i = 0; i < count; ++i) new (&strings[i]) std::string();
     s->string_count_ = count;
   } else if (bytes && zero) {
+    std::memset(data, 0, bytes);
+  } else if (bytes && PoisonUninitialized()) {
+    std::memset(data, kPoisonByte, bytes);
+  } else if (bytes && foreign) {
+    // Another session's contents never reach this one, even through a kernel
+    // that failed to write an element; a block reused by its own session (a
+    // decode loop's buffers) pays no clearing.
     std::memset(data, 0, bytes);
   }
   return s;
@@ -164,7 +228,7 @@ Storage::~Storage() {
   if (!owned_) return;
   std::string* strings = static_cast<std::string*>(data_);
   for (int64_t i = 0; i < string_count_; ++i) strings[i].~basic_string();
-  if (data_) BlockPool::Get().Give(data_, capacity_);
+  if (data_) BlockPool::Get().Give(data_, capacity_, budget_);
   if (budget_) budget_->Release(capacity_);
 }
 

@@ -8,6 +8,7 @@
 
 #include "runtime/element.h"
 #include "tests/ops/op_tester.h"
+#include "tests/ops/poison_util.h"
 
 namespace onnx_mini {
 namespace {
@@ -273,6 +274,36 @@ TEST(NonZero, CoordinatesScalarsAndEmpty) {
   auto empty = RunOne(13, "NonZero", {F({}, {0, 3})});
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ(empty->shape(), Shape({2, 0}));
+}
+
+// bool memory from a caller may hold bytes other than 0 and 1 (a 0/255 mask):
+// the count that sizes the output and the pass that fills it agree on every
+// byte (non-zero is true), so no output entry is left unwritten. A mask large
+// enough to take a pooled block, with poisoning on so an unwritten entry shows,
+// at one thread and two.
+TEST(NonZero, BoolBytesOtherThanOneCountOnceEach) {
+  ScopedPoison poison;
+  const int64_t rows = 512, cols = 256;
+  Tensor mask = Tensor::Zeros(DType::kBool, {rows, cols});
+  unsigned char* bytes = static_cast<unsigned char*>(mask.raw());
+  std::vector<int64_t> expect_r, expect_c;
+  for (int64_t i = 0; i < mask.size(); ++i) {
+    if (i % 5 == 0 || i % 7 == 0) {
+      bytes[i] = i % 2 ? 255 : 2;
+      expect_r.push_back(i / cols);
+      expect_c.push_back(i % cols);
+    }
+  }
+  const int64_t count = int64_t(expect_r.size());
+  for (int threads : {1, 2}) {
+    auto out = RunOne(13, "NonZero", {mask}, {}, threads);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->shape(), Shape({2, count})) << threads << " threads";
+    EXPECT_EQ(PoisonedElements(*out), 0);
+    const int64_t* p = out->data<int64_t>();
+    EXPECT_EQ(std::vector<int64_t>(p, p + count), expect_r);
+    EXPECT_EQ(std::vector<int64_t>(p + count, p + 2 * count), expect_c);
+  }
 }
 
 TEST(Unique, SortedUnsortedAxesAndAllOutputs) {

@@ -7,6 +7,7 @@
 
 #include "runtime/element.h"
 #include "tests/ops/op_tester.h"
+#include "tests/ops/poison_util.h"
 
 namespace onnx_mini {
 namespace {
@@ -72,6 +73,24 @@ TEST(Norm, AnEmptyInputWithHugeDimsBuildsNoTables) {
               [](onnx::NodeProto& n) { SetAttr(n, "axis", int64_t(-1)); });
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].shape(), Shape({0, kBig}));
+}
+
+// An empty normalized part still has a Mean and InvStdDev row per outer
+// index: NaN (NumPy's mean of nothing), not memory left unwritten (poisoning
+// on, so an unwritten entry would read 1.3e36).
+TEST(Norm, EmptyNormalizedAxesGiveNaNStatistics) {
+  ScopedPoison poison;
+  for (int64_t stash : {1, 11}) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        RunNode(17, "LayerNormalization", {Tensor::Zeros(DType::kFloat, {4, 0}), F({}, {0}), F({}, {0})}, 3,
+                [stash](onnx::NodeProto& n) { SetAttr(n, "stash_type", stash); });
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), Shape({4, 0}));
+    for (size_t o : {1, 2}) {
+      EXPECT_EQ((*out)[o].shape(), Shape({4, 1}));
+      for (double v : Values((*out)[o])) EXPECT_TRUE(std::isnan(v)) << "output " << o << " stash " << stash << ": " << v;
+    }
+  }
 }
 
 // Dense weights (exactly a row's values) and broadcast ones take different
