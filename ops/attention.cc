@@ -219,6 +219,22 @@ struct AttentionPlan : OpPlan {
   AttentionProblem problem;
 };
 
+// The mask as a float bias, charged to `workspace`: bool True -> 0, False ->
+// -inf; numbers rounded to T1, as the function body casts them (A11, A16).
+absl::Status MaskBias(const KernelContext& ctx, const Tensor& mask, DType t1, MemoryReservation& workspace,
+                      std::vector<double>& bias) {
+  RETURN_IF_ERROR(ctx.Grow(workspace, mask.size(), sizeof(double), "the mask as a float bias"));
+  bias.resize(size_t(mask.size()));
+  return Dispatch<MaskTypes>(ctx, mask.dtype(), [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    const M* m = mask.data<M>();
+    for (int64_t i = 0; i < mask.size(); ++i) {
+      if constexpr (std::is_same_v<M, bool>) bias[size_t(i)] = m[i] ? 0.0 : -std::numeric_limits<double>::infinity();
+      else bias[size_t(i)] = RoundToDType(t1, double(Widen(m[i])));
+    }
+  });
+}
+
 class AttentionOp : public Op {
  public:
   static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
@@ -276,21 +292,10 @@ class AttentionOp : public Op {
       p.past_value = input(kPastValue)->raw();
     }
     if (const Tensor* nonpad = input(kNonpad)) p.nonpad = nonpad->data<int64_t>();
-    // The mask as a float bias: bool True -> 0, False -> -inf; numbers
-    // rounded to T1, as the function body casts them (A11, A16).
     std::vector<double> bias;
     MemoryReservation workspace;  // the bias and the kernel's workspaces, against the session's budget
     if (const Tensor* mask = input(kMask)) {
-      RETURN_IF_ERROR(ctx.Grow(workspace, mask->size(), sizeof(double), "the mask as a float bias"));
-      bias.resize(size_t(mask->size()));
-      RETURN_IF_ERROR(Dispatch<MaskTypes>(ctx, mask->dtype(), [&](auto tag) {
-        using M = typename decltype(tag)::type;
-        const M* m = mask->data<M>();
-        for (int64_t i = 0; i < mask->size(); ++i) {
-          if constexpr (std::is_same_v<M, bool>) bias[size_t(i)] = m[i] ? 0.0 : -std::numeric_limits<double>::infinity();
-          else bias[size_t(i)] = RoundToDType(p.dtype, double(Widen(m[i])));
-        }
-      }));
+      RETURN_IF_ERROR(MaskBias(ctx, *mask, p.dtype, workspace, bias));
       p.mask = bias.data();
     }
     if (ctx.output_requested(kY)) p.y_data = ctx.output(kY).raw();
@@ -377,16 +382,7 @@ class SdpaOp : public Op {
     std::vector<double> bias;
     MemoryReservation workspace;  // the bias and the kernel's workspaces, against the session's budget
     if (mask) {
-      RETURN_IF_ERROR(ctx.Grow(workspace, mask->size(), sizeof(double), "the mask as a float bias"));
-      bias.resize(size_t(mask->size()));
-      RETURN_IF_ERROR(Dispatch<MaskTypes>(ctx, mask->dtype(), [&](auto tag) {
-        using M = typename decltype(tag)::type;
-        const M* m = mask->data<M>();
-        for (int64_t i = 0; i < mask->size(); ++i) {
-          if constexpr (std::is_same_v<M, bool>) bias[size_t(i)] = m[i] ? 0.0 : -std::numeric_limits<double>::infinity();
-          else bias[size_t(i)] = RoundToDType(p.dtype, double(Widen(m[i])));
-        }
-      }));
+      RETURN_IF_ERROR(MaskBias(ctx, *mask, p.dtype, workspace, bias));
       p.mask = bias.data();
     }
     if (ctx.output(kY).size() == 0) return absl::OkStatus();
