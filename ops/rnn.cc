@@ -352,6 +352,7 @@ class RnnOp : public Op {
           c[b * H + j] = C0 ? C0[state_at(d, b) + j] : A(0);
         }
       for (int64_t step = 0; step < S; ++step) {
+        RETURN_IF_ERROR(ctx.CheckCancelled());  // a long sequence is a loop of its own
         const int64_t t = reverse ? S - 1 - step : step;
         // The recurrent product for every gate (GRU without
         // linear_before_reset: z and r only; h waits for r).

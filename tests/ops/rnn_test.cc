@@ -589,3 +589,33 @@ TEST(Rnn, GateBuffersCountAgainstTheMemoryLimit) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// A sequence of 2^22 steps runs for a long while inside one node: the run's
+// deadline stops it between steps (RunOptions, issue #23).
+TEST(Rnn, ALongSequenceStopsAtTheRunsDeadline) {
+  ModelBuilder m(14);
+  m.Input("X", DType::kFloat, {-1, 1, 1}).Input("W", DType::kFloat, {1, 1, 1}).Input("R", DType::kFloat, {1, 1, 1});
+  m.Output("Y", DType::kFloat, {-1, 1, 1, 1});
+  SetAttr(m.Node("RNN", {"X", "W", "R"}, {"Y"}), "hidden_size", int64_t(1));
+  auto session = m.Build();
+  ASSERT_TRUE(session.ok()) << session.status();
+  const Tensor w = Tensor::FromVector<float>({0.5f}, {1, 1, 1});
+  RunOptions options;
+  options.timeout_ms = 5;
+  std::vector<Tensor> out;
+  absl::Status st = (*session)->Run(
+      {{"X", Tensor::Zeros(DType::kFloat, {int64_t(1) << 22, 1, 1})}, {"W", w}, {"R", w}}, &out, options);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(st)) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("deadline of 5 ms exceeded at RNN node"));
+  // The session runs again: tanh(0.5 * 1 + 0.5 * 0) for one step of x = 1.
+  out.clear();
+  ASSERT_TRUE((*session)->Run({{"X", Tensor::FromVector<float>({1.0f}, {1, 1, 1})}, {"W", w}, {"R", w}}, &out,
+                              options).ok());
+  EXPECT_NEAR(out[0].data<float>()[0], std::tanh(0.5f), 1e-6);
+}
+
+}  // namespace
+}  // namespace onnx_mini
