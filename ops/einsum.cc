@@ -65,7 +65,17 @@ template <class W>
 struct Operand {
   std::vector<int> labels;
   std::vector<W> data;
+  MemoryReservation charge;  // data's bytes, against the session's budget
 };
+
+// An operand of `count` elements (zeros), its memory charged first.
+template <class W>
+absl::StatusOr<Operand<W>> NewOperand(std::vector<int> labels, int64_t count, const std::shared_ptr<MemoryBudget>& budget) {
+  Operand<W> o{std::move(labels), {}, MemoryReservation(budget)};
+  RETURN_IF_ERROR(o.charge.Grow(count, sizeof(W), "an intermediate operand"));
+  o.data.assign(size_t(count), W(0));
+  return o;
+}
 
 // The product of the sizes of `labels`, or an error when it overflows.
 absl::StatusOr<int64_t> Volume(const EinsumProblem& p, const std::vector<int>& labels) {
@@ -121,12 +131,13 @@ std::vector<int64_t> LabelStrides(const Shape& shape, const std::vector<int>& di
 // operand is constant along it, and nothing is expanded.
 template <class T, class W>
 absl::StatusOr<Operand<W>> Reduce(const EinsumProblem& p, const Tensor& t, const std::vector<int>& dims,
-                                  const std::vector<int>& own, const std::vector<int>& keep) {
+                                  const std::vector<int>& own, const std::vector<int>& keep,
+                                  const std::shared_ptr<MemoryBudget>& budget) {
   std::vector<int> all = keep;
   for (int l : own)
     if (std::find(all.begin(), all.end(), l) == all.end()) all.push_back(l);
   ASSIGN_OR_RETURN(const int64_t size, Volume(p, keep));
-  Operand<W> o{keep, std::vector<W>(size_t(size), W(0))};
+  ASSIGN_OR_RETURN(Operand<W> o, NewOperand<W>(keep, size, budget));
   const std::vector<int64_t> in = LabelStrides(t.shape(), dims, all, p);
   std::vector<int64_t> out(all.size(), 0);
   const std::vector<int64_t> ks = RowMajorStrides([&] {
@@ -145,15 +156,16 @@ absl::StatusOr<Operand<W>> Reduce(const EinsumProblem& p, const Tensor& t, const
 
 // `o` with its labels reordered to `order` (a permutation of them).
 template <class W>
-absl::StatusOr<Operand<W>> Permute(const EinsumProblem& p, const Operand<W>& o, const std::vector<int>& order) {
-  if (order == o.labels) return o;
+absl::StatusOr<Operand<W>> Permute(const EinsumProblem& p, Operand<W>&& o, const std::vector<int>& order,
+                                   const std::shared_ptr<MemoryBudget>& budget) {
+  if (order == o.labels) return std::move(o);
   Shape shape;
   for (int l : o.labels) shape.push_back(p.sizes[size_t(l)]);
   const std::vector<int64_t> s = RowMajorStrides(shape);
   std::vector<int64_t> in(order.size());
   for (size_t k = 0; k < order.size(); ++k)
     in[k] = s[size_t(std::find(o.labels.begin(), o.labels.end(), order[k]) - o.labels.begin())];
-  Operand<W> r{order, std::vector<W>(o.data.size())};
+  ASSIGN_OR_RETURN(Operand<W> r, NewOperand<W>(order, int64_t(o.data.size()), budget));
   int64_t i = 0;
   ForEachCombination(p, order, {in}, [&](const std::vector<int64_t>& off) { r.data[size_t(i++)] = o.data[size_t(off[0])]; });
   return r;
@@ -181,7 +193,8 @@ void BatchedMatMul(const W* a, const W* b, W* c, int64_t batch, int64_t M, int64
 bool Contains(const std::vector<int>& v, int l) { return std::find(v.begin(), v.end(), l) != v.end(); }
 
 template <class T>
-absl::Status Planned(const EinsumProblem& p, const std::vector<const Tensor*>& operands, Tensor& out, int threads) {
+absl::Status Planned(const EinsumProblem& p, const std::vector<const Tensor*>& operands, Tensor& out, int threads,
+                     const std::shared_ptr<MemoryBudget>& budget) {
   using W = typename Work<T>::type;
   const EinsumLabels& L = p.labels;
   const size_t count = operands.size();
@@ -210,9 +223,9 @@ absl::Status Planned(const EinsumProblem& p, const std::vector<const Tensor*>& o
     }
     return keep;
   };
-  ASSIGN_OR_RETURN(Operand<W> acc, (Reduce<T, W>(p, *operands[0], L.inputs[0], own[0], kept(0))));
+  ASSIGN_OR_RETURN(Operand<W> acc, (Reduce<T, W>(p, *operands[0], L.inputs[0], own[0], kept(0), budget)));
   for (size_t i = 1; i < count; ++i) {
-    ASSIGN_OR_RETURN(Operand<W> next, (Reduce<T, W>(p, *operands[i], L.inputs[i], own[i], kept(i))));
+    ASSIGN_OR_RETURN(Operand<W> next, (Reduce<T, W>(p, *operands[i], L.inputs[i], own[i], kept(i), budget)));
     const std::vector<int> need = needed_after(i);
     std::vector<int> batch, m, k, n;
     for (int l : acc.labels) {
@@ -227,19 +240,19 @@ absl::Status Planned(const EinsumProblem& p, const std::vector<const Tensor*>& o
       a.insert(a.end(), c.begin(), c.end());
       return a;
     };
-    ASSIGN_OR_RETURN(const Operand<W> a, Permute(p, acc, join(batch, m, k)));
-    ASSIGN_OR_RETURN(const Operand<W> b, Permute(p, next, join(batch, k, n)));
+    ASSIGN_OR_RETURN(const Operand<W> a, Permute(p, std::move(acc), join(batch, m, k), budget));
+    ASSIGN_OR_RETURN(const Operand<W> b, Permute(p, std::move(next), join(batch, k, n), budget));
     ASSIGN_OR_RETURN(const int64_t B, Volume(p, batch));
     ASSIGN_OR_RETURN(const int64_t M, Volume(p, m));
     ASSIGN_OR_RETURN(const int64_t K, Volume(p, k));
     ASSIGN_OR_RETURN(const int64_t N, Volume(p, n));
     ASSIGN_OR_RETURN(const int64_t total, Volume(p, join(batch, m, n)));
-    Operand<W> c{join(batch, m, n), std::vector<W>(size_t(total), W(0))};
+    ASSIGN_OR_RETURN(Operand<W> c, NewOperand<W>(join(batch, m, n), total, budget));
     if (total > 0 && K > 0) BatchedMatMul(a.data.data(), b.data.data(), c.data.data(), B, M, K, N, threads);
     acc = std::move(c);
   }
   // Every remaining label is an output label; a label summed only now (one operand) was summed by Reduce.
-  ASSIGN_OR_RETURN(const Operand<W> r, Permute(p, acc, L.output));
+  ASSIGN_OR_RETURN(const Operand<W> r, Permute(p, std::move(acc), L.output, budget));
   T* dst = out.data<T>();
   for (size_t i = 0; i < r.data.size(); ++i) dst[i] = Narrow<T>(typename Arith<T>::type(r.data[i]));
   return absl::OkStatus();
@@ -357,10 +370,10 @@ absl::StatusOr<EinsumProblem> ResolveEinsum(const EinsumLabels& labels, const st
 using EinsumTypes = NumericTypes;
 
 absl::Status EinsumPlanned(const EinsumProblem& problem, const std::vector<const Tensor*>& operands, Tensor& out,
-                           int threads) {
+                           int threads, const std::shared_ptr<MemoryBudget>& budget) {
   absl::Status status = absl::InternalError("einsum: no case for " + LowerName(out.dtype()));
   VisitTypes<EinsumTypes>(out.dtype(), [&](auto tag) {
-    status = Planned<typename decltype(tag)::type>(problem, operands, out, threads);
+    status = Planned<typename decltype(tag)::type>(problem, operands, out, threads, budget);
   });
   return status;
 }
@@ -424,7 +437,8 @@ class EinsumOp : public Op {
   absl::Status Compute(KernelContext& ctx) const override {
     std::vector<const Tensor*> operands;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) operands.push_back(ctx.input(i));
-    const absl::Status s = EinsumPlanned(ctx.plan<EinsumPlan>().problem, operands, ctx.output(0), ctx.threads());
+    const absl::Status s =
+        EinsumPlanned(ctx.plan<EinsumPlan>().problem, operands, ctx.output(0), ctx.threads(), ctx.budget());
     if (s.ok()) return s;
     return absl::Status(s.code(), absl::StrCat(ctx.node().Describe(), ": ", s.message()));
   }

@@ -42,9 +42,10 @@ struct EinsumProblem {
 absl::StatusOr<EinsumProblem> ResolveEinsum(const EinsumLabels& labels, const std::vector<Shape>& shapes);
 
 // out (of problem.output_shape and the operands' dtype) = the einsum of the
-// operands. Both support the numeric types; integers wrap.
+// operands. Both support the numeric types; integers wrap. The planned one's
+// intermediate operands are charged to `budget` (if any) while they live.
 absl::Status EinsumPlanned(const EinsumProblem& problem, const std::vector<const Tensor*>& operands, Tensor& out,
-                           int threads);
+                           int threads, const std::shared_ptr<MemoryBudget>& budget = nullptr);
 absl::Status EinsumReference(const EinsumProblem& problem, const std::vector<const Tensor*>& operands, Tensor& out);
 
 }  // namespace onnx_mini

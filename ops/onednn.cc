@@ -1,5 +1,6 @@
 #include "ops/onednn.h"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <new>
@@ -79,8 +80,10 @@ struct PackedMatMul::Impl {
     size_t layout = 0;
   };
   // B packed for GemmPackedF32 (float32 on AVX-512), made by Make, or by
-  // the first run if memory was short then.
-  mutable std::once_flag gemm_once;
+  // the first run if memory was short then. Written once under pack_mu,
+  // then read freely once gemm_ready says so.
+  mutable std::mutex pack_mu;
+  mutable std::atomic<bool> gemm_ready{false};
   mutable Tensor gemm_b;  // 64-byte aligned: the kernel's loads never straddle cache lines
   // Whether B goes to GemmPackedF32: float32 on AVX-512, with panels at
   // most twice B's size (a B of few columns pads every row to a panel).
@@ -89,20 +92,19 @@ struct PackedMatMul::Impl {
     return dt == dnnl::memory::data_type::f32 && GemmPackedAvailable() && size >= 0 && size / 2 <= k * n;
   }
   // Packs B for GemmPackedF32 once; false (a later call tries again) when
-  // the memory cannot be had.
+  // the memory cannot be had. (Not std::call_once: a callable that fails by
+  // throwing can leave the next call_once waiting for ever in libstdc++.)
   bool PackForGemm() const {
-    try {
-      std::call_once(gemm_once, [&] {
-        const int64_t size = GemmPackedSize(k, n);
-        if (size < 0) throw std::bad_alloc();
-        absl::StatusOr<Tensor> packed = Tensor::MakeUninitialized(DType::kFloat, {size}, budget);
-        if (!packed.ok()) throw std::bad_alloc();
-        GemmPackB(b.data<float>(), k, n, trans_b, packed->data<float>());
-        gemm_b = *std::move(packed);
-      });
-    } catch (const std::bad_alloc&) {
-      return false;
-    }
+    if (gemm_ready.load(std::memory_order_acquire)) return true;
+    std::lock_guard<std::mutex> lock(pack_mu);
+    if (gemm_ready.load(std::memory_order_relaxed)) return true;
+    const int64_t size = GemmPackedSize(k, n);
+    if (size < 0) return false;
+    absl::StatusOr<Tensor> packed = Tensor::MakeUninitialized(DType::kFloat, {size}, budget);
+    if (!packed.ok()) return false;
+    GemmPackB(b.data<float>(), k, n, trans_b, packed->data<float>());
+    gemm_b = *std::move(packed);
+    gemm_ready.store(true, std::memory_order_release);
     return true;
   }
   mutable std::mutex mu;

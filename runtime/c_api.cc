@@ -235,7 +235,7 @@ class CustomOp : public Op {
       return absl::Status(e.code(), absl::StrCat(ctx.node().Describe(), ": ", e.message()));
     }
     for (size_t i = 0; i < ctx.num_outputs(); ++i)
-      if (ctx.outputs()[i].dtype == DType::kUndefined)
+      if (ctx.output_requested(i) && ctx.outputs()[i].dtype == DType::kUndefined)
         return ctx.Error(absl::StrCat("the custom op's infer callback did not set output ", i));
     return absl::OkStatus();
   }
@@ -281,7 +281,7 @@ absl::Status CustomOp::Compute(KernelContext& ctx) const {
     InferContext ictx(ctx.node(), type_ptrs, values);
     RETURN_IF_ERROR(CallInfer(ictx));
     for (size_t i = 0; i < ictx.num_outputs(); ++i)
-      if (ictx.outputs()[i].dtype != plan.outputs[i].dtype)
+      if (ctx.output_requested(i) && ictx.outputs()[i].dtype != plan.outputs[i].dtype)
         return ctx.Error(absl::StrCat("the custom op's infer callback gave output ", i, " the element type ",
                                       LowerName(ictx.outputs()[i].dtype), " at run time but ",
                                       LowerName(plan.outputs[i].dtype), " at session creation"));
@@ -290,8 +290,8 @@ absl::Status CustomOp::Compute(KernelContext& ctx) const {
   c.outputs.resize(ctx.num_outputs());
   for (size_t i = 0; i < ctx.num_outputs(); ++i) {
     const std::optional<Shape> shape = c.types[i].concrete_shape();
-    if (!shape) continue;  // the compute callback allocates it
-    absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(c.types[i].dtype, *shape);
+    if (!shape || c.types[i].dtype == DType::kUndefined) continue;  // the compute callback allocates it
+    absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(c.types[i].dtype, *shape, ctx.budget());
     if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(ctx.node().Describe(), ": output ", i, ": ",
                                                                       t.status().message()));
     c.outputs[i].tensor = *std::move(t);
@@ -302,11 +302,18 @@ absl::Status CustomOp::Compute(KernelContext& ctx) const {
     return absl::Status(e.code(), absl::StrCat(ctx.node().Describe(), ": ", e.message()));
   }
   for (size_t i = 0; i < ctx.num_outputs(); ++i) {
-    if (!c.outputs[i].tensor.defined())
+    if (!ctx.output_requested(i)) continue;
+    Tensor& out = c.outputs[i].tensor;
+    if (!out.defined())
       return ctx.Error(absl::StrCat("the custom op's compute callback did not allocate output ", i,
                                     ", whose shape its infer callback left as ", c.types[i].ToString(),
                                     " (om_kernel_allocate_output)"));
-    ctx.set_value(i, Value(std::move(c.outputs[i].tensor)));
+    // C code may store any byte in a bool: downstream kernels read 0 or 1.
+    if (out.dtype() == DType::kBool) {
+      uint8_t* bytes = static_cast<uint8_t*>(out.raw());
+      for (int64_t k = 0; k < out.size(); ++k) bytes[k] = bytes[k] != 0;
+    }
+    ctx.set_value(i, Value(std::move(out)));
   }
   return absl::OkStatus();
 }
@@ -1052,7 +1059,7 @@ om_status* om_kernel_allocate_output(om_kernel_context* context, size_t index, c
       *tensor = &out;
       return nullptr;
     }
-    absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(type.dtype, *shape);
+    absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(type.dtype, *shape, context->ctx->budget());
     if (!t.ok())
       return FromAbsl(absl::Status(t.status().code(), absl::StrCat(node.Describe(), ": output ", index, ": ",
                                                                    t.status().message())));

@@ -83,8 +83,10 @@ class BlockPool {
       if (first != last) {
         auto it = first;
         while (it != last && !SameOwner(it->second.owner, owner)) ++it;
-        if (it == last) {
-          it = first;
+        // A block without a session (an initializer's, a tool's) may go to
+        // no-session memory of another session: it counts as foreign too.
+        if (it == last || !owner) {
+          it = it == last ? first : it;
           *foreign = true;
         }
         void* p = it->second.data;

@@ -72,6 +72,19 @@ void CustomPositives(const std::filesystem::path& path) {
   Write(path, m.Serialize());
 }
 
+// z = Not(com.example::Mask(x)): x float [n], the mask bool [n] (its
+// compute callback stores 255 for true).
+void CustomMask(const std::filesystem::path& path) {
+  ModelBuilder m(17);
+  m.Opset("com.example", 1);
+  m.Input("x", DType::kFloat, {-1}).Output("z", DType::kBool, {-1});
+  NameDims(m.graph().mutable_input(0), {"n"});
+  NameDims(m.graph().mutable_output(0), {"n"});
+  m.Node("Mask", {"x"}, {"y"}, "com.example").set_name("mask");
+  m.Node("Not", {"y"}, {"z"});
+  Write(path, m.Serialize());
+}
+
 // A graph value of a sequence or optional type whose tensors are float [?]
 // (each item its own length).
 void SetFloatsType(onnx::ValueInfoProto* value, const std::string& name, bool sequence, bool optional) {
@@ -179,6 +192,7 @@ void WriteCapiModels(const std::filesystem::path& dir) {
   Custom(dir / "custom.onnx", DType::kFloat);
   Custom(dir / "custom_int.onnx", DType::kInt32);
   CustomPositives(dir / "custom_positives.onnx");
+  CustomMask(dir / "custom_mask.onnx");
   Sequence(dir / "sequence.onnx");
   CountingLoop(dir / "loop.onnx");
 }

@@ -722,6 +722,59 @@ static void test_custom_op_late_shape(void) {
   om_session_free(s);
 }
 
+/* com.example::Mask: y = x > 0 as bool, stored as the byte 255 (C code may
+ * store any byte in a bool); the runtime reads it as true. */
+static om_status* mask_infer(void* user_data, om_infer_context* context) {
+  (void)user_data;
+  int32_t type = 0;
+  const int64_t* dims = NULL;
+  int64_t rank = 0;
+  om_status* st = om_infer_input(context, 0, &type, &dims, &rank);
+  if (st != NULL) return st;
+  return om_infer_set_output(context, 0, OM_BOOL, dims, (size_t)rank);
+}
+
+static om_status* mask_compute(void* user_data, om_kernel_context* context) {
+  (void)user_data;
+  const om_tensor* x = NULL;
+  om_tensor* y = NULL;
+  om_status* st = om_kernel_input(context, 0, &x);
+  if (st == NULL) st = om_kernel_output(context, 0, &y);
+  if (st != NULL) return st;
+  int64_t n = 0;
+  const void* xd = NULL;
+  void* yd = NULL;
+  om_status_free(om_tensor_element_count(x, &n));
+  om_status_free(om_tensor_const_data(x, &xd));
+  om_status_free(om_tensor_data(y, &yd));
+  for (int64_t i = 0; i < n; ++i) ((unsigned char*)yd)[i] = ((const float*)xd)[i] > 0 ? 255 : 0;
+  return NULL;
+}
+
+static void test_custom_op_bool_bytes(void) {
+  om_custom_op op = {"com.example", "Mask", 1, 0, 1, 1, NULL, mask_infer, mask_compute};
+  OK(om_register_custom_op(&op));
+  om_session* s = load("capi/custom_mask.onnx");
+  if (s == NULL) return;
+  float x[3] = {1, -1, 2};
+  const int64_t dims[1] = {3};
+  om_tensor* in = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims, 1, x, sizeof x, &in));
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"z"};
+  om_tensor* out[1] = {NULL};
+  OK(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1));
+  if (out[0] != NULL) {
+    void* data = NULL;
+    OK(om_tensor_data(out[0], &data));
+    const unsigned char want[3] = {0, 1, 0}; /* Not(255) is 0, not 254 */
+    CHECK(memcmp(data, want, 3) == 0);
+  }
+  om_tensor_free(out[0]);
+  om_tensor_free(in);
+  om_session_free(s);
+}
+
 /* ---- sequences and optionals ---- */
 
 static void test_sequences_and_optionals(void) {
@@ -959,19 +1012,26 @@ static void test_run_options(void) {
   om_tensor_free(y);
 
   /* A Loop of 2^62 iterations, stopped from another thread while it runs:
-   * OM_CANCELLED within 100 ms of the flag being set, the slot still NULL. */
-  struct terminator t = {options, 50, 0};
-  pthread_t thread;
-  const double start = now_ms();
-  CHECK(pthread_create(&thread, NULL, terminate_later, &t) == 0);
-  y = NULL;
-  ERR(run_loop(s, options, forever, NULL, &y), OM_CANCELLED, "run cancelled: terminate flag set");
-  const double end = now_ms();
-  pthread_join(thread, NULL);
-  CHECK(y == NULL);
-  CHECK(end - start >= 50.0);        /* it was in flight when the flag was set */
-  CHECK(end - t.set_at_ms < 100.0);  /* and stopped promptly */
-  if (end - t.set_at_ms >= 100.0) fprintf(stderr, "  stopped %.1f ms after the flag\n", end - t.set_at_ms);
+   * OM_CANCELLED within 100 ms of the flag being set, the slot still NULL.
+   * (On a busy machine a thread may wait for a core: the best of three
+   * attempts counts.) */
+  double latency = 1e9;
+  for (int attempt = 0; attempt < 3 && latency >= 100.0; ++attempt) {
+    OK(om_run_options_set_terminate(options, 0));
+    struct terminator t = {options, 50, 0};
+    pthread_t thread;
+    const double start = now_ms();
+    CHECK(pthread_create(&thread, NULL, terminate_later, &t) == 0);
+    y = NULL;
+    ERR(run_loop(s, options, forever, NULL, &y), OM_CANCELLED, "run cancelled: terminate flag set");
+    const double end = now_ms();
+    pthread_join(thread, NULL);
+    CHECK(y == NULL);
+    CHECK(end - start >= 50.0); /* it was in flight when the flag was set */
+    if (end - t.set_at_ms < latency) latency = end - t.set_at_ms;
+  }
+  CHECK(latency < 100.0); /* and stopped promptly */
+  if (latency >= 100.0) fprintf(stderr, "  stopped %.1f ms after the flag\n", latency);
 
   /* The flag stays set until cleared: runs with these options stop at once,
    * and write nothing into a bound output. */
@@ -986,15 +1046,20 @@ static void test_run_options(void) {
   OK(run_loop(s, options, 4, bound, NULL));
   CHECK(bound_data[0] == 5 && bound_data[1] == 6 && bound_data[2] == 7);
 
-  /* A deadline: the run of 2^62 iterations stops 100 ms after it started. */
+  /* A deadline: the run of 2^62 iterations stops 100 ms after it started
+   * (the best of three attempts, as above). */
   OK(om_run_options_set_timeout_ms(options, 100));
-  y = NULL;
-  const double deadline_start = now_ms();
-  ERR(run_loop(s, options, forever, NULL, &y), OM_CANCELLED, "run cancelled: deadline of 100 ms exceeded at ");
-  const double deadline_end = now_ms();
-  CHECK(y == NULL);
-  CHECK(deadline_end - deadline_start >= 100.0);
-  CHECK(deadline_end - deadline_start < 200.0);
+  double elapsed = 1e9;
+  for (int attempt = 0; attempt < 3 && elapsed >= 200.0; ++attempt) {
+    y = NULL;
+    const double deadline_start = now_ms();
+    ERR(run_loop(s, options, forever, NULL, &y), OM_CANCELLED, "run cancelled: deadline of 100 ms exceeded at ");
+    const double took = now_ms() - deadline_start;
+    CHECK(y == NULL);
+    CHECK(took >= 100.0);
+    if (took < elapsed) elapsed = took;
+  }
+  CHECK(elapsed < 200.0);
   /* Runs within the deadline are unaffected; the session is still usable. */
   OK(run_loop(s, options, 1000, NULL, &y));
   if (y) check_loop_result(y, 1000);
@@ -1209,6 +1274,7 @@ int main(int argc, char** argv) {
   test_threads();
   test_custom_op();
   test_custom_op_late_shape();
+  test_custom_op_bool_bytes();
   test_sequences_and_optionals();
   test_run_options();
   test_aliasing();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/element.h"
+#include "tests/ops/budget_util.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -123,6 +124,25 @@ TEST(Einsum, PlannedMatchesReference) {
   for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64,
                       DType::kUInt8, DType::kInt8})
     for (const Case& c : cases) Compare(c.eq, c.shapes, dtype, seed += 7);
+}
+
+// The planned evaluation's intermediate operands (each operand reduced, then
+// transposed for the product) count against the session's memory budget.
+TEST(Einsum, IntermediatesCountAgainstTheMemoryLimit) {
+  // 256 x 256 floats a side: the output (256 KiB) fits 512 KiB, the reduced
+  // and transposed copies of both operands beside it do not.
+  Tensor a = Tensor::Zeros(DType::kFloat, {256, 256}), b = Tensor::Zeros(DType::kFloat, {256, 256});
+  for (int64_t i = 0; i < 256; ++i) a.data<float>()[i * 256 + i] = 2, b.data<float>()[i * 256 + (255 - i)] = 3;
+  OpTester t{"Einsum", 12};
+  t.inputs = {a, b};
+  t.attrs = Equation("ij,jk->ik");
+  ExpectOverBudget(t, size_t(512) << 10);
+  // With room: 2 I times 3 times the anti-diagonal.
+  t.memory_limit = size_t(8) << 20;
+  absl::StatusOr<Tensor> y = t.RunOne();
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int64_t i = 0; i < 256; ++i)
+    for (int64_t k = 0; k < 256; ++k) ASSERT_EQ(y->data<float>()[i * 256 + k], k == 255 - i ? 6.0f : 0.0f);
 }
 
 }  // namespace
