@@ -148,8 +148,9 @@ void om_session_options_free(om_session_options* options);
 /* How a run may be stopped before it ends (ONNX Runtime's RunOptions): a
  * terminate flag and a deadline, for om_session_run_with_options and
  * om_session_run_values_with_options. A run checks them before every node
- * (in the bodies of Loop, Scan and If too) and at every iteration of Loop,
- * Scan and SequenceMap; one long kernel is not interrupted. A stopped run
+ * (in every subgraph too), at every iteration of Loop, Scan and SequenceMap
+ * and at every time step of RNN, GRU and LSTM; other kernels (a large
+ * product, a custom op) are not interrupted. A stopped run
  * returns OM_CANCELLED ("run cancelled: ..."), leaves the NULL output slots
  * NULL and writes no bound output; the session stays usable. Once a run has
  * written into a bound output (a KV cache an op updates in place, or any
