@@ -231,7 +231,8 @@ class ConvOp : public Op {
     if (y.size() == 0) return absl::OkStatus();
     if (kQLinear) return ComputeQLinear(ctx, p);
     if (kInteger) return ComputeInteger(ctx, p, ctx.output(0).data<int32_t>());
-    if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_))
+    if (p.dnn &&
+        p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_, ctx.budget()))
       return absl::OkStatus();
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;

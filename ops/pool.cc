@@ -138,7 +138,8 @@ class PoolOp : public Op {
     int64_t* indices = ctx.num_outputs() > 1 && ctx.output_requested(1) ? ctx.output(1).data<int64_t>() : nullptr;
     const PoolPlan& p = ctx.plan<PoolPlan>();
     if (y.size() == 0) return absl::OkStatus();
-    if (p.dnn && p.dnn->Run(x.raw(), nullptr, nullptr, y.raw(), ctx.threads())) return absl::OkStatus();
+    if (p.dnn && p.dnn->Run(x.raw(), nullptr, nullptr, y.raw(), ctx.threads(), false, ctx.budget()))
+      return absl::OkStatus();
     return Dispatch<Join<FloatTypes, TypeList<int8_t, uint8_t>>>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       Reference(p, x.data<T>(), y.data<T>(), indices, ctx.threads());

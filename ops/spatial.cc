@@ -177,7 +177,8 @@ class Forward : public OneDnnForward::Primitive {
     if (!weights.is_zero()) weights_in_ = MakeReorder(weights, pd.weights_desc());
   }
 
-  bool Run(const void* src, const void* weights, const void* bias, void* dst, bool constant_weights) const override {
+  bool Run(const void* src, const void* weights, const void* bias, void* dst, bool constant_weights,
+           const std::shared_ptr<MemoryBudget>& budget) const override {
     try {
       dnnl::stream stream(OneDnnEngine());
       // Constant weights: reordered once, on the first run, and kept.
@@ -185,6 +186,8 @@ class Forward : public OneDnnForward::Primitive {
       if (weights && weights_in_ && constant_weights) {
         std::lock_guard<std::mutex> lock(kept_mu_);
         if (kept_from_ == nullptr) {
+          kept_charge_ = MemoryReservation(budget);
+          if (!kept_charge_.Grow(int64_t(pd_.weights_desc().get_size()), 1, "the reordered weights").ok()) return false;
           memory user(weights_, OneDnnEngine(), const_cast<void*>(weights));
           memory mine(pd_.weights_desc(), OneDnnEngine());
           weights_in_->Run(stream, user, mine);
@@ -194,6 +197,13 @@ class Forward : public OneDnnForward::Primitive {
         }
         if (kept_from_ == weights) kept = kept_weights_;
       }
+      // This run's buffers: the scratchpad and the reordered copies.
+      size_t bytes = pd_.scratchpad_desc().get_size();
+      if (src_in_) bytes += pd_.src_desc().get_size();
+      if (dst_out_) bytes += pd_.dst_desc().get_size();
+      if (weights && weights_in_ && !kept) bytes += pd_.weights_desc().get_size();
+      MemoryReservation charge(budget);
+      if (!charge.Grow(int64_t(bytes), 1, "oneDNN's buffers").ok()) return false;
       // Reorders into the primitive's layout, where it differs from the caller's.
       auto in = [&](const memory::desc& plain, const void* data, const std::optional<Reorder>& reorder,
                     const memory::desc& wanted) {
@@ -228,12 +238,13 @@ class Forward : public OneDnnForward::Primitive {
   mutable std::mutex kept_mu_;
   mutable const void* kept_from_ = nullptr;  // the constant weights kept_weights_ holds, reordered
   mutable memory kept_weights_;
+  mutable MemoryReservation kept_charge_;  // kept_weights_'s bytes
 };
 
 }  // namespace
 
 bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, void* dst, int threads,
-                        bool constant_weights) const {
+                        bool constant_weights, const std::shared_ptr<MemoryBudget>& budget) const {
   std::shared_ptr<const Primitive> primitive;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -248,7 +259,7 @@ bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, 
   }
   if (!primitive) return false;
   const OmpThreadsScope scope(threads);
-  return primitive->Run(src, weights, bias, dst, constant_weights);
+  return primitive->Run(src, weights, bias, dst, constant_weights, budget);
 }
 
 namespace {

@@ -69,13 +69,15 @@ class OneDnnForward {
     // weights and bias only for convolutions (bias may be null). With
     // `constant_weights` (the same values at every run, e.g. an initializer)
     // the weights reordered into the primitive's layout are kept and reused.
-    virtual bool Run(const void* src, const void* weights, const void* bias, void* dst,
-                     bool constant_weights) const = 0;
+    // What oneDNN allocates (scratchpad, reordered inputs and output, the
+    // kept weights) is charged to `budget` (if any): false when it refuses.
+    virtual bool Run(const void* src, const void* weights, const void* bias, void* dst, bool constant_weights,
+                     const std::shared_ptr<MemoryBudget>& budget) const = 0;
   };
   // `make` returns nullptr when oneDNN has no primitive for the case.
   explicit OneDnnForward(std::function<std::shared_ptr<const Primitive>()> make) : make_(std::move(make)) {}
   bool Run(const void* src, const void* weights, const void* bias, void* dst, int threads,
-           bool constant_weights = false) const;
+           bool constant_weights = false, const std::shared_ptr<MemoryBudget>& budget = nullptr) const;
 
  private:
   std::function<std::shared_ptr<const Primitive>()> make_;

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "ops/spatial.h"
 #include "runtime/element.h"
 #include "tests/ops/op_tester.h"
 
@@ -463,6 +464,47 @@ TEST(Conv, BadShapesAndAttributesAreNamed) {
   EXPECT_THAT(err({F(std::vector<float>(16, 1), {1, 1, 1, 1, 4, 4}), F(std::vector<float>(1, 1), {1, 1, 1, 1, 1, 1})}, {}),
               HasSubstr("not implemented: ai.onnx::Conv opset 11 for 4 spatial dims"));
   EXPECT_THAT(err({F({1, 2}, {1, 2}), F({1, 2}, {1, 2})}, {}), HasSubstr("rank of at least 3"));
+}
+
+// What oneDNN allocates for a convolution (its scratchpad, the blocked
+// copies of the input and output, the reordered weights it keeps) counts
+// against the session's budget: refused, Run says no and the op runs its
+// reference kernel; granted, the kept weights stay charged.
+TEST(Conv, OneDnnBuffersAreChargedToTheBudget) {
+  Window w;
+  w.rank = 2;
+  w.in = {1, 32, 32};
+  w.k = {1, 3, 3};
+  w.out = {1, 30, 30};
+  const std::shared_ptr<const OneDnnForward> dnn = MakeOneDnnConv(DType::kFloat, w, 1, 16, 32, 1, false, false);
+  ASSERT_NE(dnn, nullptr);
+  std::vector<float> x(16 * 32 * 32, 1.0f), wt(32 * 16 * 3 * 3, 0.5f), y(32 * 30 * 30, -1.0f);
+  const auto tiny = std::make_shared<MemoryBudget>(1024);
+  EXPECT_FALSE(dnn->Run(x.data(), wt.data(), nullptr, y.data(), 1, true, tiny));
+  EXPECT_EQ(tiny->used(), 0u);
+  const auto ample = std::make_shared<MemoryBudget>(size_t(1) << 30);
+  ASSERT_TRUE(dnn->Run(x.data(), wt.data(), nullptr, y.data(), 1, true, ample));
+  EXPECT_GT(ample->used(), 0u);  // the kept weights, in oneDNN's blocked layout
+  EXPECT_FLOAT_EQ(y[0], 16 * 9 * 0.5f);
+  EXPECT_FLOAT_EQ(y.back(), 16 * 9 * 0.5f);
+}
+
+// Under a memory limit too small for oneDNN's buffers, Conv gives the same
+// values through its reference kernel.
+TEST(Conv, RunsUnderALimitTooSmallForOneDnnBuffers) {
+  const Tensor x = RandomUniform(DType::kFloat, {1, 16, 32, 32}, 7);
+  const Tensor wt = RandomUniform(DType::kFloat, {32, 16, 3, 3}, 8);
+  OpTester t{"Conv", 17};
+  t.inputs = {x, wt};
+  t.constant = {false, true};
+  absl::StatusOr<Tensor> want = t.RunOne();
+  ASSERT_TRUE(want.ok()) << want.status();
+  t.memory_limit = size_t(32 * 30 * 30 * 4) + 4096;  // Y and little else
+  absl::StatusOr<Tensor> got = t.RunOne();
+  ASSERT_TRUE(got.ok()) << got.status();
+  const std::vector<double> a = Values(*want), b = Values(*got);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4 * (1 + std::abs(a[i]))) << i;
 }
 
 }  // namespace
