@@ -477,7 +477,26 @@ class StaticShapes {
     const std::string& op = node->op_type;
     const auto in = [&](size_t i) { return node->has_input(i) ? Of(node->inputs[i], depth + 1) : std::nullopt; };
     if (node->domain == "onnx_mini") {
-      if (op != "FusedMatMul") return std::nullopt;  // its Attention broadcasts: unknown
+      if (op == "Attention") {  // Y [B, H, Sq, Dv]: Q, K, V and the mask broadcast (K, V heads repeated)
+        const auto q = in(0), k = in(1), v = in(2);
+        if (!q || !k || !v || q->size() != 4 || k->size() != 4 || v->size() != 4) return std::nullopt;
+        const int64_t repeat = node->attr_int("kv_repeat", 1);
+        const auto heads = [&](int64_t h) { return h < 0 ? h : h == 1 ? 1 : h * repeat; };
+        std::vector<std::optional<Dims>> ds = {Dims{(*q)[0], (*q)[1], (*q)[2]}, Dims{(*k)[0], heads((*k)[1]), 1},
+                                               Dims{(*v)[0], heads((*v)[1]), 1}};
+        if (node->has_input(3)) {
+          const auto m = in(3);
+          if (!m || m->empty() || m->size() > 4) return std::nullopt;
+          Dims m4(4 - m->size(), 1);
+          m4.insert(m4.end(), m->begin(), m->end());
+          ds.push_back(Dims{m4[0], m4[1], m4[2]});
+        }
+        auto y = Broadcast(ds);
+        if (!y) return std::nullopt;
+        y->push_back((*v)[3]);
+        return y;
+      }
+      if (op != "FusedMatMul") return std::nullopt;
     } else if (!node->domain.empty()) {
       return std::nullopt;
     }

@@ -772,5 +772,23 @@ TEST(Rewrite, NormsWithALastDimKnownOnlyAtRunTimeAreKept) {
   EXPECT_EQ((*s)->graph().nodes[0].name, "final_scale");
 }
 
+// A norm over the output of a fused attention: the rewrite pass knows the
+// fused node's shape (its last dim is V's), so the norm is fused too.
+TEST(Rewrite, ANormOverAFusedAttentionIsFused) {
+  ModelBuilder m = DynamicSdpaModel(0, false);
+  m.graph().mutable_output(0)->set_name("z");
+  m.Initializer("w", RandomUniform(DType::kFloat, {kSdpaDv}, 5, 0.5, 1.5));
+  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {}));
+  m.Initializer("eps", Tensor::FromVector(std::vector<float>{1e-5f}, {}));
+  m.Node("Pow", {"y", "two"}, {"sq"});
+  SetAttr(m.Node("ReduceMean", {"sq"}, {"mean"}), "axes", std::vector<int64_t>{-1});
+  m.Node("Add", {"mean", "eps"}, {"var"});
+  m.Node("Sqrt", {"var"}, {"std"});
+  m.Node("Div", {"y", "std"}, {"normed"});
+  m.Node("Mul", {"normed", "w"}, {"z"});
+  const std::vector<std::string> ops = RunBothWays(m, DynamicSdpaInputs(0, {2, 2, 3, kSdpaD}, 2, 5, {}, 3), 1e-5);
+  EXPECT_THAT(ops, ::testing::ElementsAre("Attention", "RMSNormalization"));
+}
+
 }  // namespace
 }  // namespace onnx_mini
