@@ -163,14 +163,27 @@ void Store(T* out, int64_t i, double v) {
   out[i] = Narrow<T>(typename Arith<T>::type(v));
 }
 
+// An FftPlan's memory for length n (its twiddles, and Bluestein's chirp and
+// filter), charged to the session's budget while the plan lives.
+absl::StatusOr<MemoryReservation> ReservePlan(const KernelContext& ctx, int64_t n) {
+  const bool bluestein = (n & (n - 1)) != 0;
+  int64_t m = n;
+  if (bluestein)
+    for (m = 1; m < 2 * n - 1;) m *= 2;
+  return ctx.Reserve(m / 2 + (bluestein ? n + m : 0), sizeof(Cplx), "the FFT plan");
+}
+
 // Runs body(line, buffer, scratch) for lines [0, lines), in parallel when the
 // work is large, each thread with its own buffer of `length` values and the
 // plan's scratch.
 template <class Body>
-absl::Status ForEachLine(const Node& node, const FftPlan& fft, int64_t lines, int64_t length, int threads, Body body) {
+absl::Status ForEachLine(const KernelContext& ctx, const FftPlan& fft, int64_t lines, int64_t length, Body body) {
+  const Node& node = ctx.node();
+  const int threads = ctx.threads();
   const int64_t per = length + fft.scratch_size();
   const int nt = lines > 1 && lines * per > (1 << 14) ? std::max(1, threads) : 1;
   std::vector<Cplx> work;
+  ASSIGN_OR_RETURN(const MemoryReservation charge, ctx.Reserve(int64_t(nt) * per, sizeof(Cplx), "the transform buffers"));
   try {
     work.resize(size_t(nt) * size_t(per));
   } catch (const std::bad_alloc&) {
@@ -275,6 +288,7 @@ class DftOp : public Op {
     Tensor& y = ctx.output(0);
     const int64_t lines = p.outer * p.inner;
     if (lines == 0 || y.size() == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const MemoryReservation plan_charge, ReservePlan(ctx, p.n));
     std::optional<FftPlan> fft;
     try {
       fft.emplace(p.n);
@@ -290,7 +304,7 @@ class DftOp : public Op {
       const T* in = x.data<T>();
       T* out = y.data<T>();
       const int64_t in_step = p.inner * p.in_c, out_step = p.inner * p.out_c;
-      status = ForEachLine(ctx.node(), *fft, lines, n, ctx.threads(), [&](int64_t line, Cplx* buf, Cplx* scratch) {
+      status = ForEachLine(ctx, *fft, lines, n, [&](int64_t line, Cplx* buf, Cplx* scratch) {
         const int64_t o = line / p.inner, i = line % p.inner;
         const T* src = in + (o * p.in_len * p.inner + i) * p.in_c;
         auto at = [&](int64_t k) {
@@ -411,6 +425,7 @@ class StftOp : public Op {
     Tensor& y = ctx.output(0);
     const int64_t lines = p.batch * p.frames;
     if (y.size() == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const MemoryReservation plan_charge, ReservePlan(ctx, p.frame_len));
     std::optional<FftPlan> fft;
     try {
       fft.emplace(p.frame_len);
@@ -423,7 +438,7 @@ class StftOp : public Op {
       const T* in = s.data<T>();
       const T* window = w ? w->data<T>() : nullptr;
       T* out = y.data<T>();
-      status = ForEachLine(ctx.node(), *fft, lines, p.frame_len, ctx.threads(), [&](int64_t line, Cplx* buf, Cplx* scratch) {
+      status = ForEachLine(ctx, *fft, lines, p.frame_len, [&](int64_t line, Cplx* buf, Cplx* scratch) {
         const int64_t b = line / p.frames, f = line % p.frames;
         const T* src = in + (b * p.signal_len + f * p.step) * p.in_c;
         for (int64_t j = 0; j < p.frame_len; ++j) {

@@ -11,6 +11,7 @@
 
 #include "ops/fft.h"
 #include "runtime/element.h"
+#include "tests/ops/budget_util.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -175,6 +176,27 @@ TEST(DFT, LengthPadsWithZerosOrTruncates) {
       for (int64_t k = 0; k < n; ++k) EXPECT_NEAR(std::abs(At(*y, k) - want[size_t(k)]), 0, 1e-12) << n;
     }
   }
+}
+
+// The FFT plan (Bluestein's chirp and filter for a length that is not a
+// power of two) and the per-thread lines count against the memory budget.
+TEST(DFT, PlanAndBuffersCountAgainstTheMemoryLimit) {
+  const std::vector<Cplx> x = RandomSignal(6, 11);
+  Tensor len = Tensor::Zeros(DType::kInt64, {});
+  SetDouble(len, 0, double((1 << 20) + 1));  // Y 16 MiB; the plan ~117 MiB
+  OpTester t{"DFT", 20};
+  t.inputs = {ComplexTensor(DType::kDouble, x), len};
+  ExpectOverBudget(t, size_t(64) << 20);
+  // A short transform fits a small limit and gives the plain DFT.
+  SetDouble(len, 0, 1000.0);
+  t.inputs = {ComplexTensor(DType::kDouble, x), len};
+  t.memory_limit = size_t(1) << 20;
+  absl::StatusOr<Tensor> y = t.RunOne();
+  ASSERT_TRUE(y.ok()) << y.status();
+  std::vector<Cplx> line(1000, Cplx(0, 0)), want(1000);
+  for (size_t j = 0; j < 6; ++j) line[j] = x[j];
+  ReferenceDft(line.data(), want.data(), 1000, false);
+  for (int64_t k = 0; k < 1000; ++k) EXPECT_NEAR(std::abs(At(*y, k) - want[size_t(k)]), 0, 1e-9);
 }
 
 TEST(DFT, OneSidedForwardAndInverseRoundTrip) {
