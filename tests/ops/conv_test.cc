@@ -494,7 +494,8 @@ TEST(Conv, OneDnnBuffersAreChargedToTheBudget) {
 TEST(Conv, RunsUnderALimitTooSmallForOneDnnBuffers) {
   const Tensor x = RandomUniform(DType::kFloat, {1, 16, 32, 32}, 7);
   const Tensor wt = RandomUniform(DType::kFloat, {32, 16, 3, 3}, 8);
-  OpTester t{"Conv", 17};
+  OpTester t;
+  t.op = "Conv";
   t.inputs = {x, wt};
   t.constant = {false, true};
   absl::StatusOr<Tensor> want = t.RunOne();

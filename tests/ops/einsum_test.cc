@@ -133,7 +133,9 @@ TEST(Einsum, IntermediatesCountAgainstTheMemoryLimit) {
   // and transposed copies of both operands beside it do not.
   Tensor a = Tensor::Zeros(DType::kFloat, {256, 256}), b = Tensor::Zeros(DType::kFloat, {256, 256});
   for (int64_t i = 0; i < 256; ++i) a.data<float>()[i * 256 + i] = 2, b.data<float>()[i * 256 + (255 - i)] = 3;
-  OpTester t{"Einsum", 12};
+  OpTester t;
+  t.op = "Einsum";
+  t.opset = 12;
   t.inputs = {a, b};
   t.attrs = Equation("ij,jk->ik");
   ExpectOverBudget(t, size_t(512) << 10);

@@ -184,7 +184,9 @@ TEST(DFT, PlanAndBuffersCountAgainstTheMemoryLimit) {
   const std::vector<Cplx> x = RandomSignal(6, 11);
   Tensor len = Tensor::Zeros(DType::kInt64, {});
   SetDouble(len, 0, double((1 << 20) + 1));  // Y 16 MiB; the plan ~117 MiB
-  OpTester t{"DFT", 20};
+  OpTester t;
+  t.op = "DFT";
+  t.opset = 20;
   t.inputs = {ComplexTensor(DType::kDouble, x), len};
   ExpectOverBudget(t, size_t(64) << 20);
   // A short transform fits a small limit and gives the plain DFT.
