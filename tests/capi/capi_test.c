@@ -1098,6 +1098,7 @@ static void test_run_options(void) {
   }
   om_tensor_free(bound);
   om_run_options_free(options);
+  om_session_free(s);
 }
 
 /* Bound outputs that alias inputs or each other (issue #23). */
