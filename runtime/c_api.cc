@@ -383,6 +383,17 @@ om_status* FinishCreate(absl::StatusOr<Graph> graph, const om_session_options* o
   return nullptr;
 }
 
+// Output `k` of a run asks for `name`: its graph output index, each asked for once.
+om_status* FindOutput(const om_session& session, const char* name, size_t k, std::vector<bool>& asked, int* index) {
+  if (name == nullptr) return Invalid(absl::StrCat("output name ", k, " is NULL"));
+  auto found = session.output_index.find(name);
+  if (found == session.output_index.end()) return Invalid(absl::StrCat("'", name, "' is not an output of the model"));
+  if (asked[found->second]) return Invalid(absl::StrCat("output '", name, "' is asked for twice"));
+  asked[found->second] = true;
+  *index = int(found->second);
+  return nullptr;
+}
+
 om_status* Info(const std::vector<om_session::Info>& infos, size_t index, const char* what, om_value_info* info) {
   if (index >= infos.size())
     return Invalid(absl::StrCat(what, " index ", index, " is out of range (the model has ", infos.size(), ")"));
@@ -673,13 +684,7 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
     std::vector<Tensor> results(infos.size());
     std::vector<bool> asked(infos.size(), false);
     for (size_t k = 0; k < output_count; ++k) {
-      if (output_names[k] == nullptr) return Invalid(absl::StrCat("output name ", k, " is NULL"));
-      auto found = session->output_index.find(output_names[k]);
-      if (found == session->output_index.end())
-        return Invalid(absl::StrCat("'", output_names[k], "' is not an output of the model"));
-      requested[k] = int(found->second);
-      if (asked[found->second]) return Invalid(absl::StrCat("output '", output_names[k], "' is asked for twice"));
-      asked[found->second] = true;
+      if (om_status* st = FindOutput(*session, output_names[k], k, asked, &requested[k])) return st;
       if (outputs[k] == nullptr) continue;
       const om_session::Info& info = infos[size_t(requested[k])];
       const Tensor& buffer = outputs[k]->tensor;
@@ -843,16 +848,10 @@ om_status* om_session_run_values_with_options(const om_session* session, const o
     std::vector<int> requested(output_count, -1);
     std::vector<bool> asked(session->outputs.size(), false);
     for (size_t k = 0; k < output_count; ++k) {
-      if (output_names[k] == nullptr) return Invalid(absl::StrCat("output name ", k, " is NULL"));
+      if (om_status* st = FindOutput(*session, output_names[k], k, asked, &requested[k])) return st;
       if (outputs[k] != nullptr)
         return Invalid(absl::StrCat("output '", output_names[k], "': om_session_run_values makes its outputs; "
                                     "the slot must be NULL"));
-      auto found = session->output_index.find(output_names[k]);
-      if (found == session->output_index.end())
-        return Invalid(absl::StrCat("'", output_names[k], "' is not an output of the model"));
-      requested[k] = int(found->second);
-      if (asked[found->second]) return Invalid(absl::StrCat("output '", output_names[k], "' is asked for twice"));
-      asked[found->second] = true;
     }
     std::vector<Value> results;
     if (absl::Status s = session->session->RunValues(feeds, &results, ToRunOptions(run_options)); !s.ok())
