@@ -42,6 +42,7 @@ std::vector<OpDef> SignalOps();         // DFT, STFT, HannWindow, HammingWindow,
 std::vector<OpDef> RandomOps();         // RandomNormal, RandomUniform, their Like forms, Bernoulli, Multinomial
 std::vector<OpDef> TextOps();           // StringConcat, StringSplit, StringNormalizer, RegexFullMatch, TfIdfVectorizer
 std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble
+std::vector<OpDef> ContribOps();        // com.microsoft (onnxruntime's contrib ops), ops/contrib/
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
@@ -53,6 +54,7 @@ inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BitCastOps, QuantizeOps,
     SignalOps, RandomOps,
     TextOps, MlOps,
+    ContribOps,
 };
 
 // Adds every built-in row to `registry`; fails on a malformed or overlapping row.

@@ -255,6 +255,12 @@ struct Alias {
   Kind kind;
 };
 
+// The op domains onnx-mini implements rows for.
+inline constexpr const char* kOnnxDomain = "";  // ai.onnx (also spelled "ai.onnx" in models)
+inline constexpr const char* kMlDomain = "ai.onnx.ml";
+inline constexpr const char* kPreviewDomain = "ai.onnx.preview";
+inline constexpr const char* kMsDomain = "com.microsoft";  // onnxruntime's contrib ops (ops/contrib/)
+
 // One row of the op registry: an implementation of (domain, op_type) for the
 // opset versions since_version..last_version (0 = no end).
 //

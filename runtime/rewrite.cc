@@ -377,7 +377,7 @@ bool RewriteSilu(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
 
 // MatMul + bias: Add(MatMul(A, W), b) (either order), W a constant matrix and
 // b a constant vector of its N columns -> onnx_mini::FusedMatMul(A, W, b):
-// the bias added by the GEMM (ops/matmul.cc), not by a second pass.
+// the bias added by the GEMM (ops/math/matmul.cc), not by a second pass.
 bool RewriteMatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
   Node& node = g.nodes[n];
   if (node.op_type != "Add" || !node.domain.empty() || !Binary(node) || node.outputs.size() != 1) return false;
@@ -771,7 +771,7 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   std::string mask;
   std::optional<Scores> scores;
   // Rows the mask hides whole: Softmax of -inf gives NaN, of a finite fill
-  // the mean of V's rows (see the op in ops/attention.cc).
+  // the mean of V's rows (see the op in ops/llm/attention.cc).
   int64_t masked_rows = 1;
   if (const Node* where = ix.Producer(z, "Where", &i); where && where->inputs.size() == 3) {
     const auto value = FloatScalar(ix, where->inputs[2]);

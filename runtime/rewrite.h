@@ -27,14 +27,14 @@
 //   SiLU      Mul(x, Sigmoid(x)) (either order) -> Swish(x) (opset 24, alpha 1)
 //   MatMul+b  Add(MatMul(A, W), b) (either order), W a constant matrix, b a
 //             constant vector of W's columns -> onnx_mini::FusedMatMul(A, W, b)
-//             (internal op, ops/matmul.cc: the GEMM adds the bias)
+//             (internal op, ops/math/matmul.cc: the GEMM adds the bias)
 //   Pow2      Pow(x, c) with c a constant scalar 2 -> Mul(x, x)
 //   SDPA      MatMul(Softmax(M(S), last axis), V') with S = MatMul(Q,
 //             Transpose(K', [0, 1, 3, 2])) divided by a constant c (scale
 //             1/c), times a constant c (scale c) or as is (scale 1), and M(S)
 //             Where(mask, S, c) (c a constant <= -1e30 or -inf), Add(S, mask)
 //             (either order) or S -> onnx_mini::Attention(Q, K, V, mask;
-//             scale, kv_repeat, masked_rows) (internal op, ops/attention.cc).
+//             scale, kv_repeat, masked_rows) (internal op, ops/llm/attention.cc).
 //             K', V' = Reshape(Expand(Unsqueeze(K, [2]), [1, 1, G, 1, 1]),
 //             [0 | B, KV * G, -1 | T, D]), both with the same G and K's KV
 //             heads and head size D known, each KV head repeated G times in

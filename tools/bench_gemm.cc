@@ -1,6 +1,6 @@
 // bench-gemm: the float32 weight products of the bench-decoder model's prefill
 // (128 rows of A), on PackedMatMul as a session runs them, two ways:
-//   gemm   - ops/gemm.h (our packed kernel, the default on AVX-512)
+//   gemm   - kernels/gemm/gemm.h (our packed kernel, the default on AVX-512)
 //   onednn - oneDNN's matmul with its packed weights (the kernels' CPU target
 //            capped at avx2 for this column: oneDNN still picks its own ISA)
 // each with "hot" weights (one matrix, run again and again: it stays in the
@@ -23,7 +23,7 @@
 #include <immintrin.h>
 #endif
 
-#include "ops/onednn.h"
+#include "kernels/gemm/onednn.h"
 #include "runtime/cpu.h"
 #include "runtime/tensor.h"
 #include "runtime/thread_pool.h"

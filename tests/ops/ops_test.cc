@@ -147,7 +147,7 @@ Tiny CaseFor(const RegisteredOp& row, DType out, DType in) {
   if (op == "DynamicQuantizeLinear") return {{{{2, 3}}}, 3};
   if (op == "Resize" && opset >= 11) return {{{{1, 1, 2, 2}}, {{0}}, {{4}, {1, 1, 2, 2}}}};
   if (op == "Resize" || op == "Upsample") return {{{{1, 1, 2, 2}}, {{4}, {1, 1, 2, 2}}}};
-  // ops/indexing.cc and ops/rearrange.cc
+  // ops/tensor/indexing.cc and ops/tensor/rearrange.cc
   if (op == "GatherElements") return {{{{2, 3}}, {{2, 3}, {0, 1}}}};
   if (op == "GatherND") return {{{{2, 3}}, {{1, 1}, {1}}}};
   if (op == "Scatter" || op == "ScatterElements") return {{{{2, 3}}, {{1, 3}, {1}}, {{1, 3}}}};

@@ -1,0 +1,1186 @@
+#include "kernels/attention/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "kernels/vec/arith.h"
+#include "runtime/checked.h"
+#include "runtime/cpu.h"
+#include "runtime/thread_pool.h"
+#include "runtime/type_set.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace onnx_mini {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// The compute type: float for the 16-bit types and float, double for double.
+template <class T> using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Rounds a value to T's precision (the function body's Cast points).
+// From a double the 16-bit encoders round directly (no double rounding via float).
+template <class T, class V>
+V RoundTo(V x) {
+  if constexpr (std::is_same_v<T, Float16>) return V(ToFloat(ToFloat16(x)));
+  else if constexpr (std::is_same_v<T, BFloat16>) return V(ToFloat(ToBFloat16(x)));
+  else if constexpr (std::is_same_v<T, float>) return V(float(x));
+  else return x;
+}
+
+// Calls f(TypeTag<T>) for the four attention element types (Attention's rows
+// admit only these).
+template <class F>
+void VisitAttentionType(DType dtype, F&& f) {
+  VisitTypes<TypeList<float, double, Float16, BFloat16>>(dtype, std::forward<F>(f));
+}
+
+// r = Cast_T1(sqrt(scale)), applied to Q and K separately (A9).
+template <class T>
+Acc<T> ScaleRoot(const AttentionProblem& p) {
+  return Acc<T>(RoundTo<T>(std::sqrt(p.scale)));
+}
+
+template <class T>
+const T* KeyRow(const AttentionProblem& p, int64_t b, int64_t g, int64_t j) {
+  if (j < p.past_len)
+    return static_cast<const T*>(p.past_key) + ((b * p.kv_heads + g) * p.past_len + j) * p.head_size;
+  return static_cast<const T*>(p.k_data) + p.k.At(b, g, j - p.past_len);
+}
+template <class T>
+const T* ValueRow(const AttentionProblem& p, int64_t b, int64_t g, int64_t j) {
+  if (j < p.past_len)
+    return static_cast<const T*>(p.past_value) + ((b * p.kv_heads + g) * p.past_len + j) * p.v_head_size;
+  return static_cast<const T*>(p.v_data) + p.v.At(b, g, j - p.past_len);
+}
+
+// The mask value at (b, h, i, j) for j < mask_len.
+double MaskAt(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_t j) {
+  return p.mask[b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2] + j * p.mask_stride[3]];
+}
+
+// The float bias of (b, h, i, j) before the cast to T1: mask, padding, and
+// the causal, window and nonpad rules, all as 0 or -inf except the mask.
+double BiasAt(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_t j) {
+  int64_t first, last;
+  p.VisibleKeys(b, i, first, last);
+  if (j < first || j >= last) return kNegInf;
+  return p.mask ? MaskAt(p, b, h, i, j) : 0.0;
+}
+
+// Narrows a row's visible keys [first, last) past the mask's -inf values at
+// either end (masked keys take no part in any case: a causal or padding mask
+// given as a tensor then skips blocks as is_causal does), and tells whether
+// every mask value left is 0, so that the row needs no per-key bias.
+bool TrimMaskRow(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_t& first, int64_t& last) {
+  const double* row = p.mask + b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2];
+  const int64_t step = p.mask_stride[3];
+  while (first < last && row[first * step] == kNegInf) ++first;
+  while (last > first && row[(last - 1) * step] == kNegInf) --last;
+  for (int64_t j = first; j < last; ++j)
+    if (row[j * step] != 0.0) return false;
+  return true;
+}
+
+}  // namespace
+
+double RoundToDType(DType dtype, double x) {
+  switch (dtype) {
+    case DType::kFloat16: return RoundTo<Float16>(x);
+    case DType::kBFloat16: return RoundTo<BFloat16>(x);
+    case DType::kFloat: return RoundTo<float>(x);
+    default: return x;
+  }
+}
+
+void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t& last) const {
+  first = 0;
+  last = total_len;
+  if (mask) last = std::min(last, mask_len);  // short masks are padded with -inf (A12)
+  if (nonpad) last = std::min(last, nonpad[b]);
+  // Saturating: a window of INT64_MAX is unbounded, not a wrapped edge.
+  const int64_t pos = SaturatingAdd(i, Offset(b));
+  if (causal) last = std::min(last, SaturatingAdd(pos, 1));
+  if (left_window >= 0) first = std::max(first, SaturatingAdd(pos, -left_window));
+  if (right_window >= 0) last = std::min(last, SaturatingAdd(SaturatingAdd(pos, right_window), 1));
+  first = std::max<int64_t>(first, 0);
+  last = std::max(last, first);
+}
+
+// present_key/present_value rows of (batch, kv head) pairs r0..r1 (r = b *
+// kv_heads + g), from past and new keys.
+template <class T>
+void CopyPresentRows(const AttentionProblem& p, int64_t r0, int64_t r1) {
+  // Rows of zero width hold nothing: no loop over their (possibly huge) count.
+  T* const present_key = p.head_size > 0 ? static_cast<T*>(p.present_key) : nullptr;
+  T* const present_value = p.v_head_size > 0 ? static_cast<T*>(p.present_value) : nullptr;
+  if (!present_key && !present_value) return;
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = r / p.kv_heads, g = r % p.kv_heads;
+    // The past rows of (b, g) are contiguous: one copy each.
+    if (p.past_len > 0) {
+      if (present_key)
+        std::memcpy(present_key + r * p.total_len * p.head_size, KeyRow<T>(p, b, g, 0),
+                    size_t(p.past_len * p.head_size) * sizeof(T));
+      if (present_value)
+        std::memcpy(present_value + r * p.total_len * p.v_head_size, ValueRow<T>(p, b, g, 0),
+                    size_t(p.past_len * p.v_head_size) * sizeof(T));
+    }
+    for (int64_t j = p.past_len; j < p.total_len; ++j) {
+      if (present_key)
+        std::memcpy(present_key + (r * p.total_len + j) * p.head_size, KeyRow<T>(p, b, g, j),
+                    size_t(p.head_size) * sizeof(T));
+      if (present_value)
+        std::memcpy(present_value + (r * p.total_len + j) * p.v_head_size, ValueRow<T>(p, b, g, j),
+                    size_t(p.v_head_size) * sizeof(T));
+    }
+  }
+}
+
+void WritePresent(const AttentionProblem& p, int threads) {
+  if (!p.present_key && !p.present_value) return;
+  VisitAttentionType(p.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const int64_t rows = p.batch * p.kv_heads;
+    // Large copies only, on the kernels' pool (a decode step copies its cache).
+    const int pool_threads = rows * p.total_len * p.head_size > (1 << 16) ? threads : 1;
+    ParallelFor(pool_threads, rows, 1, [&](int64_t r0, int64_t r1) { CopyPresentRows<T>(p, r0, r1); });
+  });
+}
+
+// ---- Reference ----
+
+void AttentionReference(const AttentionProblem& p) {
+  VisitAttentionType(p.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto R = [](double x) { return RoundTo<T>(x); };
+    auto Rsp = [&](double x) { return RoundToDType(p.softmax_dtype, x); };
+    const double r = double(ScaleRoot<T>(p));
+    const int64_t T_ = p.total_len, D = p.head_size, Dv = p.v_head_size;
+    std::vector<double> qk(static_cast<size_t>(T_)), logits(qk), z(qk), prob(qk);
+    std::vector<char> hidden(static_cast<size_t>(T_));  // bias -inf
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t h = 0; h < p.q_heads; ++h)
+        for (int64_t i = 0; i < p.q_len; ++i) {
+          const int64_t g = h / p.group();
+          const T* q = static_cast<const T*>(p.q_data) + p.q.At(b, h, i);
+          bool all_masked = true;
+          for (int64_t j = 0; j < T_; ++j) {
+            const T* k = KeyRow<T>(p, b, g, j);
+            double dot = 0;
+            for (int64_t d = 0; d < D; ++d) dot += R(double(Widen(q[d])) * r) * R(double(Widen(k[d])) * r);
+            qk[size_t(j)] = R(dot);
+            logits[size_t(j)] = p.softcap != 0 ? R(double(p.softcap) * R(std::tanh(R(qk[size_t(j)] / p.softcap))))
+                                               : qk[size_t(j)];
+            const double bias = R(BiasAt(p, b, h, i, j));
+            hidden[size_t(j)] = bias == kNegInf;
+            if (!hidden[size_t(j)]) all_masked = false;
+            z[size_t(j)] = R(logits[size_t(j)] + bias);
+          }
+          // Softmax in the softmax precision, then cast to T1 (A17). Keys the
+          // bias hides (-inf) weigh 0 and their values are not read, even if
+          // their score or value is NaN or infinite (the fast kernel never
+          // looks at them); a NaN score at a visible key makes the whole row
+          // NaN, as Softmax does.
+          double max = kNegInf;
+          bool nan = false;
+          for (int64_t j = 0; j < T_; ++j) {
+            if (hidden[size_t(j)]) continue;
+            const double zj = Rsp(z[size_t(j)]);
+            nan = nan || std::isnan(zj);
+            max = std::max(max, zj);
+          }
+          double sum = 0;
+          for (int64_t j = 0; j < T_; ++j) {
+            prob[size_t(j)] = hidden[size_t(j)] || max == kNegInf ? 0 : Rsp(std::exp(Rsp(Rsp(z[size_t(j)]) - max)));
+            sum += prob[size_t(j)];
+          }
+          sum = Rsp(sum);
+          for (int64_t j = 0; j < T_; ++j)
+            prob[size_t(j)] = nan ? std::numeric_limits<double>::quiet_NaN()
+                              : all_masked || sum == 0 ? 0
+                                                       : R(Rsp(prob[size_t(j)] / sum));
+          if (p.y_data) {
+            T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
+            for (int64_t d = 0; d < Dv; ++d) {
+              double acc = 0;
+              for (int64_t j = 0; j < T_; ++j)
+                if (!hidden[size_t(j)]) acc += prob[size_t(j)] * double(Widen(ValueRow<T>(p, b, g, j)[d]));
+              y[d] = Narrow<T>(Acc<T>(acc));
+            }
+          }
+          if (p.qk_data) {
+            T* out = static_cast<T*>(p.qk_data) + ((b * p.q_heads + h) * p.q_len + i) * T_;
+            for (int64_t j = 0; j < T_; ++j) {
+              const double v = p.qk_mode == 1 ? logits[size_t(j)]
+                             : p.qk_mode == 2 ? z[size_t(j)]
+                             : p.qk_mode == 3 ? prob[size_t(j)]
+                                              : qk[size_t(j)];
+              out[j] = Narrow<T>(Acc<T>(v));
+            }
+          }
+        }
+  });
+}
+
+// ---- Fast ----
+
+bool UsesFastPath(const AttentionProblem& p) {
+  if (p.qk_data) return false;
+  // The softmax must not be asked to run below the compute type; 16-bit T1
+  // with its own precision (the default) computes the softmax in float.
+  if (p.softmax_dtype == p.dtype) return true;
+  if (p.dtype == DType::kDouble) return p.softmax_dtype == DType::kDouble;
+  return p.softmax_dtype == DType::kFloat || p.softmax_dtype == DType::kDouble;
+}
+
+namespace {
+
+constexpr int64_t kKeyBlock = 64;
+constexpr int64_t kQueryBlock = 32;
+constexpr int64_t kTiledRows = 16;
+// Rows of a block whose value rows are added four at a time (the rest one
+// at a time): a query block's rows for a group of up to 32 heads.
+constexpr int64_t kMaxFullRows = 1024;
+
+// Split-KV: a decode with fewer (batch, kv head) tasks than threads splits
+// each task's keys into ranges of at least kSplitKeys, run in parallel.
+constexpr int64_t kSplitKeys = 256;
+
+// The softmax state of a key range for `rows` query rows, in one array:
+// the unnormalized outputs, the running maximum, the sum of weights (NaN
+// once a visible key scored NaN) and whether a key with a finite bias was
+// seen. Ranges combine as the online softmax combines key blocks.
+template <class A>
+struct SplitState {
+  static int64_t Size(int64_t rows, int64_t dv) { return rows * (dv + 3); }
+  SplitState(A* base, int64_t rows, int64_t dv)
+      : acc(base), m(base + rows * dv), l(m + rows), seen(l + rows) {}
+  A* acc;
+  A* m;
+  A* l;
+  A* seen;
+};
+
+// The fast kernel is one source compiled for each CPU target: FastBlockBody
+// and the helpers it runs per element are always inlined into the entry
+// points at the end of this section, which carry the target attributes, so
+// every hot loop is compiled (and vectorized) for that target. Anything not
+// inlined stays a plain x86-64 function, safe on every CPU.
+
+// Rows of bfloat16 to float, and float rows rounded to T's precision.
+[[gnu::always_inline]] inline void WidenBf16Row(const BFloat16* in, float* out, int64_t n) {
+  for (int64_t d = 0; d < n; ++d) {
+    const uint32_t bits = uint32_t(in[d].bits) << 16;
+    std::memcpy(&out[d], &bits, 4);
+  }
+}
+// A float's bits rounded to bfloat16 (the low half zero): to nearest even,
+// NaN kept and made quiet, as ToBFloat16(float) does; branch-free, so loops
+// over it vectorize.
+[[gnu::always_inline]] inline uint32_t RoundBf16Bits(uint32_t x) {
+  const uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) & 0xFFFF0000u;
+  return (x & 0x7FFFFFFFu) > 0x7F800000u ? ((x | 0x400000u) & 0xFFFF0000u) : rounded;
+}
+template <class T, class A>
+[[gnu::always_inline]] inline void RoundRow(A* row, int64_t n) {
+  if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<A, float>) {
+    for (int64_t d = 0; d < n; ++d) {
+      uint32_t x;
+      std::memcpy(&x, &row[d], 4);
+      x = RoundBf16Bits(x);
+      std::memcpy(&row[d], &x, 4);
+    }
+  } else if constexpr (std::is_same_v<T, Float16>) {
+    Float16 tmp[64];
+    for (int64_t d0 = 0; d0 < n; d0 += 64) {
+      const int64_t len = std::min<int64_t>(64, n - d0);
+      FloatToFloat16(row + d0, tmp, len);
+      Float16ToFloat(tmp, row + d0, len);
+    }
+  } else {
+    for (int64_t d = 0; d < n; ++d) row[d] = RoundTo<T>(row[d]);
+  }
+}
+// A 16-bit row widened to float, and a K row widened, scaled by r and
+// rounded to T's precision (A9), with the same results as ToFloat, `*= r`
+// and RoundRow. float16 uses the target's conversion instructions inline (a
+// dispatched call per row cost more than the conversion); these helpers
+// carry their own target and return how many elements they did.
+#if defined(__x86_64__) || defined(__i386__)
+// GCC 12's AVX-512 conversion intrinsics start from an undefined vector,
+// which -Wmaybe-uninitialized reports inside its own header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+[[gnu::target("avx512f")]] inline int64_t WidenF16Avx512(const Float16* in, float* out, int64_t n, float r,
+                                                         bool round) {
+  const __m512 rv = _mm512_set1_ps(r);
+  int64_t d = 0;
+  for (; d + 16 <= n; d += 16) {
+    __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + d)));
+    if (round) x = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(x, rv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm512_storeu_ps(out + d, x);
+  }
+  return d;
+}
+[[gnu::target("avx,f16c")]] inline int64_t WidenF16Avx2(const Float16* in, float* out, int64_t n, float r,
+                                                         bool round) {
+  const __m256 rv = _mm256_set1_ps(r);
+  int64_t d = 0;
+  for (; d + 8 <= n; d += 8) {
+    __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + d)));
+    if (round) x = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(x, rv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm256_storeu_ps(out + d, x);
+  }
+  return d;
+}
+#pragma GCC diagnostic pop
+#endif
+template <class T, int kVectorBytes>
+[[gnu::always_inline]] inline int64_t WidenF16Vector(const T* in, float* out, int64_t n, float r, bool round) {
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (std::is_same_v<T, Float16> && kVectorBytes == 64) return WidenF16Avx512(in, out, n, r, round);
+  if constexpr (std::is_same_v<T, Float16> && kVectorBytes == 32) return WidenF16Avx2(in, out, n, r, round);
+#endif
+  return 0;
+}
+template <class T, int kVectorBytes>
+[[gnu::always_inline]] inline void WidenRowInline(const T* in, float* out, int64_t n) {
+  if constexpr (std::is_same_v<T, BFloat16>) return WidenBf16Row(in, out, n);
+  int64_t d = WidenF16Vector<T, kVectorBytes>(in, out, n, 1.0f, false);
+  for (; d < n; ++d) out[d] = ToFloat(in[d]);
+}
+// A row stored as T, rounded as Narrow<T> rounds: bfloat16 on the bits,
+// float16 by the bulk conversion, without a call per element.
+template <class T, class A>
+[[gnu::always_inline]] inline void NarrowRow(const A* in, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, BFloat16> && std::is_same_v<A, float>) {
+    for (int64_t d = 0; d < n; ++d) {
+      uint32_t x;
+      std::memcpy(&x, &in[d], 4);
+      out[d].bits = uint16_t(RoundBf16Bits(x) >> 16);
+    }
+  } else if constexpr (std::is_same_v<T, Float16> && std::is_same_v<A, float>) {
+    FloatToFloat16(in, out, n);
+  } else {
+    for (int64_t d = 0; d < n; ++d) out[d] = Narrow<T>(in[d]);
+  }
+}
+template <class T, int kVectorBytes>
+[[gnu::always_inline]] inline void WidenScaleRoundRow(const T* in, float* out, int64_t n, float r) {
+  int64_t d = WidenF16Vector<T, kVectorBytes>(in, out, n, r, true);
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    for (; d < n; ++d) {
+      uint32_t x = uint32_t(in[d].bits) << 16;
+      float f;
+      std::memcpy(&f, &x, 4);
+      f *= r;
+      std::memcpy(&x, &f, 4);
+      x = RoundBf16Bits(x);
+      std::memcpy(&out[d], &x, 4);
+    }
+  }
+  for (; d < n; ++d) out[d] = RoundTo<T>(ToFloat(in[d]) * r);
+}
+
+// Scores of four query rows (q, rows of D) against a transposed block of
+// kKeyBlock keys: s[r * kKeyBlock + j] = sum_d q_r[d] * kt[d][j], with GCC
+// vectors of the target's width (kVectorBytes: 64 for AVX-512, 32 for AVX2,
+// 16 for SSE2) as accumulators that stay in registers; each K vector loaded
+// serves the four rows, and the independent accumulators keep both FMA
+// ports busy. No horizontal sums.
+template <int kVectorBytes, class A>
+[[gnu::always_inline]] inline void ScoreTile4(const A* q, const A* kt, int64_t D, A* s) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  static_assert(kKeyBlock % (4 * kLanes) == 0, "the tile is whole groups of four vectors");
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  // Sixteen named accumulators: GCC keeps these in registers, where an
+  // array of vectors would be stored back to the stack every iteration.
+  for (int c0 = 0; c0 < int(kKeyBlock) / kLanes; c0 += 4) {
+    Vec a00 = {}, a01 = {}, a02 = {}, a03 = {}, a10 = {}, a11 = {}, a12 = {}, a13 = {};
+    Vec a20 = {}, a21 = {}, a22 = {}, a23 = {}, a30 = {}, a31 = {}, a32 = {}, a33 = {};
+    for (int64_t d = 0; d < D; ++d) {
+      const A* k = kt + d * kKeyBlock + c0 * kLanes;
+      Vec k0, k1, k2, k3;
+      std::memcpy(&k0, k, sizeof(Vec));
+      std::memcpy(&k1, k + kLanes, sizeof(Vec));
+      std::memcpy(&k2, k + 2 * kLanes, sizeof(Vec));
+      std::memcpy(&k3, k + 3 * kLanes, sizeof(Vec));
+      const A q0 = q[d], q1 = q[D + d], q2 = q[2 * D + d], q3 = q[3 * D + d];
+      a00 += q0 * k0, a01 += q0 * k1, a02 += q0 * k2, a03 += q0 * k3;
+      a10 += q1 * k0, a11 += q1 * k1, a12 += q1 * k2, a13 += q1 * k3;
+      a20 += q2 * k0, a21 += q2 * k1, a22 += q2 * k2, a23 += q2 * k3;
+      a30 += q3 * k0, a31 += q3 * k1, a32 += q3 * k2, a33 += q3 * k3;
+    }
+    const Vec* acc[4][4] = {{&a00, &a01, &a02, &a03}, {&a10, &a11, &a12, &a13},
+                            {&a20, &a21, &a22, &a23}, {&a30, &a31, &a32, &a33}};
+    for (int r = 0; r < 4; ++r)
+      for (int c = 0; c < 4; ++c)
+        std::memcpy(s + r * kKeyBlock + (c0 + c) * kLanes, acc[r][c], sizeof(Vec));
+  }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// ScoreTile4 for bfloat16 with AVX-512 BF16: q[r * pairs + c] holds query row
+// r's elements 2c and 2c + 1 as two bfloat16, kp[c * kKeyBlock + j] key j's.
+// VDPBF16PS multiplies the pairs exactly and adds in float, as the float
+// tile does with the same bfloat16-exact values, at half the instructions;
+// it treats denormal inputs as zero. A call of its own (not inlined: the
+// fast kernel's body is compiled without the BF16 target until inlined into
+// its entry point), one per four rows and key block.
+[[gnu::target("avx512f,avx512bf16")]] void ScoreTile4Bf16(const uint32_t* q, const uint32_t* kp, int64_t pairs,
+                                                         float* s) {
+  static_assert(kKeyBlock == 64, "the tile is four vectors of 16 keys");
+  __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+  __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+  for (int64_t c = 0; c < pairs; ++c) {
+    const uint32_t* k = kp + c * kKeyBlock;
+    const __m512bh k0 = (__m512bh)_mm512_loadu_si512(k), k1 = (__m512bh)_mm512_loadu_si512(k + 16);
+    const __m512bh k2 = (__m512bh)_mm512_loadu_si512(k + 32), k3 = (__m512bh)_mm512_loadu_si512(k + 48);
+    const __m512bh q0 = (__m512bh)_mm512_set1_epi32(int(q[c])), q1 = (__m512bh)_mm512_set1_epi32(int(q[pairs + c]));
+    const __m512bh q2 = (__m512bh)_mm512_set1_epi32(int(q[2 * pairs + c]));
+    const __m512bh q3 = (__m512bh)_mm512_set1_epi32(int(q[3 * pairs + c]));
+    a00 = _mm512_dpbf16_ps(a00, q0, k0), a01 = _mm512_dpbf16_ps(a01, q0, k1);
+    a02 = _mm512_dpbf16_ps(a02, q0, k2), a03 = _mm512_dpbf16_ps(a03, q0, k3);
+    a10 = _mm512_dpbf16_ps(a10, q1, k0), a11 = _mm512_dpbf16_ps(a11, q1, k1);
+    a12 = _mm512_dpbf16_ps(a12, q1, k2), a13 = _mm512_dpbf16_ps(a13, q1, k3);
+    a20 = _mm512_dpbf16_ps(a20, q2, k0), a21 = _mm512_dpbf16_ps(a21, q2, k1);
+    a22 = _mm512_dpbf16_ps(a22, q2, k2), a23 = _mm512_dpbf16_ps(a23, q2, k3);
+    a30 = _mm512_dpbf16_ps(a30, q3, k0), a31 = _mm512_dpbf16_ps(a31, q3, k1);
+    a32 = _mm512_dpbf16_ps(a32, q3, k2), a33 = _mm512_dpbf16_ps(a33, q3, k3);
+  }
+  const __m512 acc[4][4] = {{a00, a01, a02, a03}, {a10, a11, a12, a13}, {a20, a21, a22, a23}, {a30, a31, a32, a33}};
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) _mm512_storeu_ps(s + r * kKeyBlock + c * 16, acc[r][c]);
+}
+#endif
+
+// Rows of n bfloat16-exact floats as bfloat16 pairs for ScoreTile4Bf16:
+// out[c * out_stride + row] or, with kByRow, out[row * out_stride + c] holds
+// elements 2c and 2c + 1 of rows[row] (0 past n); the rows from `count` up
+// to `total` are zero.
+template <bool kByRow>
+[[gnu::always_inline]] inline void PackBf16Pairs(const float* const* rows, int64_t count, int64_t total, int64_t n,
+                                                 uint32_t* out, int64_t out_stride) {
+  const int64_t pairs = (n + 1) / 2;
+  for (int64_t row = 0; row < total; ++row)
+    for (int64_t c = 0; c < pairs; ++c) {
+      uint32_t lo = 0, hi = 0;
+      if (row < count) {
+        std::memcpy(&lo, rows[row] + 2 * c, 4);
+        if (2 * c + 1 < n) std::memcpy(&hi, rows[row] + 2 * c + 1, 4);
+      }
+      out[kByRow ? row * out_stride + c : c * out_stride + row] = (lo >> 16) | (hi & 0xFFFF0000u);
+    }
+}
+
+// The sum of a vector's lanes, halving the width down to 16 bytes.
+template <class V>
+[[gnu::always_inline]] inline auto LaneSum(V v) {
+  using A = std::remove_reference_t<decltype(v[0])>;
+  if constexpr (sizeof(V) > 16) {
+    typedef A Half __attribute__((vector_size(sizeof(V) / 2)));
+    Half lo, hi;
+    std::memcpy(&lo, &v, sizeof(Half));
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(Half), sizeof(Half));
+    return LaneSum(lo + hi);
+  } else {
+    A sum = 0;
+    for (size_t l = 0; l < sizeof(V) / sizeof(A); ++l) sum += v[l];
+    return sum;
+  }
+}
+
+// Scores of four query rows (q, rows of D) against n keys, one pass over each
+// key row: s[r * kKeyBlock + j] = q_r . k_j. Four independent accumulators
+// keep the FMA units busy where one row's dot product would wait on itself.
+// prefetch(j) runs before key j's dot products (the rows read next come
+// from memory meanwhile).
+template <int kVectorBytes, class A, class Prefetch>
+[[gnu::always_inline]] inline void ScoreRows4(const A* q, int64_t D, const A* const* k_rows, int64_t n, A* s,
+                                              Prefetch&& prefetch) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  const int64_t d_vec = D / kLanes * kLanes;
+  for (int64_t j = 0; j < n; ++j) {
+    const A* k = k_rows[j];
+    prefetch(j);
+    Vec acc[4] = {};
+    for (int64_t d = 0; d < d_vec; d += kLanes) {
+      Vec kv;
+      std::memcpy(&kv, k + d, sizeof(Vec));
+      for (int r = 0; r < 4; ++r) {
+        Vec qv;
+        std::memcpy(&qv, q + r * D + d, sizeof(Vec));
+        acc[r] += qv * kv;
+      }
+    }
+    for (int r = 0; r < 4; ++r) {
+      A sum = LaneSum(acc[r]);
+      for (int64_t d = d_vec; d < D; ++d) sum += q[r * D + d] * k[d];
+      s[r * kKeyBlock + j] = sum;
+    }
+  }
+}
+
+// The largest of n values; NaN does not count (as std::max(m, z) in order).
+// Sixteen lanes, then halves of the lanes folded together.
+template <class A>
+[[gnu::always_inline]] inline A MaxOf(const A* z, int64_t n) {
+  typedef A V __attribute__((vector_size(16 * sizeof(A))));  // split to the target's width by GCC
+  constexpr A kLow = -std::numeric_limits<A>::infinity();
+  V part = V{} + kLow;
+  int64_t t = 0;
+  for (; t + 16 <= n; t += 16) {
+    V x;
+    std::memcpy(&x, z + t, sizeof(V));
+    part = x > part ? x : part;
+  }
+  A m = kLow;
+  for (; t < n; ++t) m = z[t] > m ? z[t] : m;
+  A folded[16];
+  std::memcpy(folded, &part, sizeof(V));
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) folded[l] = folded[l + width] > folded[l] ? folded[l + width] : folded[l];
+  return folded[0] > m ? folded[0] : m;
+}
+
+// Sum of n values in sixteen lanes, then halves of the lanes added
+// together: vectorizes without reassociating a single sum (no -ffast-math).
+template <class A>
+[[gnu::always_inline]] inline A SumOf(const A* z, int64_t n) {
+  typedef A V __attribute__((vector_size(16 * sizeof(A))));
+  V part = {};
+  int64_t t = 0;
+  for (; t + 16 <= n; t += 16) {
+    V x;
+    std::memcpy(&x, z + t, sizeof(V));
+    part += x;
+  }
+  A sum = 0;
+  for (; t < n; ++t) sum += z[t];
+  A folded[16];
+  std::memcpy(folded, &part, sizeof(V));
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) folded[l] += folded[l + width];
+  return folded[0] + sum;
+}
+
+// out[0, kVecs vectors) += sum_t w[t] * v_t[...]: the chunk of out stays in
+// registers while every row of the block is added to it, in kSets
+// accumulator sets taking alternate rows (summed at the end), so that at
+// least eight independent chains keep the FMA units busy: one chain would
+// wait out the FMA latency on every row.
+template <int kVectorBytes, int kVecs, int kSets, class A>
+[[gnu::always_inline]] inline void AddWeightedPass(A* out, const A* w, const A* const* v_rows, int64_t n,
+                                                   int64_t d0) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  Vec acc[kSets][kVecs];
+  std::memcpy(acc[0], out + d0, sizeof(acc[0]));
+  for (int s = 1; s < kSets; ++s)
+    for (int c = 0; c < kVecs; ++c) acc[s][c] = Vec{};
+  auto add = [&](Vec* into, int64_t t) {
+    const A wt = w[t];
+    const A* v = v_rows[t] + d0;
+    for (int c = 0; c < kVecs; ++c) {
+      Vec x;
+      std::memcpy(&x, v + c * kLanes, sizeof(Vec));
+      into[c] += wt * x;
+    }
+  };
+  int64_t t = 0;
+  for (; t + kSets <= n; t += kSets)
+    for (int s = 0; s < kSets; ++s) add(acc[s], t + s);
+  for (; t < n; ++t) add(acc[0], t);
+  for (int s = 1; s < kSets; ++s)
+    for (int c = 0; c < kVecs; ++c) acc[0][c] += acc[s][c];
+  std::memcpy(out + d0, acc[0], sizeof(acc[0]));
+}
+
+// out[d] += sum_t w[t] * v_t[d] over n value rows, register-tiled: chunks of
+// up to eight vectors of out, each loaded and stored once per block, not
+// once per key.
+template <int kVectorBytes, class A>
+[[gnu::always_inline]] inline void AddWeightedRows(A* out, const A* w, const A* const* v_rows, int64_t n,
+                                                   int64_t Dv) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  int64_t d0 = 0;
+  for (; d0 + 8 * kLanes <= Dv; d0 += 8 * kLanes) AddWeightedPass<kVectorBytes, 8, 1>(out, w, v_rows, n, d0);
+  switch ((Dv - d0) / kLanes) {  // what is left of the head, in whole vectors
+    case 1: AddWeightedPass<kVectorBytes, 1, 4>(out, w, v_rows, n, d0); break;
+    case 2: AddWeightedPass<kVectorBytes, 2, 4>(out, w, v_rows, n, d0); break;
+    case 3: AddWeightedPass<kVectorBytes, 3, 2>(out, w, v_rows, n, d0); break;
+    case 4: AddWeightedPass<kVectorBytes, 4, 2>(out, w, v_rows, n, d0); break;
+    case 5: AddWeightedPass<kVectorBytes, 5, 1>(out, w, v_rows, n, d0); break;
+    case 6: AddWeightedPass<kVectorBytes, 6, 1>(out, w, v_rows, n, d0); break;
+    case 7: AddWeightedPass<kVectorBytes, 7, 1>(out, w, v_rows, n, d0); break;
+    default: break;
+  }
+  d0 += (Dv - d0) / kLanes * kLanes;
+  for (; d0 < Dv; ++d0) {
+    A acc = out[d0];
+    for (int64_t t = 0; t < n; ++t) acc += w[t] * v_rows[t][d0];
+    out[d0] = acc;
+  }
+}
+
+// out_r[d] += sum_t w_r[t] * v_t[d] for four rows r over the same value
+// rows: each V vector loaded serves the four rows (the one-row pass loads a
+// V vector per FMA, which bounds it by the loads where a core loads one
+// 512-bit vector a cycle, as on Zen 4). The additions run in the one-row
+// pass's order.
+template <int kVectorBytes, int kVecs, class A>
+[[gnu::always_inline]] inline void AddWeightedPass4(A* const* out, const A* const* w, const A* const* v_rows,
+                                                    int64_t n, int64_t d0) {
+  static_assert(kVecs >= 1 && kVecs <= 4, "up to four vectors per row");
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  typedef A Vec __attribute__((vector_size(kVectorBytes)));
+  // Named accumulators: GCC keeps these in registers, where an array of
+  // vectors would go back to the stack every iteration (as in ScoreTile4).
+  Vec a00 = {}, a01 = {}, a02 = {}, a03 = {}, a10 = {}, a11 = {}, a12 = {}, a13 = {};
+  Vec a20 = {}, a21 = {}, a22 = {}, a23 = {}, a30 = {}, a31 = {}, a32 = {}, a33 = {};
+  Vec* const acc[4][4] = {{&a00, &a01, &a02, &a03}, {&a10, &a11, &a12, &a13},
+                          {&a20, &a21, &a22, &a23}, {&a30, &a31, &a32, &a33}};
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < kVecs; ++c) std::memcpy(acc[r][c], out[r] + d0 + c * kLanes, sizeof(Vec));
+  const A* const w0 = w[0];
+  const A* const w1 = w[1];
+  const A* const w2 = w[2];
+  const A* const w3 = w[3];
+  for (int64_t t = 0; t < n; ++t) {
+    const A* v = v_rows[t] + d0;
+    Vec x0, x1 = {}, x2 = {}, x3 = {};
+    std::memcpy(&x0, v, sizeof(Vec));
+    if constexpr (kVecs > 1) std::memcpy(&x1, v + kLanes, sizeof(Vec));
+    if constexpr (kVecs > 2) std::memcpy(&x2, v + 2 * kLanes, sizeof(Vec));
+    if constexpr (kVecs > 3) std::memcpy(&x3, v + 3 * kLanes, sizeof(Vec));
+    const A q0 = w0[t], q1 = w1[t], q2 = w2[t], q3 = w3[t];
+    a00 += q0 * x0, a10 += q1 * x0, a20 += q2 * x0, a30 += q3 * x0;
+    if constexpr (kVecs > 1) a01 += q0 * x1, a11 += q1 * x1, a21 += q2 * x1, a31 += q3 * x1;
+    if constexpr (kVecs > 2) a02 += q0 * x2, a12 += q1 * x2, a22 += q2 * x2, a32 += q3 * x2;
+    if constexpr (kVecs > 3) a03 += q0 * x3, a13 += q1 * x3, a23 += q2 * x3, a33 += q3 * x3;
+  }
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < kVecs; ++c) std::memcpy(out[r] + d0 + c * kLanes, acc[r][c], sizeof(Vec));
+}
+template <int kVectorBytes, class A>
+[[gnu::always_inline]] inline void AddWeightedRows4(A* const* out, const A* const* w, const A* const* v_rows,
+                                                    int64_t n, int64_t Dv) {
+  constexpr int kLanes = kVectorBytes / int(sizeof(A));
+  constexpr int kVecs = kVectorBytes == 64 ? 4 : 2;  // 4 x kVecs accumulators fit the registers
+  int64_t d0 = 0;
+  for (; d0 + kVecs * kLanes <= Dv; d0 += kVecs * kLanes)
+    AddWeightedPass4<kVectorBytes, kVecs>(out, w, v_rows, n, d0);
+  for (; d0 + kLanes <= Dv; d0 += kLanes) AddWeightedPass4<kVectorBytes, 1>(out, w, v_rows, n, d0);
+  for (; d0 < Dv; ++d0)
+    for (int r = 0; r < 4; ++r) {
+      A sum = out[r][d0];
+      for (int64_t t = 0; t < n; ++t) sum += w[r][t] * v_rows[t][d0];
+      out[r][d0] = sum;
+    }
+}
+
+// e^x for x <= 0 (softmax weights), branch-free so loops over it vectorize:
+// x = n ln2 + r, e^r by its degree-6 Taylor polynomial (|r| <= ln2/2, error
+// below 2e-7 relative), 2^n from the exponent bits; x < -87 (and -inf) gives
+// 0 and NaN gives NaN (x > 0 is outside the domain and gives 1). The
+// argument is clamped to [-87, 0] with comparisons that also send NaN to a
+// bound, so the float->int conversion below only ever sees n in [-126, 0].
+[[gnu::always_inline]] inline float ExpNonPositive(float x) {
+  const float clamped = x > -87.0f ? (x < 0.0f ? x : 0.0f) : -87.0f;
+  const float n = std::nearbyint(clamped * 1.44269504088896341f);
+  const float r = (clamped - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const uint32_t bits = uint32_t(int32_t(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return x < -87.0f ? 0.0f : std::isnan(x) ? x : p * scale;
+}
+[[gnu::always_inline]] inline double ExpNonPositive(double x) { return std::exp(x); }
+
+// A thread's working memory for the fast kernel, kept across its tasks.
+template <class A>
+struct Workspace {
+  std::vector<A> scratch;
+  // K blocks transposed for ScoreTile4, kept across the query blocks of one
+  // (batch, kv head) that the thread runs one after another, so that each
+  // block is transposed once rather than once per query block. The block of
+  // keys from j0 (a multiple of kKeyBlock) is at kt[j0 * D] once
+  // kt_built[j0 / kKeyBlock].
+  int64_t kt_b = -1, kt_g = -1;
+  std::vector<A> kt;
+  std::vector<char> kt_built;
+};
+// The most K values (keys x head size) Workspace keeps transposed.
+constexpr int64_t kMaxTransposedKeys = int64_t{1} << 22;
+
+// kVectorBytes: the target's vector width (for the score and value tiles).
+// Query rows [i0, i1) of the heads of kv head g, over keys [key_lo, key_hi).
+// With `partial` null the rows' outputs are written; otherwise the softmax
+// state of this key range (SplitState below) goes to `partial`, for a
+// split-KV combine.
+// kMasked: the problem has a mask (its rows are trimmed and classified).
+// kBf16Dot: bfloat16 prefill scores through ScoreTile4Bf16 (AVX-512 BF16).
+template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
+[[gnu::always_inline]] inline void FastBlockBody(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
+                                                 int64_t i1, int64_t key_lo, int64_t key_hi, Acc<T>* partial,
+                                                 Workspace<Acc<T>>& ws) {
+  using A = Acc<T>;
+  static_assert(!kBf16Dot || std::is_same_v<T, BFloat16>, "bfloat16 dot products for bfloat16 only");
+  constexpr A kMinusInf = -std::numeric_limits<A>::infinity();
+  // float and double K/V rows are read in place; 16-bit rows are widened
+  // (and K scaled and rounded, as the function body does) into scratch.
+  constexpr bool kDirect = std::is_same_v<T, A>;
+  const int64_t D = p.head_size, Dv = p.v_head_size, G = p.group(), n_rows = i1 - i0;
+  const int64_t rows = G * n_rows;  // row = (head in group) * n_rows + (i - i0)
+  const int64_t rows4 = (rows + 3) / 4 * 4;  // q padded with zero rows for the 4-row score kernels
+  // Scores go straight from the dot products to the softmax (16-bit ones
+  // rounded to T as a row first) when no softcap or mask sits between: no
+  // per-key work.
+  const bool plain = p.softcap == 0 && !p.mask;
+  const A r = ScaleRoot<T>(p);
+  // Direct rows are unscaled, so the query carries both factors of r.
+  const A q_factor = kDirect ? r * r : r;
+  std::vector<A>& scratch = ws.scratch;
+  scratch.resize(size_t(rows4 * D + rows * Dv + 3 * rows + rows4 * kKeyBlock + kKeyBlock +
+                        kKeyBlock * (D + (kDirect ? 0 : D + Dv))));
+  A* q = scratch.data();
+  A* acc = q + rows4 * D;
+  A* m = acc + rows * Dv;
+  A* l = m + rows;  // NaN (for good) once a visible key scored NaN
+  A* seen = l + rows;  // 1 once a key with a finite bias was seen
+  A* s = seen + rows;  // the block's raw scores, s[row * kKeyBlock + (j - j0)]
+  A* w = s + rows4 * kKeyBlock;  // one row's softmax weights of the block
+  A* kt = w + kKeyBlock;  // the K block transposed, kt[d * kKeyBlock + j]
+  A* kb = kt + kKeyBlock * D;
+  A* vb = kb + kKeyBlock * D;
+  std::vector<int64_t> first(static_cast<size_t>(rows)), last(first);
+  // Rows whose scores go straight to the softmax: every row when `plain`,
+  // else those whose mask is 0 on all their visible keys (float and double
+  // without softcap).
+  std::vector<char> direct(kMasked ? static_cast<size_t>(rows) : 0);
+  int64_t lo = p.total_len, hi = 0;
+  std::fill(q + rows * D, q + rows4 * D, A(0));
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
+    const T* src = static_cast<const T*>(p.q_data) + p.q.At(b, h, i);
+    A* q_row = q + row * D;
+    if constexpr (kDirect) {
+      for (int64_t d = 0; d < D; ++d) q_row[d] = src[d] * q_factor;
+    } else {
+      WidenRowInline<T, kVectorBytes>(src, q_row, D);
+      for (int64_t d = 0; d < D; ++d) q_row[d] *= q_factor;
+      RoundRow<T>(q_row, D);
+    }
+    p.VisibleKeys(b, i, first[size_t(row)], last[size_t(row)]);
+    if (kMasked && row >= n_rows && p.mask_stride[1] == 0) {  // the group's first head has the same mask row
+      first[size_t(row)] = first[size_t(row % n_rows)];
+      last[size_t(row)] = last[size_t(row % n_rows)];
+      direct[size_t(row)] = direct[size_t(row % n_rows)];
+    } else if (kMasked) {
+      const bool zeros = TrimMaskRow(p, b, h, i, first[size_t(row)], last[size_t(row)]);
+      direct[size_t(row)] = p.softcap == 0 && zeros;
+    }
+    if (first[size_t(row)] < last[size_t(row)]) {
+      lo = std::min(lo, first[size_t(row)]);
+      hi = std::max(hi, last[size_t(row)]);
+    }
+    m[row] = kMinusInf;
+    l[row] = 0;
+    seen[row] = 0;
+    std::fill(acc + row * Dv, acc + (row + 1) * Dv, A(0));
+  }
+  lo = std::max(lo, key_lo);
+  hi = std::min(hi, key_hi);
+  // kBf16Dot: the query rows and each K block as bfloat16 pairs.
+  const int64_t pairs = (D + 1) / 2;
+  std::vector<uint32_t> q_pairs, k_pairs;
+  if constexpr (kBf16Dot) {
+    if (rows >= kTiledRows) {
+      q_pairs.resize(size_t(rows4 * pairs));
+      k_pairs.resize(size_t(pairs * kKeyBlock));
+      std::vector<const float*> q_rows(static_cast<size_t>(rows));
+      for (int64_t row = 0; row < rows; ++row) q_rows[size_t(row)] = q + row * D;
+      PackBf16Pairs<true>(q_rows.data(), rows, rows4, D, q_pairs.data(), pairs);
+    }
+  }
+  const A* k_rows[kKeyBlock];
+  const A* v_rows[kKeyBlock];
+  const A* v_sel[kKeyBlock];  // the value rows of a row's visible keys, in order
+  for (int64_t j0 = lo; j0 < hi; j0 += kKeyBlock) {
+    const int64_t j1 = std::min(hi, j0 + kKeyBlock), n_keys = j1 - j0;
+    // Each K/V row of the block is loaded once for every query head of the group.
+    for (int64_t j = j0; j < j1; ++j) {
+      if constexpr (kDirect) {
+        k_rows[j - j0] = KeyRow<T>(p, b, g, j);
+        v_rows[j - j0] = ValueRow<T>(p, b, g, j);
+      } else {
+        const T* k = KeyRow<T>(p, b, g, j);
+        const T* v = ValueRow<T>(p, b, g, j);
+        A* kd = kb + (j - j0) * D;
+        A* vd = vb + (j - j0) * Dv;
+        WidenScaleRoundRow<T, kVectorBytes>(k, kd, D, r);
+        WidenRowInline<T, kVectorBytes>(v, vd, Dv);
+        k_rows[j - j0] = kd;
+        v_rows[j - j0] = vd;
+      }
+    }
+    // Whether one of the four rows from r0 has a key in the block.
+    const auto sees_block = [&](int64_t r0) {
+      for (int64_t row = r0; row < std::min(rows, r0 + 4); ++row)
+        if (std::max(j0, first[size_t(row)]) < std::min(j1, last[size_t(row)])) return true;
+      return false;
+    };
+    // Many rows per block (prefill): transpose the K block once, then four
+    // rows' scores at a time come from register accumulators with no
+    // horizontal sums. Few rows (decode): four rows per pass over each key.
+    if (kBf16Dot && rows >= kTiledRows) {
+#if defined(__x86_64__) || defined(__i386__)
+      if constexpr (kBf16Dot) {
+        PackBf16Pairs<false>(k_rows, n_keys, kKeyBlock, D, k_pairs.data(), kKeyBlock);
+        for (int64_t r0 = 0; r0 < rows; r0 += 4)
+          if (sees_block(r0)) ScoreTile4Bf16(q_pairs.data() + r0 * pairs, k_pairs.data(), pairs, s + r0 * kKeyBlock);
+      }
+#endif
+    } else if (rows >= kTiledRows) {
+      const auto transpose_into = [&](A* dst) {
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t d = 0; d < D; ++d) dst[d * kKeyBlock + (j - j0)] = k_rows[j - j0][d];
+        for (int64_t j = n_keys; j < kKeyBlock; ++j)
+          for (int64_t d = 0; d < D; ++d) dst[d * kKeyBlock + j] = 0;
+      };
+      const A* block_kt = kt;
+      if (!partial && j0 % kKeyBlock == 0 && p.total_len <= kMaxTransposedKeys / D) {
+        const int64_t blocks = (p.total_len + kKeyBlock - 1) / kKeyBlock;
+        if (ws.kt_b != b || ws.kt_g != g) {
+          ws.kt_b = b, ws.kt_g = g;
+          ws.kt.resize(size_t(blocks * kKeyBlock * D));
+          ws.kt_built.assign(size_t(blocks), 0);
+        }
+        A* cached = ws.kt.data() + j0 * D;
+        if (!ws.kt_built[size_t(j0 / kKeyBlock)]) {
+          transpose_into(cached);
+          ws.kt_built[size_t(j0 / kKeyBlock)] = 1;
+        }
+        block_kt = cached;
+      } else {
+        transpose_into(kt);
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += 4)
+        if (sees_block(r0)) ScoreTile4<kVectorBytes>(q + r0 * D, block_kt, D, s + r0 * kKeyBlock);
+    } else {
+      // Few rows read each K and V row once, so the step is bound by
+      // memory: the first pass asks for the K and V rows two blocks ahead
+      // (into L2) as it goes. The hardware's prefetch alone left more than
+      // half the bandwidth unused on an AMD EPYC (Zen 4): a decode step of
+      // attn_decode_static_f32 took 9.2 ms at 1 thread, 5.1 with this.
+      const auto prefetch_next = [&](int64_t j) {
+        const auto lines = [](const void* row, int64_t bytes) {
+          for (int64_t at = 0; at < bytes; at += 64) __builtin_prefetch(static_cast<const char*>(row) + at, 0, 2);
+        };
+        const int64_t ahead = j1 + kKeyBlock + j;
+        if (ahead < hi) {
+          lines(KeyRow<T>(p, b, g, ahead), D * int64_t(sizeof(T)));
+          lines(ValueRow<T>(p, b, g, ahead), Dv * int64_t(sizeof(T)));
+        }
+      };
+      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+        if (r0 == 0) ScoreRows4<kVectorBytes>(q, D, k_rows, n_keys, s, prefetch_next);
+        else ScoreRows4<kVectorBytes>(q + r0 * D, D, k_rows, n_keys, s + r0 * kKeyBlock, [](int64_t) {});
+      }
+    }
+    // Rows that see every key of the block with their scores as they are
+    // keep their weights in place (in s) and add their value rows together
+    // after the loop, four at a time.
+    int64_t full[kMaxFullRows];
+    int64_t n_full = 0;
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t a = std::max(j0, first[size_t(row)]), e = std::min(j1, last[size_t(row)]);
+      if (a >= e) continue;
+      const A* sr = s + row * kKeyBlock;
+      // The scores the softmax sees, z[0, n), and their value rows.
+      const A* z;
+      const A* const* vz;
+      int64_t n = 0;
+      A block_max;
+      if (kMasked ? direct[size_t(row)] != 0 : plain) {
+        if constexpr (!kDirect) RoundRow<T>(s + row * kKeyBlock + (a - j0), e - a);
+        z = sr + (a - j0);
+        vz = v_rows + (a - j0);
+        n = e - a;
+        block_max = MaxOf(z, n);
+      } else {
+        // Compacted to the keys the mask leaves visible. Masked keys (-inf)
+        // take no part, even if their score or value is NaN.
+        const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
+        block_max = kMinusInf;
+        for (int64_t j = a; j < e; ++j) {
+          A zj = sr[j - j0];
+          if constexpr (!kDirect) zj = RoundTo<T>(zj);
+          if (p.softcap != 0) {
+            zj = A(p.softcap) * std::tanh(zj / A(p.softcap));
+            if constexpr (!kDirect) zj = RoundTo<T>(zj);
+          }
+          if (p.mask) {
+            const A bias = A(MaskAt(p, b, h, i, j));
+            if (bias == kMinusInf) continue;
+            zj += bias;
+            if constexpr (!kDirect) zj = RoundTo<T>(zj);
+          }
+          w[n] = zj;
+          v_sel[n++] = v_rows[j - j0];
+          block_max = zj > block_max ? zj : block_max;  // NaN scores do not count here
+        }
+        z = w;
+        vz = v_sel;
+      }
+      // A NaN score makes l NaN: through its weight below, or here when no
+      // score of the block is above -inf.
+      if (block_max == kMinusInf) {
+        for (int64_t t = 0; t < n; ++t)
+          if (std::isnan(z[t])) l[row] = std::numeric_limits<A>::quiet_NaN();
+        continue;
+      }
+      seen[row] = 1;
+      // Online softmax: rescale what was accumulated if the maximum grew.
+      A* out = acc + row * Dv;
+      if (block_max > m[row]) {
+        const A factor = m[row] == kMinusInf ? A(0) : ExpNonPositive(m[row] - block_max);
+        l[row] *= factor;
+        for (int64_t d = 0; d < Dv; ++d) out[d] *= factor;
+        m[row] = block_max;
+      }
+      const A mr = m[row];
+      A* weights = z == sr + (a - j0) && n == n_keys && n_full < kMaxFullRows ? s + row * kKeyBlock : w;
+      for (int64_t t = 0; t < n; ++t) weights[t] = ExpNonPositive(z[t] - mr);  // NaN for NaN (and inf - inf)
+      l[row] += SumOf(weights, n);
+      if (weights == w) AddWeightedRows<kVectorBytes>(out, w, vz, n, Dv);
+      else full[n_full++] = row;
+    }
+    int64_t f = 0;
+    for (; f + 4 <= n_full; f += 4) {
+      A* outs[4];
+      const A* weight_rows[4];
+      for (int r = 0; r < 4; ++r) outs[r] = acc + full[f + r] * Dv, weight_rows[r] = s + full[f + r] * kKeyBlock;
+      AddWeightedRows4<kVectorBytes>(outs, weight_rows, v_rows, n_keys, Dv);
+    }
+    for (; f < n_full; ++f)
+      AddWeightedRows<kVectorBytes>(acc + full[f] * Dv, s + full[f] * kKeyBlock, v_rows, n_keys, Dv);
+  }
+  if (partial) {
+    SplitState<A> state(partial, rows, Dv);
+    std::copy(acc, acc + rows * Dv, state.acc);
+    std::copy(m, m + rows, state.m);
+    std::copy(l, l + rows, state.l);
+    std::copy(seen, seen + rows, state.seen);
+    return;
+  }
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
+    T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
+    // A NaN score (l NaN) makes the row NaN; fully masked rows (every bias
+    // -inf) are exactly 0 (A17).
+    const A inv = std::isnan(l[row]) ? std::numeric_limits<A>::quiet_NaN()
+                  : seen[row] != 0 && l[row] > 0      ? A(1) / l[row]
+                                                      : A(0);
+    for (int64_t d = 0; d < Dv; ++d) acc[row * Dv + d] *= inv;
+    NarrowRow(acc + row * Dv, y, Dv);
+  }
+}
+
+// One entry point per CPU target, each with FastBlockBody inlined.
+template <class T>
+void FastBlockBaseline(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo,
+                       int64_t key_hi, Acc<T>* partial, Workspace<Acc<T>>& ws) {
+  if (p.mask) FastBlockBody<T, 16, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+  else FastBlockBody<T, 16, false>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+}
+#if defined(__x86_64__) || defined(__i386__)
+template <class T>
+[[gnu::target("avx2,fma,f16c")]] void FastBlockAvx2(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0,
+                                                   int64_t i1, int64_t key_lo, int64_t key_hi, Acc<T>* partial,
+                                                   Workspace<Acc<T>>& ws) {
+  if (p.mask) FastBlockBody<T, 32, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+  else FastBlockBody<T, 32, false>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+}
+template <class T>
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void FastBlockAvx512(
+    const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo, int64_t key_hi,
+    Acc<T>* partial, Workspace<Acc<T>>& ws) {
+  if (p.mask) FastBlockBody<T, 64, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+  else FastBlockBody<T, 64, false>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+}
+template <class T>
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,avx512bf16")]] void FastBlockAvx512Bf16(
+    const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, int64_t key_lo, int64_t key_hi,
+    Acc<T>* partial, Workspace<Acc<T>>& ws) {
+  if (p.mask) FastBlockBody<T, 64, true, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+  else FastBlockBody<T, 64, false, true>(p, b, g, i0, i1, key_lo, key_hi, partial, ws);
+}
+#endif
+
+template <class T>
+using FastBlockFn = void (*)(const AttentionProblem&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, Acc<T>*,
+                             Workspace<Acc<T>>&);
+
+// The entry point for the active CPU target (ActiveCpuTarget(), chosen once).
+template <class T>
+FastBlockFn<T> SelectFastBlock() {
+  switch (ActiveCpuTarget()) {
+#if defined(__x86_64__) || defined(__i386__)
+    case CpuTarget::kAvx512Bf16:
+      if constexpr (std::is_same_v<T, BFloat16>) return &FastBlockAvx512Bf16<T>;
+      return &FastBlockAvx512<T>;
+    case CpuTarget::kAvx512: return &FastBlockAvx512<T>;
+    case CpuTarget::kAvx2: return &FastBlockAvx2<T>;
+#endif
+    default: return &FastBlockBaseline<T>;
+  }
+}
+
+// Combines the split states of query rows [i0, i1) of kv head g's heads
+// and writes their outputs, as FastBlockBody does for one range.
+template <class T>
+void CombineSplits(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, int64_t i1, const Acc<T>* states,
+                   int64_t splits) {
+  using A = Acc<T>;
+  const int64_t Dv = p.v_head_size, G = p.group(), n_rows = i1 - i0, rows = G * n_rows;
+  const int64_t size = SplitState<A>::Size(rows, Dv);
+  std::vector<A> out(static_cast<size_t>(Dv));
+  for (int64_t row = 0; row < rows; ++row) {
+    A top = -std::numeric_limits<A>::infinity();
+    bool nan = false, seen = false;
+    for (int64_t k = 0; k < splits; ++k) {
+      SplitState<A> st(const_cast<A*>(states) + k * size, rows, Dv);
+      nan = nan || std::isnan(st.l[row]);
+      if (st.seen[row] != 0) {
+        seen = true;
+        top = std::max(top, st.m[row]);
+      }
+    }
+    std::fill(out.begin(), out.end(), A(0));
+    A sum = 0;
+    for (int64_t k = 0; k < splits && seen; ++k) {
+      SplitState<A> st(const_cast<A*>(states) + k * size, rows, Dv);
+      if (st.seen[row] == 0) continue;
+      const A factor = std::exp(st.m[row] - top);
+      sum += factor * st.l[row];
+      for (int64_t d = 0; d < Dv; ++d) out[size_t(d)] += factor * st.acc[row * Dv + d];
+    }
+    const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
+    T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
+    const A inv = nan ? std::numeric_limits<A>::quiet_NaN() : seen && sum > 0 ? A(1) / sum : A(0);
+    for (int64_t d = 0; d < Dv; ++d) y[d] = Narrow<T>(out[size_t(d)] * inv);
+  }
+}
+
+}  // namespace
+
+int64_t AttentionWorkspaceBytes(const AttentionProblem& p, int threads, bool fast) {
+  if (!fast) return CheckedMul(p.total_len, 5 * int64_t(sizeof(double))).value_or(-1);  // qk, logits, z, prob, hidden
+  if (p.kv_heads <= 0 || p.q_len <= 0) return 0;
+  const int64_t a = p.dtype == DType::kDouble ? 8 : 4;  // sizeof(Acc<T>)
+  const int64_t D = p.head_size, Dv = p.v_head_size;
+  const int64_t rows = p.group() * std::min(p.q_len, kQueryBlock), rows4 = (rows + 3) / 4 * 4;
+  const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
+  std::optional<int64_t> tasks = CheckedMul(p.batch, p.kv_heads);
+  if (tasks) tasks = CheckedMul(*tasks, q_blocks);
+  if (!tasks) return -1;
+  int64_t splits = 1;  // as AttentionFast picks them
+  if (*tasks < threads && p.total_len >= 2 * kSplitKeys)
+    splits = std::min<int64_t>((threads + *tasks - 1) / *tasks, p.total_len / kSplitKeys);
+  // Per thread (FastBlockBody): scratch, the transposed K cache, the row
+  // bounds and flags, bfloat16 pairs (rows, D and Dv are small: no overflow).
+  int64_t per_thread = a * (rows4 * D + rows * Dv + 3 * rows + rows4 * kKeyBlock + kKeyBlock + kKeyBlock * (2 * D + Dv)) +
+                       rows * (2 * 8 + 1 + 8) + 4 * ((rows4 + kKeyBlock) * ((D + 1) / 2));
+  if (splits <= 1 && D > 0 && p.total_len <= kMaxTransposedKeys / D)
+    per_thread += a * ((p.total_len + kKeyBlock - 1) / kKeyBlock * kKeyBlock * D) + p.total_len / kKeyBlock + 1;
+  const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(threads, *tasks * splits));
+  std::optional<int64_t> bytes = CheckedMul(per_thread, workers);
+  if (splits > 1) {  // the split states
+    std::optional<int64_t> states = CheckedMul(*tasks * splits, rows * (Dv + 3) * a);
+    if (bytes && states) bytes = CheckedAdd(*bytes, *states);
+    else bytes = std::nullopt;
+  }
+  return bytes.value_or(-1);
+}
+
+void AttentionFast(const AttentionProblem& p, int threads) {
+  VisitAttentionType(p.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = Acc<T>;
+    const FastBlockFn<T> fast_block = SelectFastBlock<T>();
+    const int64_t q_blocks = (p.q_len + kQueryBlock - 1) / kQueryBlock;
+    const int64_t tasks = p.batch * p.kv_heads * q_blocks;
+    // Tasks run a head's query blocks latest first: under a causal mask
+    // the costliest go first, so the last ranges to finish are short.
+    auto task_of = [&](int64_t t, int64_t& b, int64_t& g, int64_t& i0, int64_t& i1) {
+      const int64_t qb = q_blocks - 1 - t % q_blocks;
+      g = (t / q_blocks) % p.kv_heads, b = t / (q_blocks * p.kv_heads);
+      i0 = qb * kQueryBlock, i1 = std::min(p.q_len, i0 + kQueryBlock);
+    };
+    // Fewer tasks than threads and many keys (a decode step of one sequence
+    // with few kv heads): split the keys, whole key blocks per range.
+    int64_t splits = 1;
+    if (tasks < threads && p.total_len >= 2 * kSplitKeys)
+      splits = std::min<int64_t>((threads + tasks - 1) / tasks, p.total_len / kSplitKeys);
+    // One task per (batch, kv head) (a decode step): each task copies its
+    // present rows first, which also brings its K and V into this core's
+    // cache for the pass that follows. Otherwise the copy comes first, whole.
+    const bool present_per_task = splits <= 1 && q_blocks == 1;
+    if (!present_per_task) WritePresent(p, threads);
+    if (!p.y_data) return;
+    if (splits <= 1) {
+      // A thread keeps the K blocks it transposed while its tasks stay on
+      // one (batch, kv head) (Workspace), so it takes a head's query blocks
+      // in runs: whole heads when there are enough to go round, else
+      // shorter runs, at least two per thread.
+      const int64_t heads = p.batch * p.kv_heads;
+      const int64_t runs_per_head = heads >= 2 * threads ? 1 : (2 * threads + heads - 1) / heads;
+      const int64_t grain = std::max<int64_t>(1, q_blocks / runs_per_head);
+      ParallelFor(threads, tasks, grain, [&](int64_t t0, int64_t t1) {
+        Workspace<A> ws;
+        for (int64_t t = t0; t < t1; ++t) {
+          int64_t b, g, i0, i1;
+          task_of(t, b, g, i0, i1);
+          if (present_per_task) CopyPresentRows<T>(p, t, t + 1);  // t = b * kv_heads + g
+          fast_block(p, b, g, i0, i1, 0, p.total_len, nullptr, ws);
+        }
+      });
+      return;
+    }
+    const int64_t range = (p.total_len + splits - 1) / splits;
+    const int64_t span = (range + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+    const int64_t state_size = SplitState<A>::Size(p.group() * std::min(p.q_len, kQueryBlock), p.v_head_size);
+    std::vector<A> states(static_cast<size_t>(tasks * splits * state_size));
+    ParallelFor(threads, tasks * splits, 1, [&](int64_t w0, int64_t w1) {
+      Workspace<A> ws;
+      for (int64_t w = w0; w < w1; ++w) {
+        int64_t b, g, i0, i1;
+        task_of(w / splits, b, g, i0, i1);
+        const int64_t lo = (w % splits) * span;
+        fast_block(p, b, g, i0, i1, lo, std::min(p.total_len, lo + span), states.data() + w * state_size, ws);
+      }
+    });
+    for (int64_t t = 0; t < tasks; ++t) {
+      int64_t b, g, i0, i1;
+      task_of(t, b, g, i0, i1);
+      CombineSplits<T>(p, b, g, i0, i1, states.data() + t * splits * state_size, splits);
+    }
+  });
+}
+
+}  // namespace onnx_mini

@@ -1,0 +1,160 @@
+#include "kernels/gemm/gemm.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "runtime/checked.h"
+#include "runtime/cpu.h"
+#include "runtime/thread_pool.h"
+
+namespace onnx_mini {
+namespace {
+
+// Rows of A per register tile: 6 x 4 accumulator vectors, 4 vectors of the
+// panel's row and a broadcast fit the 32 registers.
+constexpr int kTileRows = 6;
+// Rows of a panel per block: 128 KiB, which stays in L2 while every tile of
+// A passes over it.
+constexpr int64_t kBlockDepth = 512;
+
+#if defined(__x86_64__)
+#define ONNX_MINI_GEMM_TARGET gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+
+// The columns of a panel that exist (the last panel may be partial), as
+// masks of the panel's four vectors.
+struct PanelMasks {
+  __mmask16 v[4];
+};
+
+// C's tile (R rows from c, row stride ldc) = [bias or zero if `first`, else
+// C] + R rows of A (from a, row stride lda) x `depth` rows of a panel.
+// Meanwhile `lines` cache lines from `prefetch` (the next block of B) are
+// brought into L2, spread over the loop.
+template <int R>
+[[ONNX_MINI_GEMM_TARGET, gnu::always_inline]] inline void Tile(const float* a, int64_t lda, const float* panel,
+                                                               int64_t depth, float* c, int64_t ldc,
+                                                               const PanelMasks& mask, const float* bias, bool first,
+                                                               const char* prefetch, int64_t lines) {
+  __m512 acc[R][4];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 4; ++v)
+      acc[r][v] = !first ? _mm512_maskz_loadu_ps(mask.v[v], c + r * ldc + 16 * v)
+                  : bias ? _mm512_maskz_loadu_ps(mask.v[v], bias + 16 * v)
+                         : _mm512_setzero_ps();
+  const int64_t stride = lines > 0 ? std::max<int64_t>(1, depth / lines) : depth + 1;
+  int64_t issued = 0, countdown = 0;  // a prefetch every `stride` rows
+  for (int64_t p = 0; p < depth; ++p) {
+    const float* row = panel + p * kGemmPanel;
+    const __m512 b0 = _mm512_loadu_ps(row), b1 = _mm512_loadu_ps(row + 16), b2 = _mm512_loadu_ps(row + 32),
+                 b3 = _mm512_loadu_ps(row + 48);
+    if (issued < lines && countdown-- == 0) {
+      _mm_prefetch(prefetch + 64 * issued++, _MM_HINT_T1);
+      countdown = stride - 1;
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r * lda + p]);
+      acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(x, b2, acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(x, b3, acc[r][3]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 4; ++v) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask.v[v], acc[r][v]);
+}
+
+// Panels [j0, j1) of C: for each block of a panel, every tile of A's rows.
+[[ONNX_MINI_GEMM_TARGET]] void PanelsAvx512(const float* a, const float* packed, const float* bias, float* c,
+                                            int64_t m, int64_t k, int64_t n, int64_t j0, int64_t j1) {
+  const int64_t tiles = (m + kTileRows - 1) / kTileRows;
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t col = j * kGemmPanel, cols = std::min(kGemmPanel, n - col);
+    PanelMasks mask;
+    for (int v = 0; v < 4; ++v) {
+      const int64_t valid = std::clamp<int64_t>(cols - 16 * v, 0, 16);
+      mask.v[v] = __mmask16((1u << valid) - 1);
+    }
+    const float* panel = packed + j * k * kGemmPanel;
+    for (int64_t k0 = 0; k0 < k; k0 += kBlockDepth) {
+      const int64_t depth = std::min(kBlockDepth, k - k0);
+      const float* block = panel + k0 * kGemmPanel;
+      // The next block this thread multiplies: the panel's next rows, or the
+      // next panel's first.
+      const float* next = k0 + depth < k ? block + depth * kGemmPanel : j + 1 < j1 ? panel + k * kGemmPanel : nullptr;
+      const int64_t next_depth = k0 + depth < k ? std::min(kBlockDepth, k - k0 - depth) : std::min(kBlockDepth, k);
+      const int64_t next_lines = next ? next_depth * kGemmPanel * int64_t(sizeof(float)) / 64 : 0;
+      const int64_t per_tile = (next_lines + tiles - 1) / tiles;
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t i = t * kTileRows;
+        const float* ta = a + i * k + k0;
+        float* tc = c + i * n + col;
+        const float* tb = bias ? bias + col : nullptr;
+        const char* pf = next ? reinterpret_cast<const char*>(next) + 64 * t * per_tile : nullptr;
+        const int64_t lines = std::clamp<int64_t>(next_lines - t * per_tile, 0, per_tile);
+        switch (std::min<int64_t>(kTileRows, m - i)) {
+          case 1: Tile<1>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
+          case 2: Tile<2>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
+          case 3: Tile<3>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
+          case 4: Tile<4>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
+          case 5: Tile<5>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
+          default: Tile<6>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
+        }
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+bool GemmPackedAvailable() {
+#if defined(__x86_64__)
+  return ActiveCpuTarget() >= CpuTarget::kAvx512;
+#else
+  return false;
+#endif
+}
+
+int64_t GemmPackedSize(int64_t k, int64_t n) {
+  const int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
+  const auto rows = CheckedMul(panels, k);
+  const auto size = rows ? CheckedMul(*rows, kGemmPanel) : std::nullopt;
+  return size ? *size : -1;
+}
+
+void GemmPackB(const float* b, int64_t k, int64_t n, bool trans_b, float* packed) {
+  const int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
+  for (int64_t j = 0; j < panels; ++j) {
+    float* panel = packed + j * k * kGemmPanel;
+    const int64_t col = j * kGemmPanel, cols = std::min(kGemmPanel, n - col);
+    if (trans_b) {  // column by column: B's rows (n, k) are read contiguously
+      for (int64_t q = 0; q < kGemmPanel; ++q)
+        for (int64_t p = 0; p < k; ++p) panel[p * kGemmPanel + q] = q < cols ? b[(col + q) * k + p] : 0.0f;
+    } else {  // row by row: a panel's row is a contiguous run of B's row
+      for (int64_t p = 0; p < k; ++p) {
+        std::copy(b + p * n + col, b + p * n + col + cols, panel + p * kGemmPanel);
+        std::fill(panel + p * kGemmPanel + cols, panel + (p + 1) * kGemmPanel, 0.0f);
+      }
+    }
+  }
+}
+
+void GemmPackedF32(const float* a, const float* packed, const float* bias, float* c, int64_t m, int64_t k,
+                   int64_t n, int threads) {
+#if defined(__x86_64__)
+  const int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
+  // ~6 us of work and 64 KiB of B: one thread.
+  if (double(m) * double(k) * double(n) < double(1 << 20) && k * n < (int64_t{1} << 14)) threads = 1;
+  // One contiguous range of panels per thread, so each prefetches its own next block.
+  const int64_t grain = (panels + threads - 1) / threads;
+  ParallelFor(threads, panels, grain,
+              [&](int64_t j0, int64_t j1) { PanelsAvx512(a, packed, bias, c, m, k, n, j0, j1); });
+#else
+  (void)a, (void)packed, (void)bias, (void)c, (void)m, (void)k, (void)n, (void)threads;
+#endif
+}
+
+}  // namespace onnx_mini

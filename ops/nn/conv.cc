@@ -1,0 +1,372 @@
+// Conv (1, 11, 22), ConvTranspose (1, 11, 22), ConvInteger (10) and
+// QLinearConv (10; ConvInteger's path, then requantized): 1-D to
+// 3-D, groups, dilations, strides, pads and auto_pad. float and bfloat16 Conv
+// and ConvTranspose run on oneDNN in the layouts it prefers (the primitive is kept
+// in the plan, made on the first run for the session's thread count); every
+// type also has the plain reference kernel, which accumulates 16-bit floats
+// in float and ConvInteger in int32.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/ops.h"
+#include "ops/nn/spatial.h"
+
+namespace onnx_mini {
+namespace {
+
+// ConvInteger's input types.
+using QuantTypes = TypeList<int8_t, uint8_t>;
+
+struct ConvPlan : OpPlan {
+  Window w;
+  int64_t n = 0, c = 0, m = 0, group = 1;  // batch, input and output channels, groups
+  std::shared_ptr<const OneDnnForward> dnn;
+};
+
+// Y[n, oc] = B[oc] + sum over the group's input channels and the kernel of X * W,
+// accumulated in A.
+template <class T, class A = typename Arith<T>::type>
+void ConvReference(const ConvPlan& p, const T* x, const T* wt, const T* b, T* y, int threads) {
+  const Window& w = p.w;
+  const int64_t cg = p.c / p.group, mg = p.m / p.group;
+  const int64_t in_sz = w.in_size(), out_sz = w.out_size(), k_sz = w.k_size();
+#pragma omp parallel for num_threads(threads) if (p.n * p.m * out_sz * cg * k_sz > (1 << 16))
+  for (int64_t nm = 0; nm < p.n * p.m; ++nm) {
+    const int64_t n = nm / p.m, oc = nm % p.m, g = oc / mg;
+    const T* xg = x + (n * p.c + g * cg) * in_sz;
+    const T* wo = wt + oc * cg * k_sz;
+    T* yo = y + nm * out_sz;
+    for (int64_t o0 = 0; o0 < w.out[0]; ++o0)
+      for (int64_t o1 = 0; o1 < w.out[1]; ++o1)
+        for (int64_t o2 = 0; o2 < w.out[2]; ++o2) {
+          A acc = b ? A(Widen(b[oc])) : A(0);
+          for (int64_t c = 0; c < cg; ++c) {
+            const T* xc = xg + c * in_sz;
+            const T* wc = wo + c * k_sz;
+            for (int64_t k0 = 0; k0 < w.k[0]; ++k0) {
+              const int64_t i0 = o0 * w.s[0] - w.pb[0] + k0 * w.d[0];
+              if (i0 < 0 || i0 >= w.in[0]) continue;
+              for (int64_t k1 = 0; k1 < w.k[1]; ++k1) {
+                const int64_t i1 = o1 * w.s[1] - w.pb[1] + k1 * w.d[1];
+                if (i1 < 0 || i1 >= w.in[1]) continue;
+                const T* xrow = xc + (i0 * w.in[1] + i1) * w.in[2];
+                const T* wrow = wc + (k0 * w.k[1] + k1) * w.k[2];
+                for (int64_t k2 = 0; k2 < w.k[2]; ++k2) {
+                  const int64_t i2 = o2 * w.s[2] - w.pb[2] + k2 * w.d[2];
+                  if (i2 < 0 || i2 >= w.in[2]) continue;
+                  acc += A(Widen(xrow[i2])) * A(Widen(wrow[k2]));
+                }
+              }
+            }
+          }
+          yo[(o0 * w.out[1] + o1) * w.out[2] + o2] = Narrow<T>(typename Arith<T>::type(acc));
+        }
+  }
+}
+
+// The transposed convolution scatters each input element through the kernel:
+// Y[n, oc, i * s - pb + k * d] += X[n, ic, i] * W[ic, oc % (M/g), k]. Each
+// output plane is owned by one thread.
+template <class T>
+void ConvTransposeReference(const ConvPlan& p, const T* x, const T* wt, const T* b, T* y, int threads) {
+  using A = typename Arith<T>::type;
+  const Window& w = p.w;
+  const int64_t cg = p.c / p.group, mg = p.m / p.group;
+  const int64_t in_sz = w.in_size(), out_sz = w.out_size(), k_sz = w.k_size();
+#pragma omp parallel for num_threads(threads) if (p.n * p.m * in_sz * cg * k_sz > (1 << 16))
+  for (int64_t nm = 0; nm < p.n * p.m; ++nm) {
+    const int64_t n = nm / p.m, oc = nm % p.m, g = oc / mg;
+    std::vector<A> acc(size_t(out_sz), b ? A(Widen(b[oc])) : A(0));
+    for (int64_t c = 0; c < cg; ++c) {
+      const int64_t ic = g * cg + c;
+      const T* xc = x + (n * p.c + ic) * in_sz;
+      const T* wc = wt + (ic * mg + oc % mg) * k_sz;
+      for (int64_t i0 = 0; i0 < w.in[0]; ++i0)
+        for (int64_t i1 = 0; i1 < w.in[1]; ++i1)
+          for (int64_t i2 = 0; i2 < w.in[2]; ++i2) {
+            const A v = A(Widen(xc[(i0 * w.in[1] + i1) * w.in[2] + i2]));
+            for (int64_t k0 = 0; k0 < w.k[0]; ++k0) {
+              const int64_t o0 = i0 * w.s[0] - w.pb[0] + k0 * w.d[0];
+              if (o0 < 0 || o0 >= w.out[0]) continue;
+              for (int64_t k1 = 0; k1 < w.k[1]; ++k1) {
+                const int64_t o1 = i1 * w.s[1] - w.pb[1] + k1 * w.d[1];
+                if (o1 < 0 || o1 >= w.out[1]) continue;
+                A* arow = acc.data() + (o0 * w.out[1] + o1) * w.out[2];
+                const T* wrow = wc + (k0 * w.k[1] + k1) * w.k[2];
+                for (int64_t k2 = 0; k2 < w.k[2]; ++k2) {
+                  const int64_t o2 = i2 * w.s[2] - w.pb[2] + k2 * w.d[2];
+                  if (o2 < 0 || o2 >= w.out[2]) continue;
+                  arow[o2] += v * A(Widen(wrow[k2]));
+                }
+              }
+            }
+          }
+    }
+    T* yo = y + nm * out_sz;
+    for (int64_t e = 0; e < out_sz; ++e) yo[e] = Narrow<T>(acc[size_t(e)]);
+  }
+}
+
+enum class ConvKind { kConv, kTransposed, kInteger, kQLinear };
+
+template <ConvKind kKind>
+class ConvOp : public Op {
+  static constexpr bool kTransposed = kKind == ConvKind::kTransposed;
+  static constexpr bool kQLinear = kKind == ConvKind::kQLinear;
+  static constexpr bool kInteger = kKind == ConvKind::kInteger || kQLinear;
+  // QLinearConv's inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B.
+  static constexpr size_t kW = kQLinear ? 3 : 1;
+
+ public:
+  static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
+    auto op = std::make_unique<ConvOp>();
+    ASSIGN_OR_RETURN(op->a_, WindowAttrs::Parse(node));
+    op->group_ = node.attr_int("group", 1);
+    if (op->group_ < 1 || op->group_ >= (int64_t(1) << 31))
+      return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": group ", op->group_, " must be positive"));
+    op->output_padding_ = node.attr_ints("output_padding");
+    op->output_shape_ = node.attr_ints("output_shape");
+    for (const auto* v : {&op->output_padding_, &op->output_shape_})
+      for (int64_t x : *v)
+        if (x < 0 || x >= (int64_t(1) << 31))
+          return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ",
+                                                         v == &op->output_shape_ ? "output_shape" : "output_padding",
+                                                         " value ", x, " must be in [0, 2^31)"));
+    return std::unique_ptr<Op>(std::move(op));
+  }
+
+  absl::Status Infer(InferContext& ctx) const override {
+    const ValueType& x = ctx.input(0);
+    const ValueType& wt = ctx.input(kW);
+    ValueType out;
+    out.dtype = kQLinear ? ctx.input(7).dtype : kInteger ? DType::kInt32 : x.dtype;
+    const std::optional<Shape> xs = x.concrete_shape(), ws = wt.concrete_shape();
+    if (x.dims && wt.dims) {
+      if (x.rank() < 3 || wt.rank() != x.rank())
+        return ctx.Error(absl::StrCat("X ", x.ToString(), " and W ", wt.ToString(),
+                                      " must have one rank of at least 3 (N, C, spatial...)"));
+      out.dims = std::vector<Dim>(size_t(x.rank()));
+      (*out.dims)[0] = (*x.dims)[0];
+      const Dim& wm = (*wt.dims)[kTransposed ? 1 : 0];
+      if (wm.known()) (*out.dims)[1] = Dim::Known(kTransposed ? wm.value * group_ : wm.value);
+    }
+    if (!xs || !ws) {
+      ctx.set_output(0, out);
+      return absl::OkStatus();
+    }
+    const int64_t rank = int64_t(xs->size()) - 2;
+    const Shape kernel(ws->begin() + 2, ws->end());
+    RETURN_IF_ERROR(CheckWindowAttrs(ctx, a_, rank, kernel));
+    auto p = std::make_shared<ConvPlan>();
+    p->n = (*xs)[0];
+    p->c = (*xs)[1];
+    p->group = group_;
+    const std::string shapes = absl::StrCat("X ", ShapeToString(*xs), ", W ", ShapeToString(*ws), ", group ", group_);
+    if (kTransposed) {
+      // W is (C, M / group, k...).
+      if ((*ws)[0] != p->c || p->c % group_ != 0)
+        return ctx.Error(absl::StrCat("W's first dim must be X's channels, a multiple of group: ", shapes));
+      if ((*ws)[1] > (int64_t(1) << 40) / group_) return ctx.Error(absl::StrCat("too many output channels: ", shapes));
+      p->m = (*ws)[1] * group_;
+      ASSIGN_OR_RETURN(p->w, TransposedWindow(ctx, *xs, kernel));
+    } else {
+      // W is (M, C / group, k...).
+      p->m = (*ws)[0];
+      if (p->c % group_ != 0 || (*ws)[1] != p->c / group_ || p->m % group_ != 0)
+        return ctx.Error(
+            absl::StrCat("X's channels must be W's second dim times group, and W's first a multiple of group: ", shapes));
+      ASSIGN_OR_RETURN(p->w, ForwardWindow(ctx, a_, Shape(xs->begin() + 2, xs->end()), kernel));
+    }
+    if (kInteger) {
+      // ConvInteger's zero points: one for X; one for W or one per output channel.
+      // QLinearConv's scales too (and its y_scale and y_zero_point: one element).
+      static constexpr const char* kInputNames[] = {"x", kQLinear ? "x_scale" : "w", "x_zero_point",
+                                                    kQLinear ? "w" : "w_zero_point", "w_scale", "w_zero_point",
+                                                    "y_scale", "y_zero_point"};
+      const std::vector<size_t> per_tensor = kQLinear ? std::vector<size_t>{1, 2, 6, 7} : std::vector<size_t>{2};
+      const std::vector<size_t> per_channel = kQLinear ? std::vector<size_t>{4, 5} : std::vector<size_t>{3};
+      for (size_t i : {1, 2, 3, 4, 5, 6, 7}) {
+        const bool channel = std::count(per_channel.begin(), per_channel.end(), i) > 0;
+        if (!channel && !std::count(per_tensor.begin(), per_tensor.end(), i)) continue;
+        const std::optional<Shape> zs = ctx.has_input(i) ? ctx.input(i).concrete_shape() : std::nullopt;
+        const int64_t count = zs ? ElementCount(*zs) : 1;
+        if (zs && zs->size() > 1) return ctx.Error("a zero point or scale must be a scalar or 1-D");
+        if (count != 1 && !(channel && count == p->m))
+          return ctx.Error(absl::StrCat(kInputNames[i], " ", ShapeToString(*zs),
+                                        channel ? " must have one element or one per output channel" : " must have one element"));
+      }
+      if (kQLinear && ctx.has_input(8)) {
+        const std::optional<Shape> bs = ctx.input(8).concrete_shape();
+        if (bs && (bs->size() != 1 || (*bs)[0] != p->m))
+          return ctx.Error(absl::StrCat("B ", ShapeToString(*bs), " must be (", p->m, ")"));
+      }
+    } else if (ctx.has_input(2)) {
+      const std::optional<Shape> bs = ctx.input(2).concrete_shape();
+      if (bs && (bs->size() != 1 || (*bs)[0] != p->m))
+        return ctx.Error(absl::StrCat("B ", ShapeToString(*bs), " must be (", p->m, ")"));
+    }
+    Shape ys = {p->n, p->m};
+    for (int64_t v : p->w.Spatial(p->w.out)) ys.push_back(v);
+    if (ElementCount(ys) < 0) return ctx.Error(absl::StrCat("the output ", ShapeToString(ys), " is too large"));
+    if (!kInteger) p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed);
+    ctx.set_output(0, ValueType::Of(out.dtype, ys));
+    ctx.set_plan(std::move(p));
+    return absl::OkStatus();
+  }
+
+  // Constant weights: oneDNN keeps them reordered into its layout after the first run.
+  absl::Status Prepare(const std::vector<const Tensor*>& constants, int,
+                       const std::shared_ptr<MemoryBudget>&) override {
+    constant_weights_ = constants.size() > 1 && constants[1] != nullptr;
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& wt = *ctx.input(kW);
+    const Tensor* b = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+    Tensor& y = ctx.output(0);
+    const ConvPlan& p = ctx.plan<ConvPlan>();
+    if (y.size() == 0) return absl::OkStatus();
+    if (kQLinear) return ComputeQLinear(ctx, p);
+    if (kInteger) return ComputeInteger(ctx, p, ctx.output(0).data<int32_t>());
+    if (p.dnn &&
+        p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_, ctx.budget()))
+      return absl::OkStatus();
+    return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* pb = b ? b->data<T>() : nullptr;
+      if (kTransposed) ConvTransposeReference(p, x.data<T>(), wt.data<T>(), pb, y.data<T>(), ctx.threads());
+      else ConvReference(p, x.data<T>(), wt.data<T>(), pb, y.data<T>(), ctx.threads());
+    });
+  }
+
+ private:
+  // ConvInteger: X and W less their zero points, widened to int32, through
+  // the reference convolution (int32 accumulation).
+  absl::Status ComputeInteger(KernelContext& ctx, const ConvPlan& p, int32_t* y) const {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& wt = *ctx.input(kW);
+    const Tensor* xz = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+    const Tensor* wz = ctx.num_inputs() > kW + 2 ? ctx.input(kW + 2) : nullptr;
+    ASSIGN_OR_RETURN(MemoryReservation reserved,
+                     ctx.Reserve(x.size() + wt.size(), sizeof(int32_t), "X and W less their zero points"));
+    std::vector<int32_t> xq(size_t(x.size())), wq(size_t(wt.size()));
+    RETURN_IF_ERROR(Dispatch<QuantTypes>(ctx, x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int32_t zero = xz ? int32_t(xz->data<T>()[0]) : 0;
+      for (int64_t i = 0; i < x.size(); ++i) xq[size_t(i)] = int32_t(x.data<T>()[i]) - zero;
+    }));
+    RETURN_IF_ERROR(Dispatch<QuantTypes>(ctx, wt.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int64_t per_channel = wt.size() / std::max<int64_t>(1, p.m);
+      for (int64_t i = 0; i < wt.size(); ++i) {
+        const int32_t zero = !wz ? 0 : wz->size() == 1 ? int32_t(wz->data<T>()[0]) : int32_t(wz->data<T>()[i / per_channel]);
+        wq[size_t(i)] = int32_t(wt.data<T>()[i]) - zero;
+      }
+    }));
+    // Summed in int64 (no overflow to trap on), kept modulo 2^32 as int32.
+    const Tensor* bias = kQLinear && ctx.num_inputs() > 8 ? ctx.input(8) : nullptr;
+    ConvReference<int32_t, int64_t>(p, xq.data(), wq.data(), bias ? bias->data<int32_t>() : nullptr, y, ctx.threads());
+    return absl::OkStatus();
+  }
+
+  // QLinearConv: the int32 convolution (with B), then y = saturate(round(acc *
+  // x_scale * w_scale / y_scale) + y_zero_point), the multiplier in float and
+  // the product in double, as ONNX's reference does.
+  absl::Status ComputeQLinear(KernelContext& ctx, const ConvPlan& p) const {
+    Tensor& y = ctx.output(0);
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(y.size(), sizeof(int32_t), "the int32 accumulators"));
+    std::vector<int32_t> acc(size_t(y.size()));
+    RETURN_IF_ERROR(ComputeInteger(ctx, p, acc.data()));
+    const Tensor& ws = *ctx.input(4);
+    const float xs = ctx.input(1)->data<float>()[0], ys = ctx.input(6)->data<float>()[0];
+    return Dispatch<QuantTypes>(ctx, y.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const double zero = double(ctx.input(7)->data<T>()[0]);
+      const double lo = double(std::numeric_limits<T>::min()), hi = double(std::numeric_limits<T>::max());
+      const int64_t plane = y.size() / std::max<int64_t>(1, p.n * p.m);
+      T* py = y.data<T>();
+      for (int64_t e = 0; e < y.size(); ++e) {
+        const int64_t oc = (e / plane) % p.m;
+        const double mult = double(xs * ws.data<float>()[ws.size() == 1 ? 0 : oc] / ys);
+        const double v = std::nearbyint(double(acc[size_t(e)]) * mult + zero);
+        py[e] = T(std::isnan(v) ? zero : std::min(hi, std::max(lo, v)));
+      }
+    });
+  }
+
+  // ConvTranspose's output: s * (in - 1) + output_padding + (k - 1) * d + 1
+  // less the pads, or output_shape (or in * s for SAME) with the pads it
+  // implies. The window keeps output_padding in its end pad, which may go
+  // negative: the positions past the last tap hold the bias alone.
+  absl::StatusOr<Window> TransposedWindow(const InferContext& ctx, const Shape& xs, const Shape& kernel) const {
+    Window w;
+    w.rank = int(xs.size()) - 2;
+    const size_t rank = size_t(w.rank);
+    if (!output_padding_.empty() && output_padding_.size() != rank)
+      return ctx.Error(absl::StrCat("output_padding has ", output_padding_.size(), " values for ", rank, " spatial dims"));
+    if (!output_shape_.empty() && output_shape_.size() != rank && output_shape_.size() != rank + 2)
+      return ctx.Error(absl::StrCat("output_shape has ", output_shape_.size(), " values for ", rank, " spatial dims"));
+    const bool same = a_.auto_pad == "SAME_UPPER" || a_.auto_pad == "SAME_LOWER";
+    for (size_t i = 0; i < rank; ++i) {
+      const size_t j = size_t(kMaxSpatial) - rank + i;
+      const int64_t in = xs[2 + i];
+      w.in[j] = in;
+      w.k[j] = kernel[i];
+      w.s[j] = a_.strides.empty() ? 1 : a_.strides[i];
+      w.d[j] = a_.dilations.empty() ? 1 : a_.dilations[i];
+      const int64_t op = output_padding_.empty() ? 0 : output_padding_[i];
+      if (op >= std::max(w.s[j], w.d[j]))
+        return ctx.Error(absl::StrCat("output_padding ", op, " must be less than the stride ", w.s[j],
+                                      " or the dilation ", w.d[j], " in spatial dim ", i));
+      if (in > (int64_t(1) << 40) / w.s[j]) return ctx.Error(absl::StrCat("the output is too large in spatial dim ", i));
+      const int64_t full = w.s[j] * (in - 1) + op + (w.k[j] - 1) * w.d[j] + 1;
+      int64_t pb = 0, pe = 0;
+      if (!output_shape_.empty() || same) {
+        const int64_t out = !output_shape_.empty() ? output_shape_[output_shape_.size() - rank + i] : in * w.s[j];
+        const int64_t total = full - out;
+        // ONNX halves the total with floor division: SAME_UPPER puts the odd
+        // pad at the end, otherwise at the beginning; a negative total (an
+        // output_shape beyond the full output) leaves its extra at the end.
+        const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+        pb = a_.auto_pad == "SAME_UPPER" ? half : total - half;
+        pe = total - pb;
+      } else if (a_.auto_pad == "NOTSET" && !a_.pads.empty()) {
+        pb = a_.pads[i];
+        pe = a_.pads[i + rank];
+      }
+      w.out[j] = full - pb - pe;
+      if (w.out[j] < 0)
+        return ctx.Error(absl::StrCat("the pads ", pb, " + ", pe, " exceed the full output ", full, " in spatial dim ", i));
+      w.pb[j] = pb;
+      w.pe[j] = pe - op;
+    }
+    return w;
+  }
+
+  WindowAttrs a_;
+  int64_t group_ = 1;
+  std::vector<int64_t> output_padding_, output_shape_;
+  bool constant_weights_ = false;  // set by Prepare
+};
+
+}  // namespace
+
+std::vector<OpDef> ConvOps() {
+  const std::vector<TypeConstraint> t = {{"T", kFloatTypes}};
+  return {
+      {"", "Conv", 1, 0, "T T T?", "T", t, ConvOp<ConvKind::kConv>::Create},
+      {"", "ConvTranspose", 1, 0, "T T T?", "T", t, ConvOp<ConvKind::kTransposed>::Create},
+      {"", "ConvInteger", 10, 0, "T1 T2 T1? T2?", "T3",
+       {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", {DType::kInt32}}},
+       ConvOp<ConvKind::kInteger>::Create},
+      {"", "QLinearConv", 10, 0, "T1 S T1 T2 S T2 S T3 T4?", "T3",
+       {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", QuantTypes::set()}, {"S", {DType::kFloat}},
+        {"T4", {DType::kInt32}}},
+       ConvOp<ConvKind::kQLinear>::Create},
+  };
+}
+
+}  // namespace onnx_mini

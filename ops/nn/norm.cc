@@ -1,0 +1,327 @@
+// Decoder-layer ops: LayerNormalization (17), RMSNormalization (23),
+// RotaryEmbedding (23). 16-bit inputs compute in float.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/common.h"
+#include "ops/ops.h"
+#include "kernels/vec/vec_math.h"
+#include "runtime/checked.h"
+#include "runtime/cpu.h"
+#include "runtime/thread_pool.h"
+
+namespace onnx_mini {
+namespace {
+
+// ---- LayerNormalization / RMSNormalization ----
+
+// Rows of n normalized elements, and where each element's scale and bias
+// are; with `dense`, scale (and bias) hold exactly the n values of a row in
+// order (the usual 1-D weights) and the tables are left empty.
+struct NormPlan : OpPlan {
+  int64_t rows = 0, n = 0;
+  bool dense = false;
+  std::vector<int64_t> scale_at, bias_at;
+};
+
+// The sum and the sum of squares of a row, in double, as eight independent
+// partial sums: one running sum would wait on every add before the next.
+template <class T>
+void RowMoments(const T* row, int64_t n, double& sum, double& squares) {
+  double s[8] = {}, q[8] = {};
+  int64_t e = 0;
+  for (; e + 8 <= n; e += 8)
+    for (int l = 0; l < 8; ++l) {
+      const double v = double(Widen(row[e + l]));
+      s[l] += v;
+      q[l] += v * v;
+    }
+  for (int l = 0; e < n; ++e, ++l) {
+    const double v = double(Widen(row[e]));
+    s[l] += v;
+    q[l] += v * v;
+  }
+  sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  squares = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+}
+
+template <bool kRms>
+class NormalizationOp : public Op {
+ public:
+  explicit NormalizationOp(const Node& node)
+      : axis_(node.attr_int("axis", -1)), epsilon_(node.attr_float("epsilon", 1e-5f)),
+        stat_type_(node.attr_int("stash_type", 1) == 11 ? DType::kDouble : DType::kFloat) {}
+
+  // Validates X and the normalized axis; scale and bias must broadcast
+  // (unidirectionally) to X's dims from the axis on.
+  absl::Status Infer(InferContext& ctx) const override {
+    const ValueType& x = ctx.input(0);
+    ctx.set_output(0, x);
+    ValueType stat;
+    stat.dtype = stat_type_;
+    for (size_t o = 1; o < ctx.num_outputs(); ++o) ctx.set_output(o, stat);
+    if (!x.dims) return absl::OkStatus();
+    const int64_t rank = x.rank();
+    ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(ctx, axis_, rank, "axis"));
+    for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+      if (!ctx.has_input(i) || !ctx.input(i).dims) continue;
+      const std::vector<Dim>& p = *ctx.input(i).dims;
+      if (int64_t(p.size()) > rank - axis)
+        return ctx.Error(absl::StrCat(i == 1 ? "scale " : "bias ", ctx.input(i).ToString(),
+                                      " has more dims than the normalized part of ", x.ToString()));
+      for (size_t k = 0; k < p.size(); ++k) {
+        const Dim& want = (*x.dims)[size_t(rank) - p.size() + k];
+        if (p[k].known() && want.known() && p[k].value != 1 && p[k].value != want.value)
+          return ctx.Error(absl::StrCat(i == 1 ? "scale " : "bias ", ctx.input(i).ToString(),
+                                        " does not broadcast to ", x.ToString(), " from axis ", axis));
+      }
+    }
+    // Mean and InvStdDev: X's shape with the normalized dims set to 1.
+    stat.dims = *x.dims;
+    for (int64_t k = axis; k < rank; ++k) (*stat.dims)[size_t(k)] = Dim::Known(1);
+    for (size_t o = 1; o < ctx.num_outputs(); ++o) ctx.set_output(o, stat);
+
+    const std::optional<Shape> shape = x.concrete_shape();
+    const std::optional<Shape> scale = ctx.input(1).concrete_shape();
+    std::optional<Shape> bias;
+    if (ctx.has_input(2)) bias = ctx.input(2).concrete_shape();
+    if (shape && scale && (!ctx.has_input(2) || bias)) {
+      auto plan = std::make_shared<NormPlan>();
+      // An empty input normalizes nothing: no per-element tables sized by its
+      // (possibly huge, possibly overflowing) other dims.
+      const bool empty = ElementCount(*shape) == 0;
+      plan->rows = empty ? 0 : *CheckedProduct(*shape, 0, size_t(axis));
+      plan->n = empty ? 0 : *CheckedProduct(*shape, size_t(axis), size_t(rank));
+      const Shape norm_shape(shape->begin() + axis, shape->end());
+      const std::vector<int64_t> scale_strides = BroadcastStrides(*scale, norm_shape);
+      const std::vector<int64_t> bias_strides = bias ? BroadcastStrides(*bias, norm_shape) : scale_strides;
+      plan->dense = ElementCount(*scale) == plan->n && (!bias || ElementCount(*bias) == plan->n);
+      if (plan->dense) {
+        ctx.set_plan(std::move(plan));
+        return absl::OkStatus();
+      }
+      plan->scale_at.resize(size_t(plan->n));
+      plan->bias_at.resize(size_t(plan->n));
+      for (int64_t e = 0; e < plan->n; ++e) {
+        int64_t rem = e, so = 0, bo = 0;
+        for (int64_t d = int64_t(norm_shape.size()) - 1; d >= 0; --d) {
+          const int64_t idx = rem % norm_shape[size_t(d)];
+          rem /= norm_shape[size_t(d)];
+          so += idx * scale_strides[size_t(d)];
+          bo += idx * bias_strides[size_t(d)];
+        }
+        plan->scale_at[size_t(e)] = so;
+        plan->bias_at[size_t(e)] = bo;
+      }
+      ctx.set_plan(std::move(plan));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& scale = *ctx.input(1);
+    const Tensor* bias = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+    const NormPlan& plan = ctx.plan<NormPlan>();
+    const int64_t rows = plan.rows, n = plan.n;
+    Tensor& y = ctx.output(0);
+    Tensor* mean_out = ctx.num_outputs() > 1 && ctx.output_requested(1) ? &ctx.output(1) : nullptr;
+    Tensor* inv_out = ctx.num_outputs() > 2 && ctx.output_requested(2) ? &ctx.output(2) : nullptr;
+    if (n == 0) {
+      // Y is empty, but Mean and InvStdDev keep a row per outer index (X [4, 0]
+      // normalized from axis 1 has Mean [4, 1]): the statistics of no values,
+      // NaN as NumPy's mean of an empty axis (and the reference's).
+      for (Tensor* t : {mean_out, inv_out})
+        if (t)
+          for (int64_t i = 0; i < t->size(); ++i) SetStat(*t, i, std::numeric_limits<double>::quiet_NaN());
+      return absl::OkStatus();
+    }
+    return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      const T* ps = scale.data<T>();
+      const T* pb = bias ? bias->data<T>() : nullptr;
+      T* py = y.data<T>();
+      // Rows on the kernels' pool, some 16K elements per chunk.
+      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(n, 1));
+      ParallelFor(ctx.threads(), rows, grain, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* row = px + r * n;
+          // Float rows with dense weights: the per-target vector loops
+          // (kernels/vec/vec_math.h) above the baseline, the same arithmetic.
+          bool vec = false;
+          if constexpr (std::is_same_v<T, float>) vec = plan.dense && ActiveCpuTarget() != CpuTarget::kBaseline;
+          double mean, sq;
+          if constexpr (std::is_same_v<T, float>) {
+            if (vec) VecRowMoments(row, n, &mean, &sq);
+            else RowMoments(row, n, mean, sq);
+          } else {
+            RowMoments(row, n, mean, sq);
+          }
+          mean /= double(n ? n : 1);
+          const double var = kRms ? sq / double(n ? n : 1) : std::max(0.0, sq / double(n ? n : 1) - mean * mean);
+          const double inv = 1.0 / std::sqrt(var + double(epsilon_));
+          const double shift = kRms ? 0.0 : mean;
+          T* out = py + r * n;
+          if (vec) {
+            if constexpr (std::is_same_v<T, float>) VecNormalizeRow(row, out, n, shift, inv, ps, pb);
+          } else if (plan.dense) {  // contiguous weights: a loop the compiler vectorizes
+            for (int64_t e = 0; e < n; ++e) {
+              double v = (double(Widen(row[e])) - shift) * inv * double(Widen(ps[e]));
+              if (pb) v += double(Widen(pb[e]));
+              out[e] = Narrow<T>(typename Arith<T>::type(v));
+            }
+          } else {
+            for (int64_t e = 0; e < n; ++e) {
+              double v = (double(Widen(row[e])) - shift) * inv * double(Widen(ps[plan.scale_at[size_t(e)]]));
+              if (pb) v += double(Widen(pb[plan.bias_at[size_t(e)]]));
+              out[e] = Narrow<T>(typename Arith<T>::type(v));
+            }
+          }
+          if (mean_out) SetStat(*mean_out, r, mean);
+          if (inv_out) SetStat(*inv_out, r, inv);
+        }
+      });
+    });
+  }
+
+ private:
+  static void SetStat(Tensor& t, int64_t i, double v) {
+    if (t.dtype() == DType::kDouble) t.data<double>()[i] = v;
+    else t.data<float>()[i] = float(v);
+  }
+  int64_t axis_;
+  float epsilon_;
+  DType stat_type_;
+};
+
+// ---- RotaryEmbedding ----
+
+struct RotaryLayout : OpPlan {
+  int64_t batch = 0, seq = 0, heads = 0, head_size = 0, rotary_dim = 0;
+  bool four_d = false;
+};
+
+class RotaryOp : public Op {
+ public:
+  explicit RotaryOp(const Node& node)
+      : num_heads_(node.attr_int("num_heads", 0)), rotary_dim_(node.attr_int("rotary_embedding_dim", 0)),
+        interleaved_(node.attr_int("interleaved", 0) != 0) {}
+
+  absl::Status Infer(InferContext& ctx) const override {
+    const std::optional<Shape> x = ctx.input(0).concrete_shape();
+    const std::optional<Shape> cos = ctx.input(1).concrete_shape();
+    const std::optional<Shape> sin = ctx.input(2).concrete_shape();
+    std::optional<Shape> pos;
+    if (ctx.has_input(3)) pos = ctx.input(3).concrete_shape();
+    if (x && cos && sin && (!ctx.has_input(3) || pos)) {
+      if (*cos != *sin) return ctx.Error("cos_cache and sin_cache must have the same shape");
+      ASSIGN_OR_RETURN(std::shared_ptr<RotaryLayout> l, Resolve(ctx, *x, *cos, pos ? &*pos : nullptr));
+      // Position ids index the caches: checked here once known, so the kernel reads in range.
+      if (ctx.has_input(3)) {
+        const Tensor* ids = ctx.value(3);
+        if (ids)
+          for (int64_t i = 0; i < ids->size(); ++i)
+            if (ids->data<int64_t>()[i] < 0 || ids->data<int64_t>()[i] >= (*cos)[0])
+              return ctx.Error(absl::StrCat("position_ids value ", ids->data<int64_t>()[i],
+                                            " is outside the cache of ", (*cos)[0], " positions"));
+      }
+      ctx.set_plan(std::move(l));
+    }
+    ctx.set_output(0, ctx.input(0));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor& x = *ctx.input(0);
+    const Tensor& cos = *ctx.input(1);
+    const Tensor& sin = *ctx.input(2);
+    const Tensor* ids = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
+    const RotaryLayout& l = ctx.plan<RotaryLayout>();
+    const int64_t half = l.rotary_dim / 2;
+    Tensor& y = ctx.output(0);
+    return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using A = typename Arith<T>::type;
+      for (int64_t b = 0; b < l.batch; ++b)
+        for (int64_t s = 0; s < l.seq; ++s) {
+          const int64_t row = ids ? ids->data<int64_t>()[b * l.seq + s] : b * l.seq + s;
+          const T* c = cos.data<T>() + row * half;
+          const T* sn = sin.data<T>() + row * half;
+          for (int64_t h = 0; h < l.heads; ++h) {
+            const int64_t off = l.four_d ? ((b * l.heads + h) * l.seq + s) * l.head_size
+                                         : ((b * l.seq + s) * l.heads + h) * l.head_size;
+            const T* in = x.data<T>() + off;
+            T* out = y.data<T>() + off;
+            for (int64_t i = 0; i < half; ++i) {
+              const int64_t i1 = interleaved_ ? 2 * i : i, i2 = interleaved_ ? 2 * i + 1 : i + half;
+              const A x1 = A(Widen(in[i1])), x2 = A(Widen(in[i2]));
+              const A cv = A(Widen(c[i])), sv = A(Widen(sn[i]));
+              out[i1] = Narrow<T>(x1 * cv - x2 * sv);
+              out[i2] = Narrow<T>(x2 * cv + x1 * sv);
+            }
+            for (int64_t i = l.rotary_dim; i < l.head_size; ++i) out[i] = in[i];
+          }
+        }
+    });
+  }
+
+ private:
+  absl::StatusOr<std::shared_ptr<RotaryLayout>> Resolve(const InferContext& ctx, const Shape& x, const Shape& cos,
+                                                        const Shape* position_ids) const {
+    auto l = std::make_shared<RotaryLayout>();
+    if (x.size() == 4) {  // (B, H, S, D)
+      l->batch = x[0];
+      l->heads = x[1];
+      l->seq = x[2];
+      l->head_size = x[3];
+      l->four_d = true;
+    } else if (x.size() == 3) {
+      if (num_heads_ <= 0 || x[2] % num_heads_ != 0)
+        return ctx.Error(absl::StrCat("3-D input ", ShapeToString(x),
+                                      " needs num_heads > 0 dividing its hidden size, got ", num_heads_));
+      l->batch = x[0];
+      l->seq = x[1];
+      l->heads = num_heads_;
+      l->head_size = x[2] / num_heads_;
+    } else {
+      return ctx.Error(absl::StrCat("input must be 3-D or 4-D, got ", ShapeToString(x)));
+    }
+    l->rotary_dim = rotary_dim_ == 0 ? l->head_size : rotary_dim_;
+    if (l->rotary_dim < 0 || l->rotary_dim > l->head_size || l->rotary_dim % 2 != 0)
+      return ctx.Error(absl::StrCat("rotary_embedding_dim ", l->rotary_dim,
+                                    " must be even and at most the head size ", l->head_size));
+    const int64_t half = l->rotary_dim / 2;
+    if (position_ids) {
+      if (position_ids->size() != 2 || (*position_ids)[0] != l->batch || (*position_ids)[1] != l->seq)
+        return ctx.Error(absl::StrCat("position_ids ", ShapeToString(*position_ids), " must be (", l->batch, ", ",
+                                      l->seq, ")"));
+      if (cos.size() != 2 || cos[1] != half)
+        return ctx.Error(absl::StrCat("cos_cache ", ShapeToString(cos), " must be (max_position, ", half, ")"));
+    } else if (cos.size() != 3 || cos[0] != l->batch || cos[1] != l->seq || cos[2] != half) {
+      return ctx.Error(absl::StrCat("cos_cache ", ShapeToString(cos), " must be (", l->batch, ", ", l->seq, ", ",
+                                    half, ") without position_ids"));
+    }
+    return l;
+  }
+
+  int64_t num_heads_, rotary_dim_;
+  bool interleaved_;
+};
+
+}  // namespace
+
+std::vector<OpDef> NormalizationOps() {
+  // ONNX lets RMSNormalization's scale have a type of its own (V); only V = T
+  // is implemented, so the rows tie them.
+  const TypeConstraint t = {"T", kFloatTypes};
+  return {
+      {"", "LayerNormalization", 17, 0, "T T T?", "T U? U?", {t, {"U", {DType::kFloat, DType::kDouble}}},
+       MakeOp<NormalizationOp<false>>},
+      {"", "RMSNormalization", 23, 0, "T T", "T", {t}, MakeOp<NormalizationOp<true>>},
+      {"", "RotaryEmbedding", 23, 0, "T T T M?", "T", {t, {"M", kInt64}}, MakeOp<RotaryOp>},
+  };
+}
+
+}  // namespace onnx_mini

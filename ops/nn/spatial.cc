@@ -1,0 +1,382 @@
+#include "ops/nn/spatial.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include <optional>
+#include <unordered_map>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#include "kernels/gemm/onednn.h"
+
+namespace onnx_mini {
+
+namespace {
+
+// Attribute values are bounded so that window arithmetic cannot overflow.
+constexpr int64_t kMaxWindowValue = int64_t(1) << 31;
+
+absl::Status CheckRange(const Node& node, const char* name, const std::vector<int64_t>& v, int64_t lo) {
+  for (int64_t x : v)
+    if (x < lo || x >= kMaxWindowValue)
+      return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", name, " value ", x, " must be in [", lo,
+                                                     ", 2^31)"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<WindowAttrs> WindowAttrs::Parse(const Node& node) {
+  WindowAttrs a;
+  a.kernel = node.attr_ints("kernel_shape");
+  a.strides = node.attr_ints("strides");
+  a.dilations = node.attr_ints("dilations");
+  a.pads = node.attr_ints("pads");
+  a.auto_pad = node.attr_string("auto_pad", "NOTSET");
+  a.ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+  RETURN_IF_ERROR(CheckRange(node, "kernel_shape", a.kernel, 1));
+  RETURN_IF_ERROR(CheckRange(node, "strides", a.strides, 1));
+  RETURN_IF_ERROR(CheckRange(node, "dilations", a.dilations, 1));
+  RETURN_IF_ERROR(CheckRange(node, "pads", a.pads, 0));
+  if (a.auto_pad != "NOTSET" && a.auto_pad != "SAME_UPPER" && a.auto_pad != "SAME_LOWER" && a.auto_pad != "VALID")
+    return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": auto_pad '", a.auto_pad,
+                                                   "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID"));
+  return a;
+}
+
+absl::Status CheckWindowAttrs(const InferContext& ctx, const WindowAttrs& a, int64_t rank, const Shape& kernel) {
+  if (rank < 1) return ctx.Error("the input needs at least one spatial dim (rank >= 3)");
+  if (rank > kMaxSpatial)
+    return NotImplemented(ctx.node(), absl::StrCat(rank, " spatial dims (at most ", kMaxSpatial, ")"));
+  auto check = [&](const char* name, const std::vector<int64_t>& v, size_t want) -> absl::Status {
+    if (!v.empty() && v.size() != want)
+      return ctx.Error(absl::StrCat(name, " has ", v.size(), " values; ", rank, " spatial dims need ", want));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(check("kernel_shape", a.kernel, size_t(rank)));
+  RETURN_IF_ERROR(check("strides", a.strides, size_t(rank)));
+  RETURN_IF_ERROR(check("dilations", a.dilations, size_t(rank)));
+  RETURN_IF_ERROR(check("pads", a.pads, size_t(2 * rank)));
+  if (!a.kernel.empty() && !kernel.empty() && a.kernel != kernel)
+    return ctx.Error(absl::StrCat("kernel_shape ", ShapeToString(a.kernel), " differs from the weights' ",
+                                  ShapeToString(kernel)));
+  if (a.kernel.empty() && kernel.empty()) return ctx.Error("kernel_shape is required");
+  for (int64_t k : kernel)
+    if (k < 1) return ctx.Error(absl::StrCat("the kernel ", ShapeToString(kernel), " has an empty dim"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Window> ForwardWindow(const InferContext& ctx, const WindowAttrs& a, const Shape& in,
+                                     const Shape& kernel) {
+  Window w;
+  w.rank = int(in.size());
+  const int off = kMaxSpatial - w.rank;
+  for (int i = 0; i < w.rank; ++i) {
+    const int j = off + i;
+    if (in[size_t(i)] > (int64_t(1) << 62))
+      return ctx.Error(absl::StrCat("spatial dim ", i, " of size ", in[size_t(i)], " is too large"));
+    w.in[j] = in[size_t(i)];
+    w.k[j] = kernel[size_t(i)];
+    w.s[j] = a.strides.empty() ? 1 : a.strides[size_t(i)];
+    w.d[j] = a.dilations.empty() ? 1 : a.dilations[size_t(i)];
+    const int64_t extent = (w.k[j] - 1) * w.d[j] + 1;
+    if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
+      w.out[j] = (w.in[j] + w.s[j] - 1) / w.s[j];
+      const int64_t total = std::max<int64_t>(0, (w.out[j] - 1) * w.s[j] + extent - w.in[j]);
+      w.pb[j] = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pe[j] = total - w.pb[j];
+      continue;
+    }
+    if (a.auto_pad == "NOTSET" && !a.pads.empty()) {
+      w.pb[j] = a.pads[size_t(i)];
+      w.pe[j] = a.pads[size_t(i + w.rank)];
+    }
+    const int64_t span = w.in[j] + w.pb[j] + w.pe[j] - extent;
+    if (span < 0)
+      return ctx.Error(absl::StrCat("the window (kernel ", kernel[size_t(i)], ", dilation ", w.d[j],
+                                    ") is larger than the padded input (", w.in[j], " + ", w.pb[j], " + ", w.pe[j],
+                                    ") in spatial dim ", i));
+    w.out[j] = span / w.s[j] + 1;
+    if (a.ceil_mode && span % w.s[j] != 0) {
+      ++w.out[j];
+      // The last window must start inside the input or its leading pad.
+      if ((w.out[j] - 1) * w.s[j] >= w.in[j] + w.pb[j]) --w.out[j];
+    }
+  }
+  return w;
+}
+
+// ---- oneDNN ----
+
+namespace {
+
+using dnnl::memory;
+
+
+// Row-major strides of `dims` laid out in the order `order` (outermost first).
+memory::dims StridesInOrder(const memory::dims& dims, const std::vector<int>& order) {
+  memory::dims strides(dims.size());
+  int64_t s = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    strides[size_t(order[k])] = s;
+    s *= dims[size_t(order[k])];
+  }
+  return strides;
+}
+
+memory::desc Plain(const memory::dims& dims, memory::data_type dt) {
+  std::vector<int> order(dims.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+  return memory::desc(dims, dt, StridesInOrder(dims, order));
+}
+
+memory::dims Dims(const Window& w, const std::array<int64_t, kMaxSpatial>& v, int64_t sub = 0) {
+  memory::dims d;
+  for (int64_t x : w.Spatial(v)) d.push_back(x - sub);
+  return d;
+}
+
+// The user-mode scratchpad makes concurrent runs of one primitive safe: each
+// run brings its own.
+dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// A reorder between two layouts of one tensor.
+struct Reorder {
+  dnnl::reorder::primitive_desc pd;
+  dnnl::reorder primitive;
+  void Run(dnnl::stream& stream, const memory& from, const memory& to) const {
+    primitive.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to},
+                               {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), OneDnnEngine())}});
+  }
+};
+
+// None when the layouts are the same.
+std::optional<Reorder> MakeReorder(const memory::desc& from, const memory::desc& to) {
+  if (from == to) return std::nullopt;
+  dnnl::reorder::primitive_desc pd(OneDnnEngine(), from, OneDnnEngine(), to, UserScratchpad());
+  return Reorder{pd, dnnl::reorder(pd)};
+}
+
+// Runs a primitive P on the callers' plain tensors. The primitive may prefer
+// other layouts (convolutions pick blocked ones, much faster than plain
+// NCHW): the inputs are then reordered into temporary buffers before, and the
+// output out of one after, each run.
+template <class P>
+class Forward : public OneDnnForward::Primitive {
+ public:
+  // `weights` and `bias` are zero descriptors for primitives without them.
+  Forward(const typename P::primitive_desc& pd, memory::desc src, memory::desc weights, memory::desc bias,
+          memory::desc dst)
+      : pd_(pd), primitive_(pd), src_(src), weights_(weights), bias_(bias), dst_(dst),
+        src_in_(MakeReorder(src, pd.src_desc())), dst_out_(MakeReorder(pd.dst_desc(), dst)) {
+    if (!weights.is_zero()) weights_in_ = MakeReorder(weights, pd.weights_desc());
+  }
+
+  bool Run(const void* src, const void* weights, const void* bias, void* dst, bool constant_weights,
+           const std::shared_ptr<MemoryBudget>& budget) const override {
+    try {
+      dnnl::stream stream(OneDnnEngine());
+      // Constant weights: reordered once, on the first run, and kept.
+      std::optional<memory> kept;
+      if (weights && weights_in_ && constant_weights) {
+        std::lock_guard<std::mutex> lock(kept_mu_);
+        if (kept_from_ == nullptr) {
+          kept_charge_ = MemoryReservation(budget);
+          if (!kept_charge_.Grow(int64_t(pd_.weights_desc().get_size()), 1, "the reordered weights").ok()) return false;
+          memory user(weights_, OneDnnEngine(), const_cast<void*>(weights));
+          memory mine(pd_.weights_desc(), OneDnnEngine());
+          weights_in_->Run(stream, user, mine);
+          stream.wait();
+          kept_weights_ = mine;
+          kept_from_ = weights;
+        }
+        if (kept_from_ == weights) kept = kept_weights_;
+      }
+      // This run's buffers: the scratchpad and the reordered copies.
+      size_t bytes = pd_.scratchpad_desc().get_size();
+      if (src_in_) bytes += pd_.src_desc().get_size();
+      if (dst_out_) bytes += pd_.dst_desc().get_size();
+      if (weights && weights_in_ && !kept) bytes += pd_.weights_desc().get_size();
+      MemoryReservation charge(budget);
+      if (!charge.Grow(int64_t(bytes), 1, "oneDNN's buffers").ok()) return false;
+      // Reorders into the primitive's layout, where it differs from the caller's.
+      auto in = [&](const memory::desc& plain, const void* data, const std::optional<Reorder>& reorder,
+                    const memory::desc& wanted) {
+        memory user(plain, OneDnnEngine(), const_cast<void*>(data));
+        if (!reorder) return user;
+        memory mine(wanted, OneDnnEngine());
+        reorder->Run(stream, user, mine);
+        return mine;
+      };
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, in(src_, src, src_in_, pd_.src_desc())},
+          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), OneDnnEngine())},
+      };
+      if (weights) args[DNNL_ARG_WEIGHTS] = kept ? *kept : in(weights_, weights, weights_in_, pd_.weights_desc());
+      if (bias) args[DNNL_ARG_BIAS] = memory(bias_, OneDnnEngine(), const_cast<void*>(bias));
+      memory user_dst(dst_, OneDnnEngine(), dst);
+      args[DNNL_ARG_DST] = dst_out_ ? memory(pd_.dst_desc(), OneDnnEngine()) : user_dst;
+      primitive_.execute(stream, args);
+      if (dst_out_) dst_out_->Run(stream, args[DNNL_ARG_DST], user_dst);
+      stream.wait();
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }
+
+ private:
+  typename P::primitive_desc pd_;
+  P primitive_;
+  memory::desc src_, weights_, bias_, dst_;
+  std::optional<Reorder> src_in_, weights_in_, dst_out_;
+  mutable std::mutex kept_mu_;
+  mutable const void* kept_from_ = nullptr;  // the constant weights kept_weights_ holds, reordered
+  mutable memory kept_weights_;
+  mutable MemoryReservation kept_charge_;  // kept_weights_'s bytes
+};
+
+}  // namespace
+
+bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, void* dst, int threads,
+                        bool constant_weights, const std::shared_ptr<MemoryBudget>& budget) const {
+  std::shared_ptr<const Primitive> primitive;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(made_.begin(), made_.end(), [&](const auto& p) { return p.first == threads; });
+    if (it != made_.end()) {
+      primitive = it->second;
+    } else {
+      const OmpThreadsScope scope(threads);
+      primitive = make_();
+      made_.emplace_back(threads, primitive);
+    }
+  }
+  if (!primitive) return false;
+  const OmpThreadsScope scope(threads);
+  return primitive->Run(src, weights, bias, dst, constant_weights, budget);
+}
+
+namespace {
+
+std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type dt, const Window& w, int64_t n,
+                                                              int64_t c, int64_t m, int64_t group, bool has_bias,
+                                                              bool transposed) {
+  try {
+    memory::dims src_dims = {n, c}, dst_dims = {n, m};
+    const memory::dims in = Dims(w, w.in), out = Dims(w, w.out), k = Dims(w, w.k);
+    src_dims.insert(src_dims.end(), in.begin(), in.end());
+    dst_dims.insert(dst_dims.end(), out.begin(), out.end());
+    // oneDNN's weights are (g, out/g, in/g, k...); ONNX stores Conv's as
+    // (out, in/g, k...) and ConvTranspose's as (in, out/g, k...), i.e. (g, in/g, out/g, k...).
+    memory::dims wdims = {group, m / group, c / group};
+    wdims.insert(wdims.end(), k.begin(), k.end());
+    std::vector<int> order(wdims.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+    if (transposed) std::swap(order[1], order[2]);
+    memory::desc weights(wdims, dt, StridesInOrder(wdims, order));
+    if (group == 1) {  // the ungrouped form
+      memory::dims plain(wdims.begin() + 1, wdims.end());
+      std::vector<int> o(plain.size());
+      for (size_t i = 0; i < o.size(); ++i) o[i] = int(i);
+      if (transposed) std::swap(o[0], o[1]);
+      weights = memory::desc(plain, dt, StridesInOrder(plain, o));
+    }
+    const memory::desc src = Plain(src_dims, dt), dst = Plain(dst_dims, dt);
+    const memory::desc bias = has_bias ? Plain({m}, dt) : memory::desc();
+    const memory::dims strides = Dims(w, w.s), dilates = Dims(w, w.d, 1), pl = Dims(w, w.pb), pr = Dims(w, w.pe);
+    // The primitive picks its own layouts (format any); Forward reorders.
+    const memory::desc src_any(src_dims, dt, memory::format_tag::any);
+    const memory::desc dst_any(dst_dims, dt, memory::format_tag::any);
+    const memory::desc weights_any(weights.dims(), dt, memory::format_tag::any);
+    if (transposed) {
+      const dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                                dnnl::algorithm::deconvolution_direct, src_any, weights_any, bias,
+                                                dst_any, strides, dilates, pl, pr);
+      const dnnl::deconvolution_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
+      return std::make_shared<Forward<dnnl::deconvolution_forward>>(pd, src, weights, bias, dst);
+    }
+    const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                            src_any, weights_any, bias, dst_any, strides, dilates, pl, pr);
+    const dnnl::convolution_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
+    return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+std::shared_ptr<const OneDnnForward::Primitive> PoolPrimitive(memory::data_type dt, const Window& w, int64_t n,
+                                                              int64_t c, PoolKind kind) {
+  try {
+    memory::dims src_dims = {n, c}, dst_dims = {n, c};
+    const memory::dims in = Dims(w, w.in), out = Dims(w, w.out);
+    src_dims.insert(src_dims.end(), in.begin(), in.end());
+    dst_dims.insert(dst_dims.end(), out.begin(), out.end());
+    // oneDNN wants the end pads that make the output size exact; ceil_mode
+    // may need more than the attribute's, which only an average that counts
+    // the pads would see.
+    std::array<int64_t, kMaxSpatial> pr = w.pe;
+    for (int i = 0; i < kMaxSpatial; ++i) {
+      const int64_t need = (w.out[size_t(i)] - 1) * w.s[size_t(i)] + (w.k[size_t(i)] - 1) * w.d[size_t(i)] + 1 -
+                           w.in[size_t(i)] - w.pb[size_t(i)];
+      if (need > pr[size_t(i)]) {
+        if (kind == PoolKind::kAverageIncludePad) return nullptr;
+        pr[size_t(i)] = need;
+      }
+    }
+    const memory::desc src = Plain(src_dims, dt), dst = Plain(dst_dims, dt);
+    const dnnl::algorithm algo = kind == PoolKind::kMax                 ? dnnl::algorithm::pooling_max
+                                 : kind == PoolKind::kAverageIncludePad ? dnnl::algorithm::pooling_avg_include_padding
+                                                                        : dnnl::algorithm::pooling_avg_exclude_padding;
+    const dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, algo, src, dst, Dims(w, w.s),
+                                           Dims(w, w.k), Dims(w, w.d, 1), Dims(w, w.pb), Dims(w, pr));
+    const dnnl::pooling_v2_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
+    return std::make_shared<Forward<dnnl::pooling_v2_forward>>(pd, src, memory::desc(), memory::desc(), dst);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+// The element types oneDNN runs here.
+bool OneDnnType(DType dtype, memory::data_type& dt) {
+  if (dtype == DType::kFloat) dt = memory::data_type::f32;
+  else if (dtype == DType::kBFloat16) dt = memory::data_type::bf16;
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
+                                                    int64_t group, bool has_bias, bool transposed) {
+  memory::data_type dt;
+  if (!OneDnnType(dtype, dt)) return nullptr;
+  if (n <= 0 || c <= 0 || m <= 0 || group <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
+  for (int i = 0; i < kMaxSpatial; ++i)
+    if (w.pb[size_t(i)] < 0 || w.pe[size_t(i)] < 0) return nullptr;
+  return std::make_shared<OneDnnForward>([=] { return ConvPrimitive(dt, w, n, c, m, group, has_bias, transposed); });
+}
+
+std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind) {
+  memory::data_type dt;
+  if (!OneDnnType(dtype, dt)) return nullptr;
+  if (n <= 0 || c <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
+  // oneDNN walks every tap of a window, the reference only those inside the
+  // input: windows much larger than the input (huge pads) go to the reference.
+  for (int i = 0; i < kMaxSpatial; ++i)
+    if (w.k[size_t(i)] > 2 * w.in[size_t(i)] + 1) return nullptr;
+  // An average that counts the pads cannot take the extra end pads ceil_mode may need.
+  for (int i = 0; i < kMaxSpatial; ++i)
+    if (kind == PoolKind::kAverageIncludePad &&
+        (w.out[size_t(i)] - 1) * w.s[size_t(i)] + (w.k[size_t(i)] - 1) * w.d[size_t(i)] + 1 - w.in[size_t(i)] -
+                w.pb[size_t(i)] > w.pe[size_t(i)])
+      return nullptr;
+  return std::make_shared<OneDnnForward>([=] { return PoolPrimitive(dt, w, n, c, kind); });
+}
+
+}  // namespace onnx_mini

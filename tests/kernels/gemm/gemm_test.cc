@@ -1,0 +1,55 @@
+// kernels/gemm/gemm.cc: the packed float32 product against the double-accumulating
+// reference (GemvF32Reference takes any row count), over tile, panel and
+// block edges, both layouts of B, with and without bias, 1 to 3 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemv.h"
+#include "runtime/cpu.h"
+#include "tests/ops/random_values.h"
+
+namespace onnx_mini {
+namespace {
+
+TEST(GemmPacked, MatchesTheReference) {
+  if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active target " << CpuTargetName(ActiveCpuTarget()) << ")";
+  struct Case { int64_t m, k, n; };
+  // Rows around the 6-row tile (and the decode's few), columns around the 64-column panel and its
+  // 16-column vectors, depths around the 512-row block; one of everything.
+  const std::vector<Case> cases = {{1, 1, 1},     {5, 3, 17},     {6, 64, 64},    {7, 33, 65},
+                                   {12, 511, 16}, {13, 512, 130}, {25, 513, 200}, {128, 1030, 129},
+                                   {31, 1100, 8}, {64, 7, 1000},
+                                   // Decode steps' row counts (1-4) with B of many panels.
+                                   {1, 512, 1408}, {2, 1408, 130}, {3, 70, 513}, {4, 513, 64}};
+  uint32_t seed = 1;
+  for (const Case& c : cases)
+    for (bool trans_b : {false, true})
+      for (bool with_bias : {false, true})
+        for (int threads : {1, 2, 3}) {
+          const std::vector<float> a = RandomFloats(c.m * c.k, seed++), b = RandomFloats(c.k * c.n, seed++),
+                                   bias = RandomFloats(c.n, seed++);
+          const int64_t size = GemmPackedSize(c.k, c.n);
+          ASSERT_GE(size, c.k * c.n);
+          std::vector<float> packed(static_cast<size_t>(size), NAN);
+          GemmPackB(b.data(), c.k, c.n, trans_b, packed.data());
+          std::vector<float> got(size_t(c.m * c.n), NAN), want(size_t(c.m * c.n));
+          const float* pb = with_bias ? bias.data() : nullptr;
+          GemmPackedF32(a.data(), packed.data(), pb, got.data(), c.m, c.k, c.n, threads);
+          GemvF32Reference(a.data(), b.data(), pb, want.data(), c.m, c.k, c.n, trans_b);
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 1e-5f * float(c.k + 1))
+                << "m=" << c.m << " k=" << c.k << " n=" << c.n << " trans_b=" << trans_b << " bias=" << with_bias
+                << " threads=" << threads << " at " << i;
+        }
+}
+
+TEST(GemmPacked, SizeOverflowIsReported) {
+  EXPECT_EQ(GemmPackedSize(int64_t{1} << 40, int64_t{1} << 30), -1);
+  EXPECT_EQ(GemmPackedSize(3, 65), 2 * 3 * kGemmPanel);
+}
+
+}  // namespace
+}  // namespace onnx_mini
