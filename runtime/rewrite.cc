@@ -9,23 +9,10 @@
 
 #include "runtime/checked.h"
 #include "runtime/element.h"
+#include "runtime/outer_scope.h"
 
 namespace onnx_mini {
 namespace {
-
-// Every name a subgraph mentions (read or written): a superset of what it
-// reads from the enclosing graph, which is what matters here.
-void SubgraphNames(const Graph& g, std::set<std::string>& out) {
-  for (const Node& node : g.nodes) {
-    for (const std::string& in : node.inputs) out.insert(in);
-    for (const auto& [key, a] : node.attributes) {
-      if (a.g) SubgraphNames(*a.g, out);
-      for (const auto& sub : a.graphs)
-        if (sub) SubgraphNames(*sub, out);
-    }
-  }
-  for (const ValueInfo& o : g.outputs) out.insert(o.name);
-}
 
 class StaticShapes;
 
@@ -41,13 +28,8 @@ class Index {
         if (!o.empty()) producer_[o] = n;
       for (const std::string& in : node.inputs)
         if (!in.empty()) ++uses_[in];
-      std::set<std::string> inner;
-      for (const auto& [key, a] : node.attributes) {
-        if (a.g) SubgraphNames(*a.g, inner);
-        for (const auto& sub : a.graphs)
-          if (sub) SubgraphNames(*sub, inner);
-      }
-      for (const std::string& name : inner) ++uses_[name];
+      // What its subgraphs read from here: the same names the session gives the node as implicit inputs.
+      for (const std::string& name : ImplicitInputs(node)) ++uses_[name];
       if (node.op_type == "Constant" && node.domain.empty() && node.outputs.size() == 1) {
         const Attribute* v = node.attr("value");
         const Attribute* f = node.attr("value_float");
