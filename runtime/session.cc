@@ -1,7 +1,5 @@
 #include "runtime/session.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,6 +16,7 @@
 #include "runtime/loader.h"
 #include "runtime/registry.h"
 #include "runtime/rewrite.h"
+#include "runtime/thread_pool.h"
 
 namespace onnx_mini {
 namespace {
@@ -489,7 +488,7 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
 };
 
 absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
-  threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  threads = options.threads > 0 ? options.threads : DefaultThreads();
   budget = parent != nullptr ? parent->budget
                             : std::make_shared<MemoryBudget>(options.memory_limit > 0 ? options.memory_limit
                                                                                       : DefaultMemoryLimit());
