@@ -1,13 +1,17 @@
 // runtime/thread_pool.cc: every index runs exactly once, whatever the
-// thread count, grain, nesting or number of concurrent callers.
+// thread count, grain, nesting or number of concurrent callers; the size
+// rule runs small loops on the caller and splits large ones.
 #include "runtime/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <new>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -162,6 +166,24 @@ TEST(ThreadPool, AtMostTheThreadsTheWorkIsWorth) {
     ASSERT_EQ(total.load(), n);
     ASSERT_LE(ran_on.size(), 2u) << "round " << round;
   }
+}
+
+// A session's default thread count, now that OpenMP does not give it.
+TEST(ThreadPool, DefaultThreads) {
+  const char* saved = std::getenv("OMP_NUM_THREADS");
+  const std::string before = saved ? saved : "";
+  unsetenv("OMP_NUM_THREADS");
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(DefaultThreads(), CPU_COUNT(&set));
+  setenv("OMP_NUM_THREADS", "3", 1);
+  EXPECT_EQ(DefaultThreads(), 3);
+  setenv("OMP_NUM_THREADS", "5,2", 1);  // OpenMP's list: the outermost level's
+  EXPECT_EQ(DefaultThreads(), 5);
+  setenv("OMP_NUM_THREADS", "none", 1);
+  EXPECT_EQ(DefaultThreads(), CPU_COUNT(&set));
+  if (saved) setenv("OMP_NUM_THREADS", before.c_str(), 1);
+  else unsetenv("OMP_NUM_THREADS");
 }
 
 }  // namespace
