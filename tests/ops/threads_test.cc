@@ -88,6 +88,8 @@ std::vector<Case> Cases() {
   c.push_back({"SwiGLU", Op("SwiGLU", 28, {rows, Random(f, {512, 256}, 22)})});
   const Tensor zp = Tensor::FromVector<uint8_t>({128}, {});
   c.push_back({"QuantizeLinear", Op("QuantizeLinear", 21, {rows, Tensor::FromVector<float>({0.25f}, {}), zp})});
+  c.push_back({"QuantizeLinear per row", Op("QuantizeLinear", 21, {rows, RandomUniform(f, {512}, 27, 0.1, 1)},
+                                            [](onnx::NodeProto& n) { SetAttr(n, "axis", int64_t(0)); })});
   c.push_back({"DynamicQuantizeLinear", Op("DynamicQuantizeLinear", 11, {rows}, {}, 3)});
   const Tensor qa = Random(DType::kUInt8, {128, 128}, 23), qb = Random(DType::kUInt8, {128, 128}, 24);
   c.push_back({"MatMulInteger", Op("MatMulInteger", 10, {qa, qb})});
