@@ -1,8 +1,6 @@
 // Session::Impl::Build: interning, topological order, the signature checks,
 // inference, constant folding and preparation, node by node; then the
 // storage plan. And the planning of subgraphs (SubgraphPlanner::Plan).
-#include <omp.h>
-
 #include <deque>
 #include <map>
 #include <optional>
@@ -11,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/outer_scope.h"
 #include "runtime/session/impl.h"
+#include "runtime/thread_pool.h"
 
 namespace onnx_mini {
 namespace {
@@ -34,7 +33,7 @@ constexpr int64_t kFoldChecks = 1 << 16;
 }  // namespace
 
 absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
-  threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  threads = options.threads > 0 ? options.threads : DefaultThreads();
   budget = parent != nullptr ? parent->budget
                             : std::make_shared<MemoryBudget>(options.memory_limit > 0 ? options.memory_limit
                                                                                       : DefaultMemoryLimit());
