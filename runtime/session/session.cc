@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/alignment.h"
 #include "runtime/loader.h"
-#include "runtime/rewrite.h"
+#include "runtime/rewrite/rewrite.h"
 #include "runtime/session/impl.h"
 
 namespace onnx_mini {

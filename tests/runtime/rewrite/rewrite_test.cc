@@ -1,7 +1,7 @@
 // runtime/rewrite.cc: each rewrite gives the results of the graph as written
 // (the same model run with SessionOptions::graph_rewrites on and off), and
 // fires only where it may.
-#include "runtime/rewrite.h"
+#include "runtime/rewrite/rewrite.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

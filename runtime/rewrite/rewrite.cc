@@ -1,4 +1,4 @@
-#include "runtime/rewrite.h"
+#include "runtime/rewrite/rewrite.h"
 
 #include <algorithm>
 #include <cmath>
