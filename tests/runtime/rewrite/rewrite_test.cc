@@ -1,4 +1,4 @@
-// runtime/rewrite.cc: each rewrite gives the results of the graph as written
+// runtime/rewrite/: each rewrite gives the results of the graph as written
 // (the same model run with SessionOptions::graph_rewrites on and off), and
 // fires only where it may.
 #include "runtime/rewrite/rewrite.h"
