@@ -11,9 +11,8 @@
 //             a row, are taken as the GQA repeat (the op gets K, V and
 //             kv_repeat G); otherwise the op gets K', V' as they are, which
 //             must be known 4-D with the same known head count. Q must be
-//             known 4-D and the mask of rank 1 to 4 (ranks and dims known
-//             from graph inputs, constants, and the shapes of Reshape,
-//             Transpose, Concat, ...). What the op does to equal the pattern:
+//             known 4-D and the mask of rank 1 to 4 (ranks and dims as the
+//             session infers them, through any op). What the op does to equal the pattern:
 //             - it broadcasts batch, heads, query and key lengths of Q, K, V
 //               and the mask as MatMul, Where and Add do (a Q batch of 1
 //               against K/V of 2, one Q head against K's heads, a mask wider
@@ -60,7 +59,7 @@ struct Repeat {
   int64_t kv_heads = -1;
   std::vector<size_t> nodes;
 };
-std::optional<Repeat> MatchRepeat(const Index& ix, StaticShapes& shapes, const std::string& rep) {
+std::optional<Repeat> MatchRepeat(const Index& ix, const std::string& rep) {
   size_t i_reshape, i_expand, i_unsqueeze;
   const Node* reshape = ix.Inner(rep) ? ix.Producer(rep, "Reshape", &i_reshape) : nullptr;
   if (!reshape || !Binary(*reshape)) return std::nullopt;
@@ -77,7 +76,7 @@ std::optional<Repeat> MatchRepeat(const Index& ix, StaticShapes& shapes, const s
     axes = {a->data<int64_t>()[0]};
   }
   if (axes != Dims{2} && axes != Dims{-3}) return std::nullopt;
-  const auto x = shapes.Of(unsqueeze->inputs[0]);
+  const auto x = ix.DimsOf(unsqueeze->inputs[0]);
   if (!x || x->size() != 4 || (*x)[1] <= 0 || (*x)[3] <= 0) return std::nullopt;
   // The expand shape, right-aligned to the 5-D [B, KV, 1, T, D]: ones but G
   // on the new axis.
@@ -191,14 +190,13 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   if (!scores) return false;
   nodes.insert(nodes.end(), scores->nodes.begin(), scores->nodes.end());
 
-  StaticShapes& shapes = *ix.shapes;
   // The fused op takes 4-D Q, K', V' and a mask of rank 1 to 4 and
   // broadcasts batch, heads and lengths as the pattern does; other ranks
   // (a 3-D V' that MatMul would broadcast, a 5-D mask) keep the pattern.
-  const auto q = shapes.Of(scores->q);
+  const auto q = ix.DimsOf(scores->q);
   if (!q || q->size() != 4) return false;
   if (!mask.empty()) {
-    const auto m = shapes.Of(mask);
+    const auto m = ix.DimsOf(mask);
     if (!m || m->empty() || m->size() > 4) return false;
   }
   // K and V as the fused op takes them: unrepeated when both repeats are
@@ -207,7 +205,7 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   // query head to one K and V head).
   std::string k = scores->k, v = node.inputs[1];
   int64_t repeat = 1;
-  auto rk = MatchRepeat(ix, shapes, k), rv = MatchRepeat(ix, shapes, v);
+  auto rk = MatchRepeat(ix, k), rv = MatchRepeat(ix, v);
   if (rk && rv && rk->groups == rv->groups && rk->kv_heads == rv->kv_heads) {
     k = rk->x;
     v = rv->x;
@@ -215,7 +213,7 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
     nodes.insert(nodes.end(), rk->nodes.begin(), rk->nodes.end());
     nodes.insert(nodes.end(), rv->nodes.begin(), rv->nodes.end());
   } else {
-    const auto kd = shapes.Of(k), vd = shapes.Of(v);
+    const auto kd = ix.DimsOf(k), vd = ix.DimsOf(v);
     if (!kd || !vd || kd->size() != 4 || vd->size() != 4 || (*kd)[1] < 0 || (*kd)[1] != (*vd)[1]) return false;
   }
   for (size_t k2 : nodes) dead[k2] = true;

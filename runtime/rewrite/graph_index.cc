@@ -19,7 +19,7 @@ Attribute FloatAttr(const std::string& name, float v) {
 }
 
 bool LastDimIs(const Index& ix, const std::string& x, int64_t n) {
-  const auto d = ix.shapes->Of(x);
+  const auto d = ix.DimsOf(x);
   return d && !d->empty() && d->back() == n;
 }
 

@@ -15,15 +15,17 @@ constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
 
 }  // namespace
 
-int RewriteGraph(Graph& g) {
+int RewriteGraph(Graph& g, const OpRegistry& ops) {
   int total = 0;
   for (int pass = 0; pass < 8; ++pass) {
+    // The rules read types as the session infers them: a graph it cannot
+    // infer is left as it is (the session reports why).
+    absl::StatusOr<GraphTypes> types = InferGraphTypes(g, ops);
+    if (!types.ok()) break;
     std::vector<bool> dead(g.nodes.size(), false);
     int count = 0;
     {
-      Index ix(g, dead);
-      StaticShapes shapes(ix);
-      ix.shapes = &shapes;
+      Index ix(g, dead, *types);
       // Rule by rule over the whole graph: a pattern containing another
       // (LayerNorm holds an RMSNorm of x - mean) is taken whole first.
       std::vector<bool> changed(g.nodes.size(), false);
@@ -33,6 +35,12 @@ int RewriteGraph(Graph& g) {
           if (rule(g, ix, n, dead)) {
             changed[n] = true;
             ++count;
+            // The fused node's outputs keep the pattern's types: declared
+            // here, the session checks the fused op against them (a
+            // contradiction plans the graph as written) and reads on with
+            // what the pattern was known to give.
+            for (const std::string& o : g.nodes[n].outputs)
+              if (const ValueType* t = o.empty() ? nullptr : ix.Type(o)) g.value_types[o] = *t;
           }
         }
     }

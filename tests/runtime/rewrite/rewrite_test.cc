@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -770,6 +771,45 @@ TEST(Rewrite, NormsWithALastDimKnownOnlyAtRunTimeAreKept) {
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_THAT(OpTypes(**s), ::testing::ElementsAre("RMSNormalization"));
   EXPECT_EQ((*s)->graph().nodes[0].name, "final_scale");
+}
+
+// Q, K and V from one packed projection, as GPT-2 style exports write it:
+// MatMul by [16, 3 * H * D], Reshape to [B, S, 3, H, D], Split in three on
+// axis 2, Squeeze of that axis, Transpose to heads. The rules read shapes
+// from the session's own inference of every op (the pass's list of ops
+// before had neither Split nor Squeeze: the attention was kept). The fused
+// node's output type is the pattern's.
+TEST(Rewrite, AttentionHeadsReadThroughSplitAndSqueeze) {
+  constexpr int64_t kHeads = 4, kDim = 8, kLen = 5;
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2, kLen, 16});
+  m.Output("y", DType::kFloat, {-1, -1, -1, -1});
+  const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+  m.Initializer("wqkv", RandomUniform(DType::kFloat, {16, 3 * kHeads * kDim}, 1, -0.5, 0.5));
+  m.Initializer("packed", i64({0, 0, 3, kHeads, kDim})).Initializer("axis2", i64({2}));
+  m.Initializer("c", Tensor::FromVector(std::vector<float>{std::sqrt(float(kDim))}, {}));
+  m.Node("MatMul", {"x", "wqkv"}, {"qkv_p"});
+  m.Node("Reshape", {"qkv_p", "packed"}, {"qkv"});
+  SetAttr(m.Node("Split", {"qkv"}, {"q3", "k3", "v3"}), "axis", int64_t{2});
+  for (const char* t : {"q", "k", "v"}) {
+    m.Node("Squeeze", {std::string(t) + "3", "axis2"}, {std::string(t) + "_s"});
+    SetAttr(m.Node("Transpose", {std::string(t) + "_s"}, {t}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  }
+  SetAttr(m.Node("Transpose", {"k"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.Node("MatMul", {"q", "kt"}, {"scores"});
+  m.Node("Div", {"scores", "c"}, {"scaled"});
+  SetAttr(m.Node("Softmax", {"scaled"}, {"probs"}), "axis", int64_t{-1});
+  m.Node("MatMul", {"probs", "v"}, {"y"});
+  const std::vector<std::string> ops = RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {2, kLen, 16}, 9)}}, 1e-5);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Attention"), 1);
+  EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Softmax")));
+  SessionOptions off;
+  off.graph_rewrites = false;
+  auto fused = m.Build(SessionOptions()), as_written = m.Build(off);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  ASSERT_TRUE(as_written.ok()) << as_written.status();
+  EXPECT_EQ((*fused)->outputs()[0].type.ToString(), "float[2,4,5,8]");
+  EXPECT_EQ((*fused)->outputs()[0].type.ToString(), (*as_written)->outputs()[0].type.ToString());
 }
 
 // A norm over the output of a fused attention: the rewrite pass knows the
