@@ -25,12 +25,13 @@ using Dims = std::vector<int64_t>;
 // Who makes and who reads each value of one graph, which values are
 // constants, and what is known of their types, during one pass of the
 // rewrites. Types and folded constants are the session's own inference of
-// the graph at the start of the pass (InferGraphTypes), which a rewrite in
-// the pass does not change: a fused node keeps its pattern's output type.
+// the graph (InferGraphTypes), made when a rule first asks in the pass (a
+// graph where nothing looks like a pattern is not inferred twice); a value's
+// type is the same before and after a rewrite in the pass, whose fused node
+// keeps its pattern's output types.
 class Index {
  public:
-  Index(const Graph& g, const std::vector<bool>& dead, const GraphTypes& types)
-      : g_(g), dead_(dead), types_(types) {
+  Index(const Graph& g, const std::vector<bool>& dead, const OpRegistry& ops) : g_(g), dead_(dead), ops_(ops) {
     for (const auto& [name, t] : g.initializers) constants_[name] = &t;
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       const Node& node = g.nodes[n];
@@ -79,14 +80,21 @@ class Index {
   // the session's folding computes.
   const Tensor* Constant(const std::string& name) const {
     if (auto it = constants_.find(name); it != constants_.end()) return it->second;
-    auto it = types_.constants.find(name);
-    return it == types_.constants.end() ? nullptr : &it->second;
+    const GraphTypes* types = Types();
+    if (!types) return nullptr;
+    auto it = types->constants.find(name);
+    return it == types->constants.end() ? nullptr : &it->second;
   }
-  // The inferred type of `name`, or nullptr if the graph has no such value.
+  // The inferred type of `name`, or nullptr if not known (no such value, or
+  // a graph the session cannot infer: its error is the session's to give).
   const ValueType* Type(const std::string& name) const {
-    auto it = types_.types.find(name);
-    return it == types_.types.end() ? nullptr : &it->second;
+    const GraphTypes* types = Types();
+    if (!types) return nullptr;
+    auto it = types->types.find(name);
+    return it == types->types.end() ? nullptr : &it->second;
   }
+  // Whether a rule has asked for types in this pass.
+  bool inferred() const { return inferred_; }
   // A tensor's dims as inferred; nullopt when not a tensor or of unknown rank.
   std::optional<Dims> DimsOf(const std::string& name) const {
     const ValueType* t = Type(name);
@@ -105,13 +113,23 @@ class Index {
   }
 
  private:
+  const GraphTypes* Types() const {
+    if (!inferred_) {
+      inferred_ = true;
+      absl::StatusOr<GraphTypes> t = InferGraphTypes(g_, ops_);
+      if (t.ok()) types_ = *std::move(t);
+    }
+    return types_ ? &*types_ : nullptr;
+  }
   static bool IsNumeric(DType d) {
     return d == DType::kFloat || d == DType::kDouble || d == DType::kFloat16 || d == DType::kBFloat16 ||
            d == DType::kInt32 || d == DType::kInt64;
   }
   const Graph& g_;
   const std::vector<bool>& dead_;
-  const GraphTypes& types_;
+  const OpRegistry& ops_;
+  mutable bool inferred_ = false;
+  mutable std::optional<GraphTypes> types_;
   std::map<std::string, size_t> producer_;
   std::map<std::string, int> uses_;
   std::set<std::string> outputs_;

@@ -18,14 +18,10 @@ constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
 int RewriteGraph(Graph& g, const OpRegistry& ops) {
   int total = 0;
   for (int pass = 0; pass < 8; ++pass) {
-    // The rules read types as the session infers them: a graph it cannot
-    // infer is left as it is (the session reports why).
-    absl::StatusOr<GraphTypes> types = InferGraphTypes(g, ops);
-    if (!types.ok()) break;
     std::vector<bool> dead(g.nodes.size(), false);
     int count = 0;
     {
-      Index ix(g, dead, *types);
+      Index ix(g, dead, ops);
       // Rule by rule over the whole graph: a pattern containing another
       // (LayerNorm holds an RMSNorm of x - mean) is taken whole first.
       std::vector<bool> changed(g.nodes.size(), false);
@@ -38,9 +34,10 @@ int RewriteGraph(Graph& g, const OpRegistry& ops) {
             // The fused node's outputs keep the pattern's types: declared
             // here, the session checks the fused op against them (a
             // contradiction plans the graph as written) and reads on with
-            // what the pattern was known to give.
+            // what the pattern was known to give. (A rule that asked for
+            // no type fuses an op of its pattern's type by construction.)
             for (const std::string& o : g.nodes[n].outputs)
-              if (const ValueType* t = o.empty() ? nullptr : ix.Type(o)) g.value_types[o] = *t;
+              if (const ValueType* t = o.empty() || !ix.inferred() ? nullptr : ix.Type(o)) g.value_types[o] = *t;
           }
         }
     }
