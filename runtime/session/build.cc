@@ -248,6 +248,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
       }
       // Folding failed: the same error will come from the run.
     }
+    if (types_only) continue;  // the types are known; no kernel will run
     RETURN_IF_ERROR(step.op->Prepare(in_values, threads, budget));
     steps.push_back(std::move(step));
   }
@@ -267,7 +268,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
     if (c.defined()) constant_storage.insert(c.storage().get());
   for (size_t i = 0; i < g.outputs.size(); ++i)
     output_infos.push_back({g.outputs[i].name, value_types[size_t(output_values[i])]});
-  PlanStorage();
+  if (!types_only) PlanStorage();
   return absl::OkStatus();
 }
 

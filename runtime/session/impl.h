@@ -139,6 +139,8 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   const Impl* parent = nullptr;    // the enclosing plan of a subgraph
   const OpRegistry* ops = nullptr;
   SessionOptions options;
+  // InferGraphTypes: inference and folding only (no Prepare, no storage plan).
+  bool types_only = false;
   int threads = 1;
   std::shared_ptr<MemoryBudget> budget;  // every tensor the session allocates (subgraphs share it)
   std::vector<ValueInfo> input_infos, output_infos;
@@ -205,6 +207,7 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
     child->parent = this;
     child->ops = ops;
     child->options = options;
+    child->types_only = types_only;
     absl::Status s = child->Build(&input_types);
     if (!s.ok())
       return absl::Status(s.code(), absl::StrCat(node.Describe(), ", subgraph '", sub.name, "': ", s.message()));

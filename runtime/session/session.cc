@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/alignment.h"
 #include "runtime/loader.h"
-#include "runtime/rewrite.h"
+#include "runtime/rewrite/rewrite.h"
 #include "runtime/session/impl.h"
 
 namespace onnx_mini {
@@ -137,7 +137,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
   std::optional<Graph> as_written;
   if (options.graph_rewrites) {
     Graph rewritten = graph;  // tensors share their storage
-    if (RewriteGraph(rewritten) > 0) {
+    if (RewriteGraph(rewritten, ops) > 0) {
       as_written = std::move(graph);
       graph = std::move(rewritten);
     }
