@@ -76,6 +76,7 @@ class InferContext {
 
   size_t num_outputs() const { return outputs_.size(); }
   bool output_requested(size_t i) const { return node_.has_output(i); }
+  // Sets output i's type (and shape, as far as known).
   void set_output(size_t i, ValueType t) {
     if (i < outputs_.size()) outputs_[i] = std::move(t);
   }
@@ -131,8 +132,9 @@ class KernelContext {
   // storage (compare raw() to tell). Not for outputs the row declares views.
   virtual Tensor& output(size_t i) = 0;
   // Makes output i a view of existing storage (no copy); only for outputs the
-  // row declares as views (Alias::kView) of an input.
-  virtual void set_output(size_t i, Tensor view) = 0;
+  // row declares as views (Alias::kView) of an input. (InferContext::set_output
+  // sets an output's type.)
+  virtual void set_output_view(size_t i, Tensor view) = 0;
   // Sets output i, for rows that make their outputs (OpDef::makes_outputs).
   virtual void set_value(size_t i, Value value) = 0;
   // Runs a subgraph planned by Infer, with outer-scope values from this
@@ -248,7 +250,7 @@ struct TypeConstraint {
 struct Alias {
   enum Kind {
     kInPlace,  // the kernel may be handed the input's storage as the output buffer
-    kView,     // the output is always a view of the input (set_output)
+    kView,     // the output is always a view of the input (KernelContext::set_output_view)
   };
   int output;
   int input;

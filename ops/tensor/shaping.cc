@@ -16,7 +16,7 @@ namespace {
 class ViewOp : public Op {
  public:
   absl::Status Compute(KernelContext& ctx) const override {
-    ctx.set_output(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
+    ctx.set_output_view(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
     return absl::OkStatus();
   }
 };
