@@ -490,10 +490,10 @@ class CausalConvOp : public Op {
 
 std::vector<OpDef> LinearAttentionOps() {
   return {
-      {"", "LinearAttention", 27, 0, "T T T S? T? T?", "T S", {{"T", kStateTypes}, {"S", kStateTypes}},
-       LinearAttentionOp::Create, {{1, 3, Alias::kInPlace}}},
-      {"", "CausalConvWithState", 27, 0, "T T T? T?", "T T", {{"T", kStateTypes}}, CausalConvOp::Create,
-       {{1, 3, Alias::kInPlace}}},
+      {kOnnxDomain, "LinearAttention", Versions{27}, "T T T S? T? T?", "T S", {{"T", kStateTypes}, {"S", kStateTypes}},
+       LinearAttentionOp::Create, InPlace(Out{1}, In{3})},
+      {kOnnxDomain, "CausalConvWithState", Versions{27}, "T T T? T?", "T T", {{"T", kStateTypes}}, CausalConvOp::Create,
+       InPlace(Out{1}, In{3})},
   };
 }
 

@@ -73,7 +73,8 @@ class SwiGLUOp : public Op {
 }  // namespace
 
 std::vector<OpDef> SwiGLUOps() {
-  return {{"", "SwiGLU", 28, 0, "T T", "T", {{"T", kFloatTypes}}, MakeOp<SwiGLUOp>, {{0, 0, Alias::kInPlace}}}};
+  return {{kOnnxDomain, "SwiGLU", Versions{28}, "T T", "T", {{"T", kFloatTypes}}, MakeOp<SwiGLUOp>,
+           InPlace(Out{0}, In{0})}};
 }
 
 }  // namespace onnx_mini

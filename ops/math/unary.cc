@@ -229,10 +229,10 @@ class UnaryOpKernel : public Op {
 template <UnaryOp Kind>
 OpDef Unary(const char* name, int since) {
   if constexpr (IsPredicate(Kind))
-    return {"", name, since, 0, "T", "B", {{"T", UnaryTypes<Kind>::type::set()}, {"B", kBool}},
+    return {kOnnxDomain, name, Versions{since}, "T", "B", {{"T", UnaryTypes<Kind>::type::set()}, {"B", kBool}},
             UnaryOpKernel<Kind>::Create};
-  return {"", name, since, 0, "T", "T", {{"T", UnaryTypes<Kind>::type::set()}}, UnaryOpKernel<Kind>::Create,
-          {{0, 0, Alias::kInPlace}}};
+  return {kOnnxDomain, name, Versions{since}, "T", "T", {{"T", UnaryTypes<Kind>::type::set()}},
+          UnaryOpKernel<Kind>::Create, InPlace(Out{0}, In{0})};
 }
 
 // ---- Clip: bounds from attributes (before opset 11), then from optional scalar inputs ----
@@ -433,15 +433,17 @@ std::vector<OpDef> UnaryOps() {
       Unary<UnaryOp::kAtanh>("Atanh", 9),
       Unary<UnaryOp::kIsNaN>("IsNaN", 9),
       Unary<UnaryOp::kIsInf>("IsInf", 10),
-      {"", "Clip", 1, 10, "T", "T", {{"T", kFloatTypes}}, MakeOp<ClipOp>, {{0, 0, Alias::kInPlace}}},
-      {"", "Clip", 11, 0, "T T? T?", "T", {{"T", kNumericTypes}}, MakeOp<ClipOp>, {{0, 0, Alias::kInPlace}}},
+      {kOnnxDomain, "Clip", Versions{1, 10}, "T", "T", {{"T", kFloatTypes}}, MakeOp<ClipOp>, InPlace(Out{0}, In{0})},
+      {kOnnxDomain, "Clip", Versions{11}, "T T? T?", "T", {{"T", kNumericTypes}}, MakeOp<ClipOp>,
+       InPlace(Out{0}, In{0})},
       // The mask has the data's type before opset 10, bool after; ratio and
       // training_mode are inputs from opset 12.
-      {"", "Dropout", 1, 9, "T", "T T?", {{"T", kFloatTypes}}, MakeOp<DropoutOp>, {{0, 0, Alias::kInPlace}}},
-      {"", "Dropout", 10, 11, "T", "T B?", {{"T", kFloatTypes}, {"B", kBool}}, MakeOp<DropoutOp>,
-       {{0, 0, Alias::kInPlace}}},
-      {"", "Dropout", 12, 0, "T R? B?", "T B?", {{"T", kFloatTypes}, {"R", kFloatTypes}, {"B", kBool}},
-       MakeOp<DropoutOp>, {{0, 0, Alias::kInPlace}}},
+      {kOnnxDomain, "Dropout", Versions{1, 9}, "T", "T T?", {{"T", kFloatTypes}}, MakeOp<DropoutOp>,
+       InPlace(Out{0}, In{0})},
+      {kOnnxDomain, "Dropout", Versions{10, 11}, "T", "T B?", {{"T", kFloatTypes}, {"B", kBool}}, MakeOp<DropoutOp>,
+       InPlace(Out{0}, In{0})},
+      {kOnnxDomain, "Dropout", Versions{12}, "T R? B?", "T B?", {{"T", kFloatTypes}, {"R", kFloatTypes}, {"B", kBool}},
+       MakeOp<DropoutOp>, InPlace(Out{0}, In{0})},
   };
 }
 

@@ -432,12 +432,12 @@ std::vector<OpDef> RecurrentOps() {
   const std::vector<TypeConstraint> t = {{"T", RnnTypes::set()}, {"T1", {DType::kInt32}}};
   const std::vector<TypeConstraint> t22 = {{"T", RnnTypes22::set()}, {"T1", {DType::kInt32}}};
   return {
-      {"", "RNN", 1, 21, "T T T T? T1? T?", "T? T?", t, RnnOp::Create},
-      {"", "RNN", 22, 0, "T T T T? T1? T?", "T? T?", t22, RnnOp::Create},
-      {"", "GRU", 1, 21, "T T T T? T1? T?", "T? T?", t, RnnOp::Create},
-      {"", "GRU", 22, 0, "T T T T? T1? T?", "T? T?", t22, RnnOp::Create},
-      {"", "LSTM", 1, 21, "T T T T? T1? T? T? T?", "T? T? T?", t, RnnOp::Create},
-      {"", "LSTM", 22, 0, "T T T T? T1? T? T? T?", "T? T? T?", t22, RnnOp::Create},
+      {kOnnxDomain, "RNN", Versions{1, 21}, "T T T T? T1? T?", "T? T?", t, RnnOp::Create},
+      {kOnnxDomain, "RNN", Versions{22}, "T T T T? T1? T?", "T? T?", t22, RnnOp::Create},
+      {kOnnxDomain, "GRU", Versions{1, 21}, "T T T T? T1? T?", "T? T?", t, RnnOp::Create},
+      {kOnnxDomain, "GRU", Versions{22}, "T T T T? T1? T?", "T? T?", t22, RnnOp::Create},
+      {kOnnxDomain, "LSTM", Versions{1, 21}, "T T T T? T1? T? T? T?", "T? T? T?", t, RnnOp::Create},
+      {kOnnxDomain, "LSTM", Versions{22}, "T T T T? T1? T? T? T?", "T? T? T?", t22, RnnOp::Create},
   };
 }
 
