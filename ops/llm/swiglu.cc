@@ -3,19 +3,12 @@
 // forbids broadcasting). 16-bit types compute in float and round once.
 #include <cmath>
 
+#include "kernels/vec/sigmoid.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
 namespace {
-
-// Sigmoid without overflow for large |x|.
-template <class A>
-A Sigmoid(A x) {
-  if (x >= 0) return A(1) / (A(1) + std::exp(-x));
-  const A e = std::exp(x);
-  return e / (A(1) + e);
-}
 
 class SwiGLUOp : public Op {
  public:

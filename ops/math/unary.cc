@@ -12,6 +12,7 @@
 #include "ops/common.h"
 #include "ops/ops.h"
 #include "kernels/vec/vec_math.h"
+#include "kernels/vec/sigmoid.h"
 #include "runtime/cpu.h"
 #include "runtime/element.h"
 
@@ -55,11 +56,6 @@ struct UnaryParams {
   }
 };
 
-template <class A>
-A StableSigmoid(A x) {
-  return x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x));
-}
-
 // log(1 + exp(x)) without overflow for large x.
 template <class A>
 A Softplus(A x) {
@@ -84,7 +80,7 @@ A Apply(A x, const UnaryParams& p) {
   else if constexpr (Kind == UnaryOp::kLog) return std::log(x);
   else if constexpr (Kind == UnaryOp::kTanh) return std::tanh(x);
   else if constexpr (Kind == UnaryOp::kErf) return std::erf(x);
-  else if constexpr (Kind == UnaryOp::kSigmoid) return StableSigmoid(x);
+  else if constexpr (Kind == UnaryOp::kSigmoid) return Sigmoid(x);
   else if constexpr (Kind == UnaryOp::kReciprocal) return A(1) / x;
   else if constexpr (Kind == UnaryOp::kElu) return x < 0 ? A(p.alpha) * (std::exp(x) - A(1)) : x;
   else if constexpr (Kind == UnaryOp::kSelu)
@@ -97,7 +93,7 @@ A Apply(A x, const UnaryParams& p) {
   else if constexpr (Kind == UnaryOp::kSoftplus) return Softplus(x);
   else if constexpr (Kind == UnaryOp::kSoftsign) return x / (A(1) + std::fabs(x));
   else if constexpr (Kind == UnaryOp::kMish) return x * std::tanh(Softplus(x));
-  else if constexpr (Kind == UnaryOp::kSwish) return x * StableSigmoid(A(p.alpha) * x);
+  else if constexpr (Kind == UnaryOp::kSwish) return x * Sigmoid(A(p.alpha) * x);
   else if constexpr (Kind == UnaryOp::kThresholdedRelu) return x > A(p.alpha) ? x : A(0);
   else if constexpr (Kind == UnaryOp::kShrink) {
     if constexpr (std::is_integral_v<A>) {

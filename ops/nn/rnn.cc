@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "ops/common.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/vec/sigmoid.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
@@ -46,7 +47,7 @@ struct Activation {
     switch (fn) {
       case kRelu: return x > A(0) ? x : A(0);
       case kTanh: return std::tanh(x);
-      case kSigmoid: return A(1) / (A(1) + std::exp(-x));
+      case kSigmoid: return Sigmoid(x);
       case kAffine: return A(alpha) * x + A(beta);
       case kLeakyRelu: return x >= A(0) ? x : A(alpha) * x;
       case kThresholdedRelu: return x >= A(alpha) ? x : A(0);
