@@ -888,8 +888,9 @@ om_status* om_register_custom_op(const om_custom_op* op) {
     def->op.domain = def->domain.c_str();
     def->op.op_type = def->op_type.c_str();
     // Every position its own constraint: any element type but string.
-    OpDef row{def->domain, def->op_type, op->since_version, op->last_version, "", "", {}, CustomOp::Create};
-    row.makes_outputs = true;  // outputs of shapes known only in compute
+    // Outputs of shapes known only in compute: the kernel makes them.
+    OpDef row(def->domain, def->op_type, Versions{op->since_version, op->last_version}, "", "", {}, CustomOp::Create,
+              kMakesOutputs);
     const TypeSet any = AllTypes::set() - TypeSet{DType::kString};
     for (size_t i = 0; i < op->input_count; ++i) {
       absl::StrAppend(&row.inputs, i ? " " : "", "I", i);

@@ -76,6 +76,7 @@ class InferContext {
 
   size_t num_outputs() const { return outputs_.size(); }
   bool output_requested(size_t i) const { return node_.has_output(i); }
+  // Sets output i's type (and shape, as far as known).
   void set_output(size_t i, ValueType t) {
     if (i < outputs_.size()) outputs_[i] = std::move(t);
   }
@@ -131,8 +132,9 @@ class KernelContext {
   // storage (compare raw() to tell). Not for outputs the row declares views.
   virtual Tensor& output(size_t i) = 0;
   // Makes output i a view of existing storage (no copy); only for outputs the
-  // row declares as views (Alias::kView) of an input.
-  virtual void set_output(size_t i, Tensor view) = 0;
+  // row declares as views (Alias::kView) of an input. (InferContext::set_output
+  // sets an output's type.)
+  virtual void set_output_view(size_t i, Tensor view) = 0;
   // Sets output i, for rows that make their outputs (OpDef::makes_outputs).
   virtual void set_value(size_t i, Value value) = 0;
   // Runs a subgraph planned by Infer, with outer-scope values from this
@@ -244,22 +246,52 @@ struct TypeConstraint {
   bool heterogeneous = false;
 };
 
-// Which output shares which input's storage.
+// Positions in a row's signature, named at the row: Out{1}, In{3}.
+struct Out {
+  int index;
+};
+struct In {
+  int index;
+};
+
+// Which output shares which input's storage. Rows write InPlace(Out{1}, In{3})
+// or View(Out{0}, In{0}); the tags name each index, so either order reads
+// right (onnxruntime's MayInplace takes the input first).
 struct Alias {
   enum Kind {
     kInPlace,  // the kernel may be handed the input's storage as the output buffer
-    kView,     // the output is always a view of the input (set_output)
+    kView,     // the output is always a view of the input (KernelContext::set_output_view)
   };
+  constexpr Alias(Kind k, Out o, In i) : output(o.index), input(i.index), kind(k) {}
   int output;
   int input;
   Kind kind;
 };
+constexpr Alias InPlace(Out o, In i) { return Alias(Alias::kInPlace, o, i); }
+constexpr Alias InPlace(In i, Out o) { return Alias(Alias::kInPlace, o, i); }
+constexpr Alias View(Out o, In i) { return Alias(Alias::kView, o, i); }
+constexpr Alias View(In i, Out o) { return Alias(Alias::kView, o, i); }
 
 // The op domains onnx-mini implements rows for.
 inline constexpr const char* kOnnxDomain = "";  // ai.onnx (also spelled "ai.onnx" in models)
 inline constexpr const char* kMlDomain = "ai.onnx.ml";
 inline constexpr const char* kPreviewDomain = "ai.onnx.preview";
 inline constexpr const char* kMsDomain = "com.microsoft";  // onnxruntime's contrib ops (ops/contrib/)
+inline constexpr const char* kInternalDomain = "onnx_mini";  // fused nodes the graph rewrites make
+
+// The opset versions a row implements: Versions{24} is 24 and later,
+// Versions{13, 17} is 13 to 17.
+struct Versions {
+  int since;
+  int last = 0;  // 0: no end
+};
+
+// Flags a row may add after its factory: the kernel makes its outputs, or
+// its outputs are random draws (see OpDef::makes_outputs and OpDef::random).
+struct MakesOutputs {};
+struct RandomDraws {};
+inline constexpr MakesOutputs kMakesOutputs{};
+inline constexpr RandomDraws kRandomDraws{};
 
 // One row of the op registry: an implementation of (domain, op_type) for the
 // opset versions since_version..last_version (0 = no end).
@@ -268,8 +300,25 @@ inline constexpr const char* kMsDomain = "com.microsoft";  // onnxruntime's cont
 // constraint, with a suffix: none for required, `?` for optional, `*` for a
 // variadic tail of one or more (`*?`: zero or more). "T T", "T1 T2? I*". Positions
 // that share a constraint share one element type, which must be in its set.
+//
+// A row reads {kOnnxDomain, "Pad", Versions{11}, "T I T? Tind?", "T", {types...}, PadOp::Create}
+// followed by any of InPlace(...), View(...), kMakesOutputs, kRandomDraws.
 struct OpDef {
-  std::string domain;  // "" for ai.onnx
+  template <class... Options>
+  OpDef(std::string domain, std::string op_type, Versions versions, std::string inputs, std::string outputs,
+        std::vector<TypeConstraint> types, OpFactory create, Options... options)
+      : domain(std::move(domain)),
+        op_type(std::move(op_type)),
+        since_version(versions.since),
+        last_version(versions.last),
+        inputs(std::move(inputs)),
+        outputs(std::move(outputs)),
+        types(std::move(types)),
+        create(create) {
+    (Apply(options), ...);
+  }
+
+  std::string domain;  // kOnnxDomain ("") for ai.onnx
   std::string op_type;
   int since_version = 1;
   int last_version = 0;
@@ -286,6 +335,11 @@ struct OpDef {
   // The outputs are random draws (RandomNormal, Bernoulli...): never folded
   // into constants at session creation, so that every run draws anew.
   bool random = false;
+
+ private:
+  void Apply(Alias a) { aliases.push_back(a); }
+  void Apply(MakesOutputs) { makes_outputs = true; }
+  void Apply(RandomDraws) { random = true; }
 };
 
 // "not implemented: ai.onnx::Op opset N for <what>".

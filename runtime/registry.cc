@@ -78,23 +78,21 @@ absl::Status OpRegistry::Add(OpDef def) {
   for (const TypeConstraint& c : def.types)
     if (c.types.empty())
       return absl::InvalidArgumentError(absl::StrCat(who, ": type constraint '", c.name, "' is empty"));
-  auto row = std::make_unique<RegisteredOp>();
-  RETURN_IF_ERROR(ParseSignature(def, def.inputs, "inputs", row->inputs, row->min_inputs, row->max_inputs));
-  RETURN_IF_ERROR(
-      ParseSignature(def, def.outputs, "outputs", row->outputs, row->min_outputs, row->max_outputs));
-  for (const Alias& a : def.aliases) {
+  auto row = std::make_unique<RegisteredOp>(std::move(def));
+  const OpDef& d = row->def;
+  RETURN_IF_ERROR(ParseSignature(d, d.inputs, "inputs", row->inputs, row->min_inputs, row->max_inputs));
+  RETURN_IF_ERROR(ParseSignature(d, d.outputs, "outputs", row->outputs, row->min_outputs, row->max_outputs));
+  for (const Alias& a : d.aliases) {
     const RegisteredOp::Formal* in = row->input(size_t(a.input));
     const RegisteredOp::Formal* out = row->output(size_t(a.output));
     if (a.input < 0 || a.output < 0 || in == nullptr || out == nullptr)
       return absl::InvalidArgumentError(absl::StrCat(who, ": alias of output ", a.output, " to input ",
                                                      a.input, " names a position the row does not have"));
   }
-  if (Overlaps(def))
-    return absl::AlreadyExistsError(absl::StrCat(who, ": versions ", def.since_version, "..",
-                                                 def.last_version == 0 ? std::string("")
-                                                                       : absl::StrCat(def.last_version),
+  if (Overlaps(d))
+    return absl::AlreadyExistsError(absl::StrCat(who, ": versions ", d.since_version, "..",
+                                                 d.last_version == 0 ? std::string("") : absl::StrCat(d.last_version),
                                                  " overlap a registered row"));
-  row->def = std::move(def);
   auto& list = rows_[{row->def.domain, row->def.op_type}];
   list.push_back(std::move(row));
   return absl::OkStatus();

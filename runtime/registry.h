@@ -20,6 +20,7 @@ struct RegisteredOp {
     int constraint;  // index into def.types
     enum Kind { kRequired, kOptional, kVariadic } kind;
   };
+  explicit RegisteredOp(OpDef d) : def(std::move(d)) {}
   OpDef def;
   std::vector<Formal> inputs, outputs;
   size_t min_inputs = 0, max_inputs = 0;    // max: SIZE_MAX when variadic

@@ -30,12 +30,6 @@ void VecGeluErf(const float* x, float* y, int64_t n);
 // propagating as the plain kernel's (a NaN anywhere makes the row NaN).
 void VecSoftmaxRow(const float* x, float* y, int64_t n);
 
-// Reductions of one contiguous row, as the plain ReduceSum/ReduceSumSquare/
-// ReduceMax/ReduceMin kernels take them. Sums accumulate in double lanes (the
-// plain kernel's precision; only the order of the additions differs), so they
-// agree with the sequential double sum within n * 2^-53 relative to the sum of
-// magnitudes. Max and min are exact: a NaN anywhere makes the result NaN; an
-// empty row gives -inf (max) or +inf (min).
 // y[i] = float(pow(double(x[i]), e)) for the exponents e in {0.5, 1, 2, 3,
 // -1, -0.5}, as the plain Pow kernel computes it (in double, then rounded
 // to float), with pow's special cases (pow(-0, 0.5) = +0, pow(-inf, 0.5) =
@@ -55,6 +49,12 @@ void VecRowMoments(const float* x, int64_t n, double* sum, double* squares);
 void VecNormalizeRow(const float* x, float* y, int64_t n, double shift, double inv, const float* scale,
                      const float* bias);
 
+// Reductions of one contiguous row, as the plain ReduceSum/ReduceSumSquare/
+// ReduceMax/ReduceMin kernels take them. Sums accumulate in double lanes (the
+// plain kernel's precision; only the order of the additions differs), so they
+// agree with the sequential double sum within n * 2^-53 relative to the sum of
+// magnitudes. Max and min are exact: a NaN anywhere makes the result NaN; an
+// empty row gives -inf (max) or +inf (min).
 double VecSumRow(const float* x, int64_t n);
 double VecSumSquaresRow(const float* x, int64_t n);
 float VecMaxRow(const float* x, int64_t n);

@@ -503,11 +503,14 @@ std::vector<OpDef> ControlFlowOps() {
   // optionals (If, Loop: sequences from 13, optionals from 16), each its own.
   const TypeConstraint values{"V", kAllTypes, kAnyKind, true};
   return {
-      {"", "If", 1, 0, "B", "V*", {{"B", kBool}, values}, MakeOp<IfOp>, {}, true},
-      {"", "Loop", 1, 0, "I? B? V*", "V*", {{"I", kInt64}, {"B", kBool}, values}, MakeOp<LoopOp>, {}, true},
-      {"", "Scan", 8, 8, "I? V*", "V*", {{"I", kInt64}, {"V", kUnpackedTypes, kTensorKind, true}}, MakeOp<ScanOp>,
-       {}, true},
-      {"", "Scan", 9, 0, "V*", "V*", {{"V", kUnpackedTypes, kTensorKind, true}}, MakeOp<ScanOp>, {}, true},
+      {kOnnxDomain, "If", Versions{1}, "B", "V*", {{"B", kBool}, values}, MakeOp<IfOp>, kMakesOutputs},
+      {kOnnxDomain, "Loop", Versions{1}, "I? B? V*", "V*", {{"I", kInt64}, {"B", kBool}, values}, MakeOp<LoopOp>,
+       kMakesOutputs},
+      {kOnnxDomain, "Scan", Versions{8, 8}, "I? V*", "V*", {{"I", kInt64}, {"V", kUnpackedTypes, kTensorKind, true}},
+       MakeOp<ScanOp>,
+       kMakesOutputs},
+      {kOnnxDomain, "Scan", Versions{9}, "V*", "V*", {{"V", kUnpackedTypes, kTensorKind, true}}, MakeOp<ScanOp>,
+       kMakesOutputs},
   };
 }
 

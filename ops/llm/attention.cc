@@ -513,9 +513,9 @@ std::vector<OpDef> AttentionOps() {
   const std::vector<TypeConstraint> types = {
       {"T", AttentionTypes::set()}, {"U", MaskTypes::set()}, {"I", kInt64}};
   return {
-      {"", "Attention", 23, 23, "T T T U? T? T?", "T T? T? T?", types, AttentionOp::Create},
-      {"", "Attention", 24, 0, "T T T U? T? T? I?", "T T? T? T?", types, AttentionOp::Create},
-      {"onnx_mini", "Attention", 1, 0, "T T T U?", "T", types, SdpaOp::Create},
+      {kOnnxDomain, "Attention", Versions{23, 23}, "T T T U? T? T?", "T T? T? T?", types, AttentionOp::Create},
+      {kOnnxDomain, "Attention", Versions{24}, "T T T U? T? T? I?", "T T? T? T?", types, AttentionOp::Create},
+      {kInternalDomain, "Attention", Versions{1}, "T T T U?", "T", types, SdpaOp::Create},
   };
 }
 

@@ -258,8 +258,8 @@ class FlexAttentionOp : public Op {
 }  // namespace
 
 std::vector<OpDef> FlexAttentionOps() {
-  return {{"ai.onnx.preview", "FlexAttention", 1, 0, "T T T", "T", {{"T", kFloatTypes}}, FlexAttentionOp::Create,
-           {}, true}};
+  return {{kPreviewDomain, "FlexAttention", Versions{1}, "T T T", "T", {{"T", kFloatTypes}}, FlexAttentionOp::Create,
+           kMakesOutputs}};
 }
 
 }  // namespace onnx_mini

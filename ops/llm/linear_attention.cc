@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/vec/sigmoid.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
@@ -45,12 +46,6 @@ double RoundTo(DType t, double v) {
     case DType::kBFloat16: return ToFloat(ToBFloat16(v));
     default: return double(ToFloatSaturated(v));
   }
-}
-template <class A>
-A Sigmoid(A x) {
-  if (x >= 0) return A(1) / (A(1) + std::exp(-x));
-  const A e = std::exp(x);
-  return e / (A(1) + e);
 }
 
 // Index helpers of the packed layouts.
@@ -488,10 +483,10 @@ class CausalConvOp : public Op {
 
 std::vector<OpDef> LinearAttentionOps() {
   return {
-      {"", "LinearAttention", 27, 0, "T T T S? T? T?", "T S", {{"T", kStateTypes}, {"S", kStateTypes}},
-       LinearAttentionOp::Create, {{1, 3, Alias::kInPlace}}},
-      {"", "CausalConvWithState", 27, 0, "T T T? T?", "T T", {{"T", kStateTypes}}, CausalConvOp::Create,
-       {{1, 3, Alias::kInPlace}}},
+      {kOnnxDomain, "LinearAttention", Versions{27}, "T T T S? T? T?", "T S", {{"T", kStateTypes}, {"S", kStateTypes}},
+       LinearAttentionOp::Create, InPlace(Out{1}, In{3})},
+      {kOnnxDomain, "CausalConvWithState", Versions{27}, "T T T? T?", "T T", {{"T", kStateTypes}}, CausalConvOp::Create,
+       InPlace(Out{1}, In{3})},
   };
 }
 

@@ -3,19 +3,12 @@
 // forbids broadcasting). 16-bit types compute in float and round once.
 #include <cmath>
 
+#include "kernels/vec/sigmoid.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
 namespace {
-
-// Sigmoid without overflow for large |x|.
-template <class A>
-A Sigmoid(A x) {
-  if (x >= 0) return A(1) / (A(1) + std::exp(-x));
-  const A e = std::exp(x);
-  return e / (A(1) + e);
-}
 
 class SwiGLUOp : public Op {
  public:
@@ -73,7 +66,8 @@ class SwiGLUOp : public Op {
 }  // namespace
 
 std::vector<OpDef> SwiGLUOps() {
-  return {{"", "SwiGLU", 28, 0, "T T", "T", {{"T", kFloatTypes}}, MakeOp<SwiGLUOp>, {{0, 0, Alias::kInPlace}}}};
+  return {{kOnnxDomain, "SwiGLU", Versions{28}, "T T", "T", {{"T", kFloatTypes}}, MakeOp<SwiGLUOp>,
+           InPlace(Out{0}, In{0})}};
 }
 
 }  // namespace onnx_mini

@@ -184,8 +184,8 @@ class TensorScatterOp : public Op {
 }  // namespace
 
 std::vector<OpDef> TensorScatterOps() {
-  return {{"", "TensorScatter", 24, 0, "T T I?", "T", {{"T", ScatterTypes::set()}, {"I", kInt64}},
-           TensorScatterOp::Create, {{0, 0, Alias::kInPlace}}}};
+  return {{kOnnxDomain, "TensorScatter", Versions{24}, "T T I?", "T", {{"T", ScatterTypes::set()}, {"I", kInt64}},
+           TensorScatterOp::Create, InPlace(Out{0}, In{0})}};
 }
 
 }  // namespace onnx_mini

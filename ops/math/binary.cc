@@ -422,9 +422,10 @@ class WhereOp : public Op {
 
 template <BinaryOp Kind>
 OpDef Binary(const char* name, int since, TypeSet types, bool boolean_output, bool in_place) {
-  OpDef d{"", name, since, 0, "T T", boolean_output ? "B" : "T", {{"T", types}}, MakeOp<BinaryOpKernel<Kind>>};
+  OpDef d{kOnnxDomain, name, Versions{since}, "T T", boolean_output ? "B" : "T", {{"T", types}},
+          MakeOp<BinaryOpKernel<Kind>>};
   if (boolean_output) d.types.push_back({"B", kBool});
-  if (in_place) d.aliases = {{0, 0, Alias::kInPlace}};
+  if (in_place) d.aliases = {InPlace(Out{0}, In{0})};
   return d;
 }
 
@@ -454,15 +455,16 @@ std::vector<OpDef> BinaryOps() {
       Binary<BinaryOp::kBitwiseXor>("BitwiseXor", 18, IntTypes::set(), false, true),
       Binary<BinaryOp::kBitShift>("BitShift", 11, UnsignedIntTypes::set(), false, true),
       // Pow's exponent has a type of its own.
-      {"", "Pow", 1, 0, "T T1", "T", {{"T", PowBaseTypes::set()}, {"T1", kNumericTypes}},
-       MakeOp<BinaryOpKernel<BinaryOp::kPow>>, {{0, 0, Alias::kInPlace}}},
-      {"", "Where", 9, 0, "B T T", "T", {{"B", kBool}, {"T", kUnpackedTypes}}, MakeOp<WhereOp>},
+      {kOnnxDomain, "Pow", Versions{1}, "T T1", "T", {{"T", PowBaseTypes::set()}, {"T1", kNumericTypes}},
+       MakeOp<BinaryOpKernel<BinaryOp::kPow>>, InPlace(Out{0}, In{0})},
+      {kOnnxDomain, "Where", Versions{9}, "B T T", "T", {{"B", kBool}, {"T", kUnpackedTypes}}, MakeOp<WhereOp>},
       // Variadic ops broadcast from opset 8; before, equal shapes (which broadcast trivially).
-      {"", "Sum", 1, 0, "T*", "T", {{"T", kFloatTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kSum>>},
-      {"", "Max", 1, 0, "T*", "T", {{"T", kNumericTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kMax>>},
-      {"", "Min", 1, 0, "T*", "T", {{"T", kNumericTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kMin>>},
-      {"", "Mean", 1, 0, "T*", "T", {{"T", kFloatTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kMean>>},
-      {"", "PRelu", 1, 0, "T T", "T", {{"T", PReluTypes::set()}}, MakeOp<PReluOp>, {{0, 0, Alias::kInPlace}}},
+      {kOnnxDomain, "Sum", Versions{1}, "T*", "T", {{"T", kFloatTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kSum>>},
+      {kOnnxDomain, "Max", Versions{1}, "T*", "T", {{"T", kNumericTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kMax>>},
+      {kOnnxDomain, "Min", Versions{1}, "T*", "T", {{"T", kNumericTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kMin>>},
+      {kOnnxDomain, "Mean", Versions{1}, "T*", "T", {{"T", kFloatTypes}}, MakeOp<VariadicOpKernel<VariadicOp::kMean>>},
+      {kOnnxDomain, "PRelu", Versions{1}, "T T", "T", {{"T", PReluTypes::set()}}, MakeOp<PReluOp>,
+       InPlace(Out{0}, In{0})},
   };
   return rows;
 }

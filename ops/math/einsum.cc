@@ -451,7 +451,7 @@ class EinsumOp : public Op {
 }  // namespace
 
 std::vector<OpDef> EinsumOps() {
-  return {{"", "Einsum", 12, 0, "T*", "T", {{"T", kNumericTypes}}, EinsumOp::Create}};
+  return {{kOnnxDomain, "Einsum", Versions{12}, "T*", "T", {{"T", kNumericTypes}}, EinsumOp::Create}};
 }
 
 }  // namespace onnx_mini

@@ -155,9 +155,11 @@ class DetOp : public Op {
 
 std::vector<OpDef> MathOps() {
   return {
-      {"", "CumSum", 11, 0, "T I", "T", {{"T", kNumericTypes}, {"I", kIndexTypes}}, MakeOp<CumulativeOp<false>>},
-      {"", "CumProd", 26, 0, "T I", "T", {{"T", kNumericTypes}, {"I", kIndexTypes}}, MakeOp<CumulativeOp<true>>},
-      {"", "Det", 11, 0, "T", "T", {{"T", kFloatTypes}}, MakeOp<DetOp>},
+      {kOnnxDomain, "CumSum", Versions{11}, "T I", "T", {{"T", kNumericTypes}, {"I", kIndexTypes}},
+       MakeOp<CumulativeOp<false>>},
+      {kOnnxDomain, "CumProd", Versions{26}, "T I", "T", {{"T", kNumericTypes}, {"I", kIndexTypes}},
+       MakeOp<CumulativeOp<true>>},
+      {kOnnxDomain, "Det", Versions{11}, "T", "T", {{"T", kFloatTypes}}, MakeOp<DetOp>},
   };
 }
 

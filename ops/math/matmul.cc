@@ -308,12 +308,12 @@ class GemmOp : public Op {
 std::vector<OpDef> MatMulOps() {
   const std::vector<TypeConstraint> t = {{"T", MatMulTypes::set()}};
   return {
-      {"", "MatMul", 1, 0, "T T", "T", t, MakeOp<MatMulOp>},
+      {kOnnxDomain, "MatMul", Versions{1}, "T T", "T", t, MakeOp<MatMulOp>},
       // Internal: MatMul(A, B) + bias (1-D, N), made by the graph rewrites.
-      {"onnx_mini", "FusedMatMul", 1, 0, "T T T", "T", t, MakeOp<MatMulOp>},
+      {kInternalDomain, "FusedMatMul", Versions{1}, "T T T", "T", t, MakeOp<MatMulOp>},
       // C is required before opset 11.
-      {"", "Gemm", 1, 10, "T T T", "T", t, MakeOp<GemmOp>},
-      {"", "Gemm", 11, 0, "T T T?", "T", t, MakeOp<GemmOp>},
+      {kOnnxDomain, "Gemm", Versions{1, 10}, "T T T", "T", t, MakeOp<GemmOp>},
+      {kOnnxDomain, "Gemm", Versions{11}, "T T T?", "T", t, MakeOp<GemmOp>},
   };
 }
 

@@ -320,23 +320,22 @@ class MultinomialOp : public Op {
   int64_t samples_ = 1;
 };
 
-OpDef Random(OpDef def) {
-  def.random = true;
-  return def;
-}
-
 }  // namespace
 
 std::vector<OpDef> RandomOps() {
   // The Like forms copy the shape of any tensor but a packed or float8 one.
   const TypeSet like_inputs = kNumericTypes | TypeSet{DType::kBool, DType::kString, DType::kComplex64, DType::kComplex128};
   return {
-      Random({"", "RandomNormal", 1, 0, "", "T", {{"T", kFloatTypes}}, RandomOp::Create}),
-      Random({"", "RandomUniform", 1, 0, "", "T", {{"T", kFloatTypes}}, RandomOp::Create}),
-      Random({"", "RandomNormalLike", 1, 0, "T1", "T2", {{"T1", like_inputs}, {"T2", kFloatTypes}}, RandomOp::Create}),
-      Random({"", "RandomUniformLike", 1, 0, "T1", "T2", {{"T1", like_inputs}, {"T2", kFloatTypes}}, RandomOp::Create}),
-      Random({"", "Bernoulli", 15, 0, "T1", "T2", {{"T1", kFloatTypes}, {"T2", kNumericTypes | kBool}}, BernoulliOp::Create}),
-      Random({"", "Multinomial", 7, 0, "T1", "T2", {{"T1", kFloatTypes}, {"T2", kIndexTypes}}, MultinomialOp::Create}),
+      {kOnnxDomain, "RandomNormal", Versions{1}, "", "T", {{"T", kFloatTypes}}, RandomOp::Create, kRandomDraws},
+      {kOnnxDomain, "RandomUniform", Versions{1}, "", "T", {{"T", kFloatTypes}}, RandomOp::Create, kRandomDraws},
+      {kOnnxDomain, "RandomNormalLike", Versions{1}, "T1", "T2", {{"T1", like_inputs}, {"T2", kFloatTypes}},
+       RandomOp::Create, kRandomDraws},
+      {kOnnxDomain, "RandomUniformLike", Versions{1}, "T1", "T2", {{"T1", like_inputs}, {"T2", kFloatTypes}},
+       RandomOp::Create, kRandomDraws},
+      {kOnnxDomain, "Bernoulli", Versions{15}, "T1", "T2", {{"T1", kFloatTypes}, {"T2", kNumericTypes | kBool}},
+       BernoulliOp::Create, kRandomDraws},
+      {kOnnxDomain, "Multinomial", Versions{7}, "T1", "T2", {{"T1", kFloatTypes}, {"T2", kIndexTypes}},
+       MultinomialOp::Create, kRandomDraws},
   };
 }
 

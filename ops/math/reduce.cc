@@ -631,7 +631,7 @@ class TopKOp : public Op {
 
 template <ReduceOp Kind>
 OpDef Reduce(const char* name, int since, int last, bool axes_input, TypeSet types) {
-  return {"", name, since, last, axes_input ? "T I?" : "T", "T", {{"T", types}, {"I", kInt64}},
+  return {kOnnxDomain, name, Versions{since, last}, axes_input ? "T I?" : "T", "T", {{"T", types}, {"I", kInt64}},
           MakeOp<ReduceOpKernel<Kind>>};
 }
 
@@ -662,15 +662,17 @@ std::vector<OpDef> ReduceOps() {
       Reduce<ReduceOp::kLogSumExp>("ReduceLogSumExp", 18, 0, true, kNumericTypes),
       Reduce<ReduceOp::kSumSquare>("ReduceSumSquare", 1, 17, false, kNumericTypes),
       Reduce<ReduceOp::kSumSquare>("ReduceSumSquare", 18, 0, true, kNumericTypes),
-      {"", "ArgMax", 1, 0, "T", "I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<ArgOp<false>>},
-      {"", "ArgMin", 1, 0, "T", "I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<ArgOp<true>>},
-      {"", "Softmax", 1, 0, "T", "T", {{"T", kFloatTypes}}, MakeOp<SoftmaxOp<SoftmaxKind::kSoftmax>>},
-      {"", "LogSoftmax", 1, 0, "T", "T", {{"T", kFloatTypes}}, MakeOp<SoftmaxOp<SoftmaxKind::kLogSoftmax>>},
-      {"", "Hardmax", 1, 0, "T", "T", {{"T", kFloatTypes}}, MakeOp<SoftmaxOp<SoftmaxKind::kHardmax>>},
-      {"", "LpNormalization", 1, 0, "T", "T", {{"T", kFloatTypes}}, LpNormalizationOp::Create},
-      {"", "MeanVarianceNormalization", 9, 0, "T", "T", {{"T", kFloatTypes}}, MakeOp<MeanVarianceNormalizationOp>},
-      {"", "TopK", 1, 9, "T", "T I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<TopKOp>},
-      {"", "TopK", 10, 0, "T I", "T I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<TopKOp>},
+      {kOnnxDomain, "ArgMax", Versions{1}, "T", "I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<ArgOp<false>>},
+      {kOnnxDomain, "ArgMin", Versions{1}, "T", "I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<ArgOp<true>>},
+      {kOnnxDomain, "Softmax", Versions{1}, "T", "T", {{"T", kFloatTypes}}, MakeOp<SoftmaxOp<SoftmaxKind::kSoftmax>>},
+      {kOnnxDomain, "LogSoftmax", Versions{1}, "T", "T", {{"T", kFloatTypes}},
+       MakeOp<SoftmaxOp<SoftmaxKind::kLogSoftmax>>},
+      {kOnnxDomain, "Hardmax", Versions{1}, "T", "T", {{"T", kFloatTypes}}, MakeOp<SoftmaxOp<SoftmaxKind::kHardmax>>},
+      {kOnnxDomain, "LpNormalization", Versions{1}, "T", "T", {{"T", kFloatTypes}}, LpNormalizationOp::Create},
+      {kOnnxDomain, "MeanVarianceNormalization", Versions{9}, "T", "T", {{"T", kFloatTypes}},
+       MakeOp<MeanVarianceNormalizationOp>},
+      {kOnnxDomain, "TopK", Versions{1, 9}, "T", "T I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<TopKOp>},
+      {kOnnxDomain, "TopK", Versions{10}, "T I", "T I", {{"T", kNumericTypes}, {"I", kInt64}}, MakeOp<TopKOp>},
   };
 }
 

@@ -12,6 +12,7 @@
 #include "ops/common.h"
 #include "ops/ops.h"
 #include "kernels/vec/vec_math.h"
+#include "kernels/vec/sigmoid.h"
 #include "runtime/cpu.h"
 #include "runtime/element.h"
 
@@ -55,11 +56,6 @@ struct UnaryParams {
   }
 };
 
-template <class A>
-A StableSigmoid(A x) {
-  return x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x));
-}
-
 // log(1 + exp(x)) without overflow for large x.
 template <class A>
 A Softplus(A x) {
@@ -84,7 +80,7 @@ A Apply(A x, const UnaryParams& p) {
   else if constexpr (Kind == UnaryOp::kLog) return std::log(x);
   else if constexpr (Kind == UnaryOp::kTanh) return std::tanh(x);
   else if constexpr (Kind == UnaryOp::kErf) return std::erf(x);
-  else if constexpr (Kind == UnaryOp::kSigmoid) return StableSigmoid(x);
+  else if constexpr (Kind == UnaryOp::kSigmoid) return Sigmoid(x);
   else if constexpr (Kind == UnaryOp::kReciprocal) return A(1) / x;
   else if constexpr (Kind == UnaryOp::kElu) return x < 0 ? A(p.alpha) * (std::exp(x) - A(1)) : x;
   else if constexpr (Kind == UnaryOp::kSelu)
@@ -97,7 +93,7 @@ A Apply(A x, const UnaryParams& p) {
   else if constexpr (Kind == UnaryOp::kSoftplus) return Softplus(x);
   else if constexpr (Kind == UnaryOp::kSoftsign) return x / (A(1) + std::fabs(x));
   else if constexpr (Kind == UnaryOp::kMish) return x * std::tanh(Softplus(x));
-  else if constexpr (Kind == UnaryOp::kSwish) return x * StableSigmoid(A(p.alpha) * x);
+  else if constexpr (Kind == UnaryOp::kSwish) return x * Sigmoid(A(p.alpha) * x);
   else if constexpr (Kind == UnaryOp::kThresholdedRelu) return x > A(p.alpha) ? x : A(0);
   else if constexpr (Kind == UnaryOp::kShrink) {
     if constexpr (std::is_integral_v<A>) {
@@ -229,10 +225,10 @@ class UnaryOpKernel : public Op {
 template <UnaryOp Kind>
 OpDef Unary(const char* name, int since) {
   if constexpr (IsPredicate(Kind))
-    return {"", name, since, 0, "T", "B", {{"T", UnaryTypes<Kind>::type::set()}, {"B", kBool}},
+    return {kOnnxDomain, name, Versions{since}, "T", "B", {{"T", UnaryTypes<Kind>::type::set()}, {"B", kBool}},
             UnaryOpKernel<Kind>::Create};
-  return {"", name, since, 0, "T", "T", {{"T", UnaryTypes<Kind>::type::set()}}, UnaryOpKernel<Kind>::Create,
-          {{0, 0, Alias::kInPlace}}};
+  return {kOnnxDomain, name, Versions{since}, "T", "T", {{"T", UnaryTypes<Kind>::type::set()}},
+          UnaryOpKernel<Kind>::Create, InPlace(Out{0}, In{0})};
 }
 
 // ---- Clip: bounds from attributes (before opset 11), then from optional scalar inputs ----
@@ -433,15 +429,17 @@ std::vector<OpDef> UnaryOps() {
       Unary<UnaryOp::kAtanh>("Atanh", 9),
       Unary<UnaryOp::kIsNaN>("IsNaN", 9),
       Unary<UnaryOp::kIsInf>("IsInf", 10),
-      {"", "Clip", 1, 10, "T", "T", {{"T", kFloatTypes}}, MakeOp<ClipOp>, {{0, 0, Alias::kInPlace}}},
-      {"", "Clip", 11, 0, "T T? T?", "T", {{"T", kNumericTypes}}, MakeOp<ClipOp>, {{0, 0, Alias::kInPlace}}},
+      {kOnnxDomain, "Clip", Versions{1, 10}, "T", "T", {{"T", kFloatTypes}}, MakeOp<ClipOp>, InPlace(Out{0}, In{0})},
+      {kOnnxDomain, "Clip", Versions{11}, "T T? T?", "T", {{"T", kNumericTypes}}, MakeOp<ClipOp>,
+       InPlace(Out{0}, In{0})},
       // The mask has the data's type before opset 10, bool after; ratio and
       // training_mode are inputs from opset 12.
-      {"", "Dropout", 1, 9, "T", "T T?", {{"T", kFloatTypes}}, MakeOp<DropoutOp>, {{0, 0, Alias::kInPlace}}},
-      {"", "Dropout", 10, 11, "T", "T B?", {{"T", kFloatTypes}, {"B", kBool}}, MakeOp<DropoutOp>,
-       {{0, 0, Alias::kInPlace}}},
-      {"", "Dropout", 12, 0, "T R? B?", "T B?", {{"T", kFloatTypes}, {"R", kFloatTypes}, {"B", kBool}},
-       MakeOp<DropoutOp>, {{0, 0, Alias::kInPlace}}},
+      {kOnnxDomain, "Dropout", Versions{1, 9}, "T", "T T?", {{"T", kFloatTypes}}, MakeOp<DropoutOp>,
+       InPlace(Out{0}, In{0})},
+      {kOnnxDomain, "Dropout", Versions{10, 11}, "T", "T B?", {{"T", kFloatTypes}, {"B", kBool}}, MakeOp<DropoutOp>,
+       InPlace(Out{0}, In{0})},
+      {kOnnxDomain, "Dropout", Versions{12}, "T R? B?", "T B?", {{"T", kFloatTypes}, {"R", kFloatTypes}, {"B", kBool}},
+       MakeOp<DropoutOp>, InPlace(Out{0}, In{0})},
   };
 }
 

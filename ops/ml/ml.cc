@@ -13,8 +13,6 @@
 namespace onnx_mini {
 namespace {
 
-constexpr const char* kMl = "ai.onnx.ml";
-
 absl::Status AttrError(const Node& node, const std::string& rule) {
   return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", rule));
 }
@@ -461,13 +459,16 @@ class TreeEnsembleOp : public Op {
 
 std::vector<OpDef> MlOps() {
   return {
-      {kMl, "LabelEncoder", 1, 1, "T1", "T2", {{"T1", kLabel1Types}, {"T2", kLabel1Types}}, CreateLabelEncoder},
-      {kMl, "LabelEncoder", 2, 3, "T1", "T2", {{"T1", kLabel2Types}, {"T2", kLabel2Types}}, CreateLabelEncoder},
-      {kMl, "LabelEncoder", 4, 0, "T1", "T2", {{"T1", LabelTypes::set()}, {"T2", LabelTypes::set()}}, CreateLabelEncoder},
-      {kMl, "Binarizer", 1, 0, "T", "T", {{"T", BinarizerTypes::set()}}, MakeOp<BinarizerOp>},
-      {kMl, "ArrayFeatureExtractor", 1, 0, "T I", "T", {{"T", FeatureTypes::set()}, {"I", kInt64}},
+      {kMlDomain, "LabelEncoder", Versions{1, 1}, "T1", "T2", {{"T1", kLabel1Types}, {"T2", kLabel1Types}},
+       CreateLabelEncoder},
+      {kMlDomain, "LabelEncoder", Versions{2, 3}, "T1", "T2", {{"T1", kLabel2Types}, {"T2", kLabel2Types}},
+       CreateLabelEncoder},
+      {kMlDomain, "LabelEncoder", Versions{4}, "T1", "T2", {{"T1", LabelTypes::set()}, {"T2", LabelTypes::set()}},
+       CreateLabelEncoder},
+      {kMlDomain, "Binarizer", Versions{1}, "T", "T", {{"T", BinarizerTypes::set()}}, MakeOp<BinarizerOp>},
+      {kMlDomain, "ArrayFeatureExtractor", Versions{1}, "T I", "T", {{"T", FeatureTypes::set()}, {"I", kInt64}},
        MakeOp<ArrayFeatureExtractorOp>},
-      {kMl, "TreeEnsemble", 5, 0, "T", "T", {{"T", TreeTypes::set()}}, TreeEnsembleOp::Create},
+      {kMlDomain, "TreeEnsemble", Versions{5}, "T", "T", {{"T", TreeTypes::set()}}, TreeEnsembleOp::Create},
   };
 }
 

@@ -360,12 +360,12 @@ class ConvOp : public Op {
 std::vector<OpDef> ConvOps() {
   const std::vector<TypeConstraint> t = {{"T", kFloatTypes}};
   return {
-      {"", "Conv", 1, 0, "T T T?", "T", t, ConvOp<ConvKind::kConv>::Create},
-      {"", "ConvTranspose", 1, 0, "T T T?", "T", t, ConvOp<ConvKind::kTransposed>::Create},
-      {"", "ConvInteger", 10, 0, "T1 T2 T1? T2?", "T3",
+      {kOnnxDomain, "Conv", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kConv>::Create},
+      {kOnnxDomain, "ConvTranspose", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kTransposed>::Create},
+      {kOnnxDomain, "ConvInteger", Versions{10}, "T1 T2 T1? T2?", "T3",
        {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", {DType::kInt32}}},
        ConvOp<ConvKind::kInteger>::Create},
-      {"", "QLinearConv", 10, 0, "T1 S T1 T2 S T2 S T3 T4?", "T3",
+      {kOnnxDomain, "QLinearConv", Versions{10}, "T1 S T1 T2 S T2 S T3 T4?", "T3",
        {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", QuantTypes::set()}, {"S", {DType::kFloat}},
         {"T4", {DType::kInt32}}},
        ConvOp<ConvKind::kQLinear>::Create},

@@ -253,7 +253,7 @@ class DeformConvOp : public Op {
 
 std::vector<OpDef> DeformConvOps() {
   // 22 only adds bfloat16, which every row admits.
-  return {{"", "DeformConv", 19, 0, "T T T T? T?", "T", {{"T", kFloatTypes}}, DeformConvOp::Create}};
+  return {{kOnnxDomain, "DeformConv", Versions{19}, "T T T T? T?", "T", {{"T", kFloatTypes}}, DeformConvOp::Create}};
 }
 
 }  // namespace onnx_mini

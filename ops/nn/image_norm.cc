@@ -292,13 +292,15 @@ std::vector<OpDef> ImageNormOps() {
   // Before 14 every input and output is T; 14 gives the running statistics
   // a type of their own (U), 15 the scale and bias too (T1, T2).
   return {
-      {"", "BatchNormalization", 1, 13, "T T T T T", "T T? T? T? T?", {t}, MakeOp<BatchNormOp>},
-      {"", "BatchNormalization", 14, 14, "T T T U U", "T U? U?", {t, {"U", kFloatTypes}}, MakeOp<BatchNormOp>},
-      {"", "BatchNormalization", 15, 0, "T T1 T1 T2 T2", "T T2? T2?", {t, {"T1", kFloatTypes}, {"T2", kFloatTypes}},
+      {kOnnxDomain, "BatchNormalization", Versions{1, 13}, "T T T T T", "T T? T? T? T?", {t}, MakeOp<BatchNormOp>},
+      {kOnnxDomain, "BatchNormalization", Versions{14, 14}, "T T T U U", "T U? U?", {t, {"U", kFloatTypes}},
        MakeOp<BatchNormOp>},
-      {"", "InstanceNormalization", 1, 0, "T T T", "T", {t}, MakeGroupNorm<true>},
-      {"", "GroupNormalization", 18, 0, "T T T", "T", {t}, MakeGroupNorm<false>},
-      {"", "LRN", 1, 0, "T", "T", {t}, LrnOp::Create},
+      {kOnnxDomain, "BatchNormalization", Versions{15}, "T T1 T1 T2 T2", "T T2? T2?",
+       {t, {"T1", kFloatTypes}, {"T2", kFloatTypes}},
+       MakeOp<BatchNormOp>},
+      {kOnnxDomain, "InstanceNormalization", Versions{1}, "T T T", "T", {t}, MakeGroupNorm<true>},
+      {kOnnxDomain, "GroupNormalization", Versions{18}, "T T T", "T", {t}, MakeGroupNorm<false>},
+      {kOnnxDomain, "LRN", Versions{1}, "T", "T", {t}, LrnOp::Create},
   };
 }
 

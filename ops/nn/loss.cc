@@ -157,8 +157,8 @@ class LossOp : public Op {
 std::vector<OpDef> LossOps() {
   const std::vector<TypeConstraint> types = {{"T", kFloatTypes}, {"Tind", kIndexTypes}};
   return {
-      {"", "NegativeLogLikelihoodLoss", 12, 0, "T Tind T?", "T", types, LossOp<false>::Create},
-      {"", "SoftmaxCrossEntropyLoss", 12, 0, "T Tind T?", "T T?", types, LossOp<true>::Create},
+      {kOnnxDomain, "NegativeLogLikelihoodLoss", Versions{12}, "T Tind T?", "T", types, LossOp<false>::Create},
+      {kOnnxDomain, "SoftmaxCrossEntropyLoss", Versions{12}, "T Tind T?", "T T?", types, LossOp<true>::Create},
   };
 }
 

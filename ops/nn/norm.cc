@@ -317,10 +317,11 @@ std::vector<OpDef> NormalizationOps() {
   // is implemented, so the rows tie them.
   const TypeConstraint t = {"T", kFloatTypes};
   return {
-      {"", "LayerNormalization", 17, 0, "T T T?", "T U? U?", {t, {"U", {DType::kFloat, DType::kDouble}}},
+      {kOnnxDomain, "LayerNormalization", Versions{17}, "T T T?", "T U? U?",
+       {t, {"U", {DType::kFloat, DType::kDouble}}},
        MakeOp<NormalizationOp<false>>},
-      {"", "RMSNormalization", 23, 0, "T T", "T", {t}, MakeOp<NormalizationOp<true>>},
-      {"", "RotaryEmbedding", 23, 0, "T T T M?", "T", {t, {"M", kInt64}}, MakeOp<RotaryOp>},
+      {kOnnxDomain, "RMSNormalization", Versions{23}, "T T", "T", {t}, MakeOp<NormalizationOp<true>>},
+      {kOnnxDomain, "RotaryEmbedding", Versions{23}, "T T T M?", "T", {t, {"M", kInt64}}, MakeOp<RotaryOp>},
   };
 }
 

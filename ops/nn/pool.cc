@@ -216,14 +216,14 @@ std::vector<OpDef> PoolOps() {
   const TypeConstraint i = {"I", kInt64};
   const TypeConstraint t8 = {"T", kFloatTypes | TypeSet{DType::kInt8, DType::kUInt8}};
   return {
-      {"", "MaxPool", 1, 7, "T", "T", t, MakePool<Pool::kMax, false>},
-      {"", "MaxPool", 8, 11, "T", "T I?", {t[0], i}, MakePool<Pool::kMax, false>},
-      {"", "MaxPool", 12, 0, "T", "T I?", {t8, i}, MakePool<Pool::kMax, false>},
-      {"", "AveragePool", 1, 0, "T", "T", t, MakePool<Pool::kAverage, false>},
-      {"", "LpPool", 1, 0, "T", "T", t, MakePool<Pool::kLp, false>},
-      {"", "GlobalMaxPool", 1, 0, "T", "T", t, MakePool<Pool::kMax, true>},
-      {"", "GlobalAveragePool", 1, 0, "T", "T", t, MakePool<Pool::kAverage, true>},
-      {"", "GlobalLpPool", 1, 0, "T", "T", t, MakePool<Pool::kLp, true>},
+      {kOnnxDomain, "MaxPool", Versions{1, 7}, "T", "T", t, MakePool<Pool::kMax, false>},
+      {kOnnxDomain, "MaxPool", Versions{8, 11}, "T", "T I?", {t[0], i}, MakePool<Pool::kMax, false>},
+      {kOnnxDomain, "MaxPool", Versions{12}, "T", "T I?", {t8, i}, MakePool<Pool::kMax, false>},
+      {kOnnxDomain, "AveragePool", Versions{1}, "T", "T", t, MakePool<Pool::kAverage, false>},
+      {kOnnxDomain, "LpPool", Versions{1}, "T", "T", t, MakePool<Pool::kLp, false>},
+      {kOnnxDomain, "GlobalMaxPool", Versions{1}, "T", "T", t, MakePool<Pool::kMax, true>},
+      {kOnnxDomain, "GlobalAveragePool", Versions{1}, "T", "T", t, MakePool<Pool::kAverage, true>},
+      {kOnnxDomain, "GlobalLpPool", Versions{1}, "T", "T", t, MakePool<Pool::kLp, true>},
   };
 }
 

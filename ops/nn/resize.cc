@@ -566,10 +566,10 @@ std::vector<OpDef> ResizeOps() {
   // 11, 13, 18 and 19 share one row: the later attributes (antialias, axes,
   // keep_aspect_ratio_policy, half_pixel_symmetric) take their defaults before.
   return {
-      {"", "Upsample", 7, 8, "T", "T", t, ResizeOp::Create},
-      {"", "Upsample", 9, 9, "T F", "T", t10, ResizeOp::Create},
-      {"", "Resize", 10, 10, "T F", "T", t10, ResizeOp::Create},
-      {"", "Resize", 11, 0, "T1 T2? F? I?", "T1", t11, ResizeOp::Create},
+      {kOnnxDomain, "Upsample", Versions{7, 8}, "T", "T", t, ResizeOp::Create},
+      {kOnnxDomain, "Upsample", Versions{9, 9}, "T F", "T", t10, ResizeOp::Create},
+      {kOnnxDomain, "Resize", Versions{10, 10}, "T F", "T", t10, ResizeOp::Create},
+      {kOnnxDomain, "Resize", Versions{11}, "T1 T2? F? I?", "T1", t11, ResizeOp::Create},
   };
 }
 

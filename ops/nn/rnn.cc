@@ -18,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "ops/common.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/vec/sigmoid.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
@@ -46,7 +47,7 @@ struct Activation {
     switch (fn) {
       case kRelu: return x > A(0) ? x : A(0);
       case kTanh: return std::tanh(x);
-      case kSigmoid: return A(1) / (A(1) + std::exp(-x));
+      case kSigmoid: return Sigmoid(x);
       case kAffine: return A(alpha) * x + A(beta);
       case kLeakyRelu: return x >= A(0) ? x : A(alpha) * x;
       case kThresholdedRelu: return x >= A(alpha) ? x : A(0);
@@ -432,12 +433,12 @@ std::vector<OpDef> RecurrentOps() {
   const std::vector<TypeConstraint> t = {{"T", RnnTypes::set()}, {"T1", {DType::kInt32}}};
   const std::vector<TypeConstraint> t22 = {{"T", RnnTypes22::set()}, {"T1", {DType::kInt32}}};
   return {
-      {"", "RNN", 1, 21, "T T T T? T1? T?", "T? T?", t, RnnOp::Create},
-      {"", "RNN", 22, 0, "T T T T? T1? T?", "T? T?", t22, RnnOp::Create},
-      {"", "GRU", 1, 21, "T T T T? T1? T?", "T? T?", t, RnnOp::Create},
-      {"", "GRU", 22, 0, "T T T T? T1? T?", "T? T?", t22, RnnOp::Create},
-      {"", "LSTM", 1, 21, "T T T T? T1? T? T? T?", "T? T? T?", t, RnnOp::Create},
-      {"", "LSTM", 22, 0, "T T T T? T1? T? T? T?", "T? T? T?", t22, RnnOp::Create},
+      {kOnnxDomain, "RNN", Versions{1, 21}, "T T T T? T1? T?", "T? T?", t, RnnOp::Create},
+      {kOnnxDomain, "RNN", Versions{22}, "T T T T? T1? T?", "T? T?", t22, RnnOp::Create},
+      {kOnnxDomain, "GRU", Versions{1, 21}, "T T T T? T1? T?", "T? T?", t, RnnOp::Create},
+      {kOnnxDomain, "GRU", Versions{22}, "T T T T? T1? T?", "T? T?", t22, RnnOp::Create},
+      {kOnnxDomain, "LSTM", Versions{1, 21}, "T T T T? T1? T? T? T?", "T? T? T?", t, RnnOp::Create},
+      {kOnnxDomain, "LSTM", Versions{22}, "T T T T? T1? T? T? T?", "T? T? T?", t22, RnnOp::Create},
   };
 }
 

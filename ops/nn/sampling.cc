@@ -776,11 +776,13 @@ std::vector<OpDef> SamplingOps() {
   const TypeConstraint int64 = {"T2", kInt64};
   const TypeConstraint f32 = {"F", {DType::kFloat}};
   return {
-      {"", "GridSample", 16, 0, "T1 T2", "T1", {{"T1", AnyTypes::set()}, {"T2", kFloatTypes}}, GridSampleOp::Create},
-      {"", "AffineGrid", 20, 0, "T1 T2", "T1", {floats, int64}, MakeOp<AffineGridOp>},
-      {"", "RoiAlign", 10, 0, "T1 T1 T2", "T1", {floats, int64}, RoiAlignOp::Create},
-      {"", "MaxUnpool", 9, 0, "T1 T2 T2?", "T1", {floats, int64}, MaxUnpoolOp::Create},
-      {"", "NonMaxSuppression", 10, 0, "F F T2? F? F?", "T2", {f32, int64}, NonMaxSuppressionOp::Create},
+      {kOnnxDomain, "GridSample", Versions{16}, "T1 T2", "T1", {{"T1", AnyTypes::set()}, {"T2", kFloatTypes}},
+       GridSampleOp::Create},
+      {kOnnxDomain, "AffineGrid", Versions{20}, "T1 T2", "T1", {floats, int64}, MakeOp<AffineGridOp>},
+      {kOnnxDomain, "RoiAlign", Versions{10}, "T1 T1 T2", "T1", {floats, int64}, RoiAlignOp::Create},
+      {kOnnxDomain, "MaxUnpool", Versions{9}, "T1 T2 T2?", "T1", {floats, int64}, MaxUnpoolOp::Create},
+      {kOnnxDomain, "NonMaxSuppression", Versions{10}, "F F T2? F? F?", "T2", {f32, int64},
+       NonMaxSuppressionOp::Create},
   };
 }
 

@@ -610,13 +610,17 @@ class MelWeightMatrixOp : public Op {
 std::vector<OpDef> SignalOps() {
   const TypeConstraint lengths = {"T2", kIndexTypes};
   return {
-      {"", "DFT", 17, 19, "T1 T2?", "T1", {{"T1", kFloatTypes}, lengths}, DftOp::Create},
-      {"", "DFT", 20, 0, "T1 T2? I?", "T1", {{"T1", kFloatTypes}, lengths, {"I", kInt64}}, DftOp::Create},
-      {"", "STFT", 17, 0, "T1 T2 T1? T2?", "T1", {{"T1", kFloatTypes}, lengths}, StftOp::Create},
-      {"", "HannWindow", 17, 0, "T1", "T2", {{"T1", kIndexTypes}, {"T2", kNumericTypes}}, WindowOp::Create},
-      {"", "HammingWindow", 17, 0, "T1", "T2", {{"T1", kIndexTypes}, {"T2", kNumericTypes}}, WindowOp::Create},
-      {"", "BlackmanWindow", 17, 0, "T1", "T2", {{"T1", kIndexTypes}, {"T2", kNumericTypes}}, WindowOp::Create},
-      {"", "MelWeightMatrix", 17, 0, "T1 T1 T1 T2 T2", "T3",
+      {kOnnxDomain, "DFT", Versions{17, 19}, "T1 T2?", "T1", {{"T1", kFloatTypes}, lengths}, DftOp::Create},
+      {kOnnxDomain, "DFT", Versions{20}, "T1 T2? I?", "T1", {{"T1", kFloatTypes}, lengths, {"I", kInt64}},
+       DftOp::Create},
+      {kOnnxDomain, "STFT", Versions{17}, "T1 T2 T1? T2?", "T1", {{"T1", kFloatTypes}, lengths}, StftOp::Create},
+      {kOnnxDomain, "HannWindow", Versions{17}, "T1", "T2", {{"T1", kIndexTypes}, {"T2", kNumericTypes}},
+       WindowOp::Create},
+      {kOnnxDomain, "HammingWindow", Versions{17}, "T1", "T2", {{"T1", kIndexTypes}, {"T2", kNumericTypes}},
+       WindowOp::Create},
+      {kOnnxDomain, "BlackmanWindow", Versions{17}, "T1", "T2", {{"T1", kIndexTypes}, {"T2", kNumericTypes}},
+       WindowOp::Create},
+      {kOnnxDomain, "MelWeightMatrix", Versions{17}, "T1 T1 T1 T2 T2", "T3",
        {{"T1", kIndexTypes}, {"T2", kFloatTypes}, {"T3", kNumericTypes}}, MelWeightMatrixOp::Create},
   };
 }

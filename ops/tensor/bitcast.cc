@@ -57,7 +57,8 @@ class BitCastOp : public Op {
 std::vector<OpDef> BitCastOps() {
   const TypeSet types = BitCastTypes::set();
   return {
-      {"", "BitCast", 26, 0, "T1", "T2", {{"T1", types}, {"T2", types}}, BitCastOp::Create, {{0, 0, Alias::kInPlace}}},
+      {kOnnxDomain, "BitCast", Versions{26}, "T1", "T2", {{"T1", types}, {"T2", types}}, BitCastOp::Create,
+       InPlace(Out{0}, In{0})},
   };
 }
 

@@ -251,8 +251,8 @@ std::vector<OpDef> CastOps() {
   // float8e8m0 with `round_mode` in 24, 2-bit in 25); one kernel handles all.
   const TypeSet types = CastTypes::set() | TypeSet{DType::kString};
   return {
-      {"", "Cast", 1, 0, "T1", "T2", {{"T1", types}, {"T2", types}}, CastOp::Create},
-      {"", "CastLike", 15, 0, "T1 T2", "T2", {{"T1", types}, {"T2", types}}, CastOp::Create},
+      {kOnnxDomain, "Cast", Versions{1}, "T1", "T2", {{"T1", types}, {"T2", types}}, CastOp::Create},
+      {kOnnxDomain, "CastLike", Versions{15}, "T1 T2", "T2", {{"T1", types}, {"T2", types}}, CastOp::Create},
   };
 }
 

@@ -53,7 +53,7 @@ class ConstantOp : public Op {
 }  // namespace
 
 std::vector<OpDef> ConstantOps() {
-  return {{"", "Constant", 1, 0, "", "T", {{"T", kUnpackedTypes}}, ConstantOp::Create}};
+  return {{kOnnxDomain, "Constant", Versions{1}, "", "T", {{"T", kUnpackedTypes}}, ConstantOp::Create}};
 }
 
 }  // namespace onnx_mini

@@ -867,18 +867,19 @@ std::vector<OpDef> IndexingOps() {
   const TypeConstraint any = {"T", kAnyTypes};
   const TypeConstraint tind = {"Tind", kIndexTypes};
   const TypeConstraint int64 = {"I", kInt64};
-  const std::vector<Alias> in_place = {{0, 0, Alias::kInPlace}};
+  const Alias in_place = InPlace(Out{0}, In{0});
   return {
-      {"", "GatherElements", 11, 0, "T Tind", "T", {any, tind}, MakeOp<GatherElementsOp>},
-      {"", "GatherND", 11, 0, "T I", "T", {any, int64}, GatherNDOp::Create},
-      {"", "Scatter", 9, 10, "T Tind T", "T", {any, tind}, ScatterElementsOp::Create, in_place},
-      {"", "ScatterElements", 11, 0, "T Tind T", "T", {any, tind}, ScatterElementsOp::Create, in_place},
-      {"", "ScatterND", 11, 0, "T I T", "T", {any, int64}, ScatterNDOp::Create, in_place},
-      {"", "OneHot", 9, 0, "T1 T2 T3", "T3", {{"T1", kNumericTypes}, {"T2", kNumericTypes}, {"T3", kAnyTypes}},
+      {kOnnxDomain, "GatherElements", Versions{11}, "T Tind", "T", {any, tind}, MakeOp<GatherElementsOp>},
+      {kOnnxDomain, "GatherND", Versions{11}, "T I", "T", {any, int64}, GatherNDOp::Create},
+      {kOnnxDomain, "Scatter", Versions{9, 10}, "T Tind T", "T", {any, tind}, ScatterElementsOp::Create, in_place},
+      {kOnnxDomain, "ScatterElements", Versions{11}, "T Tind T", "T", {any, tind}, ScatterElementsOp::Create, in_place},
+      {kOnnxDomain, "ScatterND", Versions{11}, "T I T", "T", {any, int64}, ScatterNDOp::Create, in_place},
+      {kOnnxDomain, "OneHot", Versions{9}, "T1 T2 T3", "T3",
+       {{"T1", kNumericTypes}, {"T2", kNumericTypes}, {"T3", kAnyTypes}},
        MakeOp<OneHotOp>},
-      {"", "Compress", 9, 0, "T B", "T", {any, {"B", kBool}}, MakeOp<CompressOp>},
-      {"", "NonZero", 9, 0, "T", "I", {any, int64}, MakeOp<NonZeroOp>},
-      {"", "Unique", 11, 0, "T", "T I? I? I?", {any, int64}, UniqueOp::Create},
+      {kOnnxDomain, "Compress", Versions{9}, "T B", "T", {any, {"B", kBool}}, MakeOp<CompressOp>},
+      {kOnnxDomain, "NonZero", Versions{9}, "T", "I", {any, int64}, MakeOp<NonZeroOp>},
+      {kOnnxDomain, "Unique", Versions{11}, "T", "T I? I? I?", {any, int64}, UniqueOp::Create},
   };
 }
 

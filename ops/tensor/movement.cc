@@ -680,20 +680,20 @@ std::vector<OpDef> MovementOps() {
   const TypeConstraint int64 = {"I", kInt64};
   const TypeConstraint index = {"Tind", kIndexTypes};
   return {
-      {"", "Concat", 1, 0, "T*", "T", {movable}, ConcatOp::Create},
-      {"", "Expand", 8, 0, "T I", "T", {movable, int64}, MakeOp<ExpandOp>},
-      {"", "Gather", 1, 0, "T Tind", "T", {movable, index}, MakeOp<GatherOp>},
-      {"", "Slice", 1, 9, "T", "T", {movable}, MakeOp<SliceOp>},
-      {"", "Slice", 10, 0, "T Tind Tind Tind? Tind?", "T", {movable, index}, MakeOp<SliceOp>},
-      {"", "Range", 11, 26, "T T T", "T", {{"T", kRange11Types}}, MakeOp<RangeOp>},
-      {"", "Range", 27, 0, "T T T", "T", {{"T", RangeTypes::set()}}, MakeOp<RangeOp>},
-      {"", "ConstantOfShape", 9, 0, "I", "T", {int64, movable}, ConstantOfShapeOp::Create},
-      {"", "Pad", 1, 10, "T", "T", {movable}, PadOp::Create},
-      {"", "Pad", 11, 0, "T I T? Tind?", "T", {movable, int64, index}, PadOp::Create},
-      {"", "Trilu", 14, 0, "T I?", "T", {movable, int64}, MakeOp<TriluOp>},
-      {"", "Split", 1, 1, "T T?", "T*", {movable}, MakeOp<SplitOp>},
-      {"", "Split", 2, 12, "T", "T*", {movable}, MakeOp<SplitOp>},
-      {"", "Split", 13, 0, "T I?", "T*", {movable, int64}, MakeOp<SplitOp>},
+      {kOnnxDomain, "Concat", Versions{1}, "T*", "T", {movable}, ConcatOp::Create},
+      {kOnnxDomain, "Expand", Versions{8}, "T I", "T", {movable, int64}, MakeOp<ExpandOp>},
+      {kOnnxDomain, "Gather", Versions{1}, "T Tind", "T", {movable, index}, MakeOp<GatherOp>},
+      {kOnnxDomain, "Slice", Versions{1, 9}, "T", "T", {movable}, MakeOp<SliceOp>},
+      {kOnnxDomain, "Slice", Versions{10}, "T Tind Tind Tind? Tind?", "T", {movable, index}, MakeOp<SliceOp>},
+      {kOnnxDomain, "Range", Versions{11, 26}, "T T T", "T", {{"T", kRange11Types}}, MakeOp<RangeOp>},
+      {kOnnxDomain, "Range", Versions{27}, "T T T", "T", {{"T", RangeTypes::set()}}, MakeOp<RangeOp>},
+      {kOnnxDomain, "ConstantOfShape", Versions{9}, "I", "T", {int64, movable}, ConstantOfShapeOp::Create},
+      {kOnnxDomain, "Pad", Versions{1, 10}, "T", "T", {movable}, PadOp::Create},
+      {kOnnxDomain, "Pad", Versions{11}, "T I T? Tind?", "T", {movable, int64, index}, PadOp::Create},
+      {kOnnxDomain, "Trilu", Versions{14}, "T I?", "T", {movable, int64}, MakeOp<TriluOp>},
+      {kOnnxDomain, "Split", Versions{1, 1}, "T T?", "T*", {movable}, MakeOp<SplitOp>},
+      {kOnnxDomain, "Split", Versions{2, 12}, "T", "T*", {movable}, MakeOp<SplitOp>},
+      {kOnnxDomain, "Split", Versions{13}, "T I?", "T*", {movable, int64}, MakeOp<SplitOp>},
   };
 }
 

@@ -496,13 +496,15 @@ std::vector<OpDef> RearrangeOps() {
   const TypeConstraint any = {"T", kAnyTypes};
   const TypeConstraint int64 = {"I", kInt64};
   return {
-      {"", "Tile", 6, 0, "T I", "T", {any, int64}, MakeOp<TileOp>},
-      {"", "EyeLike", 9, 0, "T1", "T2", {{"T1", EyeTypes::set()}, {"T2", EyeTypes::set()}}, EyeLikeOp::Create},
-      {"", "DepthToSpace", 1, 0, "T", "T", {any}, BlockMoveOp::Create<true>},
-      {"", "SpaceToDepth", 1, 0, "T", "T", {any}, BlockMoveOp::Create<false>},
-      {"", "ReverseSequence", 10, 0, "T I", "T", {any, int64}, ReverseSequenceOp::Create},
-      {"", "CenterCropPad", 18, 0, "T Tind", "T", {any, {"Tind", kIndexTypes}}, MakeOp<CenterCropPadOp>},
-      {"", "Col2Im", 18, 0, "T I I", "T", {{"T", SummableTypes::set()}, int64}, MakeOp<Col2ImOp>},
+      {kOnnxDomain, "Tile", Versions{6}, "T I", "T", {any, int64}, MakeOp<TileOp>},
+      {kOnnxDomain, "EyeLike", Versions{9}, "T1", "T2", {{"T1", EyeTypes::set()}, {"T2", EyeTypes::set()}},
+       EyeLikeOp::Create},
+      {kOnnxDomain, "DepthToSpace", Versions{1}, "T", "T", {any}, BlockMoveOp::Create<true>},
+      {kOnnxDomain, "SpaceToDepth", Versions{1}, "T", "T", {any}, BlockMoveOp::Create<false>},
+      {kOnnxDomain, "ReverseSequence", Versions{10}, "T I", "T", {any, int64}, ReverseSequenceOp::Create},
+      {kOnnxDomain, "CenterCropPad", Versions{18}, "T Tind", "T", {any, {"Tind", kIndexTypes}},
+       MakeOp<CenterCropPadOp>},
+      {kOnnxDomain, "Col2Im", Versions{18}, "T I I", "T", {{"T", SummableTypes::set()}, int64}, MakeOp<Col2ImOp>},
   };
 }
 

@@ -16,7 +16,7 @@ namespace {
 class ViewOp : public Op {
  public:
   absl::Status Compute(KernelContext& ctx) const override {
-    ctx.set_output(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
+    ctx.set_output_view(0, ctx.input(0)->Reshaped(ctx.output_shape(0)));
     return absl::OkStatus();
   }
 };
@@ -392,27 +392,32 @@ class TransposeOp : public Op {
   bool has_perm_;
 };
 
-constexpr Alias kOutputViewsInput = {0, 0, Alias::kView};
+constexpr Alias kOutputViewsInput = View(Out{0}, In{0});
 
 }  // namespace
 
 std::vector<OpDef> ShapingOps() {
   const std::vector<TypeConstraint> any = {{"T", kAllTypes}};
   return {
-      {"", "Identity", 1, 13, "T", "T", any, MakeOp<IdentityOp>, {kOutputViewsInput}},
-      {"", "Identity", 14, 15, "T", "T", {{"T", kAllTypes, kTensorKind | kSequenceKind}}, MakeOp<IdentityOp>,
-       {kOutputViewsInput}},
-      {"", "Identity", 16, 0, "T", "T", {{"T", kAllTypes, kAnyKind}}, MakeOp<IdentityOp>, {kOutputViewsInput}},
-      {"", "Reshape", 1, 4, "T", "T", {{"T", kAllTypes}}, MakeOp<ReshapeOp>, {kOutputViewsInput}},
-      {"", "Reshape", 5, 0, "T I", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<ReshapeOp>, {kOutputViewsInput}},
-      {"", "Flatten", 1, 0, "T", "T", any, MakeOp<FlattenOp>, {kOutputViewsInput}},
-      {"", "Squeeze", 1, 12, "T", "T", any, MakeOp<SqueezeOp>, {kOutputViewsInput}},
-      {"", "Squeeze", 13, 0, "T I?", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<SqueezeOp>, {kOutputViewsInput}},
-      {"", "Unsqueeze", 1, 12, "T", "T", any, MakeOp<UnsqueezeOp>, {kOutputViewsInput}},
-      {"", "Unsqueeze", 13, 0, "T I", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<UnsqueezeOp>, {kOutputViewsInput}},
-      {"", "Shape", 1, 0, "T", "I", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<ShapeOp>},
-      {"", "Size", 1, 0, "T", "I", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<SizeOp>},
-      {"", "Transpose", 1, 0, "T", "T", {{"T", kUnpackedTypes}}, MakeOp<TransposeOp>},
+      {kOnnxDomain, "Identity", Versions{1, 13}, "T", "T", any, MakeOp<IdentityOp>, kOutputViewsInput},
+      {kOnnxDomain, "Identity", Versions{14, 15}, "T", "T", {{"T", kAllTypes, kTensorKind | kSequenceKind}},
+       MakeOp<IdentityOp>,
+       kOutputViewsInput},
+      {kOnnxDomain, "Identity", Versions{16}, "T", "T", {{"T", kAllTypes, kAnyKind}}, MakeOp<IdentityOp>,
+       kOutputViewsInput},
+      {kOnnxDomain, "Reshape", Versions{1, 4}, "T", "T", {{"T", kAllTypes}}, MakeOp<ReshapeOp>, kOutputViewsInput},
+      {kOnnxDomain, "Reshape", Versions{5}, "T I", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<ReshapeOp>,
+       kOutputViewsInput},
+      {kOnnxDomain, "Flatten", Versions{1}, "T", "T", any, MakeOp<FlattenOp>, kOutputViewsInput},
+      {kOnnxDomain, "Squeeze", Versions{1, 12}, "T", "T", any, MakeOp<SqueezeOp>, kOutputViewsInput},
+      {kOnnxDomain, "Squeeze", Versions{13}, "T I?", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<SqueezeOp>,
+       kOutputViewsInput},
+      {kOnnxDomain, "Unsqueeze", Versions{1, 12}, "T", "T", any, MakeOp<UnsqueezeOp>, kOutputViewsInput},
+      {kOnnxDomain, "Unsqueeze", Versions{13}, "T I", "T", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<UnsqueezeOp>,
+       kOutputViewsInput},
+      {kOnnxDomain, "Shape", Versions{1}, "T", "I", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<ShapeOp>},
+      {kOnnxDomain, "Size", Versions{1}, "T", "I", {{"T", kAllTypes}, {"I", kInt64}}, MakeOp<SizeOp>},
+      {kOnnxDomain, "Transpose", Versions{1}, "T", "T", {{"T", kUnpackedTypes}}, MakeOp<TransposeOp>},
   };
 }
 

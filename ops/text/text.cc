@@ -581,12 +581,13 @@ class TfIdfVectorizerOp : public Op {
 std::vector<OpDef> TextOps() {
   const TypeConstraint t{"T", kString};
   return {
-      {"", "StringConcat", 20, 0, "T T", "T", {t}, MakeOp<StringConcatOp>},
-      {"", "StringSplit", 20, 0, "T1", "T2 T3", {{"T1", kString}, {"T2", kString}, {"T3", kInt64}},
+      {kOnnxDomain, "StringConcat", Versions{20}, "T T", "T", {t}, MakeOp<StringConcatOp>},
+      {kOnnxDomain, "StringSplit", Versions{20}, "T1", "T2 T3", {{"T1", kString}, {"T2", kString}, {"T3", kInt64}},
        StringSplitOp::Create},
-      {"", "StringNormalizer", 10, 0, "T", "T", {t}, StringNormalizerOp::Create},
-      {"", "RegexFullMatch", 20, 0, "T1", "T2", {{"T1", kString}, {"T2", kBool}}, RegexFullMatchOp::Create},
-      {"", "TfIdfVectorizer", 9, 0, "T", "T1",
+      {kOnnxDomain, "StringNormalizer", Versions{10}, "T", "T", {t}, StringNormalizerOp::Create},
+      {kOnnxDomain, "RegexFullMatch", Versions{20}, "T1", "T2", {{"T1", kString}, {"T2", kBool}},
+       RegexFullMatchOp::Create},
+      {kOnnxDomain, "TfIdfVectorizer", Versions{9}, "T", "T1",
        {{"T", kString | kIndexTypes}, {"T1", {DType::kFloat}}}, TfIdfVectorizerOp::Create},
   };
 }

@@ -32,6 +32,7 @@
 
 #include "runtime/checked.h"
 #include "runtime/element.h"
+#include "runtime/op.h"
 #include "runtime/rewrite/graph_index.h"
 
 namespace onnx_mini {
@@ -220,7 +221,7 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   Node fused;
   fused.name = node.name;  // errors name the user's node (or its output)
   fused.op_type = "Attention";
-  fused.domain = "onnx_mini";
+  fused.domain = kInternalDomain;
   fused.opset = 1;
   fused.inputs = {scores->q, k, v};
   if (!mask.empty()) fused.inputs.push_back(mask);

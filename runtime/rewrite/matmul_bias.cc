@@ -3,6 +3,7 @@
 //             constant vector of W's columns -> onnx_mini::FusedMatMul(A, W, b)
 //             (internal op, ops/math/matmul.cc: the GEMM adds the bias)
 
+#include "runtime/op.h"
 #include "runtime/rewrite/graph_index.h"
 
 namespace onnx_mini {
@@ -28,7 +29,7 @@ bool RewriteMatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& d
     const std::string a = mm->inputs[0], weight = mm->inputs[1];
     dead[i_mm] = true;
     node.op_type = "FusedMatMul";
-    node.domain = "onnx_mini";
+    node.domain = kInternalDomain;
     node.opset = 1;
     node.inputs = {a, weight, b};
     node.attributes.clear();

@@ -32,7 +32,7 @@ class StepContext : public KernelContext {
   size_t num_outputs() const override { return outputs_.size(); }
   bool output_requested(size_t i) const override { return node_.has_output(i); }
   Tensor& output(size_t i) override { return outputs_[i].tensor(); }
-  void set_output(size_t i, Tensor view) override {
+  void set_output_view(size_t i, Tensor view) override {
     const Alias* a = row_.alias(i);
     if (a && a->kind == Alias::kView) outputs_[i] = std::move(view);
     else misused_ = true;

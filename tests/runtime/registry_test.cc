@@ -37,26 +37,26 @@ absl::StatusOr<std::unique_ptr<Op>> NoOp(const Node&) { return absl::Unimplement
 
 TEST(Registry, OverlappingAndMalformedRowsAreRefused) {
   OpRegistry registry;
-  ASSERT_TRUE(registry.Add({"", "Foo", 1, 9, "T", "T", {{"T", {DType::kFloat}}}, NoOp}).ok());
-  EXPECT_TRUE(registry.Add({"", "Foo", 10, 0, "T", "T", {{"T", {DType::kFloat}}}, NoOp}).ok());
-  absl::Status overlap = registry.Add({"", "Foo", 5, 12, "T", "T", {{"T", {DType::kFloat}}}, NoOp});
+  ASSERT_TRUE(registry.Add({kOnnxDomain, "Foo", Versions{1, 9}, "T", "T", {{"T", {DType::kFloat}}}, NoOp}).ok());
+  EXPECT_TRUE(registry.Add({kOnnxDomain, "Foo", Versions{10}, "T", "T", {{"T", {DType::kFloat}}}, NoOp}).ok());
+  absl::Status overlap = registry.Add({kOnnxDomain, "Foo", Versions{5, 12}, "T", "T", {{"T", {DType::kFloat}}}, NoOp});
   EXPECT_TRUE(absl::IsAlreadyExists(overlap));
   EXPECT_THAT(Message(overlap), HasSubstr("ai.onnx::Foo: versions 5..12 overlap"));
-  EXPECT_THAT(Message(registry.Add({"", "Bar", 1, 0, "T U", "T", {{"T", {DType::kFloat}}}, NoOp})),
+  EXPECT_THAT(Message(registry.Add({kOnnxDomain, "Bar", Versions{1}, "T U", "T", {{"T", {DType::kFloat}}}, NoOp})),
               HasSubstr("unknown type constraint 'U'"));
-  EXPECT_THAT(Message(registry.Add({"", "Bar", 1, 0, "T* T", "T", {{"T", {DType::kFloat}}}, NoOp})),
+  EXPECT_THAT(Message(registry.Add({kOnnxDomain, "Bar", Versions{1}, "T* T", "T", {{"T", {DType::kFloat}}}, NoOp})),
               HasSubstr("only the last position may be variadic"));
-  EXPECT_THAT(Message(registry.Add({"", "Bar", 3, 2, "T", "T", {{"T", {DType::kFloat}}}, NoOp})),
+  EXPECT_THAT(Message(registry.Add({kOnnxDomain, "Bar", Versions{3, 2}, "T", "T", {{"T", {DType::kFloat}}}, NoOp})),
               HasSubstr("invalid version range"));
   // A registry over the built-in one cannot shadow a built-in row.
   OpRegistry custom(&BuiltinOps());
-  EXPECT_TRUE(absl::IsAlreadyExists(custom.Add({"", "Add", 14, 0, "T T", "T", {{"T", {DType::kFloat}}}, NoOp})));
+  EXPECT_TRUE(absl::IsAlreadyExists(custom.Add({kOnnxDomain, "Add", Versions{14}, "T T", "T", {{"T", {DType::kFloat}}}, NoOp})));
 }
 
 TEST(Registry, VariadicTailsOfOneOrZeroOrMore) {
   OpRegistry registry;
-  ASSERT_TRUE(registry.Add({"", "Some", 1, 0, "S V*", "S", {{"S", {DType::kFloat}}, {"V", {DType::kFloat}}}, NoOp}).ok());
-  ASSERT_TRUE(registry.Add({"", "Any", 1, 0, "S V*?", "S", {{"S", {DType::kFloat}}, {"V", {DType::kFloat}}}, NoOp}).ok());
+  ASSERT_TRUE(registry.Add({kOnnxDomain, "Some", Versions{1}, "S V*", "S", {{"S", {DType::kFloat}}, {"V", {DType::kFloat}}}, NoOp}).ok());
+  ASSERT_TRUE(registry.Add({kOnnxDomain, "Any", Versions{1}, "S V*?", "S", {{"S", {DType::kFloat}}, {"V", {DType::kFloat}}}, NoOp}).ok());
   const RegisteredOp* some = *registry.Find("", "Some", 1);
   const RegisteredOp* any = *registry.Find("", "Any", 1);
   EXPECT_EQ(some->min_inputs, 2u);
@@ -92,7 +92,7 @@ class AffineOp : public Op {
 
 TEST(Registry, CustomOpRegisteredFromOutsideRuns) {
   OpRegistry ops(&BuiltinOps());
-  ASSERT_TRUE(ops.Add({"com.example", "Affine", 1, 0, "T", "T", {{"T", {DType::kFloat}}}, AffineOp::Create}).ok());
+  ASSERT_TRUE(ops.Add({"com.example", "Affine", Versions{1}, "T", "T", {{"T", {DType::kFloat}}}, AffineOp::Create}).ok());
   ModelBuilder m(17);
   m.Opset("com.example", 1);
   m.Input("x", DType::kFloat, {3}).Output("z", DType::kFloat, {3});

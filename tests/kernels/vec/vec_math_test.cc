@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/vec/sigmoid.h"
 #include "runtime/cpu.h"
 #include "tests/ops/op_tester.h"
 
@@ -73,6 +74,31 @@ TEST_P(VecMath, ExpWithinTwoUlpsOfLibm) {
   for (size_t i = 0; i < x.size(); ++i) EXPECT_LE(Ulps(x[i], want[i]), 2);
 }
 
+// The one scalar Sigmoid (kernels/vec/sigmoid.h) against 1 / (1 + exp(-x))
+// in long double, from -1000 to 1000: within 2 ulp in float and double,
+// the tiny values below -87 kept (float's exp(-x) overflows there, so the
+// formula written as is in float gives 0), 0 and 1 in the limits, NaN for NaN.
+TEST(Sigmoid, MatchesTheFormulaOverTheWholeRange) {
+  for (int k = -4000; k <= 4000; ++k) {
+    const double x = k * 0.25;
+    const long double want = 1.0L / (1.0L + std::exp(-static_cast<long double>(x)));
+    const float f = Sigmoid(float(x));
+    const float want_f = float(want);
+    if (want_f < std::numeric_limits<float>::min()) EXPECT_NEAR(f, want_f, 1.5e-45f) << x;
+    else EXPECT_LE(Ulps(f, want_f), 2) << "sigmoid(" << x << ") = " << f << ", want " << want_f;
+    const double d = Sigmoid(x);
+    EXPECT_NEAR(d, double(want), std::fabs(double(want)) * 4e-16) << "sigmoid(" << x << ")";
+  }
+  EXPECT_GT(Sigmoid(-100.0f), 0.0f);  // 3.7e-44, a denormal: 1 / (1 + expf(100)) is 0
+  EXPECT_EQ(1.0f / (1.0f + std::exp(100.0f)), 0.0f);
+  EXPECT_EQ(Sigmoid(-1000.0f), 0.0f);
+  EXPECT_EQ(Sigmoid(1000.0f), 1.0f);
+  EXPECT_EQ(Sigmoid(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(Sigmoid(std::numeric_limits<double>::infinity()), 1.0);
+  EXPECT_EQ(Sigmoid(0.0f), 0.5f);
+  EXPECT_TRUE(std::isnan(Sigmoid(std::nanf(""))));
+}
+
 TEST_P(VecMath, SigmoidAndSiluWithinThreeUlpsOfThePlainFormula) {
   for (int64_t n : kSizes) {
     const std::vector<float> x = Inputs(n, -40, 40, uint32_t(n + 5));
@@ -81,7 +107,7 @@ TEST_P(VecMath, SigmoidAndSiluWithinThreeUlpsOfThePlainFormula) {
     VecSilu(x.data(), silu.data(), n);
     for (int64_t i = 0; i < n; ++i) {
       const float v = x[size_t(i)];
-      const float want = v >= 0 ? 1.0f / (1.0f + std::exp(-v)) : std::exp(v) / (1.0f + std::exp(v));
+      const float want = Sigmoid(v);
       if (std::fabs(want) < std::numeric_limits<float>::min()) EXPECT_NEAR(s[size_t(i)], want, 4e-45f);
       else EXPECT_LE(Ulps(s[size_t(i)], want), 3) << "sigmoid(" << v << ")";
       const float want_silu = v * want;

@@ -411,7 +411,7 @@ absl::StatusOr<std::unique_ptr<Op>> MakeCounted(const Node&) {
 
 TEST(ControlFlowTest, ALoopBodyIsPlannedOnce) {
   OpRegistry registry(&BuiltinOps());
-  ASSERT_TRUE(registry.Add({"test.counted", "Counted", 1, 0, "T", "T", {{"T", kFloatTypes}}, MakeCounted}).ok());
+  ASSERT_TRUE(registry.Add({"test.counted", "Counted", Versions{1}, "T", "T", {{"T", kFloatTypes}}, MakeCounted}).ok());
   ModelBuilder body(17);
   body.Opset("test.counted", 1);
   body.Input("i", DType::kInt64, {}).Input("c", DType::kBool, {}).Input("v", DType::kFloat, {2});

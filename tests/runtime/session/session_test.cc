@@ -807,7 +807,7 @@ std::unique_ptr<Session> StopSession(const OpRegistry& ops, const ModelBuilder& 
 
 TEST(RunOptions, TheTerminateFlagStopsARunAtTheNextNodeAndWritesNothing) {
   OpRegistry ops(&BuiltinOps());
-  ASSERT_TRUE(ops.Add({"test.stop", "Raise", 1, 0, "T", "T", {{"T", {DType::kFloat}}}, MakeOp<RaiseOp>}).ok());
+  ASSERT_TRUE(ops.Add({"test.stop", "Raise", Versions{1}, "T", "T", {{"T", {DType::kFloat}}}, MakeOp<RaiseOp>}).ok());
   // t = Raise(x), y = Neg(t): the flag is set by the first step, the run
   // stops before the second; y is a caller's buffer, left as it was.
   ModelBuilder m(17);
@@ -843,7 +843,7 @@ TEST(RunOptions, TheTerminateFlagStopsARunAtTheNextNodeAndWritesNothing) {
 
 TEST(RunOptions, ARunThatHasWrittenACallersBufferFinishes) {
   OpRegistry ops(&BuiltinOps());
-  ASSERT_TRUE(ops.Add({"test.stop", "Raise", 1, 0, "T", "T", {{"T", {DType::kFloat}}}, MakeOp<RaiseOp>}).ok());
+  ASSERT_TRUE(ops.Add({"test.stop", "Raise", Versions{1}, "T", "T", {{"T", {DType::kFloat}}}, MakeOp<RaiseOp>}).ok());
   // y = Neg(x) first (written straight into the caller's buffer when bound),
   // then t = Raise(x) sets the flag, then z = Neg(t).
   ModelBuilder m(17);

@@ -1,0 +1,56 @@
+// Smoke cases of ops/nn/ (conv, deform_conv, image_norm, loss, norm, pool, resize, rnn, sampling).
+#include "tests/ops/smoke.h"
+
+namespace onnx_mini {
+
+std::vector<Smoke> NnSmoke() {
+  std::vector<Smoke> cases;
+  for (const char* op : {"Conv", "ConvTranspose", "ConvInteger"})
+    cases.push_back({kOnnxDomain, op, Versions{1}, Case({{{{1, 2, 3, 3}}, {{2, 2, 2, 2}}}})});
+  cases.push_back({kOnnxDomain, "QLinearConv", Versions{10},
+                   Case({{{{1, 2, 3, 3}}, {{}}, {{}}, {{2, 2, 2, 2}}, {{}}, {{}}, {{}}, {{}}, {{2}}}})});
+  cases.push_back({kOnnxDomain, "DeformConv", Versions{19}, Case({{{{1, 2, 3, 3}}, {{2, 2, 2, 2}}, {{1, 8, 2, 2}}}})});
+  for (const char* op : {"MaxPool", "AveragePool", "LpPool"})
+    cases.push_back({kOnnxDomain, op, Versions{1}, Case({{{{1, 1, 3, 3}}}, 1, [](onnx::NodeProto& n) {
+                                                          SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2});
+                                                        }})});
+  for (const char* op : {"GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"})
+    cases.push_back({kOnnxDomain, op, Versions{1}, Case({{{{2, 3}}}})});
+  cases.push_back({kOnnxDomain, "BatchNormalization", Versions{1}, Case({{{{2, 3}}, {{3}}, {{3}}, {{3}}, {{3}}}})});
+  cases.push_back({kOnnxDomain, "InstanceNormalization", Versions{1}, Case({{{{1, 2, 3}}, {{2}}, {{2}}}})});
+  cases.push_back({kOnnxDomain, "GroupNormalization", Versions{18},
+                   Case({{{{1, 2, 3}}, {{1}}, {{1}}}, 1,
+                         [](onnx::NodeProto& n) { SetAttr(n, "num_groups", int64_t(1)); }})});
+  cases.push_back({kOnnxDomain, "LRN", Versions{1},
+                   Case({{{{1, 2, 3}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "size", int64_t(1)); }})});
+  for (const char* op : {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"})
+    cases.push_back({kOnnxDomain, op, Versions{12}, Case({{{{2, 3}}, {{2}, {0}}}})});
+  cases.push_back({kOnnxDomain, "LayerNormalization", Versions{17}, Case({{{{2, 3}}, {{3}}, {{3}}}})});
+  cases.push_back({kOnnxDomain, "RMSNormalization", Versions{23}, Case({{{{2, 3}}, {{3}}}})});
+  cases.push_back({kOnnxDomain, "RotaryEmbedding", Versions{23}, Case({{{{1, 2, 3, 4}}, {{1, 3, 2}}, {{1, 3, 2}}}})});
+  cases.push_back({kOnnxDomain, "Upsample", Versions{7, 8}, Case({{{{1, 1, 2, 2}}}, 1, [](onnx::NodeProto& n) {
+                                                                    onnx::AttributeProto* a = n.add_attribute();
+                                                                    a->set_name("scales");
+                                                                    a->set_type(onnx::AttributeProto::FLOATS);
+                                                                    for (float f : {1.0f, 1.0f, 2.0f, 2.0f}) a->add_floats(f);
+                                                                  }})});
+  cases.push_back({kOnnxDomain, "Upsample", Versions{9}, Case({{{{1, 1, 2, 2}}, {{4}, {1, 1, 2, 2}}}})});
+  cases.push_back({kOnnxDomain, "Resize", Versions{10, 10}, Case({{{{1, 1, 2, 2}}, {{4}, {1, 1, 2, 2}}}})});
+  cases.push_back({kOnnxDomain, "Resize", Versions{11}, Case({{{{1, 1, 2, 2}}, {{0}}, {{4}, {1, 1, 2, 2}}}})});
+  cases.push_back({kOnnxDomain, "RNN", Versions{1}, Case({{{{1, 1, 1}}, {{1, 1, 1}}, {{1, 1, 1}}}, 2})});
+  cases.push_back({kOnnxDomain, "GRU", Versions{1}, Case({{{{1, 1, 1}}, {{1, 3, 1}}, {{1, 3, 1}}}, 2})});
+  cases.push_back({kOnnxDomain, "LSTM", Versions{1}, Case({{{{1, 1, 1}}, {{1, 4, 1}}, {{1, 4, 1}}}, 3})});
+  cases.push_back({kOnnxDomain, "GridSample", Versions{16},
+                   Case({{{{1, 1, 2, 2}}, {{1, 1, 1, 2}, {0}}}, 1,
+                         [](onnx::NodeProto& n) { SetAttr(n, "mode", std::string("nearest")); }})});
+  cases.push_back({kOnnxDomain, "AffineGrid", Versions{20}, Case({{{{1, 2, 3}}, {{4}, {1, 1, 2, 2}}}})});
+  cases.push_back({kOnnxDomain, "RoiAlign", Versions{10}, Case({{{{1, 1, 2, 2}}, {{1, 4}, {0, 0, 1, 1}}, {{1}, {0}}}})});
+  cases.push_back({kOnnxDomain, "MaxUnpool", Versions{9},
+                   Case({{{{1, 1, 1, 1}}, {{1, 1, 1, 1}, {0}}}, 1,
+                         [](onnx::NodeProto& n) { SetAttr(n, "kernel_shape", std::vector<int64_t>{2, 2}); }})});
+  cases.push_back({kOnnxDomain, "NonMaxSuppression", Versions{10},
+                   Case({{{{1, 1, 4}, {0, 0, 1, 1}}, {{1, 1, 1}}, {{1}, {1}}}})});
+  return cases;
+}
+
+}  // namespace onnx_mini
