@@ -228,7 +228,7 @@ class ReduceOpKernel : public Op {
         constexpr bool kVec = Kind == ReduceOp::kSum || Kind == ReduceOp::kMean || Kind == ReduceOp::kSumSquare ||
                               Kind == ReduceOp::kL2 || Kind == ReduceOp::kMax || Kind == ReduceOp::kMin;
         if constexpr (std::is_same_v<T, float> && kVec) {
-          if (inner == 1 && ActiveCpuTarget() != CpuTarget::kBaseline) {
+          if (inner == 1 && VecMathVectorized()) {
 #pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 16) && total > 1)
             for (int64_t r = 0; r < total; ++r) {
               const float* p = src + r * n;
