@@ -1036,17 +1036,22 @@ template <class T>
 using FastBlockFn = void (*)(const AttentionProblem&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, Acc<T>*,
                              Workspace<Acc<T>>&);
 
-// The entry point for the active CPU features (the bfloat16 build only for T = BFloat16).
+// The fast kernel's builds, best first: the AVX-512 BF16 one exists for
+// T = BFloat16 only (other types' first row is the AVX-512 build again).
+template <class T>
+FastBlockFn<T> FastBlockBest() {
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (std::is_same_v<T, BFloat16>) return &FastBlockAvx512Bf16<T>;
+  return &FastBlockAvx512<T>;
+#else
+  return &FastBlockBaseline<T>;
+#endif
+}
 template <class T>
 const CpuDispatchTable<FastBlockFn<T>>& FastBlockTable() {
-  FastBlockFn<T> best = &FastBlockBaseline<T>;
-#if defined(__x86_64__) || defined(__i386__)
-  best = &FastBlockAvx512<T>;
-  if constexpr (std::is_same_v<T, BFloat16>) best = &FastBlockAvx512Bf16<T>;
-#endif
   static const CpuDispatchTable<FastBlockFn<T>> table{
 #if defined(__x86_64__) || defined(__i386__)
-      {std::is_same_v<T, BFloat16> ? CpuTarget::kAvx512Bf16 : CpuTarget::kAvx512, best},
+      {std::is_same_v<T, BFloat16> ? CpuTarget::kAvx512Bf16 : CpuTarget::kAvx512, FastBlockBest<T>()},
       {CpuTarget::kAvx512, &FastBlockAvx512<T>},
       {CpuTarget::kAvx2, &FastBlockAvx2<T>},
 #endif
@@ -1054,6 +1059,7 @@ const CpuDispatchTable<FastBlockFn<T>>& FastBlockTable() {
   };
   return table;
 }
+// The entry point for the active CPU features.
 template <class T>
 FastBlockFn<T> SelectFastBlock() {
   return FastBlockTable<T>().Active();
@@ -1128,7 +1134,9 @@ int64_t AttentionWorkspaceBytes(const AttentionProblem& p, int threads, bool fas
 
 CpuTarget AttentionFastTarget(DType dtype) {
   CpuTarget target = CpuTarget::kBaseline;
-  VisitAttentionType(dtype, [&](auto tag) { target = FastBlockTable<typename decltype(tag)::type>().ActiveBuild().target; });
+  VisitAttentionType(dtype, [&](auto tag) {
+    target = FastBlockTable<typename decltype(tag)::type>().ActiveBuild().target;
+  });
   return target;
 }
 

@@ -409,11 +409,9 @@ template <int kBytes>
 
 // One build of every entry point per target: the bodies at 16, 32 and 64
 // bytes per vector, each entry carrying its target's attributes.
-#define ONNX_MINI_AVX2 gnu::target("avx2,fma")
-#define ONNX_MINI_AVX512 gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
 #define ONNX_MINI_NORMALIZE_ARGS \
   const float *x, float *y, int64_t n, double shift, double inv, const float *scale, const float *bias
-#define ONNX_MINI_VEC_BUILD(Target, Bytes)                                                                  \
+#define ONNX_MINI_VEC_BUILD(Target, Bytes, Attr)                                                            \
   struct Target {                                                                                           \
     [[Attr]] static void Exp(const float* x, float* y, int64_t n) { ExpBody<Bytes>(x, y, n); }             \
     [[Attr]] static void Sigmoid(const float* x, float* y, int64_t n) { SigmoidBody<Bytes>(x, y, n); }     \
@@ -434,16 +432,10 @@ template <int kBytes>
     [[Attr]] static float Min(const float* x, int64_t n) { return ExtremeBody<Bytes, true>(x, n); }        \
   };
 
-#define Attr
-ONNX_MINI_VEC_BUILD(Baseline, 16)
-#undef Attr
+ONNX_MINI_VEC_BUILD(Baseline, 16, )
 #if defined(__x86_64__)
-#define Attr ONNX_MINI_AVX2
-ONNX_MINI_VEC_BUILD(Avx2, 32)
-#undef Attr
-#define Attr ONNX_MINI_AVX512
-ONNX_MINI_VEC_BUILD(Avx512, 64)
-#undef Attr
+ONNX_MINI_VEC_BUILD(Avx2, 32, gnu::target("avx2,fma"))
+ONNX_MINI_VEC_BUILD(Avx512, 64, gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))
 #endif
 #undef ONNX_MINI_VEC_BUILD
 
