@@ -58,9 +58,11 @@ CpuFeatures ChooseCpuFeatures() {
       chosen = host.Intersect(CpuTargetFeatures(t));
       known = true;
     }
-  if (!known)
-    std::fprintf(stderr, "onnx-mini: ONNX_MINI_CPU=%s is not auto, baseline, avx2, avx512 or avx512bf16; ignored\n",
-                 env);
+  if (!known) {
+    std::string names = "auto";
+    for (CpuTarget t : kCpuTargets) names += std::string(", ") + CpuTargetName(t);
+    std::fprintf(stderr, "onnx-mini: ONNX_MINI_CPU=%s is not one of %s; ignored\n", env, names.c_str());
+  }
   std::fprintf(stderr, "onnx-mini: CPU target %s (best supported: %s; features: %s)\n",
                CpuTargetName(BestCpuTarget(chosen)), CpuTargetName(BestCpuTarget(host)), chosen.name().c_str());
   return chosen;
