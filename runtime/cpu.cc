@@ -1,6 +1,5 @@
 #include "runtime/cpu.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -14,57 +13,131 @@ namespace onnx_mini {
 
 namespace {
 
-constexpr CpuTarget kCpuTargets[] = {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512,
-                                     CpuTarget::kAvx512Bf16};
+constexpr bool Bit(uint64_t word, int bit) { return ((word >> bit) & 1) != 0; }
 
-CpuTarget DetectCpuTarget() {
 #if defined(__x86_64__) || defined(__i386__)
-  // libgcc's cpu model also checks that the OS saves the AVX / AVX-512 state.
-  __builtin_cpu_init();
-  // F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
+CpuidWords ReadCpuid() {
+  CpuidWords w;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    f16c && __builtin_cpu_supports("bmi") &&
-                    __builtin_cpu_supports("bmi2");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  // AVX-512 BF16 from CPUID leaf 7, sub-leaf 1 (EAX bit 5): GCC 12's
-  // __builtin_cpu_supports does not know it.
-  const bool bf16 = avx512 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
-  return bf16 ? CpuTarget::kAvx512Bf16 : avx512 ? CpuTarget::kAvx512 : avx2 ? CpuTarget::kAvx2 : CpuTarget::kBaseline;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return w;
+  w.leaf1_ecx = ecx;
+  unsigned max_sub = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+    w.leaf7_ebx = ebx;
+    w.leaf7_ecx = ecx;
+    max_sub = eax;
+  }
+  if (max_sub >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) w.leaf7_1_eax = eax;
+  if (Bit(w.leaf1_ecx, 27)) {  // OSXSAVE: XGETBV may run
+    uint32_t lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    w.xcr0 = uint64_t(hi) << 32 | lo;
+  }
+  return w;
+}
+#endif
+
+CpuFeatures DetectCpuFeatures() {
+#if defined(__x86_64__) || defined(__i386__)
+  return CpuFeaturesFromCpuid(ReadCpuid());
 #else
-  return CpuTarget::kBaseline;
+  return CpuFeatures();
 #endif
 }
 
-// BestCpuTarget() capped by ONNX_MINI_CPU.
-CpuTarget ChooseCpuTarget() {
-  const CpuTarget best = BestCpuTarget();
+// HostCpuFeatures() restricted by ONNX_MINI_CPU.
+CpuFeatures ChooseCpuFeatures() {
+  const CpuFeatures host = HostCpuFeatures();
   const char* env = std::getenv("ONNX_MINI_CPU");
-  if (env == nullptr) return best;
+  if (env == nullptr) return host;
   const std::string_view want(env);
-  CpuTarget chosen = best;
+  CpuFeatures chosen = host;
   bool known = want.empty() || want == "auto";
   for (CpuTarget t : kCpuTargets)
     if (want == CpuTargetName(t)) {
-      chosen = std::min(t, best);
+      chosen = host.Intersect(CpuTargetFeatures(t));
       known = true;
     }
-  if (!known)
-    std::fprintf(stderr, "onnx-mini: ONNX_MINI_CPU=%s is not auto, baseline, avx2, avx512 or avx512bf16; ignored\n",
-                 env);
-  std::fprintf(stderr, "onnx-mini: CPU target %s (best supported: %s)\n", CpuTargetName(chosen),
-               CpuTargetName(best));
+  if (!known) {
+    std::string names = "auto";
+    for (CpuTarget t : kCpuTargets) names += std::string(", ") + CpuTargetName(t);
+    std::fprintf(stderr, "onnx-mini: ONNX_MINI_CPU=%s is not one of %s; ignored\n", env, names.c_str());
+  }
+  std::fprintf(stderr, "onnx-mini: CPU target %s (best supported: %s; features: %s)\n",
+               CpuTargetName(BestCpuTarget(chosen)), CpuTargetName(BestCpuTarget(host)), chosen.name().c_str());
   return chosen;
 }
 
-std::atomic<int>& ActiveCpuTargetSlot() {
-  static std::atomic<int> slot{int(ChooseCpuTarget())};
+std::atomic<uint32_t>& ActiveSlot() {
+  static std::atomic<uint32_t> slot{ChooseCpuFeatures().bits()};
   return slot;
 }
 
 }  // namespace
+
+uint32_t CpuFeatures::bits() const {
+  return uint32_t(avx2) | uint32_t(f16c) << 1 | uint32_t(avx512) << 2 | uint32_t(avx512_vnni) << 3 |
+         uint32_t(avx_vnni) << 4 | uint32_t(avx512_bf16) << 5;
+}
+
+CpuFeatures CpuFeatures::FromBits(uint32_t bits) {
+  CpuFeatures f;
+  f.avx2 = Bit(bits, 0);
+  f.f16c = Bit(bits, 1);
+  f.avx512 = Bit(bits, 2);
+  f.avx512_vnni = Bit(bits, 3);
+  f.avx_vnni = Bit(bits, 4);
+  f.avx512_bf16 = Bit(bits, 5);
+  return f;
+}
+
+std::string CpuFeatures::name() const {
+  std::string s;
+  const auto add = [&](bool on, const char* n) {
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += n;
+  };
+  add(avx2, "avx2");
+  add(f16c, "f16c");
+  add(avx512, "avx512");
+  add(avx512_vnni, "avx512vnni");
+  add(avx_vnni, "avxvnni");
+  add(avx512_bf16, "avx512bf16");
+  return s.empty() ? "none" : s;
+}
+
+CpuFeatures CpuFeaturesFromCpuid(const CpuidWords& w) {
+  // The OS must save the registers an extension uses (XCR0), or using them
+  // faults or loses state: YMM needs SSE and AVX state (bits 1, 2), ZMM also
+  // the mask and upper ZMM state (bits 5, 6, 7).
+  const bool osxsave = Bit(w.leaf1_ecx, 27);
+  const bool ymm = osxsave && (w.xcr0 & 0x6) == 0x6;
+  const bool zmm = ymm && (w.xcr0 & 0xE0) == 0xE0;
+  const bool avx = ymm && Bit(w.leaf1_ecx, 28);
+  CpuFeatures f;
+  f.avx2 = avx && Bit(w.leaf7_ebx, 5) && Bit(w.leaf1_ecx, 12) && Bit(w.leaf7_ebx, 3) && Bit(w.leaf7_ebx, 8);
+  f.f16c = avx && Bit(w.leaf1_ecx, 29);
+  f.avx512 = zmm && Bit(w.leaf7_ebx, 16) && Bit(w.leaf7_ebx, 17) && Bit(w.leaf7_ebx, 30) && Bit(w.leaf7_ebx, 31);
+  f.avx512_vnni = f.avx512 && Bit(w.leaf7_ecx, 11);
+  f.avx_vnni = f.avx2 && Bit(w.leaf7_1_eax, 4);
+  f.avx512_bf16 = f.avx512 && Bit(w.leaf7_1_eax, 5);
+  return f;
+}
+
+const CpuFeatures& HostCpuFeatures() {
+  static const CpuFeatures host = DetectCpuFeatures();
+  return host;
+}
+
+uint32_t ActiveCpuFeatureBits() { return ActiveSlot().load(std::memory_order_relaxed); }
+
+CpuFeatures ActiveCpuFeatures() { return CpuFeatures::FromBits(ActiveCpuFeatureBits()); }
+
+CpuFeatures RestrictCpuFeaturesForTesting(const CpuFeatures& features) {
+  return CpuFeatures::FromBits(
+      ActiveSlot().exchange(HostCpuFeatures().Intersect(features).bits(), std::memory_order_relaxed));
+}
 
 const char* CpuTargetName(CpuTarget target) {
   switch (target) {
@@ -76,15 +149,19 @@ const char* CpuTargetName(CpuTarget target) {
   return "unknown";
 }
 
-CpuTarget BestCpuTarget() {
-  static const CpuTarget best = DetectCpuTarget();
-  return best;
+CpuFeatures CpuTargetFeatures(CpuTarget target) {
+  CpuFeatures f;
+  f.avx2 = f.f16c = target >= CpuTarget::kAvx2;
+  f.avx512 = target >= CpuTarget::kAvx512;
+  f.avx512_bf16 = target == CpuTarget::kAvx512Bf16;
+  return f;
 }
 
-CpuTarget ActiveCpuTarget() { return CpuTarget(ActiveCpuTargetSlot().load(std::memory_order_relaxed)); }
-
-CpuTarget SetCpuTargetForTesting(CpuTarget target) {
-  return CpuTarget(ActiveCpuTargetSlot().exchange(int(std::min(target, BestCpuTarget())), std::memory_order_relaxed));
+CpuTarget BestCpuTarget(const CpuFeatures& features) {
+  CpuTarget best = CpuTarget::kBaseline;
+  for (CpuTarget t : kCpuTargets)
+    if (features.Has(CpuTargetFeatures(t))) best = t;
+  return best;
 }
 
 }  // namespace onnx_mini

@@ -221,7 +221,7 @@ namespace {
 void Float16ToFloat(const Float16* in, float* out, int64_t n) {
   int64_t i = 0;
 #if defined(__x86_64__) || defined(__i386__)
-  if (ActiveCpuTarget() >= CpuTarget::kAvx2) i = Float16ToFloatF16c(in, out, n);
+  if (ActiveCpuFeatures().f16c) i = Float16ToFloatF16c(in, out, n);
 #endif
   for (; i < n; ++i) out[i] = ToFloat(in[i]);
 }
@@ -229,7 +229,7 @@ void Float16ToFloat(const Float16* in, float* out, int64_t n) {
 void FloatToFloat16(const float* in, Float16* out, int64_t n) {
   int64_t i = 0;
 #if defined(__x86_64__) || defined(__i386__)
-  if (ActiveCpuTarget() >= CpuTarget::kAvx2) i = FloatToFloat16F16c(in, out, n);
+  if (ActiveCpuFeatures().f16c) i = FloatToFloat16F16c(in, out, n);
 #endif
   for (; i < n; ++i) out[i] = ToFloat16(in[i]);
 }

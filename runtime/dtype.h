@@ -118,7 +118,7 @@ Float8E8M0 ToFloat8E8M0(float v, E8M0Rounding rounding = E8M0Rounding::kUp,
                         bool saturate = true);
 
 // Bulk float16 <-> float conversions (round to nearest even), with the CPU's
-// F16C instructions when the active CPU target has them (runtime/cpu.h).
+// F16C instructions when the active CPU features have them (runtime/cpu.h).
 void Float16ToFloat(const Float16* in, float* out, int64_t n);
 void FloatToFloat16(const float* in, Float16* out, int64_t n);
 

@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     else return std::fprintf(stderr, "usage: bench-gemm [--rows M] [--threads N]\n"), 2;
   }
   if (m < 1 || threads < 1) return std::fprintf(stderr, "bench-gemm: rows and threads must be >= 1\n"), 2;
-  if (BestCpuTarget() < CpuTarget::kAvx512) {
+  if (!CpuTargetUsable(CpuTarget::kAvx512, HostCpuFeatures())) {
     std::printf("bench-gemm: this CPU has no AVX-512: products run on oneDNN only\n");
     return 0;
   }
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
     std::vector<float> a(size_t(m * s.k), 0.5f), c(size_t(m * s.n));
     double rate[2][2];  // [gemm, onednn][hot, cold]
     for (int way = 0; way < 2; ++way) {
-      const CpuTarget before = SetCpuTargetForTesting(way == 0 ? CpuTarget::kAvx512 : CpuTarget::kAvx2);
+      ScopedCpuFeaturesForTesting scope(way == 0 ? CpuTarget::kAvx512 : CpuTarget::kAvx2);
       std::vector<std::unique_ptr<PackedMatMul>> all;
       for (const Tensor& w : weights) all.push_back(PackedMatMul::Make(w, false, Tensor(), threads));
       std::vector<std::unique_ptr<PackedMatMul>> one;
@@ -162,7 +162,6 @@ int main(int argc, char** argv) {
       rate[way][0] = Gflops(one, a.data(), c.data(), m, s.k, s.n, threads, 5 * copies);
       rate[way][1] = Gflops(all, a.data(), c.data(), m, s.k, s.n, threads, 5);
       model_ms[way] += 2.0 * double(m) * double(s.k) * double(s.n) * double(s.per_model) / rate[way][1] / 1e6;
-      SetCpuTargetForTesting(before);
     }
     std::printf("| %lld x %lld | %lld | %.0f | %.0f | %.0f | %.0f |\n", static_cast<long long>(s.k),
                 static_cast<long long>(s.n), static_cast<long long>(s.per_model), rate[0][0], rate[0][1], rate[1][0],

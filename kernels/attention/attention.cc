@@ -6,9 +6,9 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/cpu_dispatch.h"
 #include "kernels/vec/arith.h"
 #include "runtime/checked.h"
-#include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
 #include "runtime/type_set.h"
 
@@ -1036,19 +1036,33 @@ template <class T>
 using FastBlockFn = void (*)(const AttentionProblem&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, Acc<T>*,
                              Workspace<Acc<T>>&);
 
-// The entry point for the active CPU target (ActiveCpuTarget(), chosen once).
+// The fast kernel's builds, best first: the AVX-512 BF16 one exists for
+// T = BFloat16 only (other types' first row is the AVX-512 build again).
+template <class T>
+FastBlockFn<T> FastBlockBest() {
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (std::is_same_v<T, BFloat16>) return &FastBlockAvx512Bf16<T>;
+  return &FastBlockAvx512<T>;
+#else
+  return &FastBlockBaseline<T>;
+#endif
+}
+template <class T>
+const CpuDispatchTable<FastBlockFn<T>>& FastBlockTable() {
+  static const CpuDispatchTable<FastBlockFn<T>> table{
+#if defined(__x86_64__) || defined(__i386__)
+      {std::is_same_v<T, BFloat16> ? CpuTarget::kAvx512Bf16 : CpuTarget::kAvx512, FastBlockBest<T>()},
+      {CpuTarget::kAvx512, &FastBlockAvx512<T>},
+      {CpuTarget::kAvx2, &FastBlockAvx2<T>},
+#endif
+      {CpuTarget::kBaseline, &FastBlockBaseline<T>},
+  };
+  return table;
+}
+// The entry point for the active CPU features.
 template <class T>
 FastBlockFn<T> SelectFastBlock() {
-  switch (ActiveCpuTarget()) {
-#if defined(__x86_64__) || defined(__i386__)
-    case CpuTarget::kAvx512Bf16:
-      if constexpr (std::is_same_v<T, BFloat16>) return &FastBlockAvx512Bf16<T>;
-      return &FastBlockAvx512<T>;
-    case CpuTarget::kAvx512: return &FastBlockAvx512<T>;
-    case CpuTarget::kAvx2: return &FastBlockAvx2<T>;
-#endif
-    default: return &FastBlockBaseline<T>;
-  }
+  return FastBlockTable<T>().Active();
 }
 
 // Combines the split states of query rows [i0, i1) of kv head g's heads
@@ -1116,6 +1130,14 @@ int64_t AttentionWorkspaceBytes(const AttentionProblem& p, int threads, bool fas
     else bytes = std::nullopt;
   }
   return bytes.value_or(-1);
+}
+
+CpuTarget AttentionFastTarget(DType dtype) {
+  CpuTarget target = CpuTarget::kBaseline;
+  VisitAttentionType(dtype, [&](auto tag) {
+    target = FastBlockTable<typename decltype(tag)::type>().ActiveBuild().target;
+  });
+  return target;
 }
 
 void AttentionFast(const AttentionProblem& p, int threads) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/cpu.h"
 #include "runtime/tensor.h"
 
 namespace onnx_mini {
@@ -95,6 +96,9 @@ void AttentionReference(const AttentionProblem& p);
 // writes present_key/present_value (if requested), as WritePresent does.
 void AttentionFast(const AttentionProblem& p, int threads);
 bool UsesFastPath(const AttentionProblem& p);
+// The build of the fast kernel the active CPU features select for `dtype`
+// (avx512bf16 for bfloat16 only; for tests and reports).
+CpuTarget AttentionFastTarget(DType dtype);
 // The most bytes of workspace AttentionFast (`fast`) or AttentionReference
 // allocates for `p` at `threads` threads, for the session's memory budget;
 // -1 if it overflows.

@@ -6,8 +6,8 @@
 #include <type_traits>
 
 #include "absl/container/inlined_vector.h"
+#include "kernels/cpu_dispatch.h"
 #include "runtime/checked.h"
-#include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
 
 #if defined(__x86_64__)
@@ -247,8 +247,11 @@ void CopyUnits(CopyDims& dims, const U* src, U* dst, int threads) {
     const int64_t strips = (r.n + B - 1) / B;
     auto strip = &TransposeStrip<U>;
 #if defined(__x86_64__)
-    if constexpr (std::is_same_v<U, uint16_t> || std::is_same_v<U, uint32_t> || std::is_same_v<U, uint64_t>)
-      if (ActiveCpuTarget() >= CpuTarget::kAvx2) strip = &TransposeStripAvx2<U>;
+    if constexpr (std::is_same_v<U, uint16_t> || std::is_same_v<U, uint32_t> || std::is_same_v<U, uint64_t>) {
+      static const CpuDispatchTable<decltype(strip)> table{{CpuTarget::kAvx2, &TransposeStripAvx2<U>},
+                                                          {CpuTarget::kBaseline, &TransposeStrip<U>}};
+      strip = table.Active();
+    }
 #endif
     ParallelItems(rows * strips, bytes, threads, [&](int64_t begin, int64_t end) {
       RowCursor cursor(dims.data(), outer);

@@ -6,8 +6,8 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/cpu_dispatch.h"
 #include "runtime/checked.h"
-#include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
 
 namespace onnx_mini {
@@ -108,15 +108,22 @@ template <int R>
 }
 #endif
 
+using PanelsFn = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
+                          int64_t);
+// The packed GEMM's builds: AVX-512 only (null below it: oneDNN runs those products).
+const CpuDispatchTable<PanelsFn>& PanelsTable() {
+  static const CpuDispatchTable<PanelsFn> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512, PanelsAvx512},
+#endif
+      {CpuTarget::kBaseline, nullptr},
+  };
+  return table;
+}
+
 }  // namespace
 
-bool GemmPackedAvailable() {
-#if defined(__x86_64__)
-  return ActiveCpuTarget() >= CpuTarget::kAvx512;
-#else
-  return false;
-#endif
-}
+bool GemmPackedAvailable() { return PanelsTable().Active() != nullptr; }
 
 int64_t GemmPackedSize(int64_t k, int64_t n) {
   const int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
@@ -144,17 +151,17 @@ void GemmPackB(const float* b, int64_t k, int64_t n, bool trans_b, float* packed
 
 void GemmPackedF32(const float* a, const float* packed, const float* bias, float* c, int64_t m, int64_t k,
                    int64_t n, int threads) {
-#if defined(__x86_64__)
+  // B was packed for this build when GemmPackedAvailable() held: run it even
+  // if a test has restricted the active features since.
+  const PanelsFn run = PanelsTable().For(HostCpuFeatures()).entries;
+  if (run == nullptr) return;
   const int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
   // ~6 us of work and 64 KiB of B: one thread.
   if (double(m) * double(k) * double(n) < double(1 << 20) && k * n < (int64_t{1} << 14)) threads = 1;
   // One contiguous range of panels per thread, so each prefetches its own next block.
   const int64_t grain = (panels + threads - 1) / threads;
   ParallelFor(threads, panels, grain,
-              [&](int64_t j0, int64_t j1) { PanelsAvx512(a, packed, bias, c, m, k, n, j0, j1); });
-#else
-  (void)a, (void)packed, (void)bias, (void)c, (void)m, (void)k, (void)n, (void)threads;
-#endif
+              [&](int64_t j0, int64_t j1) { run(a, packed, bias, c, m, k, n, j0, j1); });
 }
 
 }  // namespace onnx_mini

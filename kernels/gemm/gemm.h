@@ -16,7 +16,7 @@ namespace onnx_mini {
 
 constexpr int64_t kGemmPanel = 64;
 
-// Whether the active CPU target runs GemmPackedF32 (AVX-512).
+// Whether the active CPU features run GemmPackedF32 (it has an AVX-512 build only).
 bool GemmPackedAvailable();
 // The number of floats of B packed (k x n), or -1 when it overflows.
 int64_t GemmPackedSize(int64_t k, int64_t n);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu_dispatch.h"
 #include "kernels/vec/float_vector.h"
-#include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
 
 // Vectors pass by value only between always-inlined functions.
@@ -133,15 +133,16 @@ void ColumnsBaseline(const float* a, const float* b, const float* bias, float* c
 
 void GemvF32(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t k, int64_t n,
              bool trans_b, int threads) {
-  auto columns = ColumnsBaseline;
+  using ColumnsFn = void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, bool,
+                             int64_t, int64_t);
+  static const CpuDispatchTable<ColumnsFn> table{
 #if defined(__x86_64__)
-  switch (ActiveCpuTarget()) {
-    case CpuTarget::kAvx512Bf16:
-    case CpuTarget::kAvx512: columns = ColumnsAvx512; break;
-    case CpuTarget::kAvx2: columns = ColumnsAvx2; break;
-    default: break;
-  }
+      {CpuTarget::kAvx512, ColumnsAvx512},
+      {CpuTarget::kAvx2, ColumnsAvx2},
 #endif
+      {CpuTarget::kBaseline, ColumnsBaseline},
+  };
+  const ColumnsFn columns = table.Active();
   // 64 columns per chunk: a block of four AVX-512 vectors (for B stored
   // (k, n)), and 64 rows of B (n, k). Small products stay on one thread.
   const int64_t grain = 64;

@@ -8,8 +8,8 @@
 #endif
 #include <limits>
 
+#include "kernels/cpu_dispatch.h"
 #include "kernels/vec/float_vector.h"
-#include "runtime/cpu.h"
 
 // Vectors pass by value only between always-inlined functions, so the
 // ABI notes GCC gives for wide vectors in baseline code do not apply.
@@ -407,133 +407,88 @@ template <int kBytes>
   }
 }
 
-#if defined(__x86_64__)
-void MomentsBaseline(const float* x, int64_t n, double* s, double* q) { MomentsBody(x, n, s, q); }
-[[gnu::target("avx2,fma")]] void MomentsAvx2(const float* x, int64_t n, double* s, double* q) {
-  MomentsBody(x, n, s, q);
-}
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void MomentsAvx512(const float* x, int64_t n, double* s,
-                                                                                  double* q) {
-  MomentsBody(x, n, s, q);
-}
-void MomentsActive(const float* x, int64_t n, double* s, double* q) {
-  switch (ActiveCpuTarget()) {
-    case CpuTarget::kAvx512Bf16:
-    case CpuTarget::kAvx512: return MomentsAvx512(x, n, s, q);
-    case CpuTarget::kAvx2: return MomentsAvx2(x, n, s, q);
-    default: return MomentsBaseline(x, n, s, q);
-  }
-}
+// One build of every entry point per target: the bodies at 16, 32 and 64
+// bytes per vector, each entry carrying its target's attributes.
 #define ONNX_MINI_NORMALIZE_ARGS \
   const float *x, float *y, int64_t n, double shift, double inv, const float *scale, const float *bias
-void NormalizeBaseline(ONNX_MINI_NORMALIZE_ARGS) { NormalizeBody<16>(x, y, n, shift, inv, scale, bias); }
-[[gnu::target("avx2,fma")]] void NormalizeAvx2(ONNX_MINI_NORMALIZE_ARGS) {
-  NormalizeBody<32>(x, y, n, shift, inv, scale, bias);
-}
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void NormalizeAvx512(ONNX_MINI_NORMALIZE_ARGS) {
-  NormalizeBody<64>(x, y, n, shift, inv, scale, bias);
-}
-void NormalizeActive(ONNX_MINI_NORMALIZE_ARGS) {
-  switch (ActiveCpuTarget()) {
-    case CpuTarget::kAvx512Bf16:
-    case CpuTarget::kAvx512: return NormalizeAvx512(x, y, n, shift, inv, scale, bias);
-    case CpuTarget::kAvx2: return NormalizeAvx2(x, y, n, shift, inv, scale, bias);
-    default: return NormalizeBaseline(x, y, n, shift, inv, scale, bias);
-  }
-}
-#undef ONNX_MINI_NORMALIZE_ARGS
-#else
-void MomentsActive(const float* x, int64_t n, double* s, double* q) { MomentsBody(x, n, s, q); }
-void NormalizeActive(const float* x, float* y, int64_t n, double shift, double inv, const float* scale,
-                     const float* bias) {
-  NormalizeBody<16>(x, y, n, shift, inv, scale, bias);
-}
-#endif
+#define ONNX_MINI_VEC_BUILD(Target, Bytes, Attr)                                                            \
+  struct Target {                                                                                           \
+    [[Attr]] static void Exp(const float* x, float* y, int64_t n) { ExpBody<Bytes>(x, y, n); }             \
+    [[Attr]] static void Sigmoid(const float* x, float* y, int64_t n) { SigmoidBody<Bytes>(x, y, n); }     \
+    [[Attr]] static void Silu(const float* x, float* y, int64_t n) { SiluBody<Bytes>(x, y, n); }           \
+    [[Attr]] static void Softmax(const float* x, float* y, int64_t n) { SoftmaxBody<Bytes>(x, y, n); }     \
+    [[Attr]] static void Tanh(const float* x, float* y, int64_t n) { TanhBody<Bytes>(x, y, n); }           \
+    [[Attr]] static void GeluTanh(const float* x, float* y, int64_t n) { GeluTanhBody<Bytes>(x, y, n); }   \
+    [[Attr]] static void Erf(const float* x, float* y, int64_t n) { ErfBody<Bytes>(x, y, n); }             \
+    [[Attr]] static void GeluErf(const float* x, float* y, int64_t n) { GeluErfBody<Bytes>(x, y, n); }     \
+    [[Attr]] static void Pow(const float* x, float* y, int64_t n, PowKind k) { PowBody<Bytes>(x, y, n, k); } \
+    [[Attr]] static void Moments(const float* x, int64_t n, double* s, double* q) { MomentsBody(x, n, s, q); } \
+    [[Attr]] static void Normalize(ONNX_MINI_NORMALIZE_ARGS) {                                              \
+      NormalizeBody<Bytes>(x, y, n, shift, inv, scale, bias);                                               \
+    }                                                                                                       \
+    [[Attr]] static double Sum(const float* x, int64_t n) { return SumBody<Bytes, false>(x, n); }          \
+    [[Attr]] static double SumSquares(const float* x, int64_t n) { return SumBody<Bytes, true>(x, n); }    \
+    [[Attr]] static float Max(const float* x, int64_t n) { return ExtremeBody<Bytes, false>(x, n); }       \
+    [[Attr]] static float Min(const float* x, int64_t n) { return ExtremeBody<Bytes, true>(x, n); }        \
+  };
 
-#define ONNX_MINI_VEC_REDUCE_TARGETS(Name, R, Body, Arg)                                               \
-  R Name##Baseline(const float* x, int64_t n) { return Body<16, Arg>(x, n); }                          \
-  [[gnu::target("avx2,fma")]] R Name##Avx2(const float* x, int64_t n) { return Body<32, Arg>(x, n); }  \
-  [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] R Name##Avx512(const float* x, int64_t n) { \
-    return Body<64, Arg>(x, n);                                                                        \
-  }                                                                                                    \
-  R Name##Active(const float* x, int64_t n) {                                                          \
-    switch (ActiveCpuTarget()) {                                                                       \
-      case CpuTarget::kAvx512Bf16:                                                                     \
-      case CpuTarget::kAvx512: return Name##Avx512(x, n);                                              \
-      case CpuTarget::kAvx2: return Name##Avx2(x, n);                                                  \
-      default: return Name##Baseline(x, n);                                                            \
-    }                                                                                                  \
-  }
-
-#define ONNX_MINI_VEC_TARGETS(Name, Body)                                                              \
-  void Name##Baseline(const float* x, float* y, int64_t n) { Body<16>(x, y, n); }                      \
-  [[gnu::target("avx2,fma")]] void Name##Avx2(const float* x, float* y, int64_t n) { Body<32>(x, y, n); } \
-  [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void Name##Avx512(const float* x, float* y, \
-                                                                                   int64_t n) {         \
-    Body<64>(x, y, n);                                                                                  \
-  }                                                                                                     \
-  void Name##Active(const float* x, float* y, int64_t n) {                                             \
-    switch (ActiveCpuTarget()) {                                                                        \
-      case CpuTarget::kAvx512Bf16:                                                                     \
-      case CpuTarget::kAvx512: return Name##Avx512(x, y, n);                                           \
-      case CpuTarget::kAvx2: return Name##Avx2(x, y, n);                                               \
-      default: return Name##Baseline(x, y, n);                                                          \
-    }                                                                                                   \
-  }
-
+ONNX_MINI_VEC_BUILD(Baseline, 16, )
 #if defined(__x86_64__)
-ONNX_MINI_VEC_TARGETS(Exp, ExpBody)
-ONNX_MINI_VEC_TARGETS(Sigmoid, SigmoidBody)
-ONNX_MINI_VEC_TARGETS(Silu, SiluBody)
-ONNX_MINI_VEC_TARGETS(Softmax, SoftmaxBody)
-ONNX_MINI_VEC_TARGETS(Tanh, TanhBody)
-ONNX_MINI_VEC_TARGETS(GeluTanh, GeluTanhBody)
-ONNX_MINI_VEC_TARGETS(Erf, ErfBody)
-ONNX_MINI_VEC_TARGETS(GeluErf, GeluErfBody)
-void PowBaseline(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
-[[gnu::target("avx2,fma")]] void PowAvx2(const float* x, float* y, int64_t n, PowKind k) { PowBody<32>(x, y, n, k); }
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void PowAvx512(const float* x, float* y, int64_t n,
-                                                                              PowKind k) {
-  PowBody<64>(x, y, n, k);
-}
-void PowActive(const float* x, float* y, int64_t n, PowKind k) {
-  switch (ActiveCpuTarget()) {
-    case CpuTarget::kAvx512Bf16:
-    case CpuTarget::kAvx512: return PowAvx512(x, y, n, k);
-    case CpuTarget::kAvx2: return PowAvx2(x, y, n, k);
-    default: return PowBaseline(x, y, n, k);
-  }
-}
-ONNX_MINI_VEC_REDUCE_TARGETS(Sum, double, SumBody, false)
-ONNX_MINI_VEC_REDUCE_TARGETS(SumSquares, double, SumBody, true)
-ONNX_MINI_VEC_REDUCE_TARGETS(Max, float, ExtremeBody, false)
-ONNX_MINI_VEC_REDUCE_TARGETS(Min, float, ExtremeBody, true)
-#else
-void ExpActive(const float* x, float* y, int64_t n) { ExpBody<16>(x, y, n); }
-void SigmoidActive(const float* x, float* y, int64_t n) { SigmoidBody<16>(x, y, n); }
-void SiluActive(const float* x, float* y, int64_t n) { SiluBody<16>(x, y, n); }
-void SoftmaxActive(const float* x, float* y, int64_t n) { SoftmaxBody<16>(x, y, n); }
-void TanhActive(const float* x, float* y, int64_t n) { TanhBody<16>(x, y, n); }
-void GeluTanhActive(const float* x, float* y, int64_t n) { GeluTanhBody<16>(x, y, n); }
-void ErfActive(const float* x, float* y, int64_t n) { ErfBody<16>(x, y, n); }
-void GeluErfActive(const float* x, float* y, int64_t n) { GeluErfBody<16>(x, y, n); }
-void PowActive(const float* x, float* y, int64_t n, PowKind k) { PowBody<16>(x, y, n, k); }
-double SumActive(const float* x, int64_t n) { return SumBody<16, false>(x, n); }
-double SumSquaresActive(const float* x, int64_t n) { return SumBody<16, true>(x, n); }
-float MaxActive(const float* x, int64_t n) { return ExtremeBody<16, false>(x, n); }
-float MinActive(const float* x, int64_t n) { return ExtremeBody<16, true>(x, n); }
+ONNX_MINI_VEC_BUILD(Avx2, 32, gnu::target("avx2,fma"))
+ONNX_MINI_VEC_BUILD(Avx512, 64, gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))
 #endif
+#undef ONNX_MINI_VEC_BUILD
+
+// The family's entry points, one set per build.
+struct VecEntries {
+  void (*exp)(const float*, float*, int64_t);
+  void (*sigmoid)(const float*, float*, int64_t);
+  void (*silu)(const float*, float*, int64_t);
+  void (*softmax)(const float*, float*, int64_t);
+  void (*tanh)(const float*, float*, int64_t);
+  void (*gelu_tanh)(const float*, float*, int64_t);
+  void (*erf)(const float*, float*, int64_t);
+  void (*gelu_erf)(const float*, float*, int64_t);
+  void (*pow)(const float*, float*, int64_t, PowKind);
+  void (*moments)(const float*, int64_t, double*, double*);
+  void (*normalize)(ONNX_MINI_NORMALIZE_ARGS);
+  double (*sum)(const float*, int64_t);
+  double (*sum_squares)(const float*, int64_t);
+  float (*max)(const float*, int64_t);
+  float (*min)(const float*, int64_t);
+};
+#undef ONNX_MINI_NORMALIZE_ARGS
+
+template <class B>
+constexpr VecEntries EntriesOf() {
+  return {B::Exp, B::Sigmoid,  B::Silu,      B::Softmax, B::Tanh,       B::GeluTanh, B::Erf, B::GeluErf,
+          B::Pow, B::Moments, B::Normalize, B::Sum,     B::SumSquares, B::Max,      B::Min};
+}
+
+const CpuDispatchTable<VecEntries>& VecTable() {
+  static const CpuDispatchTable<VecEntries> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512, EntriesOf<Avx512>()},
+      {CpuTarget::kAvx2, EntriesOf<Avx2>()},
+#endif
+      {CpuTarget::kBaseline, EntriesOf<Baseline>()},
+  };
+  return table;
+}
+const VecEntries& Vec() { return VecTable().Active(); }
 
 }  // namespace
 
-void VecExp(const float* x, float* y, int64_t n) { ExpActive(x, y, n); }
-void VecSigmoid(const float* x, float* y, int64_t n) { SigmoidActive(x, y, n); }
-void VecSilu(const float* x, float* y, int64_t n) { SiluActive(x, y, n); }
-void VecSoftmaxRow(const float* x, float* y, int64_t n) { SoftmaxActive(x, y, n); }
-void VecTanh(const float* x, float* y, int64_t n) { TanhActive(x, y, n); }
-void VecGeluTanh(const float* x, float* y, int64_t n) { GeluTanhActive(x, y, n); }
-void VecErf(const float* x, float* y, int64_t n) { ErfActive(x, y, n); }
-void VecGeluErf(const float* x, float* y, int64_t n) { GeluErfActive(x, y, n); }
+CpuTarget VecMathTarget() { return VecTable().ActiveBuild().target; }
+
+void VecExp(const float* x, float* y, int64_t n) { Vec().exp(x, y, n); }
+void VecSigmoid(const float* x, float* y, int64_t n) { Vec().sigmoid(x, y, n); }
+void VecSilu(const float* x, float* y, int64_t n) { Vec().silu(x, y, n); }
+void VecSoftmaxRow(const float* x, float* y, int64_t n) { Vec().softmax(x, y, n); }
+void VecTanh(const float* x, float* y, int64_t n) { Vec().tanh(x, y, n); }
+void VecGeluTanh(const float* x, float* y, int64_t n) { Vec().gelu_tanh(x, y, n); }
+void VecErf(const float* x, float* y, int64_t n) { Vec().erf(x, y, n); }
+void VecGeluErf(const float* x, float* y, int64_t n) { Vec().gelu_erf(x, y, n); }
 bool VecPowConst(const float* x, float* y, int64_t n, double e) {
   PowKind k;
   if (e == 0.5) k = PowKind::kHalf;
@@ -543,17 +498,17 @@ bool VecPowConst(const float* x, float* y, int64_t n, double e) {
   else if (e == -1) k = PowKind::kMinusOne;
   else if (e == -0.5) k = PowKind::kMinusHalf;
   else return false;
-  PowActive(x, y, n, k);
+  Vec().pow(x, y, n, k);
   return true;
 }
-void VecRowMoments(const float* x, int64_t n, double* sum, double* squares) { MomentsActive(x, n, sum, squares); }
+void VecRowMoments(const float* x, int64_t n, double* sum, double* squares) { Vec().moments(x, n, sum, squares); }
 void VecNormalizeRow(const float* x, float* y, int64_t n, double shift, double inv, const float* scale,
                      const float* bias) {
-  NormalizeActive(x, y, n, shift, inv, scale, bias);
+  Vec().normalize(x, y, n, shift, inv, scale, bias);
 }
-double VecSumRow(const float* x, int64_t n) { return SumActive(x, n); }
-double VecSumSquaresRow(const float* x, int64_t n) { return SumSquaresActive(x, n); }
-float VecMaxRow(const float* x, int64_t n) { return MaxActive(x, n); }
-float VecMinRow(const float* x, int64_t n) { return MinActive(x, n); }
+double VecSumRow(const float* x, int64_t n) { return Vec().sum(x, n); }
+double VecSumSquaresRow(const float* x, int64_t n) { return Vec().sum_squares(x, n); }
+float VecMaxRow(const float* x, int64_t n) { return Vec().max(x, n); }
+float VecMinRow(const float* x, int64_t n) { return Vec().min(x, n); }
 
 }  // namespace onnx_mini

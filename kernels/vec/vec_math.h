@@ -1,6 +1,6 @@
 // Float math over arrays, vectorized: one source compiled for each CPU target
-// (runtime/cpu.h: baseline SSE2, AVX2, AVX-512) and the active one chosen at
-// each call. The plain kernels (libm per element) stay the reference; these
+// (runtime/cpu.h: baseline SSE2, AVX2, AVX-512) and the active features'
+// build chosen at each call (kernels/cpu_dispatch.h). The plain kernels (libm per element) stay the reference; these
 // agree with them within a few ulp (tests/kernels/vec/vec_math_test.cc states the
 // bounds): exp within 2 ulp for normal results, exactly 0/inf beyond the
 // float range, NaN for NaN; sigmoid within 3 ulp; tanh and erf within 2 ulp.
@@ -8,7 +8,15 @@
 
 #include <cstdint>
 
+#include "runtime/cpu.h"
+
 namespace onnx_mini {
+
+// The build the active CPU features select (for tests and reports).
+CpuTarget VecMathTarget();
+// Whether that build is wider than the baseline's: the ops keep their plain
+// loops (libm's, the reference) on the baseline.
+inline bool VecMathVectorized() { return VecMathTarget() != CpuTarget::kBaseline; }
 
 // y[i] = exp(x[i]). x and y may be the same array.
 void VecExp(const float* x, float* y, int64_t n);

@@ -262,7 +262,7 @@ class BinaryOpKernel : public Op {
         // Float base, one exponent of 0.5, 1, 2, 3, -1 or -0.5 (a constant
         // usually): the vectorized path above the baseline CPU target.
         if constexpr (std::is_same_v<T, float>) {
-          if (b.size() == 1 && a.size() == out.size() && ActiveCpuTarget() != CpuTarget::kBaseline) {
+          if (b.size() == 1 && a.size() == out.size() && VecMathVectorized()) {
             double e = 0;
             VisitTypes<NumericTypes>(b.dtype(), [&](auto exp_tag) {
               e = double(Widen(b.data<typename decltype(exp_tag)::type>()[0]));

@@ -228,7 +228,7 @@ class ReduceOpKernel : public Op {
         constexpr bool kVec = Kind == ReduceOp::kSum || Kind == ReduceOp::kMean || Kind == ReduceOp::kSumSquare ||
                               Kind == ReduceOp::kL2 || Kind == ReduceOp::kMax || Kind == ReduceOp::kMin;
         if constexpr (std::is_same_v<T, float> && kVec) {
-          if (inner == 1 && ActiveCpuTarget() != CpuTarget::kBaseline) {
+          if (inner == 1 && VecMathVectorized()) {
             ParallelFor(ctx.threads(), total, WorkPerIndex{double(n)},
                         [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
               const float* p = src + r * n;

@@ -197,7 +197,7 @@ class UnaryOpKernel : public Op {
         // Tanh, Erf and Gelu keep libm's plain loop on the baseline target (the reference).
         constexpr bool kLibmReference = Kind == UnaryOp::kTanh || Kind == UnaryOp::kErf || Kind == UnaryOp::kGelu;
         if (kVec && (Kind != UnaryOp::kSwish || params_.alpha == 1) &&
-            (!kLibmReference || ActiveCpuTarget() != CpuTarget::kBaseline)) {
+            (!kLibmReference || VecMathVectorized())) {
           // The vectorized float path (kernels/vec/vec_math.h), in chunks across threads.
           ParallelElements(n, ctx.threads(), [&](int64_t i, int64_t end) {
             const int64_t len = end - i;

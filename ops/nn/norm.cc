@@ -151,7 +151,7 @@ class NormalizationOp : public Op {
           // Float rows with dense weights: the per-target vector loops
           // (kernels/vec/vec_math.h) above the baseline, the same arithmetic.
           bool vec = false;
-          if constexpr (std::is_same_v<T, float>) vec = plan.dense && ActiveCpuTarget() != CpuTarget::kBaseline;
+          if constexpr (std::is_same_v<T, float>) vec = plan.dense && VecMathVectorized();
           double mean, sq;
           if constexpr (std::is_same_v<T, float>) {
             if (vec) VecRowMoments(row, n, &mean, &sq);

@@ -183,21 +183,6 @@ TEST(Float16, FloatAndDoublePathsAgree) {
   EXPECT_TRUE(std::isnan(ToFloat(ToFloat16(NAN))));
 }
 
-TEST(CpuTarget, ActiveIsTheBestUnlessCapped) {
-  // Reports the choice (the portable build must reach avx512 on AVX-512 machines,
-  // avx512bf16 on those with AVX-512 BF16).
-  std::printf("CPU target: active %s, best %s\n", CpuTargetName(ActiveCpuTarget()), CpuTargetName(BestCpuTarget()));
-  if (std::getenv("ONNX_MINI_CPU") == nullptr) {
-    EXPECT_EQ(ActiveCpuTarget(), BestCpuTarget());
-  }
-  EXPECT_LE(ActiveCpuTarget(), BestCpuTarget());
-  const CpuTarget before = SetCpuTargetForTesting(CpuTarget::kAvx512Bf16);
-  EXPECT_EQ(ActiveCpuTarget(), BestCpuTarget());  // never above what the CPU has
-  SetCpuTargetForTesting(CpuTarget::kBaseline);
-  EXPECT_EQ(ActiveCpuTarget(), CpuTarget::kBaseline);
-  SetCpuTargetForTesting(before);
-}
-
 TEST(Float16, BulkConversionsMatchScalarOnEveryTarget) {
   // Every float16 code, and floats around every float16 value, in runs whose
   // lengths are not multiples of the vector width.
@@ -210,10 +195,10 @@ TEST(Float16, BulkConversionsMatchScalarOnEveryTarget) {
       floats.insert(floats.end(), {x, -x});
   }
   floats.insert(floats.end(), {65519.0f, 65520.0f, 1e30f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-45f});
-  const CpuTarget before = ActiveCpuTarget();
-  for (int t = 0; t <= int(BestCpuTarget()); ++t) {
-    SetCpuTargetForTesting(CpuTarget(t));
-    const char* name = CpuTargetName(CpuTarget(t));
+  for (CpuTarget t : kCpuTargets) {
+    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(t);
+    const char* name = CpuTargetName(t);
     std::vector<float> widened(codes.size());
     for (size_t i0 = 0; i0 < codes.size(); i0 += 1001)
       Float16ToFloat(codes.data() + i0, widened.data() + i0, int64_t(std::min<size_t>(1001, codes.size() - i0)));
@@ -237,7 +222,6 @@ TEST(Float16, BulkConversionsMatchScalarOnEveryTarget) {
       }
     }
   }
-  SetCpuTargetForTesting(before);
 }
 
 TEST(BFloat16, FloatAndDoublePathsAgree) {

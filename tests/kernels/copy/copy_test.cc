@@ -62,11 +62,10 @@ void ExpectSameTranspose(DType dtype, const Shape& in, const std::vector<int64_t
 template <class F>
 void ForEachCpuTarget(F f) {
   for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
-    if (target > BestCpuTarget()) continue;
-    const CpuTarget previous = SetCpuTargetForTesting(target);
+    if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(target);
     SCOPED_TRACE(CpuTargetName(target));
     f();
-    SetCpuTargetForTesting(previous);
   }
 }
 

@@ -15,7 +15,7 @@ namespace onnx_mini {
 namespace {
 
 TEST(GemmPacked, MatchesTheReference) {
-  if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active target " << CpuTargetName(ActiveCpuTarget()) << ")";
+  if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active features: " << ActiveCpuFeatures().name() << ")";
   struct Case { int64_t m, k, n; };
   // Rows around the 6-row tile (and the decode's few), columns around the 64-column panel and its
   // 16-column vectors, depths around the 512-row block; one of everything.

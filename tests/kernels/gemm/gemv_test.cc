@@ -18,10 +18,9 @@ TEST(Gemv, MatchesTheReferenceOnEveryTargetShapeAndLayout) {
   // column, one row of B, and a size large enough to split over threads.
   const std::vector<Case> cases = {{1, 1}, {1, 100}, {7, 1}, {5, 17}, {33, 63}, {64, 64}, {65, 129},
                                    {130, 200}, {257, 513}, {512, 1408}};
-  const CpuTarget saved = ActiveCpuTarget();
   for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
-    if (target > BestCpuTarget()) continue;
-    SetCpuTargetForTesting(target);
+    if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(target);
     uint32_t seed = 1;
     for (const Case& c : cases)
       for (int64_t m = 1; m <= kGemvMaxRows; ++m)
@@ -40,7 +39,6 @@ TEST(Gemv, MatchesTheReferenceOnEveryTargetShapeAndLayout) {
                     << " trans_b=" << trans_b << " bias=" << with_bias << " threads=" << threads << " at " << i;
             }
   }
-  SetCpuTargetForTesting(saved);
 }
 
 }  // namespace

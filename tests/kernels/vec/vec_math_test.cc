@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -43,11 +44,13 @@ std::vector<float> Inputs(int64_t n, float lo, float hi, uint32_t seed) {
 class VecMath : public ::testing::TestWithParam<CpuTarget> {
  protected:
   void SetUp() override {
-    if (GetParam() > BestCpuTarget()) GTEST_SKIP() << CpuTargetName(GetParam()) << " is not available here";
-    saved_ = SetCpuTargetForTesting(GetParam());
+    if (!CpuTargetUsable(GetParam(), HostCpuFeatures()))
+      GTEST_SKIP() << CpuTargetName(GetParam()) << " is not available here";
+    scope_.emplace(GetParam());
+    ASSERT_EQ(VecMathTarget(), GetParam());  // the build the tests below compare
   }
-  void TearDown() override { SetCpuTargetForTesting(saved_); }
-  CpuTarget saved_ = CpuTarget::kBaseline;
+  void TearDown() override { scope_.reset(); }
+  std::optional<ScopedCpuFeaturesForTesting> scope_;
 };
 
 const std::vector<int64_t> kSizes = {0, 1, 3, 17, 64, 1000};
@@ -238,9 +241,9 @@ TEST_P(VecMath, TanhErfAndGeluOpsMatchThePlainKernel) {
         if (c.approximate) SetAttr(node, "approximate", std::string(c.approximate));
       };
       auto fast = RunOne(c.opset, c.op, {x}, attrs);
-      const CpuTarget saved = SetCpuTargetForTesting(CpuTarget::kBaseline);
+      const CpuFeatures saved = RestrictCpuFeaturesForTesting(CpuTargetFeatures(CpuTarget::kBaseline));
       auto plain = RunOne(c.opset, c.op, {x}, attrs);
-      SetCpuTargetForTesting(saved);
+      RestrictCpuFeaturesForTesting(saved);
       ASSERT_TRUE(fast.ok() && plain.ok()) << c.op;
       for (int64_t i = 0; i < x.size(); ++i) {
         const float f = fast->data<float>()[i], p = plain->data<float>()[i], v = x.data<float>()[i];
@@ -302,9 +305,9 @@ TEST_P(VecMath, PowOpWithConstantExponentMatchesThePlainKernel) {
     for (const Tensor& exponent : {F({float(e)}, {}), I({int64_t(e)}, {1})}) {
       if (exponent.dtype() == DType::kInt64 && double(int64_t(e)) != e) continue;
       auto fast = RunOne(15, "Pow", {x, exponent});
-      const CpuTarget saved = SetCpuTargetForTesting(CpuTarget::kBaseline);
+      const CpuFeatures saved = RestrictCpuFeaturesForTesting(CpuTargetFeatures(CpuTarget::kBaseline));
       auto plain = RunOne(15, "Pow", {x, exponent});
-      SetCpuTargetForTesting(saved);
+      RestrictCpuFeaturesForTesting(saved);
       ASSERT_TRUE(fast.ok() && plain.ok()) << e;
       ASSERT_EQ(fast->shape(), plain->shape());
       for (int64_t i = 0; i < fast->size(); ++i) {
@@ -333,9 +336,9 @@ TEST_P(VecMath, NormalizationRowsMatchThePlainKernel) {
     for (const Case& c : {Case{17, "LayerNormalization", {x, scale, bias}, 3}, Case{17, "LayerNormalization", {x, scale}, 1},
                           Case{23, "RMSNormalization", {x, scale}, 1}}) {
       auto fast = RunNode(c.opset, c.op, c.inputs, c.outputs);
-      const CpuTarget saved = SetCpuTargetForTesting(CpuTarget::kBaseline);
+      const CpuFeatures saved = RestrictCpuFeaturesForTesting(CpuTargetFeatures(CpuTarget::kBaseline));
       auto plain = RunNode(c.opset, c.op, c.inputs, c.outputs);
-      SetCpuTargetForTesting(saved);
+      RestrictCpuFeaturesForTesting(saved);
       ASSERT_TRUE(fast.ok() && plain.ok()) << c.op;
       for (size_t o = 0; o < c.outputs; ++o)
         for (int64_t i = 0; i < (*plain)[o].size(); ++i) {
@@ -413,9 +416,9 @@ TEST_P(VecMath, ReduceOpsMatchThePlainKernel) {
     for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL2"}) {
       const std::vector<Tensor> inputs = {x, I({-1}, {1})};
       auto fast = RunOne(18, op, inputs);
-      const CpuTarget saved = SetCpuTargetForTesting(CpuTarget::kBaseline);
+      const CpuFeatures saved = RestrictCpuFeaturesForTesting(CpuTargetFeatures(CpuTarget::kBaseline));
       auto plain = RunOne(18, op, inputs);
-      SetCpuTargetForTesting(saved);
+      RestrictCpuFeaturesForTesting(saved);
       ASSERT_TRUE(fast.ok() && plain.ok()) << op;
       ASSERT_EQ(fast->size(), 5);
       for (int64_t i = 0; i < 5; ++i) {

@@ -173,15 +173,14 @@ TEST(AttentionKernels, EveryCpuTargetMatchesReference) {
       {2, 2, 1, 6, 9, 0, 20, 12, false, false, 0, 0.01f, -1, -1, 2},  // odd sizes, float mask
       {1, 4, 2, 40, 70, 0, 13, 7, false, true},                       // tiled, odd head size (bf16 pairs)
   };
-  const CpuTarget before = ActiveCpuTarget();
   uint32_t seed = 100;
-  for (int t = 0; t <= int(BestCpuTarget()); ++t) {
-    SetCpuTargetForTesting(CpuTarget(t));
-    SCOPED_TRACE(CpuTargetName(CpuTarget(t)));
+  for (CpuTarget t : kCpuTargets) {
+    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(t);
+    SCOPED_TRACE(CpuTargetName(t));
     for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
       for (const Case& c : cases) CompareFastAndReference(c, dtype, seed++);
   }
-  SetCpuTargetForTesting(before);
 }
 
 // NaN scores: a NaN score at a visible key makes the whole row NaN, as
@@ -191,12 +190,12 @@ TEST(AttentionKernels, EveryCpuTargetMatchesReference) {
 // (The fast kernel's exp used to convert NaN to int: undefined behaviour.)
 TEST(AttentionKernels, NanScoresAgree) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const CpuTarget before = ActiveCpuTarget();
-  for (int t = 0; t <= int(BestCpuTarget()); ++t)
+  for (CpuTarget t : kCpuTargets)
     for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
       for (int64_t sq : {20, 1}) {  // 20: one tiled and one dot-product query block
-        SetCpuTargetForTesting(CpuTarget(t));
-        SCOPED_TRACE(std::string(CpuTargetName(CpuTarget(t))) + " " + LowerName(dtype) + " Sq " + std::to_string(sq));
+        if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+        ScopedCpuFeaturesForTesting scope(t);
+        SCOPED_TRACE(std::string(CpuTargetName(t)) + " " + LowerName(dtype) + " Sq " + std::to_string(sq));
         std::mt19937 rng(7);
         const int64_t Hq = 2, P = 50, Skv = 20, T = P + Skv, D = 8;
         AttentionProblem p;
@@ -234,7 +233,6 @@ TEST(AttentionKernels, NanScoresAgree) {
               }
             }
       }
-  SetCpuTargetForTesting(before);
 }
 
 // ---- Through the op ----
