@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/vec/arith.h"
+#include "kernels/vec/round.h"
 #include "runtime/checked.h"
 #include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
@@ -24,16 +25,6 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // The compute type: float for the 16-bit types and float, double for double.
 template <class T> using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// Rounds a value to T's precision (the function body's Cast points).
-// From a double the 16-bit encoders round directly (no double rounding via float).
-template <class T, class V>
-V RoundTo(V x) {
-  if constexpr (std::is_same_v<T, Float16>) return V(ToFloat(ToFloat16(x)));
-  else if constexpr (std::is_same_v<T, BFloat16>) return V(ToFloat(ToBFloat16(x)));
-  else if constexpr (std::is_same_v<T, float>) return V(float(x));
-  else return x;
-}
-
 // Calls f(TypeTag<T>) for the four attention element types (Attention's rows
 // admit only these).
 template <class F>
@@ -44,7 +35,7 @@ void VisitAttentionType(DType dtype, F&& f) {
 // r = Cast_T1(sqrt(scale)), applied to Q and K separately (A9).
 template <class T>
 Acc<T> ScaleRoot(const AttentionProblem& p) {
-  return Acc<T>(RoundTo<T>(std::sqrt(p.scale)));
+  return Acc<T>(RoundToPrecision<T>(std::sqrt(p.scale)));
 }
 
 template <class T>
@@ -89,15 +80,6 @@ bool TrimMaskRow(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int
 }
 
 }  // namespace
-
-double RoundToDType(DType dtype, double x) {
-  switch (dtype) {
-    case DType::kFloat16: return RoundTo<Float16>(x);
-    case DType::kBFloat16: return RoundTo<BFloat16>(x);
-    case DType::kFloat: return RoundTo<float>(x);
-    default: return x;
-  }
-}
 
 void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t& last) const {
   first = 0;
@@ -159,8 +141,8 @@ void WritePresent(const AttentionProblem& p, int threads) {
 void AttentionReference(const AttentionProblem& p) {
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto R = [](double x) { return RoundTo<T>(x); };
-    auto Rsp = [&](double x) { return RoundToDType(p.softmax_dtype, x); };
+    auto R = [](double x) { return RoundToPrecision<T>(x); };
+    auto Rsp = [&](double x) { return RoundToPrecision(p.softmax_dtype, x); };
     const double r = double(ScaleRoot<T>(p));
     const int64_t T_ = p.total_len, D = p.head_size, Dv = p.v_head_size;
     std::vector<double> qk(static_cast<size_t>(T_)), logits(qk), z(qk), prob(qk);
@@ -305,7 +287,7 @@ template <class T, class A>
       Float16ToFloat(tmp, row + d0, len);
     }
   } else {
-    for (int64_t d = 0; d < n; ++d) row[d] = RoundTo<T>(row[d]);
+    for (int64_t d = 0; d < n; ++d) row[d] = RoundToPrecision<T>(row[d]);
   }
 }
 // A 16-bit row widened to float, and a K row widened, scaled by r and
@@ -386,7 +368,7 @@ template <class T, int kVectorBytes>
       std::memcpy(&out[d], &x, 4);
     }
   }
-  for (; d < n; ++d) out[d] = RoundTo<T>(ToFloat(in[d]) * r);
+  for (; d < n; ++d) out[d] = RoundToPrecision<T>(ToFloat(in[d]) * r);
 }
 
 // Scores of four query rows (q, rows of D) against a transposed block of
@@ -929,16 +911,16 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
         block_max = kMinusInf;
         for (int64_t j = a; j < e; ++j) {
           A zj = sr[j - j0];
-          if constexpr (!kDirect) zj = RoundTo<T>(zj);
+          if constexpr (!kDirect) zj = RoundToPrecision<T>(zj);
           if (p.softcap != 0) {
             zj = A(p.softcap) * std::tanh(zj / A(p.softcap));
-            if constexpr (!kDirect) zj = RoundTo<T>(zj);
+            if constexpr (!kDirect) zj = RoundToPrecision<T>(zj);
           }
           if (p.mask) {
             const A bias = A(MaskAt(p, b, h, i, j));
             if (bias == kMinusInf) continue;
             zj += bias;
-            if constexpr (!kDirect) zj = RoundTo<T>(zj);
+            if constexpr (!kDirect) zj = RoundToPrecision<T>(zj);
           }
           w[n] = zj;
           v_sel[n++] = v_rows[j - j0];

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/vec/round.h"
 #include "runtime/tensor.h"
 
 namespace onnx_mini {
@@ -77,9 +78,6 @@ struct AttentionProblem {
   // [first, last). The mask may hide more.
   void VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t& last) const;
 };
-
-// x rounded to the precision of a float type (float16, bfloat16, float; double unchanged).
-double RoundToDType(DType dtype, double x);
 
 // Fills present_key/present_value (if requested) from past and new keys.
 void WritePresent(const AttentionProblem& p, int threads);

@@ -230,7 +230,7 @@ absl::Status MaskBias(const KernelContext& ctx, const Tensor& mask, DType t1, Me
     const M* m = mask.data<M>();
     for (int64_t i = 0; i < mask.size(); ++i) {
       if constexpr (std::is_same_v<M, bool>) bias[size_t(i)] = m[i] ? 0.0 : -std::numeric_limits<double>::infinity();
-      else bias[size_t(i)] = RoundToDType(t1, double(Widen(m[i])));
+      else bias[size_t(i)] = RoundToPrecision(t1, double(Widen(m[i])));
     }
   });
 }
@@ -478,7 +478,7 @@ class SdpaOp : public Op {
     if (!any) return;
     VisitTypes<AttentionTypes>(p.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const double weight = RoundToDType(p.dtype, 1.0 / double(p.total_len));
+      const double weight = RoundToPrecision(p.dtype, 1.0 / double(p.total_len));
       std::vector<double> acc(size_t(p.v_head_size));
       for (int64_t b = 0; b < p.batch; ++b)
         for (int64_t h = 0; h < p.q_heads; ++h)

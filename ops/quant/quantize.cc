@@ -14,6 +14,7 @@
 #include "oneapi/dnnl/dnnl.hpp"
 #include "ops/common.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/vec/round.h"
 #include "ops/ops.h"
 #include "runtime/element.h"
 
@@ -47,16 +48,6 @@ void IntegerRange(DType d, double& lo, double& hi) {
   } else {
     lo = 0;
     hi = std::ldexp(1.0, bits) - 1;
-  }
-}
-
-// v rounded to the float type `d` (float, float16, bfloat16); double stays.
-double RoundTo(DType d, double v) {
-  switch (d) {
-    case DType::kFloat16: return ToFloat(ToFloat16(v));
-    case DType::kBFloat16: return ToFloat(ToBFloat16(v));
-    case DType::kDouble: return v;
-    default: return double(float(v));
   }
 }
 
@@ -223,7 +214,7 @@ class QuantizeLinearOp : public Op {
     DType prec = precision_ != DType::kUndefined ? precision_ : scale.dtype();
     if (prec == DType::kInt32 || prec == DType::kFloat8E8M0) prec = DType::kFloat;
     std::vector<double> s = LoadAll<QuantizeScaleTypes>(scale);
-    for (double& v : s) v = RoundTo(prec, v);
+    for (double& v : s) v = RoundToPrecision(prec, v);
     const std::vector<double> z = zero ? LoadAll<QuantizedTypes>(*zero) : std::vector<double>(s.size(), 0.0);
     const DType out = y.dtype();
     const bool integer = IsIntegerType(out);
@@ -238,7 +229,7 @@ class QuantizeLinearOp : public Op {
         using Y = typename decltype(y_tag)::type;
         Y* py = y.data<Y>();
         ForEachScaled(p, !kIsPacked<Y>, ctx.threads(), [&](int64_t e, int64_t k) {
-          const double q = RoundTo(prec, RoundTo(prec, LoadDouble(px, x.dtype(), e)) / s[size_t(k)]);
+          const double q = RoundToPrecision(prec, RoundToPrecision(prec, LoadDouble(px, x.dtype(), e)) / s[size_t(k)]);
           // std::nearbyint rounds half to even (the default rounding mode).
           const double v = integer ? Saturate(std::nearbyint(q) + z[size_t(k)], lo, hi) : q + z[size_t(k)];
           StoreDouble(py, out, e, v, options);
@@ -570,7 +561,7 @@ class QLinearMatMulOp : public Op {
       T* py = y.data<T>();
       for (int64_t e = 0; e < y.size(); ++e) {
         const int64_t m = (e / p.N) % p.M, n = e % p.N;
-        const double mult = RoundTo(st, RoundTo(st, sa[sa.size() == 1 ? 0 : size_t(m)] * sb[sb.size() == 1 ? 0 : size_t(n)]) / sy);
+        const double mult = RoundToPrecision(st, RoundToPrecision(st, sa[sa.size() == 1 ? 0 : size_t(m)] * sb[sb.size() == 1 ? 0 : size_t(n)]) / sy);
         py[e] = T(Saturate(std::nearbyint(double(c[size_t(e)]) * mult + zy), lo, hi));
       }
     });
