@@ -38,17 +38,20 @@ Acc<T> ScaleRoot(const AttentionProblem& p) {
   return Acc<T>(RoundToPrecision<T>(std::sqrt(p.scale)));
 }
 
+// Key j of row b (j < KeyCount(b)): from the cache below PastLen(b), else new.
 template <class T>
 const T* KeyRow(const AttentionProblem& p, int64_t b, int64_t g, int64_t j) {
-  if (j < p.past_len)
-    return static_cast<const T*>(p.past_key) + ((b * p.kv_heads + g) * p.past_len + j) * p.head_size;
-  return static_cast<const T*>(p.k_data) + p.k.At(b, g, j - p.past_len);
+  const KvCacheView& c = p.cache;
+  const int64_t past = c.PastLen(b);
+  if (j < past) return static_cast<const T*>(c.past_key) + ((b * p.kv_heads + g) * c.capacity + j) * p.head_size;
+  return static_cast<const T*>(p.k_data) + p.k.At(b, g, j - past);
 }
 template <class T>
 const T* ValueRow(const AttentionProblem& p, int64_t b, int64_t g, int64_t j) {
-  if (j < p.past_len)
-    return static_cast<const T*>(p.past_value) + ((b * p.kv_heads + g) * p.past_len + j) * p.v_head_size;
-  return static_cast<const T*>(p.v_data) + p.v.At(b, g, j - p.past_len);
+  const KvCacheView& c = p.cache;
+  const int64_t past = c.PastLen(b);
+  if (j < past) return static_cast<const T*>(c.past_value) + ((b * p.kv_heads + g) * c.capacity + j) * p.v_head_size;
+  return static_cast<const T*>(p.v_data) + p.v.At(b, g, j - past);
 }
 
 // The mask value at (b, h, i, j) for j < mask_len.
@@ -57,7 +60,7 @@ double MaskAt(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_
 }
 
 // The float bias of (b, h, i, j) before the cast to T1: mask, padding, and
-// the causal, window and nonpad rules, all as 0 or -inf except the mask.
+// the causal, window and length rules, all as 0 or -inf except the mask.
 double BiasAt(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_t j) {
   int64_t first, last;
   p.VisibleKeys(b, i, first, last);
@@ -85,7 +88,9 @@ void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t
   first = 0;
   last = total_len;
   if (mask) last = std::min(last, mask_len);  // short masks are padded with -inf (A12)
-  if (nonpad) last = std::min(last, nonpad[b]);
+  // A row's own keys (ragged rows), and of them the valid ones (nonpad).
+  if (cache.past_lens) last = std::min(last, KeyCount(b));
+  if (cache.valid_lens) last = std::min(last, cache.valid_lens[b]);
   // Saturating: a window of INT64_MAX is unbounded, not a wrapped edge.
   const int64_t pos = SaturatingAdd(i, Offset(b));
   if (causal) last = std::min(last, SaturatingAdd(pos, 1));
@@ -96,37 +101,40 @@ void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t
 }
 
 // present_key/present_value rows of (batch, kv head) pairs r0..r1 (r = b *
-// kv_heads + g), from past and new keys.
+// kv_heads + g): each row's past (unless present is the past's memory) and
+// then its new keys at PastLen(b).
 template <class T>
 void CopyPresentRows(const AttentionProblem& p, int64_t r0, int64_t r1) {
+  const KvCacheView& c = p.cache;
   // Rows of zero width hold nothing: no loop over their (possibly huge) count.
-  T* const present_key = p.head_size > 0 ? static_cast<T*>(p.present_key) : nullptr;
-  T* const present_value = p.v_head_size > 0 ? static_cast<T*>(p.present_value) : nullptr;
+  T* const present_key = p.head_size > 0 ? static_cast<T*>(c.present_key) : nullptr;
+  T* const present_value = p.v_head_size > 0 ? static_cast<T*>(c.present_value) : nullptr;
   if (!present_key && !present_value) return;
+  const int64_t cap = c.present_capacity;
+  const bool shared = c.Shared();
   for (int64_t r = r0; r < r1; ++r) {
-    const int64_t b = r / p.kv_heads, g = r % p.kv_heads;
+    const int64_t b = r / p.kv_heads, g = r % p.kv_heads, past = c.PastLen(b);
     // The past rows of (b, g) are contiguous: one copy each.
-    if (p.past_len > 0) {
+    if (past > 0 && !shared) {
       if (present_key)
-        std::memcpy(present_key + r * p.total_len * p.head_size, KeyRow<T>(p, b, g, 0),
-                    size_t(p.past_len * p.head_size) * sizeof(T));
+        std::memcpy(present_key + r * cap * p.head_size, KeyRow<T>(p, b, g, 0), size_t(past * p.head_size) * sizeof(T));
       if (present_value)
-        std::memcpy(present_value + r * p.total_len * p.v_head_size, ValueRow<T>(p, b, g, 0),
-                    size_t(p.past_len * p.v_head_size) * sizeof(T));
+        std::memcpy(present_value + r * cap * p.v_head_size, ValueRow<T>(p, b, g, 0),
+                    size_t(past * p.v_head_size) * sizeof(T));
     }
-    for (int64_t j = p.past_len; j < p.total_len; ++j) {
+    for (int64_t j = past; j < past + p.kv_len; ++j) {
       if (present_key)
-        std::memcpy(present_key + (r * p.total_len + j) * p.head_size, KeyRow<T>(p, b, g, j),
+        std::memcpy(present_key + (r * cap + j) * p.head_size, KeyRow<T>(p, b, g, j),
                     size_t(p.head_size) * sizeof(T));
       if (present_value)
-        std::memcpy(present_value + (r * p.total_len + j) * p.v_head_size, ValueRow<T>(p, b, g, j),
+        std::memcpy(present_value + (r * cap + j) * p.v_head_size, ValueRow<T>(p, b, g, j),
                     size_t(p.v_head_size) * sizeof(T));
     }
   }
 }
 
 void WritePresent(const AttentionProblem& p, int threads) {
-  if (!p.present_key && !p.present_value) return;
+  if (!p.cache.present_key && !p.cache.present_value) return;
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t rows = p.batch * p.kv_heads;
@@ -154,6 +162,12 @@ void AttentionReference(const AttentionProblem& p) {
           const T* q = static_cast<const T*>(p.q_data) + p.q.At(b, h, i);
           bool all_masked = true;
           for (int64_t j = 0; j < T_; ++j) {
+            if (j >= p.KeyCount(b)) {  // past a ragged row's keys: no data, hidden
+              qk[size_t(j)] = logits[size_t(j)] = 0;
+              z[size_t(j)] = kNegInf;
+              hidden[size_t(j)] = 1;
+              continue;
+            }
             const T* k = KeyRow<T>(p, b, g, j);
             double dot = 0;
             for (int64_t d = 0; d < D; ++d) dot += R(double(Widen(q[d])) * r) * R(double(Widen(k[d])) * r);
