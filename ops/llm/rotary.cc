@@ -1,4 +1,6 @@
-// RotaryEmbedding (23). 16-bit inputs compute in float.
+// RotaryEmbedding (23): validation and the layout; the kernel is
+// kernels/attention/rotary.cc. 16-bit inputs compute in float.
+#include "kernels/attention/rotary.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 
@@ -46,32 +48,20 @@ class RotaryOp : public Op {
     const Tensor& sin = *ctx.input(2);
     const Tensor* ids = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
     const RotaryLayout& l = ctx.plan<RotaryLayout>();
-    const int64_t half = l.rotary_dim / 2;
     Tensor& y = ctx.output(0);
-    return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      using A = typename Arith<T>::type;
-      for (int64_t b = 0; b < l.batch; ++b)
-        for (int64_t s = 0; s < l.seq; ++s) {
-          const int64_t row = ids ? ids->data<int64_t>()[b * l.seq + s] : b * l.seq + s;
-          const T* c = cos.data<T>() + row * half;
-          const T* sn = sin.data<T>() + row * half;
-          for (int64_t h = 0; h < l.heads; ++h) {
-            const int64_t off = l.four_d ? ((b * l.heads + h) * l.seq + s) * l.head_size
-                                         : ((b * l.seq + s) * l.heads + h) * l.head_size;
-            const T* in = x.data<T>() + off;
-            T* out = y.data<T>() + off;
-            for (int64_t i = 0; i < half; ++i) {
-              const int64_t i1 = interleaved_ ? 2 * i : i, i2 = interleaved_ ? 2 * i + 1 : i + half;
-              const A x1 = A(Widen(in[i1])), x2 = A(Widen(in[i2]));
-              const A cv = A(Widen(c[i])), sv = A(Widen(sn[i]));
-              out[i1] = Narrow<T>(x1 * cv - x2 * sv);
-              out[i2] = Narrow<T>(x2 * cv + x1 * sv);
-            }
-            for (int64_t i = l.rotary_dim; i < l.head_size; ++i) out[i] = in[i];
-          }
-        }
-    });
+    RotaryProblem p;
+    p.dtype = x.dtype();
+    p.batch = l.batch, p.seq = l.seq, p.heads = l.heads, p.head_size = l.head_size, p.rotary_dim = l.rotary_dim;
+    p.interleaved = interleaved_;
+    p.x_view = p.y_view = l.four_d ? HeadView::Of4D(l.heads, l.seq, l.head_size) : HeadView::Of3D(l.heads, l.seq, l.head_size);
+    p.x = x.raw();
+    p.y = y.raw();
+    p.cos = cos.raw();
+    p.sin = sin.raw();
+    p.cache_stride = l.rotary_dim / 2;
+    if (ids) p.position_ids = ids->data<int64_t>();  // else the caches are (B, S, half): row b * S + s
+    Rotary(p);
+    return absl::OkStatus();
   }
 
  private:
