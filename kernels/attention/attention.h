@@ -30,8 +30,9 @@ struct HeadView {
 //  - keys [0, PastLen(b)) are cached: rows of `past_key`/`past_value`, laid
 //    out as (B, Hkv, capacity, D|Dv);
 //  - keys [PastLen(b), PastLen(b) + kv_len) are this step's new K/V rows;
-//  - keys at or past ValidLen(b) are hidden (nonpad_kv_seqlen; the rest of a
-//    row shorter than the longest).
+//  - keys at or past valid_lens[b] (nonpad_kv_seqlen) are hidden, and so are
+//    the positions past a row's own keys when rows are ragged (total_len is
+//    the longest row's).
 // PastLen(b) is also where the new keys are written in present. Attention-23
 // and 24 with past: one past_len, capacity P, present a concatenation of
 // capacity P + Skv. Attention-24 with nonpad_kv_seqlen (an external static
