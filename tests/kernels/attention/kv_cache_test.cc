@@ -61,7 +61,7 @@ void CheckRagged(const RaggedCase& c, DType dtype, bool shared, uint32_t seed) {
   for (int64_t b = 0; b < B; ++b) {
     const int64_t P = c.past[size_t(b)], T = P + c.S;
     Tensor pk = Tensor::Zeros(dtype, {c.Hkv * P * D}), pv = Tensor::Zeros(dtype, {c.Hkv * P * D});
-    for (int64_t g = 0; g < c.Hkv; ++g) {
+    for (int64_t g = 0; g < c.Hkv && P > 0; ++g) {  // (an empty tensor has no memory to copy to)
       std::memcpy(static_cast<char*>(pk.raw()) + g * P * D * esz,
                   static_cast<const char*>(cache_k.raw()) + (b * c.Hkv + g) * row_elems * esz, size_t(P * D * esz));
       std::memcpy(static_cast<char*>(pv.raw()) + g * P * D * esz,
