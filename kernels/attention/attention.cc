@@ -54,6 +54,37 @@ const T* ValueRow(const AttentionProblem& p, int64_t b, int64_t g, int64_t j) {
   return static_cast<const T*>(p.v_data) + p.v.At(b, g, j - past);
 }
 
+// The K (or V) rows of one (batch, kv head), with the row's past length and
+// base pointers found once: the fast kernel asks for one per key.
+template <class T>
+struct HeadRows {
+  const T* cached = nullptr;  // key 0 of the cache (null without a past)
+  const T* fresh = nullptr;   // new key 0 (null without new keys)
+  int64_t past = 0, cached_stride = 0, fresh_stride = 0;
+  const T* operator()(int64_t j) const {
+    return j < past ? cached + j * cached_stride : fresh + (j - past) * fresh_stride;
+  }
+};
+template <class T>
+HeadRows<T> RowsOf(const AttentionProblem& p, int64_t b, int64_t g, const void* cache, const void* data,
+                   const HeadView& view, int64_t dim) {
+  HeadRows<T> r;
+  r.past = p.cache.PastLen(b);
+  if (r.past > 0) r.cached = static_cast<const T*>(cache) + (b * p.kv_heads + g) * p.cache.capacity * dim;
+  if (p.kv_len > 0) r.fresh = static_cast<const T*>(data) + view.At(b, g, 0);
+  r.cached_stride = dim;
+  r.fresh_stride = view.stride_s;
+  return r;
+}
+template <class T>
+HeadRows<T> KeyRows(const AttentionProblem& p, int64_t b, int64_t g) {
+  return RowsOf<T>(p, b, g, p.cache.past_key, p.k_data, p.k, p.head_size);
+}
+template <class T>
+HeadRows<T> ValueRows(const AttentionProblem& p, int64_t b, int64_t g) {
+  return RowsOf<T>(p, b, g, p.cache.past_value, p.v_data, p.v, p.v_head_size);
+}
+
 // The mask value at (b, h, i, j) for j < mask_len.
 double MaskAt(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_t j) {
   return p.mask[b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2] + j * p.mask_stride[3]];
@@ -813,6 +844,7 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
       PackBf16Pairs<true>(q_rows.data(), rows, rows4, D, q_pairs.data(), pairs);
     }
   }
+  const HeadRows<T> key_row = KeyRows<T>(p, b, g), value_row = ValueRows<T>(p, b, g);
   const A* k_rows[kKeyBlock];
   const A* v_rows[kKeyBlock];
   const A* v_sel[kKeyBlock];  // the value rows of a row's visible keys, in order
@@ -821,11 +853,11 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
     // Each K/V row of the block is loaded once for every query head of the group.
     for (int64_t j = j0; j < j1; ++j) {
       if constexpr (kDirect) {
-        k_rows[j - j0] = KeyRow<T>(p, b, g, j);
-        v_rows[j - j0] = ValueRow<T>(p, b, g, j);
+        k_rows[j - j0] = key_row(j);
+        v_rows[j - j0] = value_row(j);
       } else {
-        const T* k = KeyRow<T>(p, b, g, j);
-        const T* v = ValueRow<T>(p, b, g, j);
+        const T* k = key_row(j);
+        const T* v = value_row(j);
         A* kd = kb + (j - j0) * D;
         A* vd = vb + (j - j0) * Dv;
         WidenScaleRoundRow<T, kVectorBytes>(k, kd, D, r);
@@ -889,8 +921,8 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
         };
         const int64_t ahead = j1 + kKeyBlock + j;
         if (ahead < hi) {
-          lines(KeyRow<T>(p, b, g, ahead), D * int64_t(sizeof(T)));
-          lines(ValueRow<T>(p, b, g, ahead), Dv * int64_t(sizeof(T)));
+          lines(key_row(ahead), D * int64_t(sizeof(T)));
+          lines(value_row(ahead), Dv * int64_t(sizeof(T)));
         }
       };
       for (int64_t r0 = 0; r0 < rows; r0 += 4) {
