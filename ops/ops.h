@@ -13,7 +13,8 @@ std::vector<OpDef> UnaryOps();      // Neg, Abs, Relu, ..., Gelu, Not, the activ
 std::vector<OpDef> MovementOps();   // Concat, Expand, Gather, Slice, Range, ConstantOfShape, Pad, Trilu, Split
 std::vector<OpDef> ReduceOps();     // Reduce*, ArgMax, ArgMin, Softmax, LogSoftmax, Hardmax, TopK, LpNormalization, MeanVarianceNormalization
 std::vector<OpDef> MatMulOps();     // MatMul, Gemm
-std::vector<OpDef> NormalizationOps();  // LayerNormalization, RMSNormalization, RotaryEmbedding
+std::vector<OpDef> NormalizationOps();  // LayerNormalization, RMSNormalization
+std::vector<OpDef> RotaryOps();         // RotaryEmbedding (ops/llm/rotary.cc)
 std::vector<OpDef> CastOps();       // Cast, CastLike
 std::vector<OpDef> ShapingOps();    // Identity, Reshape, Flatten, Squeeze, Unsqueeze, Shape, Size, Transpose
 std::vector<OpDef> ConstantOps();   // Constant
@@ -48,7 +49,7 @@ inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
     ConvOps, PoolOps, ImageNormOps, RecurrentOps, ResizeOps, SequenceOps, ControlFlowOps,
     DeformConvOps,
-    SwiGLUOps, LinearAttentionOps, FlexAttentionOps,
+    SwiGLUOps, LinearAttentionOps, FlexAttentionOps, RotaryOps,
     IndexingOps, RearrangeOps, SamplingOps, EinsumOps,
     LossOps, MathOps,
     BitCastOps, QuantizeOps,

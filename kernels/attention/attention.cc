@@ -8,6 +8,7 @@
 
 #include "kernels/cpu_dispatch.h"
 #include "kernels/vec/arith.h"
+#include "kernels/vec/round.h"
 #include "runtime/checked.h"
 #include "runtime/thread_pool.h"
 #include "runtime/type_set.h"
@@ -24,16 +25,6 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 // The compute type: float for the 16-bit types and float, double for double.
 template <class T> using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// Rounds a value to T's precision (the function body's Cast points).
-// From a double the 16-bit encoders round directly (no double rounding via float).
-template <class T, class V>
-V RoundTo(V x) {
-  if constexpr (std::is_same_v<T, Float16>) return V(ToFloat(ToFloat16(x)));
-  else if constexpr (std::is_same_v<T, BFloat16>) return V(ToFloat(ToBFloat16(x)));
-  else if constexpr (std::is_same_v<T, float>) return V(float(x));
-  else return x;
-}
-
 // Calls f(TypeTag<T>) for the four attention element types (Attention's rows
 // admit only these).
 template <class F>
@@ -44,20 +35,54 @@ void VisitAttentionType(DType dtype, F&& f) {
 // r = Cast_T1(sqrt(scale)), applied to Q and K separately (A9).
 template <class T>
 Acc<T> ScaleRoot(const AttentionProblem& p) {
-  return Acc<T>(RoundTo<T>(std::sqrt(p.scale)));
+  return Acc<T>(RoundToPrecision<T>(std::sqrt(p.scale)));
 }
 
+// Key j of row b (j < KeyCount(b)): from the cache below PastLen(b), else new.
 template <class T>
 const T* KeyRow(const AttentionProblem& p, int64_t b, int64_t g, int64_t j) {
-  if (j < p.past_len)
-    return static_cast<const T*>(p.past_key) + ((b * p.kv_heads + g) * p.past_len + j) * p.head_size;
-  return static_cast<const T*>(p.k_data) + p.k.At(b, g, j - p.past_len);
+  const KvCacheView& c = p.cache;
+  const int64_t past = c.PastLen(b);
+  if (j < past) return static_cast<const T*>(c.past_key) + ((b * p.kv_heads + g) * c.capacity + j) * p.head_size;
+  return static_cast<const T*>(p.k_data) + p.k.At(b, g, j - past);
 }
 template <class T>
 const T* ValueRow(const AttentionProblem& p, int64_t b, int64_t g, int64_t j) {
-  if (j < p.past_len)
-    return static_cast<const T*>(p.past_value) + ((b * p.kv_heads + g) * p.past_len + j) * p.v_head_size;
-  return static_cast<const T*>(p.v_data) + p.v.At(b, g, j - p.past_len);
+  const KvCacheView& c = p.cache;
+  const int64_t past = c.PastLen(b);
+  if (j < past) return static_cast<const T*>(c.past_value) + ((b * p.kv_heads + g) * c.capacity + j) * p.v_head_size;
+  return static_cast<const T*>(p.v_data) + p.v.At(b, g, j - past);
+}
+
+// The K (or V) rows of one (batch, kv head), with the row's past length and
+// base pointers found once: the fast kernel asks for one per key.
+template <class T>
+struct HeadRows {
+  const T* cached = nullptr;  // key 0 of the cache (null without a past)
+  const T* fresh = nullptr;   // new key 0 (null without new keys)
+  int64_t past = 0, cached_stride = 0, fresh_stride = 0;
+  const T* operator()(int64_t j) const {
+    return j < past ? cached + j * cached_stride : fresh + (j - past) * fresh_stride;
+  }
+};
+template <class T>
+HeadRows<T> RowsOf(const AttentionProblem& p, int64_t b, int64_t g, const void* cache, const void* data,
+                   const HeadView& view, int64_t dim) {
+  HeadRows<T> r;
+  r.past = p.cache.PastLen(b);
+  if (r.past > 0) r.cached = static_cast<const T*>(cache) + (b * p.kv_heads + g) * p.cache.capacity * dim;
+  if (p.kv_len > 0) r.fresh = static_cast<const T*>(data) + view.At(b, g, 0);
+  r.cached_stride = dim;
+  r.fresh_stride = view.stride_s;
+  return r;
+}
+template <class T>
+HeadRows<T> KeyRows(const AttentionProblem& p, int64_t b, int64_t g) {
+  return RowsOf<T>(p, b, g, p.cache.past_key, p.k_data, p.k, p.head_size);
+}
+template <class T>
+HeadRows<T> ValueRows(const AttentionProblem& p, int64_t b, int64_t g) {
+  return RowsOf<T>(p, b, g, p.cache.past_value, p.v_data, p.v, p.v_head_size);
 }
 
 // The mask value at (b, h, i, j) for j < mask_len.
@@ -66,7 +91,7 @@ double MaskAt(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_
 }
 
 // The float bias of (b, h, i, j) before the cast to T1: mask, padding, and
-// the causal, window and nonpad rules, all as 0 or -inf except the mask.
+// the causal, window and length rules, all as 0 or -inf except the mask.
 double BiasAt(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int64_t j) {
   int64_t first, last;
   p.VisibleKeys(b, i, first, last);
@@ -90,20 +115,13 @@ bool TrimMaskRow(const AttentionProblem& p, int64_t b, int64_t h, int64_t i, int
 
 }  // namespace
 
-double RoundToDType(DType dtype, double x) {
-  switch (dtype) {
-    case DType::kFloat16: return RoundTo<Float16>(x);
-    case DType::kBFloat16: return RoundTo<BFloat16>(x);
-    case DType::kFloat: return RoundTo<float>(x);
-    default: return x;
-  }
-}
-
 void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t& last) const {
   first = 0;
   last = total_len;
   if (mask) last = std::min(last, mask_len);  // short masks are padded with -inf (A12)
-  if (nonpad) last = std::min(last, nonpad[b]);
+  // A row's own keys (ragged rows), and of them the valid ones (nonpad).
+  if (cache.past_lens) last = std::min(last, KeyCount(b));
+  if (cache.valid_lens) last = std::min(last, cache.valid_lens[b]);
   // Saturating: a window of INT64_MAX is unbounded, not a wrapped edge.
   const int64_t pos = SaturatingAdd(i, Offset(b));
   if (causal) last = std::min(last, SaturatingAdd(pos, 1));
@@ -114,37 +132,40 @@ void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t
 }
 
 // present_key/present_value rows of (batch, kv head) pairs r0..r1 (r = b *
-// kv_heads + g), from past and new keys.
+// kv_heads + g): each row's past (unless present is the past's memory) and
+// then its new keys at PastLen(b).
 template <class T>
 void CopyPresentRows(const AttentionProblem& p, int64_t r0, int64_t r1) {
+  const KvCacheView& c = p.cache;
   // Rows of zero width hold nothing: no loop over their (possibly huge) count.
-  T* const present_key = p.head_size > 0 ? static_cast<T*>(p.present_key) : nullptr;
-  T* const present_value = p.v_head_size > 0 ? static_cast<T*>(p.present_value) : nullptr;
+  T* const present_key = p.head_size > 0 ? static_cast<T*>(c.present_key) : nullptr;
+  T* const present_value = p.v_head_size > 0 ? static_cast<T*>(c.present_value) : nullptr;
   if (!present_key && !present_value) return;
+  const int64_t cap = c.present_capacity;
+  const bool shared = c.Shared();
   for (int64_t r = r0; r < r1; ++r) {
-    const int64_t b = r / p.kv_heads, g = r % p.kv_heads;
+    const int64_t b = r / p.kv_heads, g = r % p.kv_heads, past = c.PastLen(b);
     // The past rows of (b, g) are contiguous: one copy each.
-    if (p.past_len > 0) {
+    if (past > 0 && !shared) {
       if (present_key)
-        std::memcpy(present_key + r * p.total_len * p.head_size, KeyRow<T>(p, b, g, 0),
-                    size_t(p.past_len * p.head_size) * sizeof(T));
+        std::memcpy(present_key + r * cap * p.head_size, KeyRow<T>(p, b, g, 0), size_t(past * p.head_size) * sizeof(T));
       if (present_value)
-        std::memcpy(present_value + r * p.total_len * p.v_head_size, ValueRow<T>(p, b, g, 0),
-                    size_t(p.past_len * p.v_head_size) * sizeof(T));
+        std::memcpy(present_value + r * cap * p.v_head_size, ValueRow<T>(p, b, g, 0),
+                    size_t(past * p.v_head_size) * sizeof(T));
     }
-    for (int64_t j = p.past_len; j < p.total_len; ++j) {
+    for (int64_t j = past; j < past + p.kv_len; ++j) {
       if (present_key)
-        std::memcpy(present_key + (r * p.total_len + j) * p.head_size, KeyRow<T>(p, b, g, j),
+        std::memcpy(present_key + (r * cap + j) * p.head_size, KeyRow<T>(p, b, g, j),
                     size_t(p.head_size) * sizeof(T));
       if (present_value)
-        std::memcpy(present_value + (r * p.total_len + j) * p.v_head_size, ValueRow<T>(p, b, g, j),
+        std::memcpy(present_value + (r * cap + j) * p.v_head_size, ValueRow<T>(p, b, g, j),
                     size_t(p.v_head_size) * sizeof(T));
     }
   }
 }
 
 void WritePresent(const AttentionProblem& p, int threads) {
-  if (!p.present_key && !p.present_value) return;
+  if (!p.cache.present_key && !p.cache.present_value) return;
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t rows = p.batch * p.kv_heads;
@@ -159,8 +180,8 @@ void WritePresent(const AttentionProblem& p, int threads) {
 void AttentionReference(const AttentionProblem& p) {
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    auto R = [](double x) { return RoundTo<T>(x); };
-    auto Rsp = [&](double x) { return RoundToDType(p.softmax_dtype, x); };
+    auto R = [](double x) { return RoundToPrecision<T>(x); };
+    auto Rsp = [&](double x) { return RoundToPrecision(p.softmax_dtype, x); };
     const double r = double(ScaleRoot<T>(p));
     const int64_t T_ = p.total_len, D = p.head_size, Dv = p.v_head_size;
     std::vector<double> qk(static_cast<size_t>(T_)), logits(qk), z(qk), prob(qk);
@@ -172,6 +193,12 @@ void AttentionReference(const AttentionProblem& p) {
           const T* q = static_cast<const T*>(p.q_data) + p.q.At(b, h, i);
           bool all_masked = true;
           for (int64_t j = 0; j < T_; ++j) {
+            if (j >= p.KeyCount(b)) {  // past a ragged row's keys: no data, hidden
+              qk[size_t(j)] = logits[size_t(j)] = 0;
+              z[size_t(j)] = kNegInf;
+              hidden[size_t(j)] = 1;
+              continue;
+            }
             const T* k = KeyRow<T>(p, b, g, j);
             double dot = 0;
             for (int64_t d = 0; d < D; ++d) dot += R(double(Widen(q[d])) * r) * R(double(Widen(k[d])) * r);
@@ -305,7 +332,7 @@ template <class T, class A>
       Float16ToFloat(tmp, row + d0, len);
     }
   } else {
-    for (int64_t d = 0; d < n; ++d) row[d] = RoundTo<T>(row[d]);
+    for (int64_t d = 0; d < n; ++d) row[d] = RoundToPrecision<T>(row[d]);
   }
 }
 // A 16-bit row widened to float, and a K row widened, scaled by r and
@@ -386,7 +413,7 @@ template <class T, int kVectorBytes>
       std::memcpy(&out[d], &x, 4);
     }
   }
-  for (; d < n; ++d) out[d] = RoundTo<T>(ToFloat(in[d]) * r);
+  for (; d < n; ++d) out[d] = RoundToPrecision<T>(ToFloat(in[d]) * r);
 }
 
 // Scores of four query rows (q, rows of D) against a transposed block of
@@ -817,6 +844,7 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
       PackBf16Pairs<true>(q_rows.data(), rows, rows4, D, q_pairs.data(), pairs);
     }
   }
+  const HeadRows<T> key_row = KeyRows<T>(p, b, g), value_row = ValueRows<T>(p, b, g);
   const A* k_rows[kKeyBlock];
   const A* v_rows[kKeyBlock];
   const A* v_sel[kKeyBlock];  // the value rows of a row's visible keys, in order
@@ -825,11 +853,11 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
     // Each K/V row of the block is loaded once for every query head of the group.
     for (int64_t j = j0; j < j1; ++j) {
       if constexpr (kDirect) {
-        k_rows[j - j0] = KeyRow<T>(p, b, g, j);
-        v_rows[j - j0] = ValueRow<T>(p, b, g, j);
+        k_rows[j - j0] = key_row(j);
+        v_rows[j - j0] = value_row(j);
       } else {
-        const T* k = KeyRow<T>(p, b, g, j);
-        const T* v = ValueRow<T>(p, b, g, j);
+        const T* k = key_row(j);
+        const T* v = value_row(j);
         A* kd = kb + (j - j0) * D;
         A* vd = vb + (j - j0) * Dv;
         WidenScaleRoundRow<T, kVectorBytes>(k, kd, D, r);
@@ -893,8 +921,8 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
         };
         const int64_t ahead = j1 + kKeyBlock + j;
         if (ahead < hi) {
-          lines(KeyRow<T>(p, b, g, ahead), D * int64_t(sizeof(T)));
-          lines(ValueRow<T>(p, b, g, ahead), Dv * int64_t(sizeof(T)));
+          lines(key_row(ahead), D * int64_t(sizeof(T)));
+          lines(value_row(ahead), Dv * int64_t(sizeof(T)));
         }
       };
       for (int64_t r0 = 0; r0 < rows; r0 += 4) {
@@ -929,16 +957,16 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
         block_max = kMinusInf;
         for (int64_t j = a; j < e; ++j) {
           A zj = sr[j - j0];
-          if constexpr (!kDirect) zj = RoundTo<T>(zj);
+          if constexpr (!kDirect) zj = RoundToPrecision<T>(zj);
           if (p.softcap != 0) {
             zj = A(p.softcap) * std::tanh(zj / A(p.softcap));
-            if constexpr (!kDirect) zj = RoundTo<T>(zj);
+            if constexpr (!kDirect) zj = RoundToPrecision<T>(zj);
           }
           if (p.mask) {
             const A bias = A(MaskAt(p, b, h, i, j));
             if (bias == kMinusInf) continue;
             zj += bias;
-            if constexpr (!kDirect) zj = RoundTo<T>(zj);
+            if constexpr (!kDirect) zj = RoundToPrecision<T>(zj);
           }
           w[n] = zj;
           v_sel[n++] = v_rows[j - j0];

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/vec/round.h"
 #include "runtime/cpu.h"
 #include "runtime/tensor.h"
 
@@ -26,22 +27,50 @@ struct HeadView {
   int64_t At(int64_t b, int64_t h, int64_t s) const { return b * stride_b + h * stride_h + s * stride_s; }
 };
 
+// The KV cache the keys come from, per batch row b:
+//  - keys [0, PastLen(b)) are cached: rows of `past_key`/`past_value`, laid
+//    out as (B, Hkv, capacity, D|Dv);
+//  - keys [PastLen(b), PastLen(b) + kv_len) are this step's new K/V rows;
+//  - keys at or past valid_lens[b] (nonpad_kv_seqlen) are hidden, and so are
+//    the positions past a row's own keys when rows are ragged (total_len is
+//    the longest row's).
+// PastLen(b) is also where the new keys are written in present. Attention-23
+// and 24 with past: one past_len, capacity P, present a concatenation of
+// capacity P + Skv. Attention-24 with nonpad_kv_seqlen (an external static
+// cache as K/V): no past, valid_lens = nonpad. A shared buffer (present the
+// same memory as past, as GroupQueryAttention binds it): only the new rows
+// are written, at each row's own offset.
+struct KvCacheView {
+  const void* past_key = nullptr;  // null: no past
+  const void* past_value = nullptr;
+  int64_t capacity = 0;  // the past buffers' sequence extent
+  int64_t past_len = 0;                // every row's past length, unless past_lens
+  const int64_t* past_lens = nullptr;  // (B,) per-row past lengths (ragged rows), or null
+  const int64_t* valid_lens = nullptr; // (B,) valid keys per row (nonpad_kv_seqlen), or null
+  // Outputs (null when not requested): (B, Hkv, present_capacity, D|Dv).
+  void* present_key = nullptr;
+  void* present_value = nullptr;
+  int64_t present_capacity = 0;
+
+  int64_t PastLen(int64_t b) const { return past_lens ? past_lens[b] : past_len; }
+  bool HasPast() const { return past_lens != nullptr || past_len > 0; }
+  // present_* are past_*'s memory: only the new rows are written.
+  bool Shared() const { return present_key != nullptr && present_key == past_key; }
+};
+
 struct AttentionProblem {
   int64_t batch = 0, q_heads = 0, kv_heads = 0;
   int64_t q_len = 0;      // Sq
   int64_t kv_len = 0;     // Skv (new keys)
-  int64_t past_len = 0;   // P
-  int64_t total_len = 0;  // T = P + Skv
+  int64_t total_len = 0;  // T: key positions (P + Skv; the longest row's with ragged rows)
   int64_t head_size = 0, v_head_size = 0;
   DType dtype = DType::kFloat;  // T1 (= T2)
 
   HeadView q, k, v, y;  // layouts of Q, K, V and Y
-  // Inputs; past_* are 4D (B, Hkv, P, D|Dv) or null.
   const void* q_data = nullptr;
   const void* k_data = nullptr;
   const void* v_data = nullptr;
-  const void* past_key = nullptr;
-  const void* past_value = nullptr;
+  KvCacheView cache;  // past and present keys and values, per-row lengths
 
   float scale = 1;  // s; Q and K are each multiplied by Cast_T1(sqrt(s))
   float softcap = 0;
@@ -56,31 +85,26 @@ struct AttentionProblem {
   const double* mask = nullptr;
   int64_t mask_stride[4] = {0, 0, 0, 0};
   int64_t mask_len = 0;
-  const int64_t* nonpad = nullptr;  // (B,) valid keys per batch entry, or null
 
   int qk_mode = 0;  // qk_matmul_output_mode
 
-  // Outputs (null when not requested): Y in layout `y`; present_* 4D
-  // (B, Hkv, T, D|Dv); qk (B, Hq, Sq, T).
+  // Outputs (null when not requested): Y in layout `y`; qk (B, Hq, Sq, T).
   void* y_data = nullptr;
-  void* present_key = nullptr;
-  void* present_value = nullptr;
   void* qk_data = nullptr;
 
   int64_t group() const { return q_heads / kv_heads; }
+  // Keys row b holds: its past and the new ones.
+  int64_t KeyCount(int64_t b) const { return cache.PastLen(b) + kv_len; }
   // Offset of query row i's causal frontier and window centre for batch b (A13, A15).
   int64_t Offset(int64_t b) const {
-    if (past_len > 0) return past_len;
-    if (nonpad) return nonpad[b] - q_len;
+    if (cache.HasPast()) return cache.PastLen(b);
+    if (cache.valid_lens) return cache.valid_lens[b] - q_len;
     return 0;
   }
-  // Keys of row i that the causal, window and nonpad rules leave visible:
+  // Keys of row i that the causal, window and length rules leave visible:
   // [first, last). The mask may hide more.
   void VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t& last) const;
 };
-
-// x rounded to the precision of a float type (float16, bfloat16, float; double unchanged).
-double RoundToDType(DType dtype, double x);
 
 // Fills present_key/present_value (if requested) from past and new keys.
 void WritePresent(const AttentionProblem& p, int threads);

@@ -139,7 +139,7 @@ absl::Status Resolve(const Node& node, const AttentionAttributes& a,
   const bool has_past_key = shapes[kPastKey] != nullptr, has_past_value = shapes[kPastValue] != nullptr;
   if (has_past_key != has_past_value)
     return error("past_key and past_value must be given together (A7)");
-  p.past_len = 0;
+  p.cache.past_len = 0;
   if (has_past_key) {
     const Shape& pk = *shapes[kPastKey];
     const Shape& pv = *shapes[kPastValue];
@@ -148,11 +148,11 @@ absl::Status Resolve(const Node& node, const AttentionAttributes& a,
       return error(absl::StrCat("past_key ", ShapeToString(pk), " and past_value ", ShapeToString(pv),
                                 " must be (", p.batch, ", ", p.kv_heads, ", P, ", p.head_size, ") and (", p.batch,
                                 ", ", p.kv_heads, ", P, ", p.v_head_size, ") (A7)"));
-    p.past_len = pk[2];
+    p.cache.past_len = p.cache.capacity = pk[2];
   }
-  const std::optional<int64_t> total = CheckedAdd(p.past_len, p.kv_len);
-  if (!total) return error(absl::StrCat("past length ", p.past_len, " + kv length ", p.kv_len, " overflows"));
-  p.total_len = *total;
+  const std::optional<int64_t> total = CheckedAdd(p.cache.past_len, p.kv_len);
+  if (!total) return error(absl::StrCat("past length ", p.cache.past_len, " + kv length ", p.kv_len, " overflows"));
+  p.total_len = p.cache.present_capacity = *total;  // present: past and new keys, concatenated
   const bool has_nonpad = shapes.size() > kNonpad && shapes[kNonpad] != nullptr;
   if (has_nonpad) {
     if (has_past_key)
@@ -230,7 +230,7 @@ absl::Status MaskBias(const KernelContext& ctx, const Tensor& mask, DType t1, Me
     const M* m = mask.data<M>();
     for (int64_t i = 0; i < mask.size(); ++i) {
       if constexpr (std::is_same_v<M, bool>) bias[size_t(i)] = m[i] ? 0.0 : -std::numeric_limits<double>::infinity();
-      else bias[size_t(i)] = RoundToDType(t1, double(Widen(m[i])));
+      else bias[size_t(i)] = RoundToPrecision(t1, double(Widen(m[i])));
     }
   });
 }
@@ -288,10 +288,11 @@ class AttentionOp : public Op {
     p.k_data = ctx.input(kK)->raw();
     p.v_data = ctx.input(kV)->raw();
     if (const Tensor* pk = input(kPastKey)) {
-      p.past_key = pk->raw();
-      p.past_value = input(kPastValue)->raw();
+      p.cache.past_key = pk->raw();
+      p.cache.past_value = input(kPastValue)->raw();
     }
-    if (const Tensor* nonpad = input(kNonpad)) p.nonpad = nonpad->data<int64_t>();
+    // An external cache (K/V hold every slot): its valid keys per row.
+    if (const Tensor* nonpad = input(kNonpad)) p.cache.valid_lens = nonpad->data<int64_t>();
     std::vector<double> bias;
     MemoryReservation workspace;  // the bias and the kernel's workspaces, against the session's budget
     if (const Tensor* mask = input(kMask)) {
@@ -299,8 +300,8 @@ class AttentionOp : public Op {
       p.mask = bias.data();
     }
     if (ctx.output_requested(kY)) p.y_data = ctx.output(kY).raw();
-    if (ctx.output_requested(kPresentKey)) p.present_key = ctx.output(kPresentKey).raw();
-    if (ctx.output_requested(kPresentValue)) p.present_value = ctx.output(kPresentValue).raw();
+    if (ctx.output_requested(kPresentKey)) p.cache.present_key = ctx.output(kPresentKey).raw();
+    if (ctx.output_requested(kPresentValue)) p.cache.present_value = ctx.output(kPresentValue).raw();
     if (ctx.output_requested(kQk)) p.qk_data = ctx.output(kQk).raw();
     // The loops over the keys: with nothing to write (an empty Y and no
     // scores asked for) they would be work over a dim with no data.
@@ -438,7 +439,6 @@ class SdpaOp : public Op {
     if (p.q_heads % p.kv_heads != 0) return error("kv heads do not divide the query heads");
     p.head_size = q[3];
     p.v_head_size = v[3];
-    p.past_len = 0;
     const auto view = [&](const Shape& x, int64_t len) {
       HeadView h = HeadView::Of4D(x[1], len, x[3]);
       if (x[0] == 1) h.stride_b = 0;
@@ -478,7 +478,7 @@ class SdpaOp : public Op {
     if (!any) return;
     VisitTypes<AttentionTypes>(p.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const double weight = RoundToDType(p.dtype, 1.0 / double(p.total_len));
+      const double weight = RoundToPrecision(p.dtype, 1.0 / double(p.total_len));
       std::vector<double> acc(size_t(p.v_head_size));
       for (int64_t b = 0; b < p.batch; ++b)
         for (int64_t h = 0; h < p.q_heads; ++h)

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kernels/attention/attention.h"
+#include "kernels/vec/round.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
@@ -39,14 +40,6 @@ std::string Shapes(const Shape& q, const Shape& k, const Shape& v) {
   return absl::StrCat(": Q ", ShapeToString(q), ", K ", ShapeToString(k), ", V ", ShapeToString(v));
 }
 
-// x rounded to the precision of a float type; beyond float's range, +-inf (a
-// plain float(x) is undefined there, and hostile inputs reach it).
-double RoundAt(DType d, double x) {
-  if (d == DType::kFloat && std::fabs(x) > double(std::numeric_limits<float>::max()))
-    return std::copysign(double(INFINITY), x);
-  return RoundToDType(d, x);
-}
-
 // The plain reference: the score tensor in the softmax precision, each cast
 // point of the function body rounded (Q and K times Cast_T(sqrt(scale)), the
 // scores as a T MatMul result, then the softmax type), the subgraphs run on
@@ -57,7 +50,7 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
   const int64_t B = qs[0], Hq = qs[1], L = qs[2], E = qs[3], Hkv = ks[1], S = ks[2], Dv = vs[3];
   const int64_t group = Hq / Hkv, rows = B * Hq * L;
   const DType t = Q.dtype(), sdt = plan.softmax;
-  const double ss = RoundAt(t, std::sqrt(scale));
+  const double ss = RoundToPrecision(t, std::sqrt(scale));
   const int threads = ctx.threads();
   // Every input element is converted (and rounded at its cast point) once;
   // the loops then run on doubles. Tensors, not vectors: a failed allocation
@@ -67,7 +60,7 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
     double* out = d.data<double>();
     ParallelFor(threads, x.size(), WorkPerIndex{1}, [&](int64_t i_begin, int64_t i_end) {
       for (int64_t i = i_begin; i < i_end; ++i)
-        out[i] = RoundAt(round, GetDouble(x, i) * mul);
+        out[i] = RoundToPrecision(round, GetDouble(x, i) * mul);
     });
     return d;
   };
@@ -84,7 +77,7 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
       const double* kr = k + ((b * Hkv + h / group) * S + j) * E;
       double dot = 0;
       for (int64_t e = 0; e < E; ++e) dot += qr[e] * kr[e];
-      SetDouble(scores, r * S + j, RoundAt(t, dot));  // the MatMul's T result, then the softmax type
+      SetDouble(scores, r * S + j, RoundToPrecision(t, dot));  // the MatMul's T result, then the softmax type
     }
   }});
   auto modify = [&](const Subgraph* g, Tensor& x, const char* what) -> absl::Status {
@@ -114,7 +107,7 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
     for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j] = GetDouble(scores, r * S + j));
     for (int64_t j = 0; j < S; ++j) sum += row[j] = std::exp(row[j] - mx);
     for (int64_t j = 0; j < S; ++j) {
-      row[j] = RoundAt(sdt, row[j] / sum);
+      row[j] = RoundToPrecision(sdt, row[j] / sum);
       if (plan.prob_mod) SetDouble(probs, r * S + j, row[j]);
     }
   }});
@@ -130,7 +123,7 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
     for (int64_t m = 0; m < Dv; ++m) {
       double acc = 0;
       for (int64_t j = 0; j < S; ++j) acc += p[r * S + j] * vh[j * Dv + m];
-      SetDouble(Y, r * Dv + m, RoundAt(sdt, acc));
+      SetDouble(Y, r * Dv + m, RoundToPrecision(sdt, acc));
     }
   }});
   return absl::OkStatus();

@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/vec/round.h"
 #include "kernels/vec/sigmoid.h"
 #include "ops/common.h"
 #include "ops/ops.h"
@@ -21,11 +22,6 @@ namespace onnx_mini {
 namespace {
 
 // Element access for the three types T and S allow (float, float16, bfloat16).
-// Beyond float's range a double becomes +-inf (a plain float(v) is undefined there).
-float ToFloatSaturated(double v) {
-  if (std::fabs(v) > double(std::numeric_limits<float>::max())) return v > 0 ? INFINITY : -INFINITY;
-  return float(v);
-}
 float Load(DType t, const void* p, int64_t i) {
   switch (t) {
     case DType::kFloat16: return ToFloat(static_cast<const Float16*>(p)[i]);
@@ -37,14 +33,7 @@ void Store(DType t, void* p, int64_t i, double v) {
   switch (t) {
     case DType::kFloat16: static_cast<Float16*>(p)[i] = ToFloat16(v); break;
     case DType::kBFloat16: static_cast<BFloat16*>(p)[i] = ToBFloat16(v); break;
-    default: static_cast<float*>(p)[i] = ToFloatSaturated(v); break;
-  }
-}
-double RoundTo(DType t, double v) {
-  switch (t) {
-    case DType::kFloat16: return ToFloat(ToFloat16(v));
-    case DType::kBFloat16: return ToFloat(ToBFloat16(v));
-    default: return double(ToFloatSaturated(v));
+    default: static_cast<float*>(p)[i] = NarrowToFloat(v); break;
   }
 }
 
@@ -209,7 +198,7 @@ void CausalConvReference(const CausalConvProblem& p) {
       for (int64_t l = 0; l < L; ++l) {
         double acc = p.bias ? double(Load(p.dtype, p.bias, c)) : 0.0;
         for (int64_t j = 0; j < k; ++j) acc += double(Load(p.dtype, p.weight, c * k + j)) * padded[size_t(l + j)];
-        acc = RoundTo(p.dtype, acc);  // the conv's output is a T tensor before the activation
+        acc = RoundToPrecision(p.dtype, acc);  // the conv's output is a T tensor before the activation
         if (p.silu) acc = acc * Sigmoid(acc);
         Store(p.dtype, p.output, row * L + l, acc);
       }
@@ -234,7 +223,7 @@ void CausalConvFast(const CausalConvProblem& p, int threads) {
     for (int64_t l = 0; l < L; ++l) {
       float acc = bias;
       for (int64_t j = 0; j < k; ++j) acc += Load(p.dtype, p.weight, c * k + j) * at(l + j);
-      acc = float(RoundTo(p.dtype, acc));
+      acc = float(RoundToPrecision(p.dtype, acc));
       if (p.silu) acc = acc * Sigmoid(acc);
       Store(p.dtype, p.output, row * L + l, acc);
     }

@@ -14,8 +14,11 @@
 #include "oneapi/dnnl/dnnl.hpp"
 #include "ops/common.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/quant/block_format.h"
+#include "kernels/vec/round.h"
 #include "ops/ops.h"
 #include "runtime/element.h"
+#include "runtime/thread_pool.h"
 
 namespace onnx_mini {
 namespace {
@@ -50,16 +53,6 @@ void IntegerRange(DType d, double& lo, double& hi) {
   }
 }
 
-// v rounded to the float type `d` (float, float16, bfloat16); double stays.
-double RoundTo(DType d, double v) {
-  switch (d) {
-    case DType::kFloat16: return ToFloat(ToFloat16(v));
-    case DType::kBFloat16: return ToFloat(ToBFloat16(v));
-    case DType::kDouble: return v;
-    default: return double(float(v));
-  }
-}
-
 // v saturated to [lo, hi]; NaN becomes 0 (ONNX leaves it undefined).
 double Saturate(double v, double lo, double hi) {
   if (std::isnan(v)) return 0;
@@ -84,6 +77,7 @@ std::vector<double> LoadAll(const Tensor& t) {
 struct ScalePlan : OpPlan {
   int64_t outer = 1, dim = 1, inner = 1;
   int64_t block = 1, so = 0, sa = 0, si = 0;
+  bool blocked = false;  // block_size given and the scale blocked (not per tensor)
   int64_t Index(int64_t o, int64_t a, int64_t i) const { return o * so + (a / block) * sa + i * si; }
 };
 
@@ -150,6 +144,7 @@ struct QuantAttrs {
                                         block_size, ") at axis ", axis, ": ", shapes));
         const int64_t blocks = (*ss)[size_t(axis)];
         p->block = block_size;
+        p->blocked = true;
         p->si = 1;
         p->sa = p->inner;
         p->so = blocks * p->inner;
@@ -223,7 +218,7 @@ class QuantizeLinearOp : public Op {
     DType prec = precision_ != DType::kUndefined ? precision_ : scale.dtype();
     if (prec == DType::kInt32 || prec == DType::kFloat8E8M0) prec = DType::kFloat;
     std::vector<double> s = LoadAll<QuantizeScaleTypes>(scale);
-    for (double& v : s) v = RoundTo(prec, v);
+    for (double& v : s) v = RoundToPrecision(prec, v);
     const std::vector<double> z = zero ? LoadAll<QuantizedTypes>(*zero) : std::vector<double>(s.size(), 0.0);
     const DType out = y.dtype();
     const bool integer = IsIntegerType(out);
@@ -238,7 +233,7 @@ class QuantizeLinearOp : public Op {
         using Y = typename decltype(y_tag)::type;
         Y* py = y.data<Y>();
         ForEachScaled(p, !kIsPacked<Y>, ctx.threads(), [&](int64_t e, int64_t k) {
-          const double q = RoundTo(prec, RoundTo(prec, LoadDouble(px, x.dtype(), e)) / s[size_t(k)]);
+          const double q = RoundToPrecision(prec, RoundToPrecision(prec, LoadDouble(px, x.dtype(), e)) / s[size_t(k)]);
           // std::nearbyint rounds half to even (the default rounding mode).
           const double v = integer ? Saturate(std::nearbyint(q) + z[size_t(k)], lo, hi) : q + z[size_t(k)];
           StoreDouble(py, out, e, v, options);
@@ -284,6 +279,8 @@ class DequantizeLinearOp : public Op {
     Tensor& y = ctx.output(0);
     const ScalePlan& p = ctx.plan<ScalePlan>();
     const std::vector<double> s = LoadAll<DequantizeScaleTypes>(*ctx.input(1));
+    if (p.blocked)
+      if (const BlockFormat* f = FindBlockFormat(x.dtype())) return DequantizeBlocked(ctx, *f, p, x, s, zero, y);
     const std::vector<double> z = zero ? LoadAll<DequantizeInputTypes>(*zero) : std::vector<double>(s.size(), 0.0);
     absl::Status inner = absl::OkStatus();
     const absl::Status outer = Dispatch<DequantizeInputTypes>(ctx, x.dtype(), [&](auto x_tag) {
@@ -302,6 +299,55 @@ class DequantizeLinearOp : public Op {
   }
 
  private:
+  // Blocked scales over a block format's data (kernels/quant/block_format.h):
+  // with the axis last, each block goes through the format's row function
+  // (in chunks); otherwise the elements of a block are `inner` apart and go
+  // one at a time. The same float arithmetic as the plain path.
+  static absl::Status DequantizeBlocked(const KernelContext& ctx, const BlockFormat& f, const ScalePlan& p,
+                                        const Tensor& x, const std::vector<double>& s, const Tensor* zero, Tensor& y) {
+    const int threads = x.size() > (1 << 15) ? ctx.threads() : 1;
+    return Dispatch<DequantizeOutputTypes>(ctx, y.dtype(), [&](auto tag) {
+      using Y = typename decltype(tag)::type;
+      Y* py = y.data<Y>();
+      const auto store = [](float v) {
+        if constexpr (std::is_same_v<Y, float>) return v;
+        else if constexpr (std::is_same_v<Y, Float16>) return ToFloat16(double(v));
+        else return ToBFloat16(double(v));
+      };
+      const auto zero_at = [&](int64_t k) { return zero ? float(f.load(zero->raw(), k)) : 0.0f; };
+      constexpr int64_t kChunk = 256;
+      if (p.inner == 1) {
+        const int64_t blocks = p.so;  // per row of `dim` elements
+        const int64_t tasks = p.outer * blocks;
+        ParallelFor(threads, tasks, std::max<int64_t>(1, (tasks + threads - 1) / threads), [&](int64_t t0, int64_t t1) {
+          float buf[kChunk];
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t o = t / blocks, a0 = (t % blocks) * p.block, n = std::min(p.block, p.dim - a0);
+            const float scale = float(s[size_t(t)]), z = zero_at(t);  // scale index o * so + block = t
+            for (int64_t c = 0; c < n; c += kChunk) {
+              const int64_t len = std::min(kChunk, n - c), e = o * p.dim + a0 + c;
+              f.dequantize_row(x.raw(), e, len, scale, z, buf);
+              for (int64_t i = 0; i < len; ++i) py[e + i] = store(buf[i]);
+            }
+          }
+        });
+      } else {
+        const int64_t rows = p.outer * p.dim;
+        ParallelFor(threads, rows, std::max<int64_t>(1, (rows + threads - 1) / threads), [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const int64_t o = r / p.dim, a = r % p.dim;
+            for (int64_t i = 0; i < p.inner; ++i) {
+              const int64_t k = p.Index(o, a, i);
+              float v;
+              f.dequantize_row(x.raw(), r * p.inner + i, 1, float(s[size_t(k)]), zero_at(k), &v);
+              py[r * p.inner + i] = store(v);
+            }
+          }
+        });
+      }
+    });
+  }
+
   QuantAttrs a_;
 };
 
@@ -572,7 +618,7 @@ class QLinearMatMulOp : public Op {
       T* py = y.data<T>();
       for (int64_t e = 0; e < y.size(); ++e) {
         const int64_t m = (e / p.N) % p.M, n = e % p.N;
-        const double mult = RoundTo(st, RoundTo(st, sa[sa.size() == 1 ? 0 : size_t(m)] * sb[sb.size() == 1 ? 0 : size_t(n)]) / sy);
+        const double mult = RoundToPrecision(st, RoundToPrecision(st, sa[sa.size() == 1 ? 0 : size_t(m)] * sb[sb.size() == 1 ? 0 : size_t(n)]) / sy);
         py[e] = T(Saturate(std::nearbyint(double(c[size_t(e)]) * mult + zy), lo, hi));
       }
     });

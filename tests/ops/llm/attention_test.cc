@@ -59,7 +59,7 @@ void CompareFastAndReference(const Case& c, DType dtype, uint32_t seed) {
   std::mt19937 rng(seed);
   AttentionProblem p;
   p.batch = c.B, p.q_heads = c.Hq, p.kv_heads = c.Hkv, p.q_len = c.Sq, p.kv_len = c.Skv;
-  p.past_len = c.P, p.total_len = c.P + c.Skv, p.head_size = c.D, p.v_head_size = c.Dv, p.dtype = dtype;
+  p.cache.past_len = p.cache.capacity = c.P, p.total_len = c.P + c.Skv, p.head_size = c.D, p.v_head_size = c.Dv, p.dtype = dtype;
   p.softmax_dtype = dtype;
   auto view = [&](int64_t h, int64_t s, int64_t d) { return c.three_d ? HeadView::Of3D(h, s, d) : HeadView::Of4D(h, s, d); };
   p.q = view(c.Hq, c.Sq, c.D), p.k = view(c.Hkv, c.Skv, c.D), p.v = view(c.Hkv, c.Skv, c.Dv), p.y = view(c.Hq, c.Sq, c.Dv);
@@ -67,14 +67,14 @@ void CompareFastAndReference(const Case& c, DType dtype, uint32_t seed) {
   Tensor v = Random(dtype, {c.B * c.Hkv * c.Skv * c.Dv}, rng);
   Tensor pk = Random(dtype, {c.B * c.Hkv * c.P * c.D}, rng), pv = Random(dtype, {c.B * c.Hkv * c.P * c.Dv}, rng);
   p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw();
-  if (c.P > 0) p.past_key = pk.raw(), p.past_value = pv.raw();
+  if (c.P > 0) p.cache.past_key = pk.raw(), p.cache.past_value = pv.raw();
   p.scale = c.scale != 0 ? c.scale : 1.0f / std::sqrt(float(c.D));
   p.causal = c.causal, p.softcap = c.softcap, p.left_window = c.left, p.right_window = c.right;
   std::vector<int64_t> nonpad;
   if (c.nonpad) {
     for (int64_t b = 0; b < c.B; ++b) nonpad.push_back(int64_t(rng() % uint32_t(p.total_len + 1)));
     nonpad[0] = 0;  // nothing valid: every row of batch 0 is fully masked
-    p.nonpad = nonpad.data();
+    p.cache.valid_lens = nonpad.data();
   }
   std::vector<double> mask;
   if (c.mask_rank > 0) {
@@ -107,10 +107,11 @@ void CompareFastAndReference(const Case& c, DType dtype, uint32_t seed) {
   // a decode step), equal to WritePresent's.
   const int64_t present_k = c.B * c.Hkv * (c.P + c.Skv) * c.D, present_v = c.B * c.Hkv * (c.P + c.Skv) * c.Dv;
   Tensor want_pk = Tensor::Zeros(dtype, {present_k}), want_pv = Tensor::Zeros(dtype, {present_v});
-  p.present_key = want_pk.raw(), p.present_value = want_pv.raw();
+  p.cache.present_capacity = p.total_len;
+  p.cache.present_key = want_pk.raw(), p.cache.present_value = want_pv.raw();
   WritePresent(p, 1);
   Tensor got_pk = Tensor::Zeros(dtype, {present_k}), got_pv = Tensor::Zeros(dtype, {present_v});
-  p.present_key = got_pk.raw(), p.present_value = got_pv.raw();
+  p.cache.present_key = got_pk.raw(), p.cache.present_value = got_pv.raw();
   p.y_data = y_fast.raw();
   for (int threads : {1, 2, 3, 4}) {  // more threads than tasks: split keys
     std::memset(got_pk.raw(), 0, got_pk.bytes());
@@ -199,7 +200,7 @@ TEST(AttentionKernels, NanScoresAgree) {
         std::mt19937 rng(7);
         const int64_t Hq = 2, P = 50, Skv = 20, T = P + Skv, D = 8;
         AttentionProblem p;
-        p.batch = 1, p.q_heads = Hq, p.kv_heads = 1, p.q_len = sq, p.kv_len = Skv, p.past_len = P, p.total_len = T;
+        p.batch = 1, p.q_heads = Hq, p.kv_heads = 1, p.q_len = sq, p.kv_len = Skv, p.cache.past_len = p.cache.capacity = P, p.total_len = T;
         p.head_size = D, p.v_head_size = D, p.dtype = dtype, p.softmax_dtype = dtype;
         p.q = HeadView::Of4D(Hq, sq, D), p.k = HeadView::Of4D(1, Skv, D), p.v = p.k, p.y = HeadView::Of4D(Hq, sq, D);
         Tensor q = Random(dtype, {Hq * sq * D}, rng), k = Random(dtype, {Skv * D}, rng), v = Random(dtype, {Skv * D}, rng);
@@ -210,7 +211,7 @@ TEST(AttentionKernels, NanScoresAgree) {
         for (int64_t d = 0; d < D; ++d) SetDouble(pk, 10 * D + d, nan), SetDouble(pv, 10 * D + d, nan);  // key 10, masked
         std::vector<double> mask(size_t(T), 0.0);
         mask[10] = -kInf;
-        p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw(), p.past_key = pk.raw(), p.past_value = pv.raw();
+        p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw(), p.cache.past_key = pk.raw(), p.cache.past_value = pv.raw();
         p.scale = 1.0f / std::sqrt(float(D));
         p.causal = true;
         p.mask = mask.data(), p.mask_stride[3] = 1, p.mask_len = T;

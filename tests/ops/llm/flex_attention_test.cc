@@ -180,6 +180,26 @@ TEST(FlexAttention, SoftmaxPrecisionBelowTheInputTypeRunsTheReference) {
   ExpectNear(*a, *b, 3e-3, "float16 softmax");
 }
 
+// A score just above float's largest value, by less than half a unit, is
+// that value in float (the reference's rounding once made it infinity, and
+// the row NaN through inf - inf in the softmax).
+TEST(FlexAttention, AScoreJustAboveFloatMaxRoundsToTheMax) {
+  Tensor q = Tensor::Zeros(DType::kFloat, {1, 1, 1, 2}), k = Tensor::Zeros(DType::kFloat, {1, 1, 1, 2});
+  q.data<float>()[0] = 0x1p64f, q.data<float>()[1] = 0x1p50f;
+  k.data<float>()[0] = 0x1p64f - 0x1p40f, k.data<float>()[1] = 0x1p50f;  // q . k = max + 2^100
+  Tensor v = Tensor::Zeros(DType::kFloat, {1, 1, 1, 1});
+  v.data<float>()[0] = 3.5f;
+  const onnx::GraphProto identity = Modifier(DType::kFloat, "");
+  Mods reference;
+  reference.prob = &identity;
+  reference.attrs = [](onnx::NodeProto& n) { SetAttr(n, "scale", 1.0f); };
+  for (const Mods& mods : {reference, Mods{nullptr, nullptr, reference.attrs}}) {
+    absl::StatusOr<Tensor> y = RunFlex(q, k, v, mods);
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->data<float>()[0], 3.5f) << (mods.prob ? "reference" : "fast");
+  }
+}
+
 TEST(FlexAttention, InvalidInputsNameTheRule) {
   const Tensor q = RandomUniform(DType::kFloat, {1, 4, 3, 8}, 1);
   const Tensor k = RandomUniform(DType::kFloat, {1, 2, 5, 8}, 2);

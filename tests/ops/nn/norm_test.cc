@@ -1,4 +1,4 @@
-// ops/nn/norm.cc (and Gemm): LayerNormalization, RMSNormalization, RotaryEmbedding.
+// ops/nn/norm.cc (and Gemm): LayerNormalization, RMSNormalization (and RotaryEmbedding in a decoder layer).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -46,23 +46,6 @@ TEST(Decoder, GemmLayerNormRmsNormRotary) {
   EXPECT_THAT(Values((*inter)[0]), ElementsAre(-2, 1, -4, 3));
   EXPECT_THAT(Message(RunNode(23, "RotaryEmbedding", {v, cos, sin, I({2}, {1, 1})}).status()),
               HasSubstr("outside the cache of 2 positions"));
-}
-
-TEST(RotaryEmbedding, PositionIdsAreInt64AsTheSchemaSays) {
-  // int32 position_ids used to be read as int64.
-  Tensor x = RandomUniform(DType::kFloat, {1, 2, 3, 4}, 1);
-  Tensor cache = RandomUniform(DType::kFloat, {8, 2}, 2);
-  absl::StatusOr<Tensor> out =
-      RunOne(23, "RotaryEmbedding", {x, cache, cache, Tensor::FromVector<int32_t>({0, 1, 2}, {1, 3})});
-  EXPECT_EQ(Message(out.status()), "not implemented: ai.onnx::RotaryEmbedding opset 23 for int32");
-  out = RunOne(23, "RotaryEmbedding", {x, cache, cache, I({0, 1, 9}, {1, 3})});
-  EXPECT_THAT(Message(out.status()), HasSubstr("position_ids value 9 is outside the cache of 8 positions"));
-  out = RunOne(23, "RotaryEmbedding", {x, cache, cache, I({0, 1, 2}, {1, 3})});
-  ASSERT_TRUE(out.ok()) << out.status();
-  // Position 0 has cos/sin of row 0 of the cache: y[0] = x[0]*c0 - x[2]*s0 (non-interleaved, half 2).
-  const float* px = x.data<float>();
-  const float* c = cache.data<float>();
-  EXPECT_NEAR(out->data<float>()[0], px[0] * c[0] - px[2] * c[0], 1e-6);
 }
 
 TEST(Norm, AnEmptyInputWithHugeDimsBuildsNoTables) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "ops/common.h"
 #include "tests/ops/op_tester.h"
@@ -28,6 +29,52 @@ Attrs Ints(std::vector<std::pair<std::string, int64_t>> values) {
   return [values](onnx::NodeProto& n) {
     for (const auto& [k, v] : values) SetAttr(n, k, v);
   };
+}
+
+// Blocked DequantizeLinear over every block format (kernels/quant/
+// block_format.h): the axis last (whole blocks through the row function)
+// and first (elements of a block apart), a short last block, zero points
+// packed like the data or absent, each output type; expected values from a
+// plain loop here, as the plain path computes them.
+TEST(DequantizeLinear, BlockedOverEveryBlockFormat) {
+  std::mt19937 rng(11);
+  for (DType xt : {DType::kInt4, DType::kUInt4, DType::kInt8, DType::kUInt8, DType::kInt2, DType::kUInt2})
+    for (DType yt : {DType::kFloat, DType::kFloat16, DType::kBFloat16})
+      for (int64_t axis : {1, 0})
+        for (bool with_zero : {true, false})
+          for (const Shape& shape : {Shape{3, 37}, Shape{5, 3}, Shape{4, 9000}}) {
+            SCOPED_TRACE(absl::StrCat(LowerName(xt), " to ", LowerName(yt), " axis ", axis, with_zero ? " zero" : "",
+                                      " ", ShapeToString(shape)));
+            const int64_t block = shape[1] > 1000 ? 32 : 4;
+            const int bits = Info(xt).bits;
+            const bool is_signed = Info(xt).kind == DTypeKind::kSigned;
+            const int64_t lo = is_signed ? -(int64_t(1) << (bits - 1)) : 0, span = int64_t(1) << bits;
+            Tensor x = Tensor::Zeros(xt, shape);
+            for (int64_t e = 0; e < x.size(); ++e) SetDouble(x, e, double(lo + int64_t(rng() % uint32_t(span))));
+            Shape ss = shape;
+            ss[size_t(axis)] = (shape[size_t(axis)] + block - 1) / block;
+            Tensor scale = Tensor::Zeros(yt, ss), zero = Tensor::Zeros(xt, ss);
+            for (int64_t k = 0; k < scale.size(); ++k) {
+              SetDouble(scale, k, 0.01 * double(1 + rng() % 100));
+              SetDouble(zero, k, double(lo + int64_t(rng() % uint32_t(span))));
+            }
+            std::vector<Tensor> inputs = {x, scale};
+            if (with_zero) inputs.push_back(zero);
+            absl::StatusOr<Tensor> y = RunOne(21, "DequantizeLinear", inputs, Ints({{"axis", axis}, {"block_size", block}}),
+                                              shape[1] > 1000 ? 2 : 0);  // large: split across threads
+            ASSERT_TRUE(y.ok()) << y.status();
+            ASSERT_EQ(y->dtype(), yt);
+            for (int64_t r = 0; r < shape[0]; ++r)
+              for (int64_t c = 0; c < shape[1]; ++c) {
+                const int64_t e = r * shape[1] + c;
+                const int64_t k = axis == 1 ? r * ss[1] + c / block : (r / block) * ss[1] + c;
+                const float d = float(GetDouble(x, e) - (with_zero ? GetDouble(zero, k) : 0.0));
+                const float want = d * float(GetDouble(scale, k));
+                Tensor w = Tensor::Zeros(yt, {1});
+                SetDouble(w, 0, double(want));
+                ASSERT_EQ(GetDouble(*y, e), GetDouble(w, 0)) << "element (" << r << ", " << c << ")";
+              }
+          }
 }
 
 TEST(QuantizeLinear, RoundsHalfToEvenAndSaturates) {
