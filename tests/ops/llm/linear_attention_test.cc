@@ -2,7 +2,7 @@
 // plain references across rules, dtypes and odd shapes; the ops against the
 // references; a prefill equal to token-by-token decoding; the state updated
 // in place when present_state is bound to past_state's buffer; and errors.
-#include "ops/llm/linear_attention.h"
+#include "kernels/attention/linear_attention.h"
 
 #include <cmath>
 
