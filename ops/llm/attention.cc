@@ -326,7 +326,7 @@ class AttentionOp : public Op {
 };
 
 // onnx_mini::Attention (opset 1), made only by the scaled-dot-product
-// attention rewrite (runtime/rewrite.h) from the graph
+// attention rewrite (runtime/rewrite/attention.cc) from the graph
 // Softmax(Q Kᵀ scale ⊕ mask) V', with the answer that graph gives:
 //  - Q [Bq, Hq, Sq, D], K [Bk, Hk, Tk, D], V [Bv, Hv, T, Dv] and the mask
 //    broadcast as MatMul, Add and Where broadcast them (a batch, head or

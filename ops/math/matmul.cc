@@ -56,7 +56,7 @@ std::shared_ptr<MatMulPlan> PlanMatMul(Shape sa, Shape sb) {
   return p;
 }
 
-// MatMul, and the internal onnx_mini::FusedMatMul (runtime/rewrite.h makes
+// MatMul, and the internal onnx_mini::FusedMatMul (runtime/rewrite/matmul_bias.cc makes
 // it from MatMul + Add): MatMul(A, B) + bias, bias 1-D of B's N columns.
 class MatMulOp : public Op {
  public:
