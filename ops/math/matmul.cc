@@ -1,8 +1,11 @@
 // MatMul with NumPy semantics (1-D promotion, broadcast batch dims) and Gemm.
-// float and bfloat16 run on oneDNN; every other case runs the plain reference
+// A constant 2-D B in float runs our own kernels (kernels/gemm/prepared_matmul.h:
+// the packed GEMM on AVX-512, the GEMV for a few rows), bfloat16 and the
+// remaining float cases oneDNN; every other case runs the plain reference
 // kernel, accumulating in float for 16-bit types and in the type itself otherwise.
 #include "ops/common.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/gemm/prepared_matmul.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {

@@ -9,6 +9,7 @@
 
 #include "runtime/element.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/gemm/prepared_matmul.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
