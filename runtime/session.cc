@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -416,6 +417,14 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   SessionOptions options;
   int threads = 1;
   std::shared_ptr<MemoryBudget> budget;  // every tensor the session allocates (subgraphs share it)
+  // Blobs ops derive from constants (PrepareContext::Shared), by the
+  // constant's storage, dtype, shape and the blob's kind (subgraphs share it).
+  struct SharedBlob {
+    std::weak_ptr<Storage> source;  // a hit needs the very storage, not a new one at its address
+    std::shared_ptr<const void> blob;
+  };
+  using BlobKey = std::tuple<const Storage*, DType, Shape, std::string>;
+  std::shared_ptr<std::map<BlobKey, SharedBlob>> shared_blobs;
   std::vector<ValueInfo> input_infos, output_infos;
   std::map<std::string, int> value_index;
   std::vector<std::string> value_names;
@@ -456,6 +465,11 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
 
   // `given`: for a subgraph, the types its op gives its inputs.
   absl::Status Build(const std::vector<ValueType>* given = nullptr);
+  // Op::Prepare for every step, then for the subgraphs; frees the constants
+  // whose every reader released them (top level only: a subgraph's
+  // constants are its parent's).
+  absl::Status Prepare();
+  void FreeConstant(int v);
   void PlanStorage();
   // Runs one step on `values`. `bound` holds, per step output, a caller's
   // buffer to write into directly (or an undefined tensor).
@@ -493,6 +507,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
   budget = parent != nullptr ? parent->budget
                             : std::make_shared<MemoryBudget>(options.memory_limit > 0 ? options.memory_limit
                                                                                       : DefaultMemoryLimit());
+  shared_blobs = parent != nullptr ? parent->shared_blobs : std::make_shared<std::map<BlobKey, SharedBlob>>();
   const Graph& g = *graph;
   for (auto& [name, tensor] : g.initializers) {
     int v = Intern(name);
@@ -704,8 +719,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
       }
       // Folding failed: the same error will come from the run.
     }
-    RETURN_IF_ERROR(step.op->Prepare(in_values, threads, budget));
-    steps.push_back(std::move(step));
+    steps.push_back(std::move(step));  // prepared by Prepare(), once the whole session has planned
   }
 
   for (const ValueInfo& out : g.outputs) {
@@ -725,6 +739,80 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
     output_infos.push_back({g.outputs[i].name, value_types[size_t(output_values[i])]});
   PlanStorage();
   return absl::OkStatus();
+}
+
+namespace {
+
+// What Op::Prepare sees of one step.
+class StepPrepare : public PrepareContext {
+ public:
+  StepPrepare(Session::Impl& plan, const Step& step) : plan_(plan), step_(step) {}
+  const Node& node() const override { return *step_.node; }
+  size_t num_inputs() const override { return step_.num_explicit; }
+  const Tensor* constant(size_t i) const override {
+    if (i >= step_.num_explicit || step_.inputs[i] < 0) return nullptr;
+    const Tensor& c = plan_.constants[size_t(step_.inputs[i])];
+    return c.defined() ? &c : nullptr;
+  }
+  int threads() const override { return plan_.threads; }
+  const std::shared_ptr<MemoryBudget>& budget() const override { return plan_.budget; }
+  void release(size_t i) override {
+    if (constant(i) != nullptr) released_.push_back(i);
+  }
+  const std::vector<size_t>& released() const { return released_; }
+
+ protected:
+  std::shared_ptr<const void> SharedBlob(size_t i, const std::string& kind,
+                                         const std::function<std::shared_ptr<const void>()>& make) override {
+    const Tensor* c = constant(i);
+    if (c == nullptr) return nullptr;
+    const Session::Impl::BlobKey key{c->storage().get(), c->dtype(), c->shape(), kind};
+    auto it = plan_.shared_blobs->find(key);
+    if (it != plan_.shared_blobs->end() && it->second.source.lock() == c->storage()) return it->second.blob;
+    std::shared_ptr<const void> blob = make();
+    if (blob) (*plan_.shared_blobs)[key] = {c->storage(), blob};
+    return blob;
+  }
+
+ private:
+  Session::Impl& plan_;
+  const Step& step_;
+  std::vector<size_t> released_;
+};
+
+}  // namespace
+
+absl::Status Session::Impl::Prepare() {
+  // A constant is freed when every read of it (explicit inputs, the
+  // outer-scope reads of subgraphs) was released and it is no graph output.
+  std::vector<int> readers(value_names.size(), 0), released(value_names.size(), 0);
+  for (const Step& step : steps)
+    for (int v : step.inputs)
+      if (v >= 0) ++readers[size_t(v)];
+  for (int v : output_values) ++readers[size_t(v)];
+  for (Step& step : steps) {
+    StepPrepare ctx(*this, step);
+    RETURN_IF_ERROR(step.op->Prepare(ctx));
+    for (size_t i : ctx.released()) {
+      const int v = step.inputs[i];
+      if (parent == nullptr && ++released[size_t(v)] == readers[size_t(v)]) FreeConstant(v);
+    }
+  }
+  for (const std::unique_ptr<Impl>& sub : subgraphs) RETURN_IF_ERROR(sub->Prepare());
+  return absl::OkStatus();
+}
+
+// Drops the session's references to constant v's data (the graph's
+// initializer too); its storage is freed unless someone else holds it (the
+// caller's copy of the graph).
+void Session::Impl::FreeConstant(int v) {
+  Tensor& c = constants[size_t(v)];
+  const Tensor hollow = c.Hollow();
+  auto it = owned_graph.initializers.find(value_names[size_t(v)]);
+  if (it != owned_graph.initializers.end() && it->second.storage() == c.storage()) it->second = hollow;
+  constant_storage.erase(c.storage().get());
+  constant_storage.insert(hollow.storage().get());
+  c = hollow;
 }
 
 // The static memory plan: storage roots, last uses, in-place reuse, and which
@@ -1051,7 +1139,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
   // normalized values to a wider shape, say). If the rewritten graph does not
   // plan, the graph as written is planned instead; its error, if any, names
   // the model's own nodes.
-  std::optional<Graph> as_written;
+  std::optional<Graph> as_written;  // dropped before Prepare, which may free initializers
   if (options.graph_rewrites) {
     Graph rewritten = graph;  // tensors share their storage
     if (RewriteGraph(rewritten) > 0) {
@@ -1076,6 +1164,12 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
     return Create(std::move(*as_written), ops, plain);
   }
   RETURN_IF_ERROR(built);
+  as_written.reset();
+  try {
+    RETURN_IF_ERROR(impl->Prepare());
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory while creating the session");
+  }
   if (options.profile) {
     impl->step_ns.reset(new std::atomic<int64_t>[impl->steps.size()]);
     for (size_t s = 0; s < impl->steps.size(); ++s) impl->step_ns[s] = 0;
@@ -1126,6 +1220,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path, 
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->input_infos; }
 const std::vector<ValueInfo>& Session::outputs() const { return impl_->output_infos; }
 const Graph& Session::graph() const { return *impl_->graph; }
+size_t Session::MemoryUsed() const { return impl_->budget->used(); }
 
 absl::Status Session::ValidateValues(const std::vector<NamedValue>& inputs) const {
   const Impl& im = *impl_;

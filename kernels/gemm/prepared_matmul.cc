@@ -46,12 +46,12 @@ struct PackedMatMul::Impl {
     dnnl::memory::desc a_md, c_md, scratchpad_md;
     size_t layout = 0;
   };
-  // B packed for GemmPackedF32 (float32 on AVX-512), made by Make, or by
-  // the first run if memory was short then. Written once under pack_mu,
-  // then read freely once gemm_ready says so.
+  // B packed for GemmPackedF32 (float32 on AVX-512), made by Make (or
+  // shared), or by the first run if memory was short then. Written once
+  // under pack_mu, then read freely once gemm_ready says so.
   mutable std::mutex pack_mu;
   mutable std::atomic<bool> gemm_ready{false};
-  mutable Tensor gemm_b;  // 64-byte aligned: the kernel's loads never straddle cache lines
+  mutable std::shared_ptr<const PackedGemmB> gemm_b;
   // Whether B goes to GemmPackedF32: float32 on AVX-512, with panels at
   // most twice B's size (a B of few columns pads every row to a panel).
   bool UsesPackedGemm() const {
@@ -65,12 +65,10 @@ struct PackedMatMul::Impl {
     if (gemm_ready.load(std::memory_order_acquire)) return true;
     std::lock_guard<std::mutex> lock(pack_mu);
     if (gemm_ready.load(std::memory_order_relaxed)) return true;
-    const int64_t size = GemmPackedSize(k, n);
-    if (size < 0) return false;
-    absl::StatusOr<Tensor> packed = Tensor::MakeUninitialized(DType::kFloat, {size}, budget);
-    if (!packed.ok()) return false;
-    GemmPackB(b.data<float>(), k, n, trans_b, packed->data<float>());
-    gemm_b = *std::move(packed);
+    if (!b.defined()) return false;
+    std::shared_ptr<const PackedGemmB> packed = PackGemmB(b, trans_b, budget);
+    if (!packed) return false;
+    gemm_b = std::move(packed);
     gemm_ready.store(true, std::memory_order_release);
     return true;
   }
@@ -113,11 +111,31 @@ struct PackedMatMul::Impl {
   }
 };
 
+std::shared_ptr<const PackedGemmB> PackGemmB(const Tensor& b, bool trans_b,
+                                             const std::shared_ptr<MemoryBudget>& budget) {
+  if (b.dtype() != DType::kFloat || b.shape().size() != 2 || b.raw() == nullptr || !GemmPackedAvailable())
+    return nullptr;
+  const int64_t k = b.shape()[trans_b ? 1 : 0], n = b.shape()[trans_b ? 0 : 1];
+  const int64_t size = GemmPackedSize(k, n);
+  if (k <= 0 || n <= 0 || size < 0 || size / 2 > k * n) return nullptr;
+  absl::StatusOr<Tensor> panels = Tensor::MakeUninitialized(DType::kFloat, {size}, budget);
+  if (!panels.ok()) return nullptr;
+  GemmPackB(b.data<float>(), k, n, trans_b, panels->data<float>());
+  auto packed = std::make_shared<PackedGemmB>();
+  packed->panels = *std::move(panels);
+  packed->target = ActiveCpuTarget();
+  packed->k = k;
+  packed->n = n;
+  packed->trans_b = trans_b;
+  return packed;
+}
+
 PackedMatMul::PackedMatMul(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PackedMatMul::~PackedMatMul() = default;
 
 std::unique_ptr<PackedMatMul> PackedMatMul::Make(const Tensor& b, bool trans_b, const Tensor& bias, int threads,
-                                                 const std::shared_ptr<MemoryBudget>& budget) {
+                                                 const std::shared_ptr<MemoryBudget>& budget,
+                                                 std::shared_ptr<const PackedGemmB> packed) {
   using dnnl::memory;
   auto impl = std::make_unique<Impl>();
   if (!OneDnnType(b.dtype(), impl->dt) || b.shape().size() != 2 || threads <= 0) return nullptr;
@@ -138,6 +156,11 @@ std::unique_ptr<PackedMatMul> PackedMatMul::Make(const Tensor& b, bool trans_b, 
   } catch (const dnnl::error&) {
     return nullptr;
   }
+  if (packed && impl->UsesPackedGemm() && packed->k == k && packed->n == n && packed->trans_b == trans_b &&
+      packed->target == ActiveCpuTarget()) {
+    impl->gemm_b = std::move(packed);
+    impl->gemm_ready = true;
+  }
   if (impl->UsesPackedGemm()) impl->PackForGemm();
   return std::unique_ptr<PackedMatMul>(new PackedMatMul(std::move(impl)));
 }
@@ -149,19 +172,27 @@ bool PackedMatMul::packs(const Tensor& b) const {
   return b.raw() == impl_->b.raw() && b.dtype() == impl_->b.dtype() && b.shape() == impl_->b.shape();
 }
 
+bool PackedMatMul::ReleaseB() {
+  Impl& im = *impl_;
+  if (!im.UsesPackedGemm() || !im.gemm_ready.load(std::memory_order_acquire)) return false;
+  im.b = Tensor();
+  return true;
+}
+
 bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
   using dnnl::memory;
   const Impl& im = *impl_;
   if (m <= 0) return false;
   const bool f32 = im.dt == dnnl::memory::data_type::f32;
-  if (im.UsesPackedGemm() && im.PackForGemm()) {
-    GemmPackedF32(static_cast<const float*>(a), im.gemm_b.data<float>(),
+  if (im.UsesPackedGemm() && im.PackForGemm() && im.gemm_b->target == ActiveCpuTarget()) {
+    GemmPackedF32(static_cast<const float*>(a), im.gemm_b->panels.data<float>(),
                   im.bias.defined() ? im.bias.data<float>() : nullptr, static_cast<float*>(c), m, im.k, im.n, threads);
     return true;
   }
   // Not packed: few rows run the GEMV on B as stored; more rows go to
   // oneDNN below, or, when packing found no memory, to the caller's plain
   // path rather than another copy of B.
+  if (!im.b.defined()) return false;  // released: packed on another target
   if (f32 && m <= kGemvMaxRows) {
     GemvF32(static_cast<const float*>(a), im.b.data<float>(), im.bias.defined() ? im.bias.data<float>() : nullptr,
             static_cast<float*>(c), m, im.k, im.n, im.trans_b, threads);

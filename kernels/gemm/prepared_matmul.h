@@ -6,10 +6,27 @@
 #include <cstdint>
 #include <memory>
 
+#include "runtime/cpu.h"
 #include "runtime/dtype.h"
 #include "runtime/tensor.h"
 
 namespace onnx_mini {
+
+// B packed into the GEMM's panels (kernels/gemm/gemm.h) on one CPU target:
+// used by no kernel of another target. Shared by the products that read one
+// weight (PrepareContext::Shared), charged once to the budget it was made with.
+struct PackedGemmB {
+  Tensor panels;  // GemmPackedSize(k, n) floats
+  CpuTarget target = CpuTarget::kBaseline;
+  int64_t k = 0, n = 0;
+  bool trans_b = false;
+};
+
+// B (K x N, or N x K with trans_b) packed for the GEMM of the active target;
+// nullptr when B is not a float32 matrix, the target has no packed GEMM, the
+// panels' padding would more than double B, or `budget` refuses.
+std::shared_ptr<const PackedGemmB> PackGemmB(const Tensor& b, bool trans_b,
+                                             const std::shared_ptr<MemoryBudget>& budget);
 
 // C = A x B (+ bias) with a constant B, prepared once at session creation.
 // float32 on AVX-512 runs kernels/gemm/gemm.h for every row count of A, with B packed
@@ -29,8 +46,10 @@ class PackedMatMul {
   // nullptr when oneDNN does not run this dtype or shape. Every copy of B it
   // keeps (packed, reordered) is charged to `budget` (optional) while it
   // lives; one the budget refuses is not made (Run takes another path).
+  // `packed` (optional): B already packed by PackGemmB, used when it fits.
   static std::unique_ptr<PackedMatMul> Make(const Tensor& b, bool trans_b, const Tensor& bias, int threads,
-                                            const std::shared_ptr<MemoryBudget>& budget = nullptr);
+                                            const std::shared_ptr<MemoryBudget>& budget = nullptr,
+                                            std::shared_ptr<const PackedGemmB> packed = nullptr);
   ~PackedMatMul();
 
   int64_t k() const;
@@ -38,6 +57,11 @@ class PackedMatMul {
   bool has_bias() const;
   // Whether `b` is the matrix this object packed (the same storage).
   bool packs(const Tensor& b) const;
+  // Lets go of B's original when Run works without it (B packed for the
+  // GEMM, which runs every row count and thread count): true, and B's
+  // storage may be freed; false (B still needed) otherwise. Run then
+  // declines (returns false) only on another CPU target than B was packed on.
+  bool ReleaseB();
   // C (M x N, row-major) = A (M x K, row-major) x B (+ bias), with the thread
   // count it was made for. Returns false (having written nothing) when
   // oneDNN declines or `threads` differs.
