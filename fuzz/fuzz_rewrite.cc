@@ -1,4 +1,4 @@
-// libFuzzer target: the graph rewrites (runtime/rewrite.h) against the graph
+// libFuzzer target: the graph rewrites (runtime/rewrite/rewrite.h) against the graph
 // as written. The bytes choose a small model of a rewritten pattern or a near
 // miss (forms, constants, declared dims known or not, broadcast shapes, masks
 // with fully masked rows, readers of inner values) and the inputs of two runs

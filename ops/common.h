@@ -58,12 +58,12 @@ absl::StatusOr<std::vector<Dim>> BroadcastDims(const InferContext& ctx, const st
 // (right-aligned) along each output dim: 0 where the input broadcasts.
 std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out);
 
-// Calls f(begin, end) over consecutive ranges covering [0, n): on the
-// kernels' pool in chunks of 16K elements when n is over 32K, else at once.
+// Calls f(begin, end) over consecutive ranges covering [0, n) of an
+// element-wise loop (2 units of work an element): by the pool's size rule,
+// in chunks of 16K elements from 32K elements on, else at once.
 template <class F>
 void ParallelElements(int64_t n, int threads, const F& f) {
-  if (n <= (int64_t{1} << 15)) threads = 1;
-  ParallelFor(threads, n, int64_t{1} << 14, f);
+  ParallelFor(threads, n, WorkPerIndex{2}, f);
 }
 
 // Calls f(out_index, a_index, b_index) for every element of `out`, running
@@ -86,9 +86,8 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& sa,
     else if (ia == 0 && ib == 1) for (int64_t k = 0; k < inner; ++k) f(base + k, a, b + k);
     else for (int64_t k = 0; k < inner; ++k) f(base + k, a + k * ia, b + k * ib);
   };
-  if (total <= (1 << 15) || rows == 1) threads = 1;
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / inner);  // ~16K elements per chunk
-  ParallelFor(threads, rows, grain, [&](int64_t r0, int64_t r1) {
+  // The size rule at 2 units an element: ~16K elements per chunk, from 32K on.
+  ParallelFor(threads, rows, WorkPerIndex{2.0 * double(inner)}, [&](int64_t r0, int64_t r1) {
     // The first row's index by division, the next ones by counting.
     std::vector<int64_t> idx(size_t(std::max<int64_t>(rank - 1, 0)));
     int64_t a = 0, b = 0, rem = r0;

@@ -1,5 +1,7 @@
 #include "runtime/graph.h"
 
+#include "runtime/outer_scope.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -115,6 +117,39 @@ std::string Node::Describe() const {
 
 std::string DomainName(const std::string& domain) {
   return domain.empty() ? "ai.onnx" : domain;
+}
+
+void FreeNames(const Graph& g, std::set<std::string>& out) {
+  std::set<std::string> defined;
+  for (const ValueInfo& in : g.inputs) defined.insert(in.name);
+  for (const auto& [name, tensor] : g.initializers) defined.insert(name);
+  for (const Node& node : g.nodes)
+    for (const std::string& o : node.outputs)
+      if (!o.empty()) defined.insert(o);
+  const auto read = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name)) out.insert(name);
+  };
+  for (const Node& node : g.nodes) {
+    for (const std::string& in : node.inputs) read(in);
+    for (const auto& [key, a] : node.attributes) {
+      std::set<std::string> inner;
+      if (a.g) FreeNames(*a.g, inner);
+      for (const auto& sub : a.graphs)
+        if (sub) FreeNames(*sub, inner);
+      for (const std::string& name : inner) read(name);
+    }
+  }
+  for (const ValueInfo& o : g.outputs) read(o.name);
+}
+
+std::set<std::string> ImplicitInputs(const Node& node) {
+  std::set<std::string> names;
+  for (const auto& [key, a] : node.attributes) {
+    if (a.g) FreeNames(*a.g, names);
+    for (const auto& sub : a.graphs)
+      if (sub) FreeNames(*sub, names);
+  }
+  return names;
 }
 
 }  // namespace onnx_mini

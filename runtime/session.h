@@ -25,7 +25,7 @@ struct SessionOptions {
   // The model's initializers, loaded before the session, are not counted.
   size_t memory_limit = 0;
   // Rewrite decomposed patterns into fused kernels before planning
-  // (runtime/rewrite.h lists them). Off: the graph runs as written (to
+  // (runtime/rewrite/rewrite.h lists them). Off: the graph runs as written (to
   // debug, or to check a rewrite against the original).
   bool graph_rewrites = true;
   // Time every node of the graph (not inside subgraphs) on every run, for

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <system_error>
@@ -36,8 +37,8 @@ thread_local bool in_parallel_loop = false;
 void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
-void FutexWakeAll(std::atomic<uint32_t>& word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+void FutexWake(std::atomic<uint32_t>& word, int count) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
 }
 
 // One loop at a time. A job is published by bumping `epoch_`; its low bit
@@ -65,10 +66,13 @@ class Pool {
     grain_ = grain;
     chunks_ = (n + grain - 1) / grain;
     allowed_ = threads - 1;
+    joined_.store(0, std::memory_order_relaxed);
     next_.store(0, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     epoch_.store((id + 1) << 1);
-    if (sleepers_.load() > 0) FutexWakeAll(epoch_);
+    // Wake only as many sleepers as the loop may use: the first workers to
+    // arrive, spinning or woken, take the places.
+    if (sleepers_.load() > 0) FutexWake(epoch_, allowed_);
 
     Claim();
     WaitUntil([&] { return done_.load(std::memory_order_acquire) >= chunks_; });
@@ -115,7 +119,7 @@ class Pool {
   void EnsureWorkers(int count) {
     while (workers_ < count) {
       try {
-        std::thread([this, id = workers_] { Work(id); }).detach();
+        std::thread([this] { Work(); }).detach();
       } catch (const std::system_error&) {
         return;  // run with the workers there are
       }
@@ -123,7 +127,7 @@ class Pool {
     }
   }
 
-  void Work(int id) {
+  void Work() {
     uint32_t seen = epoch_.load();
     for (;;) {
       uint32_t now = epoch_.load();
@@ -147,7 +151,7 @@ class Pool {
       active_.fetch_add(1);
       // A caller that set the writing bit after our load waits for us to
       // leave; one that did so before is seen here.
-      if (epoch_.load() == now && id < allowed_) Claim();
+      if (epoch_.load() == now && joined_.fetch_add(1) < allowed_) Claim();
       active_.fetch_sub(1);
     }
   }
@@ -162,6 +166,7 @@ class Pool {
   const void* body_ = nullptr;
   int64_t n_ = 0, grain_ = 1, chunks_ = 0;
   int allowed_ = 0;
+  std::atomic<int> joined_{0};  // workers that came for the job
   std::atomic<int64_t> next_{0}, done_{0};
   std::mutex error_mu_;
   std::exception_ptr error_;  // the job's first exception
@@ -183,3 +188,19 @@ void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* 
 }
 
 }  // namespace onnx_mini::detail
+
+namespace onnx_mini {
+
+int DefaultThreads() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && n > 0) return int(std::min<long>(n, 1024));
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? int(n) : 1;
+}
+
+}  // namespace onnx_mini

@@ -39,4 +39,58 @@ void ParallelFor(int threads, int64_t n, int64_t grain, const F& body) {
       [](const void* b, int64_t begin, int64_t end) { (*static_cast<const F*>(b))(begin, end); }, &body);
 }
 
+// The threads of a session whose options say 0: OMP_NUM_THREADS's first
+// value when set (as OpenMP's default, which this was), else the CPUs this
+// process may run on.
+int DefaultThreads();
+
+// The pool's size rule, which every parallel loop of the project follows
+// (oneDNN's calls choose their thread count by it too). A loop states its work
+// in units of about one scalar operation on one element: a multiply-add of a
+// reference kernel, an element converted, compared or copied. Waking a worker
+// (a futex wake, then a wait for the OS to run it) costs several
+// microseconds, more when other processes share the cores, so a thread is
+// worth it only for at least kMinThreadWork units (~10-30 us); below that the
+// loop runs on the caller and no worker is woken.
+inline constexpr double kMinThreadWork = 32768;
+
+// The threads a loop of `work` units should use: one per `min_per_thread`
+// units, at least 1 and at most `threads`.
+inline int ThreadsForWork(int threads, double work, double min_per_thread = kMinThreadWork) {
+  if (threads <= 1 || !(work >= 2 * min_per_thread)) return 1;
+  const double useful = work / min_per_thread;
+  return useful >= double(threads) ? threads : int(useful);
+}
+
+// oneDNN's primitives run on an OpenMP team instead, which splits the work
+// statically, sleeps between regions and waits for its slowest member (one
+// the OS has descheduled holds up the whole region: a 1-D conv audio model ran
+// 4x slower on 2 threads than on 1 on a busy machine). Their callers give
+// them ThreadsForWork(threads, multiply-adds, kMinOneDnnThreadWork) threads:
+// each thread then has some 0.2 ms of vectorized work or more.
+inline constexpr double kMinOneDnnThreadWork = double(1 << 24);
+
+// The work of each index of a loop, in the units above.
+struct WorkPerIndex {
+  double units;
+};
+
+// ParallelFor by the size rule: body(begin, end) over ranges covering [0, n)
+// on ThreadsForWork(threads, n * work) threads, in chunks of at least
+// kMinThreadWork units (the caller and the workers claim them as they go, so
+// a worker that comes late holds up at most one chunk). When that is one
+// thread, body(0, n) runs once on the caller and no worker is woken.
+template <class F>
+void ParallelFor(int threads, int64_t n, WorkPerIndex work, const F& body) {
+  if (n <= 0) return;
+  const double per = work.units > 0 ? work.units : 1;
+  const int use = ThreadsForWork(threads, double(n) * per);
+  if (use <= 1) {
+    body(int64_t{0}, n);
+    return;
+  }
+  const double grain = kMinThreadWork / per;
+  ParallelFor(use, n, grain >= double(n) ? n : grain < 1 ? int64_t{1} : int64_t(grain), body);
+}
+
 }  // namespace onnx_mini

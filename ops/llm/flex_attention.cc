@@ -65,8 +65,10 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
   auto widen = [&](const Tensor& x, double mul, DType round) -> absl::StatusOr<Tensor> {
     ASSIGN_OR_RETURN(Tensor d, ctx.NewTensor(DType::kDouble, x.shape()));
     double* out = d.data<double>();
-#pragma omp parallel for num_threads(threads) if (x.size() > (1 << 16))
-    for (int64_t i = 0; i < x.size(); ++i) out[i] = RoundAt(round, GetDouble(x, i) * mul);
+    ParallelFor(threads, x.size(), WorkPerIndex{1}, [&](int64_t i_begin, int64_t i_end) {
+      for (int64_t i = i_begin; i < i_end; ++i)
+        out[i] = RoundAt(round, GetDouble(x, i) * mul);
+    });
     return d;
   };
   ASSIGN_OR_RETURN(Tensor qd, widen(Q, ss, t));   // Q * Cast_T(sqrt(scale)), in T
@@ -74,8 +76,8 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
   ASSIGN_OR_RETURN(Tensor vd, widen(V, 1, sdt));  // Cast(V) to the softmax type
   ASSIGN_OR_RETURN(Tensor scores, ctx.NewTensor(sdt, {B, Hq, L, S}));
   const double *q = qd.data<double>(), *k = kd.data<double>(), *v = vd.data<double>();
-#pragma omp parallel for num_threads(threads) if (rows * S * E > (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) {
+  ParallelFor(threads, rows, WorkPerIndex{double(S * E)},
+              [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
     const int64_t h = (r / L) % Hq, b = r / (L * Hq);
     const double* qr = q + r * E;
     for (int64_t j = 0; j < S; ++j) {
@@ -84,7 +86,7 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
       for (int64_t e = 0; e < E; ++e) dot += qr[e] * kr[e];
       SetDouble(scores, r * S + j, RoundAt(t, dot));  // the MatMul's T result, then the softmax type
     }
-  }
+  }});
   auto modify = [&](const Subgraph* g, Tensor& x, const char* what) -> absl::Status {
     if (g == nullptr) return absl::OkStatus();
     const Shape shape = x.shape();
@@ -105,8 +107,8 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
   }
   ASSIGN_OR_RETURN(Tensor pd, ctx.NewTensor(DType::kDouble, {B, Hq, L, S}));
   double* p = pd.data<double>();
-#pragma omp parallel for num_threads(threads) if (rows * S > (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) {
+  ParallelFor(threads, rows, WorkPerIndex{double(S)},
+              [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
     double* row = p + r * S;
     double mx = -INFINITY, sum = 0;
     for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j] = GetDouble(scores, r * S + j));
@@ -115,14 +117,14 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
       row[j] = RoundAt(sdt, row[j] / sum);
       if (plan.prob_mod) SetDouble(probs, r * S + j, row[j]);
     }
-  }
+  }});
   if (plan.prob_mod) {
     RETURN_IF_ERROR(modify(plan.prob_mod, probs, "prob_mod"));
     ASSIGN_OR_RETURN(pd, widen(probs, 1, sdt));
     p = pd.data<double>();
   }
-#pragma omp parallel for num_threads(threads) if (rows * S * Dv > (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) {
+  ParallelFor(threads, rows, WorkPerIndex{double(S * Dv)},
+              [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
     const int64_t h = (r / L) % Hq, b = r / (L * Hq);
     const double* vh = v + (b * Hkv + h / group) * S * Dv;
     for (int64_t m = 0; m < Dv; ++m) {
@@ -130,7 +132,7 @@ absl::Status FlexReference(const KernelContext& ctx, const FlexPlan& plan, const
       for (int64_t j = 0; j < S; ++j) acc += p[r * S + j] * vh[j * Dv + m];
       SetDouble(Y, r * Dv + m, RoundAt(sdt, acc));
     }
-  }
+  }});
   return absl::OkStatus();
 }
 

@@ -135,14 +135,12 @@ void LinearAttentionFast(const LinearAttentionProblem& p, int threads) {
   const int64_t group = p.q_heads / p.kv_heads, dk = p.dk, dv = p.dv;
   const int64_t tasks = p.batch * p.kv_heads;
   const bool float_state = p.state_dtype == DType::kFloat;
-#pragma omp parallel num_threads(threads) if (tasks > 1 && tasks * p.len * dk * dv > (1 << 14))
-  {
-    // Per thread: the state in float when S is 16-bit, and one token's rows.
+  ParallelFor(threads, tasks, WorkPerIndex{4.0 * double(p.len * dk * dv)}, [&](int64_t task_begin, int64_t task_end) {
+    // Per chunk: the state in float when S is 16-bit, and one token's rows.
     std::vector<float> scratch(float_state ? 0 : static_cast<size_t>(dk * dv));
     std::vector<float> kf(static_cast<size_t>(dk)), gf(static_cast<size_t>(dk)), qf(static_cast<size_t>(group * dk)),
         u(static_cast<size_t>(dv)), o(static_cast<size_t>(group * dv));
-#pragma omp for schedule(static)
-    for (int64_t task = 0; task < tasks; ++task) {
+    for (int64_t task = task_begin; task < task_end; ++task) {
       const int64_t b = task / p.kv_heads, h = task % p.kv_heads;
       const int64_t base = at.State(b, h);
       // The state is updated where it lies: the present buffer itself for a
@@ -200,7 +198,7 @@ void LinearAttentionFast(const LinearAttentionProblem& p, int threads) {
       if (!float_state)
         for (int64_t e = 0; e < dk * dv; ++e) Store(p.state_dtype, p.present, base + e, S[e]);
     }
-  }
+  });
 }
 
 void CausalConvReference(const CausalConvProblem& p) {
@@ -229,8 +227,8 @@ void CausalConvFast(const CausalConvProblem& p, int threads) {
   const int64_t k = p.kernel, L = p.len, carry = k - 1, rows = p.batch * p.channels;
   if (L == 0 && carry == 0) return;  // nothing to write (and B * C may be huge)
   const size_t elem = size_t(Info(p.dtype).bits / 8);
-#pragma omp parallel for num_threads(threads) if (rows * L * k > (1 << 16))
-  for (int64_t row = 0; row < rows; ++row) {
+  ParallelFor(threads, rows, WorkPerIndex{double(L * k)},
+              [&](int64_t row_begin, int64_t row_end) { for (int64_t row = row_begin; row < row_end; ++row) {
     const int64_t c = row % p.channels;
     // Position i of the padded row without building it: the carry, then the input.
     auto at = [&](int64_t i) -> float {
@@ -256,7 +254,7 @@ void CausalConvFast(const CausalConvProblem& p, int threads) {
       if (from) std::memmove(present + size_t(i) * elem, from, elem);
       else std::memset(present + size_t(i) * elem, 0, elem);
     }
-  }
+  }});
 }
 
 namespace {

@@ -58,11 +58,11 @@ class SwiGLUOp : public Op {
       T* py = y.data<T>();
       const A alpha = A(alpha_);
       const int64_t n = a.size();
-#pragma omp parallel for num_threads(ctx.threads()) if (n > (1 << 16))
-      for (int64_t i = 0; i < n; ++i) {
+      ParallelFor(ctx.threads(), n, WorkPerIndex{1},
+                  [&](int64_t i_begin, int64_t i_end) { for (int64_t i = i_begin; i < i_end; ++i) {
         const A x = Widen(pa[i]);
         py[i] = Narrow<T>(x * Sigmoid(alpha * x) * Widen(pb[i]));
-      }
+      }});
     });
   }
 

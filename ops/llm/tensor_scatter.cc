@@ -78,12 +78,12 @@ void ScatterUpdate(const ScatterGeometry& g, const Tensor& update, const int64_t
   const char* from = static_cast<const char*>(update.raw());
   char* to = static_cast<char*>(out.raw());
   const size_t slab_bytes = size_t(g.inner) * elem;
-#pragma omp parallel for num_threads(threads) if (slabs * int64_t(slab_bytes) > (1 << 18))
-  for (int64_t k = 0; k < slabs; ++k) {
+  ParallelFor(threads, slabs, WorkPerIndex{double(slab_bytes) / 4},
+              [&](int64_t k_begin, int64_t k_end) { for (int64_t k = k_begin; k < k_end; ++k) {
     int64_t src, dst;
     slab_offsets(k, src, dst);
     std::memcpy(to + size_t(dst) * elem, from + size_t(src) * elem, slab_bytes);
-  }
+  }});
 }
 
 class TensorScatterOp : public Op {

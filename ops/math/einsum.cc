@@ -177,8 +177,8 @@ void BatchedMatMul(const W* a, const W* b, W* c, int64_t batch, int64_t M, int64
   if constexpr (std::is_same_v<W, float>) {
     if (OneDnnMatMul(DType::kFloat, a, b, c, batch, batch, batch, M, K, N, false, false, threads)) return;
   }
-#pragma omp parallel for num_threads(threads) if (batch * M * N * K > (1 << 18))
-  for (int64_t t = 0; t < batch * M; ++t) {
+  ParallelFor(threads, batch * M, WorkPerIndex{double(K) * double(N) / 4},
+              [&](int64_t t_begin, int64_t t_end) { for (int64_t t = t_begin; t < t_end; ++t) {
     const int64_t bi = t / M, m = t % M;
     W* row = c + t * N;
     std::fill(row, row + N, W(0));
@@ -187,7 +187,7 @@ void BatchedMatMul(const W* a, const W* b, W* c, int64_t batch, int64_t M, int64
       const W* brow = b + (bi * K + k) * N;
       for (int64_t n = 0; n < N; ++n) row[n] = MulAdd<W>(row[n], x, brow[n]);
     }
-  }
+  }});
 }
 
 bool Contains(const std::vector<int>& v, int l) { return std::find(v.begin(), v.end(), l) != v.end(); }

@@ -179,8 +179,8 @@ class MatMulOp : public Op {
       const T* pa = a.data<T>();
       const T* pb = b.data<T>();
       T* po = out.data<T>();
-#pragma omp parallel for num_threads(ctx.threads()) if (p.batches * M * N * K > (1 << 18))
-      for (int64_t t = 0; t < p.batches * M; ++t) {
+      ParallelFor(ctx.threads(), p.batches * M, WorkPerIndex{double(K) * double(N) / 4},
+                  [&](int64_t t_begin, int64_t t_end) { for (int64_t t = t_begin; t < t_end; ++t) {
         const int64_t bi = t / M, m = t % M;
         int64_t off_a, off_b;
         p.Offsets(bi, off_a, off_b);
@@ -193,7 +193,7 @@ class MatMulOp : public Op {
           for (int64_t n = 0; n < N; ++n) acc[size_t(n)] += x * A(Widen(brow[n]));
         }
         for (int64_t n = 0; n < N; ++n) po[(bi * M + m) * N + n] = Narrow<T>(acc[size_t(n)]);
-      }
+      }});
     });
   }
 
@@ -301,8 +301,8 @@ class GemmOp : public Op {
       using A = typename Arith<T>::type;
       const T* pa = a.data<T>();
       const T* pb = b.data<T>();
-#pragma omp parallel for num_threads(ctx.threads()) if (M * N * K > (1 << 18))
-      for (int64_t m = 0; m < M; ++m)
+      ParallelFor(ctx.threads(), M, WorkPerIndex{double(N) * double(K) / 4},
+                  [&](int64_t m_begin, int64_t m_end) { for (int64_t m = m_begin; m < m_end; ++m)
         for (int64_t n = 0; n < N; ++n) {
           A acc = 0;
           for (int64_t k = 0; k < K; ++k)
@@ -310,7 +310,7 @@ class GemmOp : public Op {
           A v = A(alpha_) * acc;
           if (c) v += A(beta_) * A(Widen(c->data<T>()[m * cs[0] + n * cs[1]]));
           y.data<T>()[m * N + n] = Narrow<T>(v);
-        }
+        }});
     });
   }
 

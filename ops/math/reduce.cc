@@ -229,20 +229,20 @@ class ReduceOpKernel : public Op {
                               Kind == ReduceOp::kL2 || Kind == ReduceOp::kMax || Kind == ReduceOp::kMin;
         if constexpr (std::is_same_v<T, float> && kVec) {
           if (inner == 1 && ActiveCpuTarget() != CpuTarget::kBaseline) {
-#pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 16) && total > 1)
-            for (int64_t r = 0; r < total; ++r) {
+            ParallelFor(ctx.threads(), total, WorkPerIndex{double(n)},
+                        [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
               const float* p = src + r * n;
               if constexpr (Kind == ReduceOp::kMax) dst[r] = VecMaxRow(p, n);
               else if constexpr (Kind == ReduceOp::kMin) dst[r] = VecMinRow(p, n);
               else if constexpr (Kind == ReduceOp::kSum || Kind == ReduceOp::kMean)
                 dst[r] = Acc::Finish(VecSumRow(p, n), plan.count, 0.0);
               else dst[r] = Acc::Finish(VecSumSquaresRow(p, n), plan.count, 0.0);
-            }
+            }});
             return;
           }
         }
-#pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 16) && total > 1)
-        for (int64_t r = 0; r < total; ++r) {
+        ParallelFor(ctx.threads(), total, WorkPerIndex{double(n)},
+                    [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
           const T* p = src + (r / inner) * n * inner + r % inner;
           typename Acc::type acc = Acc::Init();
           double max = -std::numeric_limits<double>::infinity();
@@ -256,7 +256,7 @@ class ReduceOpKernel : public Op {
             for (int64_t k = 0; k < n; ++k) Acc::Add(acc, p[k * inner]);
           }
           dst[r] = Acc::Finish(acc, plan.count, max);
-        }
+        }});
         return;
       }
       // The general path: any reduced dims, empty inputs.
@@ -398,13 +398,15 @@ class SoftmaxOp : public Op {
       const int64_t n = s.n, inner = s.inner;
       if constexpr (std::is_same_v<T, float> && Kind == SoftmaxKind::kSoftmax) {
         if (inner == 1) {  // contiguous rows: the vectorized path (kernels/vec/vec_math.h)
-#pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 15))
-          for (int64_t o = 0; o < s.outer; ++o) VecSoftmaxRow(src + o * n, dst + o * n, n);
+          ParallelFor(ctx.threads(), s.outer, WorkPerIndex{2.0 * double(n)}, [&](int64_t o_begin, int64_t o_end) {
+            for (int64_t o = o_begin; o < o_end; ++o)
+              VecSoftmaxRow(src + o * n, dst + o * n, n);
+          });
           return;
         }
       }
-#pragma omp parallel for num_threads(ctx.threads()) if (in.size() > (1 << 15))
-      for (int64_t r = 0; r < s.outer * inner; ++r) {
+      ParallelFor(ctx.threads(), s.outer * inner, WorkPerIndex{2.0 * double(n)},
+                  [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
         const int64_t o = r / inner, e = r % inner;
         auto at = [&](int64_t k) { return (o * n + k) * inner + e; };
         if constexpr (Kind == SoftmaxKind::kHardmax) {
@@ -425,7 +427,7 @@ class SoftmaxOp : public Op {
         } else {
           for (int64_t k = 0; k < n; ++k) dst[at(k)] = Narrow<T>(std::exp(A(Widen(src[at(k)])) - max) / sum);
         }
-      }
+      }});
     });
   }
 

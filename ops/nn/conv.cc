@@ -31,8 +31,8 @@ void ConvReference(const ConvPlan& p, const T* x, const T* wt, const T* b, T* y,
   const Window& w = p.w;
   const int64_t cg = p.c / p.group, mg = p.m / p.group;
   const int64_t in_sz = w.in_size(), out_sz = w.out_size(), k_sz = w.k_size();
-#pragma omp parallel for num_threads(threads) if (p.n * p.m * out_sz * cg * k_sz > (1 << 16))
-  for (int64_t nm = 0; nm < p.n * p.m; ++nm) {
+  ParallelFor(threads, p.n * p.m, WorkPerIndex{double(out_sz * cg * k_sz)},
+              [&](int64_t nm_begin, int64_t nm_end) { for (int64_t nm = nm_begin; nm < nm_end; ++nm) {
     const int64_t n = nm / p.m, oc = nm % p.m, g = oc / mg;
     const T* xg = x + (n * p.c + g * cg) * in_sz;
     const T* wo = wt + oc * cg * k_sz;
@@ -62,7 +62,7 @@ void ConvReference(const ConvPlan& p, const T* x, const T* wt, const T* b, T* y,
           }
           yo[(o0 * w.out[1] + o1) * w.out[2] + o2] = Narrow<T>(typename Arith<T>::type(acc));
         }
-  }
+  }});
 }
 
 // The transposed convolution scatters each input element through the kernel:
@@ -74,8 +74,8 @@ void ConvTransposeReference(const ConvPlan& p, const T* x, const T* wt, const T*
   const Window& w = p.w;
   const int64_t cg = p.c / p.group, mg = p.m / p.group;
   const int64_t in_sz = w.in_size(), out_sz = w.out_size(), k_sz = w.k_size();
-#pragma omp parallel for num_threads(threads) if (p.n * p.m * in_sz * cg * k_sz > (1 << 16))
-  for (int64_t nm = 0; nm < p.n * p.m; ++nm) {
+  ParallelFor(threads, p.n * p.m, WorkPerIndex{double(in_sz * cg * k_sz)},
+              [&](int64_t nm_begin, int64_t nm_end) { for (int64_t nm = nm_begin; nm < nm_end; ++nm) {
     const int64_t n = nm / p.m, oc = nm % p.m, g = oc / mg;
     std::vector<A> acc(size_t(out_sz), b ? A(Widen(b[oc])) : A(0));
     for (int64_t c = 0; c < cg; ++c) {
@@ -105,7 +105,7 @@ void ConvTransposeReference(const ConvPlan& p, const T* x, const T* wt, const T*
     }
     T* yo = y + nm * out_sz;
     for (int64_t e = 0; e < out_sz; ++e) yo[e] = Narrow<T>(acc[size_t(e)]);
-  }
+  }});
 }
 
 enum class ConvKind { kConv, kTransposed, kInteger, kQLinear };
@@ -230,8 +230,11 @@ class ConvOp : public Op {
     if (y.size() == 0) return absl::OkStatus();
     if (kQLinear) return ComputeQLinear(ctx, p);
     if (kInteger) return ComputeInteger(ctx, p, ctx.output(0).data<int32_t>());
+    const double macs = double(p.n) * double(p.m) * double(p.c / p.group) * double(p.w.k_size()) *
+                        double(kTransposed ? p.w.in_size() : p.w.out_size());
+    const int dnn_threads = ThreadsForWork(ctx.threads(), macs, kMinOneDnnThreadWork);
     if (p.dnn &&
-        p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_, ctx.budget()))
+        p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget()))
       return absl::OkStatus();
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;

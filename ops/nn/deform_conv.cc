@@ -95,8 +95,8 @@ void DeformConvReference(const DeformPlan& p, const T* x, const T* wt, const T* 
   using A = typename Arith<T>::type;
   const int64_t cg = p.c / p.group, mg = p.m / p.group;
   const int64_t out_sz = p.w.out_size(), k_sz = p.w.k_size();
-#pragma omp parallel for num_threads(threads) if (p.n * p.m * out_sz * cg * k_sz > (1 << 14))
-  for (int64_t nm = 0; nm < p.n * p.m; ++nm) {
+  ParallelFor(threads, p.n * p.m, WorkPerIndex{4.0 * double(out_sz * cg * k_sz)},
+              [&](int64_t nm_begin, int64_t nm_end) { for (int64_t nm = nm_begin; nm < nm_end; ++nm) {
     const int64_t n = nm / p.m, oc = nm % p.m, g = oc / mg;
     for (int64_t o = 0; o < out_sz; ++o) {
       A acc = b ? A(Widen(b[oc])) : A(0);
@@ -105,7 +105,7 @@ void DeformConvReference(const DeformPlan& p, const T* x, const T* wt, const T* 
           acc += A(Widen(wt[(oc * cg + c) * k_sz + kk])) * Tap<T, A>(p, x, offset, mask, n, g * cg + c, kk, o);
       y[nm * out_sz + o] = Narrow<T>(acc);
     }
-  }
+  }});
 }
 
 // The float fast path: per (batch, group), the column buffer holds every
@@ -119,12 +119,12 @@ bool DeformConvColumns(const DeformPlan& p, const float* x, const float* wt, con
   std::vector<float> col(size_t(p.columns));
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t g = 0; g < p.group; ++g) {
-#pragma omp parallel for num_threads(threads) if (p.columns > (1 << 14))
-      for (int64_t r = 0; r < rows; ++r) {
+      ParallelFor(threads, rows, WorkPerIndex{4.0 * double(out_sz)},
+                  [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
         float* out = col.data() + r * out_sz;
         for (int64_t o = 0; o < out_sz; ++o)
           out[o] = Tap<float, float>(p, x, offset, mask, n, g * cg + r / k_sz, r % k_sz, o);
-      }
+      }});
       float* yg = y + (n * p.m + g * mg) * out_sz;
       if (!OneDnnMatMul(DType::kFloat, wt + g * mg * rows, col.data(), yg, 1, 1, 1, mg, rows, out_sz, false, false,
                         threads))

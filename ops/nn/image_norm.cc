@@ -47,8 +47,8 @@ template <class T>
 void ScaleShift(const ImagePlan& p, const T* x, T* y, const std::vector<double>& a, const std::vector<double>& b,
                 bool per_element, int threads) {
   using A = typename Arith<T>::type;
-#pragma omp parallel for num_threads(threads) if (p.n * p.c * p.inner > (1 << 15))
-  for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
+  ParallelFor(threads, p.n * p.c, WorkPerIndex{2.0 * double(p.inner)},
+              [&](int64_t nc_begin, int64_t nc_end) { for (int64_t nc = nc_begin; nc < nc_end; ++nc) {
     const int64_t c = nc % p.c;
     const T* xi = x + nc * p.inner;
     T* yi = y + nc * p.inner;
@@ -56,7 +56,7 @@ void ScaleShift(const ImagePlan& p, const T* x, T* y, const std::vector<double>&
       const size_t k = size_t(per_element ? c * p.inner + i : c);
       yi[i] = Narrow<T>(A(double(Widen(xi[i])) * a[k] + b[k]));
     }
-  }
+  }});
 }
 
 // ---- BatchNormalization ----
@@ -190,8 +190,8 @@ class GroupNormOp : public Op {
       const T* px = x.data<T>();
       T* py = y.data<T>();
       const int64_t len = per * p.inner;  // a group's elements, contiguous
-#pragma omp parallel for num_threads(ctx.threads()) if (p.n * p.c * p.inner > (1 << 15))
-      for (int64_t ng = 0; ng < p.n * groups; ++ng) {
+      ParallelFor(ctx.threads(), p.n * groups, WorkPerIndex{2.0 * double(len)},
+                  [&](int64_t ng_begin, int64_t ng_end) { for (int64_t ng = ng_begin; ng < ng_end; ++ng) {
         const T* xg = px + ng * len;
         double mean = 0, sq = 0;
         for (int64_t e = 0; e < len; ++e) mean += double(Widen(xg[e]));
@@ -210,7 +210,7 @@ class GroupNormOp : public Op {
             py[ng * len + e] = Narrow<T>(A(double(Widen(xg[e])) * a + b));
           }
         }
-      }
+      }});
     });
   }
 
@@ -262,8 +262,8 @@ class LrnOp : public Op {
       using A = typename Arith<T>::type;
       const T* px = x.data<T>();
       T* py = y.data<T>();
-#pragma omp parallel for num_threads(ctx.threads()) if (p.n * p.c * p.inner > (1 << 15))
-      for (int64_t nc = 0; nc < p.n * p.c; ++nc) {
+      ParallelFor(ctx.threads(), p.n * p.c, WorkPerIndex{2.0 * double(p.inner)},
+                  [&](int64_t nc_begin, int64_t nc_end) { for (int64_t nc = nc_begin; nc < nc_end; ++nc) {
         const int64_t n = nc / p.c, c = nc % p.c;
         const int64_t lo = std::max<int64_t>(0, c - before), hi = std::min<int64_t>(p.c - 1, c + after);
         for (int64_t i = 0; i < p.inner; ++i) {
@@ -276,7 +276,7 @@ class LrnOp : public Op {
           py[nc * p.inner + i] =
               Narrow<T>(A(v / std::pow(double(bias_) + double(alpha_) / double(size_) * sq, double(beta_))));
         }
-      }
+      }});
     });
   }
 

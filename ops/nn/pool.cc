@@ -138,7 +138,9 @@ class PoolOp : public Op {
     int64_t* indices = ctx.num_outputs() > 1 && ctx.output_requested(1) ? ctx.output(1).data<int64_t>() : nullptr;
     const PoolPlan& p = ctx.plan<PoolPlan>();
     if (y.size() == 0) return absl::OkStatus();
-    if (p.dnn && p.dnn->Run(x.raw(), nullptr, nullptr, y.raw(), ctx.threads(), false, ctx.budget()))
+    const int dnn_threads =
+        ThreadsForWork(ctx.threads(), double(p.planes) * double(p.w.out_size() * p.w.k_size()), kMinOneDnnThreadWork);
+    if (p.dnn && p.dnn->Run(x.raw(), nullptr, nullptr, y.raw(), dnn_threads, false, ctx.budget()))
       return absl::OkStatus();
     return Dispatch<Join<FloatTypes, TypeList<int8_t, uint8_t>>>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -152,8 +154,8 @@ class PoolOp : public Op {
     using A = typename Arith<T>::type;
     const Window& w = p.w;
     const int64_t in_sz = w.in_size(), out_sz = w.out_size();
-#pragma omp parallel for num_threads(threads) if (p.planes * out_sz * w.k_size() > (1 << 16))
-    for (int64_t plane = 0; plane < p.planes; ++plane) {
+    ParallelFor(threads, p.planes, WorkPerIndex{double(out_sz * w.k_size())}, [&](int64_t p0, int64_t p1) {
+    for (int64_t plane = p0; plane < p1; ++plane) {
       const T* xp = x + plane * in_sz;
       for (int64_t o0 = 0; o0 < w.out[0]; ++o0)
         for (int64_t o1 = 0; o1 < w.out[1]; ++o1)
@@ -191,7 +193,7 @@ class PoolOp : public Op {
               y[at] = Narrow<T>(A(r));
             }
           }
-    }
+    }});
   }
 
   Pool kind_;

@@ -454,8 +454,8 @@ class ResizeOp : public Op {
     const int64_t rows = ElementCount(p.out) / inner;
     const T fill = Store<T>(p.extrapolation);
     const std::vector<int64_t>& last = off.back();
-#pragma omp parallel for num_threads(threads) if (rows * inner > (1 << 16))
-    for (int64_t r = 0; r < rows; ++r) {
+    ParallelFor(threads, rows, WorkPerIndex{double(inner)},
+                [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
       int64_t base = 0, rem = r;
       bool extrapolated = false;
       for (int64_t d = rank - 2; d >= 0; --d) {
@@ -466,7 +466,7 @@ class ResizeOp : public Op {
       }
       T* row = y + r * inner;
       for (int64_t i = 0; i < inner; ++i) row[i] = extrapolated || last[size_t(i)] < 0 ? fill : x[base + last[size_t(i)]];
-    }
+    }});
   }
 
   // Linear and cubic: one weighted pass per axis that changes, in C (float
@@ -515,8 +515,8 @@ class ResizeOp : public Op {
       for (int64_t k = 0; k < d; ++k) outer *= shape[size_t(k)];
       for (int64_t k = d + 1; k < rank; ++k) inner *= shape[size_t(k)];
       const int64_t in_len = shape[size_t(d)];
-#pragma omp parallel for num_threads(threads) if (double(outer * t.out * inner) * double(t.n) > double(1 << 16))
-      for (int64_t r = 0; r < outer * t.out; ++r) {
+      ParallelFor(threads, outer * t.out, WorkPerIndex{double(inner) * double(t.n)},
+                  [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
         const int64_t o = r / t.out, j = r % t.out;
         C* dst = next + r * inner;
         if (t.extrapolated[size_t(j)]) {
@@ -539,7 +539,7 @@ class ResizeOp : public Op {
             for (int64_t i = 0; i < inner; ++i) dst[i] += wk * s[i];
           }
         }
-      }
+      }});
       if (next == static_cast<void*>(y)) return absl::OkStatus();
       cur_t = std::move(next_t);
       cur = cur_t.data<C>();

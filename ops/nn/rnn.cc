@@ -359,18 +359,18 @@ class RnnOp : public Op {
         const int64_t n = gru_split ? 2 * H : G * H;
         GemmBT<A>(h, Rd, hr, Bt, H, n, fast, step_threads);
         if (gru_split) {
-#pragma omp parallel for num_threads(step_threads) if (step_threads > 1)
-          for (int64_t b = 0; b < Bt; ++b) {
+          ParallelFor(step_threads, Bt, WorkPerIndex{4.0 * double(H)},
+                      [&](int64_t b_begin, int64_t b_end) { for (int64_t b = b_begin; b < b_end; ++b) {
             const A* g = xw + (a_.layout ? b * S + t : t * Bt + b) * G * H;
             for (int64_t j = 0; j < H; ++j) {
               const A r = act[0](clipped(g[H + j] + hr[b * n + H + j]));
               rh[b * H + j] = r * h[b * H + j];
             }
-          }
+          }});
           GemmBT<A>(rh, Rd + 2 * H * H, hnew, Bt, H, H, fast, step_threads);
         }
-#pragma omp parallel for num_threads(step_threads) if (step_threads > 1)
-        for (int64_t b = 0; b < Bt; ++b) {
+        ParallelFor(step_threads, Bt, WorkPerIndex{4.0 * double(G * H)},
+                    [&](int64_t b_begin, int64_t b_end) { for (int64_t b = b_begin; b < b_end; ++b) {
           const bool active = t < lens[size_t(b)];
           const A* g = xw + (a_.layout ? b * S + t : t * Bt + b) * G * H;
           const A* q = hr + b * n;
@@ -408,7 +408,7 @@ class RnnOp : public Op {
             T* yrow = Y + (a_.layout ? ((b * S + t) * D + d) * H : ((t * D + d) * Bt + b) * H);
             for (int64_t j = 0; j < H; ++j) yrow[j] = active ? Narrow<T>(hb[j]) : Narrow<T>(A(0));
           }
-        }
+        }});
       }
       for (int64_t b = 0; b < Bt; ++b)
         for (int64_t j = 0; j < H; ++j) {

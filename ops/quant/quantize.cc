@@ -165,11 +165,11 @@ struct QuantAttrs {
 template <class F>
 void ForEachScaled(const ScalePlan& p, bool parallel, int threads, F f) {
   const int64_t rows = p.outer * p.dim;
-#pragma omp parallel for num_threads(threads) if (parallel && rows > 1 && rows * p.inner > (1 << 15))
-  for (int64_t r = 0; r < rows; ++r) {
+  ParallelFor(parallel ? threads : 1, rows, WorkPerIndex{2.0 * double(p.inner)},
+              [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
     const int64_t o = r / p.dim, a = r % p.dim;
     for (int64_t i = 0; i < p.inner; ++i) f(r * p.inner + i, p.Index(o, a, i));
-  }
+  }});
 }
 
 // y = saturate(round(x / scale) + zero_point), the division in the scale's
@@ -334,8 +334,10 @@ class DynamicQuantizeLinearOp : public Op {
     const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;  // all zeros: any scale
     const float zero = float(std::nearbyint(Saturate(0.0f - lo / scale, 0, 255)));
     uint8_t* py = ctx.output(0).data<uint8_t>();
-#pragma omp parallel for num_threads(ctx.threads()) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) py[i] = uint8_t(Saturate(std::nearbyint(px[i] / scale) + zero, 0, 255));
+    ParallelFor(ctx.threads(), n, WorkPerIndex{1}, [&](int64_t i_begin, int64_t i_end) {
+      for (int64_t i = i_begin; i < i_end; ++i)
+        py[i] = uint8_t(Saturate(std::nearbyint(px[i] / scale) + zero, 0, 255));
+    });
     if (ctx.output_requested(1)) ctx.output(1).data<float>()[0] = scale;
     if (ctx.output_requested(2)) ctx.output(2).data<uint8_t>()[0] = uint8_t(zero);
     return absl::OkStatus();
@@ -430,8 +432,8 @@ template <class TA, class TB>
 void IntMatMulReference(const IntMatMulPlan& p, const TA* a, const TB* b, const std::vector<int32_t>& za,
                         const std::vector<int32_t>& zb, int32_t* c, int threads) {
   const int64_t M = p.M, K = p.K, N = p.N;
-#pragma omp parallel for num_threads(threads) if (p.batches * M * N * K > (1 << 16))
-  for (int64_t t = 0; t < p.batches * M; ++t) {
+  ParallelFor(threads, p.batches * M, WorkPerIndex{double(N * K)},
+              [&](int64_t t_begin, int64_t t_end) { for (int64_t t = t_begin; t < t_end; ++t) {
     const int64_t bi = t / M, m = t % M;
     int64_t oa, ob;
     p.Offsets(bi, oa, ob);
@@ -445,7 +447,7 @@ void IntMatMulReference(const IntMatMulPlan& p, const TA* a, const TB* b, const 
       for (int64_t k = 0; k < K; ++k) acc += int64_t(int32_t(ar[k]) - zam) * int64_t(int32_t(bm[k * N + n]) - zbn);
       cr[n] = int32_t(uint32_t(uint64_t(acc)));  // modulo 2^32
     }
-  }
+  }});
 }
 
 // C = A x B, A uint8 or int8, B int8, on oneDNN (int32 accumulation, no

@@ -11,7 +11,6 @@
 // (num_mel_bins + 2) mels.
 #include "kernels/signal/fft.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -181,7 +180,8 @@ absl::Status ForEachLine(const KernelContext& ctx, const FftPlan& fft, int64_t l
   const Node& node = ctx.node();
   const int threads = ctx.threads();
   const int64_t per = length + fft.scratch_size();
-  const int nt = lines > 1 && lines * per > (1 << 14) ? std::max(1, threads) : 1;
+  // A line's transform: some 4 units of work per value of its buffer.
+  const int nt = int(std::min<int64_t>(lines, ThreadsForWork(threads, 4.0 * double(lines) * double(per))));
   std::vector<Cplx> work;
   ASSIGN_OR_RETURN(const MemoryReservation charge, ctx.Reserve(int64_t(nt) * per, sizeof(Cplx), "the transform buffers"));
   try {
@@ -189,12 +189,12 @@ absl::Status ForEachLine(const KernelContext& ctx, const FftPlan& fft, int64_t l
   } catch (const std::bad_alloc&) {
     return OutOfMemory(node, "the transform buffers", length);
   }
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-    Cplx* buffer = work.data() + int64_t(omp_get_thread_num()) * per;
-#pragma omp for schedule(static)
-    for (int64_t line = 0; line < lines; ++line) body(line, buffer, buffer + length);
-  }
+  // nt chunks, each with its own buffer (a chunk runs on one thread at a time).
+  const int64_t grain = (lines + nt - 1) / nt;
+  ParallelFor(nt, lines, grain, [&](int64_t begin, int64_t end) {
+    Cplx* buffer = work.data() + begin / grain * per;
+    for (int64_t line = begin; line < end; ++line) body(line, buffer, buffer + length);
+  });
   return absl::OkStatus();
 }
 

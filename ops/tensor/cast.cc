@@ -220,14 +220,18 @@ class CastOp : public Op {
         constexpr bool kIntegers = (std::is_integral_v<S> || kIsPacked<S>) && (std::is_integral_v<D> || kIsPacked<D>);
         if constexpr (kIntegers) {
           if (integer_path) {
-#pragma omp parallel for num_threads(ctx.threads()) if (parallel)
-            for (int64_t i = 0; i < n; ++i) StoreInt(dst, to, i, LoadInt(src, from, i));
+            ParallelFor(parallel ? ctx.threads() : 1, n, WorkPerIndex{1}, [&](int64_t i_begin, int64_t i_end) {
+              for (int64_t i = i_begin; i < i_end; ++i)
+                StoreInt(dst, to, i, LoadInt(src, from, i));
+            });
             return;
           }
         }
         {
-#pragma omp parallel for num_threads(ctx.threads()) if (parallel)
-          for (int64_t i = 0; i < n; ++i) StoreDouble(dst, to, i, LoadDouble(src, from, i), options_);
+          ParallelFor(parallel ? ctx.threads() : 1, n, WorkPerIndex{1}, [&](int64_t i_begin, int64_t i_end) {
+            for (int64_t i = i_begin; i < i_end; ++i)
+              StoreDouble(dst, to, i, LoadDouble(src, from, i), options_);
+          });
         }
       });
     });

@@ -354,8 +354,10 @@ class RegexFullMatchOp : public Op {
     bool* y = ctx.output(0).data<bool>();
     const std::string* s = x.data<std::string>();
     const int64_t n = x.size();
-#pragma omp parallel for num_threads(ctx.threads()) if (n > 1024)
-    for (int64_t i = 0; i < n; ++i) y[i] = RE2::FullMatch(s[i], *re_);
+    ParallelFor(ctx.threads(), n, WorkPerIndex{64}, [&](int64_t i_begin, int64_t i_end) {
+      for (int64_t i = i_begin; i < i_end; ++i)
+        y[i] = RE2::FullMatch(s[i], *re_);
+    });
     return absl::OkStatus();
   }
 

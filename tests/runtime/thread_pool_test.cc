@@ -1,11 +1,17 @@
 // runtime/thread_pool.cc: every index runs exactly once, whatever the
-// thread count, grain, nesting or number of concurrent callers.
+// thread count, grain, nesting or number of concurrent callers; the size
+// rule runs small loops on the caller and splits large ones.
 #include "runtime/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <mutex>
 #include <new>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -76,6 +82,108 @@ TEST(ThreadPool, ConcurrentCallersEachGetTheirWholeLoop) {
     });
   for (std::thread& c : callers) c.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// The size rule: one thread per kMinThreadWork units, within [1, threads].
+TEST(ThreadPool, ThreadsForWork) {
+  EXPECT_EQ(ThreadsForWork(4, 0), 1);
+  EXPECT_EQ(ThreadsForWork(4, 2 * kMinThreadWork - 1), 1);
+  EXPECT_EQ(ThreadsForWork(4, 2 * kMinThreadWork), 2);
+  EXPECT_EQ(ThreadsForWork(4, 3.5 * kMinThreadWork), 3);
+  EXPECT_EQ(ThreadsForWork(4, 1e12), 4);
+  EXPECT_EQ(ThreadsForWork(1, 1e12), 1);
+  EXPECT_EQ(ThreadsForWork(0, 1e12), 1);
+  EXPECT_EQ(ThreadsForWork(8, 1000, 100), 8);
+  EXPECT_EQ(ThreadsForWork(8, 1000, 400), 2);
+}
+
+// Small work runs as one call on the calling thread: no worker is woken.
+TEST(ThreadPool, SmallWorkRunsInlineOnTheCaller) {
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int threads : {2, 4}) {
+    for (double per : {1.0, 100.0}) {
+      const int64_t n = int64_t(2 * kMinThreadWork / per) - 1;  // just under two threads' worth
+      int calls = 0;
+      std::thread::id ran_on;
+      ParallelFor(threads, n, WorkPerIndex{per}, [&](int64_t begin, int64_t end) {
+        ++calls;  // not atomic: a second thread here would be a race TSan and the count both catch
+        ran_on = std::this_thread::get_id();
+        EXPECT_EQ(begin, 0);
+        EXPECT_EQ(end, n);
+      });
+      EXPECT_EQ(calls, 1) << threads << " threads, " << per << " units per index";
+      EXPECT_EQ(ran_on, caller);
+    }
+  }
+}
+
+// Large work splits into chunks of at least kMinThreadWork units, and
+// another thread than the caller takes some when it is free to.
+TEST(ThreadPool, LargeWorkSplits) {
+  const std::thread::id caller = std::this_thread::get_id();
+  const int64_t n = 1 << 20;
+  std::vector<std::atomic<int>> hits(size_t{n});
+  std::mutex mu;
+  std::set<std::thread::id> ran_on;
+  int64_t chunks = 0, shortest = n;
+  bool other_thread = false;
+  // A worker the OS does not run in time leaves everything to the caller,
+  // so try a few times (the values are checked every time).
+  for (int attempt = 0; attempt < 200 && !other_thread; ++attempt) {
+    for (auto& h : hits) h.store(0);
+    chunks = 0;
+    shortest = n;
+    ran_on.clear();
+    ParallelFor(2, n, WorkPerIndex{1}, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) hits[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(mu);
+      ++chunks;
+      if (end < n) shortest = std::min(shortest, end - begin);
+      ran_on.insert(std::this_thread::get_id());
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "index " << i;
+    EXPECT_GE(chunks, 2);
+    EXPECT_GE(double(shortest), kMinThreadWork);
+    EXPECT_LE(ran_on.size(), 2u);  // threads = 2: the caller and at most one worker
+    other_thread = ran_on.size() == 2 || ran_on.count(caller) == 0;
+  }
+  EXPECT_TRUE(other_thread) << "no worker ever took a chunk of a large loop";
+}
+
+// A loop with work for two threads uses at most two, however many it may:
+// only one worker joins (the others, woken or spinning, find no place).
+TEST(ThreadPool, AtMostTheThreadsTheWorkIsWorth) {
+  const int64_t n = int64_t(2.5 * kMinThreadWork);
+  for (int round = 0; round < 100; ++round) {
+    std::mutex mu;
+    std::set<std::thread::id> ran_on;
+    std::atomic<int64_t> total{0};
+    ParallelFor(8, n, WorkPerIndex{1}, [&](int64_t begin, int64_t end) {
+      total.fetch_add(end - begin);
+      std::lock_guard<std::mutex> lock(mu);
+      ran_on.insert(std::this_thread::get_id());
+    });
+    ASSERT_EQ(total.load(), n);
+    ASSERT_LE(ran_on.size(), 2u) << "round " << round;
+  }
+}
+
+// A session's default thread count, now that OpenMP does not give it.
+TEST(ThreadPool, DefaultThreads) {
+  const char* saved = std::getenv("OMP_NUM_THREADS");
+  const std::string before = saved ? saved : "";
+  unsetenv("OMP_NUM_THREADS");
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(DefaultThreads(), CPU_COUNT(&set));
+  setenv("OMP_NUM_THREADS", "3", 1);
+  EXPECT_EQ(DefaultThreads(), 3);
+  setenv("OMP_NUM_THREADS", "5,2", 1);  // OpenMP's list: the outermost level's
+  EXPECT_EQ(DefaultThreads(), 5);
+  setenv("OMP_NUM_THREADS", "none", 1);
+  EXPECT_EQ(DefaultThreads(), CPU_COUNT(&set));
+  if (saved) setenv("OMP_NUM_THREADS", before.c_str(), 1);
+  else unsetenv("OMP_NUM_THREADS");
 }
 
 }  // namespace

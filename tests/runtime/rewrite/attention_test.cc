@@ -1,293 +1,17 @@
-// runtime/rewrite.cc: each rewrite gives the results of the graph as written
-// (the same model run with SessionOptions::graph_rewrites on and off), and
-// fires only where it may.
-#include "runtime/rewrite.h"
-
+// runtime/rewrite/attention.cc: scaled dot-product attention, and the
+// rewrites over the fused node.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 
-#include "runtime/element.h"
-#include "tests/ops/op_tester.h"
-#include "tools/model_builder.h"
+#include "tests/runtime/rewrite/rewrite_test_util.h"
 
 namespace onnx_mini {
 namespace {
-
-std::vector<std::string> OpTypes(const Session& s) {
-  std::vector<std::string> ops;
-  for (const Node& n : s.graph().nodes) ops.push_back(n.op_type);
-  return ops;
-}
-
-// Two values agree: within `tol` relative to 1 + |b|, or both NaN (a NaN
-// row of the graph as written must be NaN after the rewrite too).
-bool Agree(double a, double b, double tol) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  if (std::isinf(a) || std::isinf(b)) return a == b;
-  return std::fabs(a - b) <= tol * (1 + std::fabs(b));
-}
-
-// Runs `m` both ways, each way one session over every input set in `runs`
-// (shapes may change between them); checks the outputs agree within `tol`
-// and returns the rewritten session's op types.
-std::vector<std::string> RunBothWaysMany(const ModelBuilder& m, const std::vector<std::vector<NamedTensor>>& runs,
-                                         double tol) {
-  SessionOptions on, off;
-  off.graph_rewrites = false;
-  auto a = m.Build(on);
-  auto b = m.Build(off);
-  EXPECT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
-  if (!a.ok() || !b.ok()) return {};
-  for (size_t run = 0; run < runs.size(); ++run) {
-    auto ya = (*a)->Run(runs[run]);
-    auto yb = (*b)->Run(runs[run]);
-    EXPECT_TRUE(ya.ok() && yb.ok()) << "run " << run << ": " << ya.status() << " / " << yb.status();
-    if (!ya.ok() || !yb.ok()) return {};
-    EXPECT_EQ(ya->size(), yb->size());
-    for (size_t k = 0; k < ya->size() && k < yb->size(); ++k) {
-      const Tensor& x = (*ya)[k];
-      const Tensor& y = (*yb)[k];
-      EXPECT_EQ(x.dtype(), y.dtype());
-      EXPECT_EQ(x.shape(), y.shape()) << "run " << run << " output " << k;
-      if (x.shape() != y.shape()) continue;
-      int64_t bad = 0;
-      for (int64_t i = 0; i < x.size() && bad < 5; ++i)
-        if (!Agree(GetDouble(x, i), GetDouble(y, i), tol)) {
-          ++bad;
-          ADD_FAILURE() << "run " << run << " output " << k << " [" << i << "]: " << GetDouble(x, i)
-                        << " rewritten, " << GetDouble(y, i) << " as written";
-        }
-    }
-  }
-  EXPECT_EQ(OpTypes(**b).size(), m.graph().node_size());  // off: as written
-  return OpTypes(**a);
-}
-
-std::vector<std::string> RunBothWays(const ModelBuilder& m, const std::vector<NamedTensor>& inputs, double tol) {
-  return RunBothWaysMany(m, {inputs}, tol);
-}
-
-struct RmsForm {
-  bool square_by_mul;   // Mul(x, x) instead of Pow(x, 2)
-  int inverse;          // 0: Reciprocal(Sqrt) then Mul, 1: Div(1, Sqrt) then Mul, 2: Div(x, Sqrt)
-  bool weight_first;    // Mul(w, y) instead of Mul(y, w)
-  int64_t opset;        // ReduceMean's axes: an attribute before 18, an input from 18
-};
-
-// The decomposed RMSNorm as exporters write it, in every variant the rewrite takes.
-ModelBuilder RmsModel(const RmsForm& f, DType dt, int64_t hidden, bool mean_is_output = false) {
-  ModelBuilder m(f.opset);
-  m.Input("x", dt, {2, -1, hidden}).Output("y", dt, {2, -1, hidden});
-  m.Initializer("w", RandomUniform(dt, {hidden}, 5, 0.5, 1.5));
-  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {}));
-  Tensor eps = RandomUniform(dt, {}, 1, 1e-5, 1e-5);
-  m.Initializer("eps", eps);
-  m.Initializer("one", RandomUniform(dt, {}, 1, 1, 1));
-  if (f.square_by_mul) m.Node("Mul", {"x", "x"}, {"sq"});
-  else m.Node("Pow", {"x", "two"}, {"sq"});
-  if (f.opset >= 18) {
-    m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{-1}, {1}));
-    m.Node("ReduceMean", {"sq", "axes"}, {"mean"});
-  } else {
-    SetAttr(m.Node("ReduceMean", {"sq"}, {"mean"}), "axes", std::vector<int64_t>{-1});
-  }
-  if (mean_is_output) m.Output("mean", dt, {2, -1, 1});
-  m.Node("Add", {"mean", "eps"}, {"var"});
-  m.Node("Sqrt", {"var"}, {"std"});
-  if (f.inverse == 0) {
-    m.Node("Reciprocal", {"std"}, {"inv"});
-    m.Node("Mul", {"x", "inv"}, {"normed"});
-  } else if (f.inverse == 1) {
-    m.Node("Div", {"one", "std"}, {"inv"});
-    m.Node("Mul", {"inv", "x"}, {"normed"});
-  } else {
-    m.Node("Div", {"x", "std"}, {"normed"});
-  }
-  if (f.weight_first) m.Node("Mul", {"w", "normed"}, {"y"});
-  else m.Node("Mul", {"normed", "w"}, {"y"});
-  return m;
-}
-
-TEST(Rewrite, DecomposedRmsNormBecomesRMSNormalization) {
-  for (DType dt : {DType::kFloat, DType::kFloat16}) {
-    for (bool by_mul : {false, true})
-      for (int inverse : {0, 1, 2})
-        for (bool weight_first : {false, true})
-          for (int64_t opset : {17, 18}) {
-            const RmsForm f{by_mul, inverse, weight_first, opset};
-            for (int64_t hidden : {1, 17, 64}) {
-              const Tensor x = RandomUniform(dt, {2, 3, hidden}, uint32_t(hidden));
-              const std::vector<std::string> ops =
-                  RunBothWays(RmsModel(f, dt, hidden), {{"x", x}}, dt == DType::kFloat ? 1e-5 : 2e-3);
-              EXPECT_THAT(ops, ::testing::ElementsAre("RMSNormalization"))
-                  << LowerName(dt) << " mul " << by_mul << " inverse " << inverse << " weight first "
-                  << weight_first << " opset " << opset;
-            }
-          }
-  }
-}
-
-TEST(Rewrite, RmsNormIsKeptWhenAnIntermediateIsUsedElsewhere) {
-  const RmsForm f{false, 0, false, 18};
-  const Tensor x = RandomUniform(DType::kFloat, {2, 4, 8}, 3);
-  const std::vector<std::string> ops = RunBothWays(RmsModel(f, DType::kFloat, 8, true), {{"x", x}}, 1e-6);
-  // The mean is a graph output: no RMSNorm, but Pow(x, 2) still becomes Mul.
-  EXPECT_THAT(ops, ::testing::ElementsAre("Mul", "ReduceMean", "Add", "Sqrt", "Reciprocal", "Mul", "Mul"));
-}
-
-// A scale that widens the normalized values ([2, 1] * [3] -> [2, 3]) is valid
-// ONNX that RMSNormalization refuses: the session plans the graph as written.
-TEST(Rewrite, AFusedNodeThatWouldFailFallsBackToTheGraphAsWritten) {
-  ModelBuilder m(18);
-  m.Input("x", DType::kFloat, {2, 1}).Output("y", DType::kFloat, {2, 3});
-  m.Initializer("w", Tensor::FromVector(std::vector<float>{1, 2, 3}, {3}));
-  m.Initializer("eps", Tensor::FromVector(std::vector<float>{0}, {}));
-  m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{-1}, {1}));
-  m.Node("Mul", {"x", "x"}, {"sq"});
-  m.Node("ReduceMean", {"sq", "axes"}, {"mean"});
-  m.Node("Add", {"mean", "eps"}, {"var"});
-  m.Node("Sqrt", {"var"}, {"std"});
-  m.Node("Div", {"x", "std"}, {"normed"});
-  m.Node("Mul", {"normed", "w"}, {"y"});
-  const Tensor x = Tensor::FromVector(std::vector<float>{2, -4}, {2, 1});
-  const std::vector<std::string> ops = RunBothWays(m, {{"x", x}}, 1e-6);
-  EXPECT_EQ(ops.size(), 6u);  // as written
-  auto s = m.Build(SessionOptions());
-  ASSERT_TRUE(s.ok()) << s.status();
-  auto y = (*s)->Run({{"x", x}});
-  ASSERT_TRUE(y.ok()) << y.status();
-  EXPECT_EQ((*y)[0].shape(), Shape({2, 3}));
-  EXPECT_THAT(Values((*y)[0]), ::testing::ElementsAre(1, 2, 3, -1, -2, -3));
-}
-
-TEST(Rewrite, RmsNormOverAnotherAxisIsKept) {
-  ModelBuilder m(18);
-  m.Input("x", DType::kFloat, {3, 5}).Output("y", DType::kFloat, {3, 5});
-  m.Initializer("w", RandomUniform(DType::kFloat, {5}, 5));
-  m.Initializer("eps", Tensor::FromVector(std::vector<float>{1e-5f}, {}));
-  m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{0}, {1}));
-  m.Node("Mul", {"x", "x"}, {"sq"});
-  m.Node("ReduceMean", {"sq", "axes"}, {"mean"});
-  m.Node("Add", {"mean", "eps"}, {"var"});
-  m.Node("Sqrt", {"var"}, {"std"});
-  m.Node("Div", {"x", "std"}, {"normed"});
-  m.Node("Mul", {"normed", "w"}, {"y"});
-  EXPECT_EQ(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {3, 5}, 9)}}, 1e-6).size(), 6u);
-}
-
-// The decomposed LayerNorm of older exporters (opset < 17).
-ModelBuilder LayerNormModel(DType dt, int64_t hidden, bool square_by_mul, bool swapped, int64_t opset) {
-  ModelBuilder m(opset);
-  m.Input("x", dt, {-1, 3, hidden}).Output("y", dt, {-1, 3, hidden});
-  m.Initializer("g", RandomUniform(dt, {hidden}, 5, 0.5, 1.5));
-  m.Initializer("b", RandomUniform(dt, {hidden}, 6));
-  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {}));
-  m.Initializer("eps", RandomUniform(dt, {}, 1, 1e-5, 1e-5));
-  const auto mean = [&](const std::string& in, const std::string& out) {
-    if (opset >= 18) m.Node("ReduceMean", {in, "axes"}, {out});
-    else SetAttr(m.Node("ReduceMean", {in}, {out}), "axes", std::vector<int64_t>{-1});
-  };
-  if (opset >= 18) m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{-1}, {1}));
-  mean("x", "m");
-  m.Node("Sub", {"x", "m"}, {"d"});
-  if (square_by_mul) m.Node("Mul", {"d", "d"}, {"sq"});
-  else m.Node("Pow", {"d", "two"}, {"sq"});
-  mean("sq", "var");
-  m.Node("Add", swapped ? std::vector<std::string>{"eps", "var"} : std::vector<std::string>{"var", "eps"}, {"ve"});
-  m.Node("Sqrt", {"ve"}, {"s"});
-  m.Node("Div", {"d", "s"}, {"n"});
-  m.Node("Mul", swapped ? std::vector<std::string>{"g", "n"} : std::vector<std::string>{"n", "g"}, {"gn"});
-  m.Node("Add", swapped ? std::vector<std::string>{"b", "gn"} : std::vector<std::string>{"gn", "b"}, {"y"});
-  return m;
-}
-
-TEST(Rewrite, DecomposedLayerNormBecomesLayerNormalization) {
-  for (DType dt : {DType::kFloat, DType::kFloat16})
-    for (bool by_mul : {false, true})
-      for (bool swapped : {false, true})
-        for (int64_t opset : {13, 18})
-          for (int64_t hidden : {1, 17, 64}) {
-            const Tensor x = RandomUniform(dt, {2, 3, hidden}, uint32_t(hidden), -3, 5);
-            EXPECT_THAT(RunBothWays(LayerNormModel(dt, hidden, by_mul, swapped, opset), {{"x", x}},
-                                    dt == DType::kFloat ? 1e-5 : 4e-3),
-                        ::testing::ElementsAre("LayerNormalization"))
-                << LowerName(dt) << " mul " << by_mul << " swapped " << swapped << " opset " << opset;
-          }
-  // x - mean also a graph output: no LayerNorm; what remains is an RMSNorm
-  // of the centred value (the same arithmetic), with the mean, Sub and Add kept.
-  ModelBuilder m = LayerNormModel(DType::kFloat, 8, false, false, 17);
-  m.Output("d", DType::kFloat, {-1, 3, 8});
-  EXPECT_THAT(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {2, 3, 8}, 1)}}, 1e-5),
-              ::testing::ElementsAre("ReduceMean", "Sub", "RMSNormalization", "Add"));
-}
-
-TEST(Rewrite, MulBySigmoidBecomesSwish) {
-  for (DType dt : {DType::kFloat, DType::kFloat16, DType::kDouble})
-    for (bool sigmoid_first : {false, true}) {
-      ModelBuilder m(17);
-      m.Input("x", dt, {-1}).Output("y", dt, {-1}).Output("z", dt, {-1});
-      m.Node("Sigmoid", {"x"}, {"s"});
-      if (sigmoid_first) m.Node("Mul", {"s", "x"}, {"y"});
-      else m.Node("Mul", {"x", "s"}, {"y"});
-      // Sigmoid of another value: not SiLU.
-      m.Node("Sigmoid", {"y"}, {"t"});
-      m.Node("Mul", {"x", "t"}, {"z"});
-      for (int64_t n : {0, 1, 17, 1000}) {
-        const Tensor x = RandomUniform(dt, {n}, uint32_t(n), -30, 30);
-        EXPECT_THAT(RunBothWays(m, {{"x", x}}, dt == DType::kFloat16 ? 1e-3 : 1e-6),
-                    ::testing::ElementsAre("Swish", "Sigmoid", "Mul"))
-            << LowerName(dt);
-      }
-    }
-}
-
-TEST(Rewrite, MatMulPlusBiasBecomesFusedMatMul) {
-  for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kDouble, DType::kInt32})
-    for (bool bias_first : {false, true})
-      for (Shape a_shape : {Shape{2, 5, 24}, Shape{24}, Shape{1, 24}}) {
-        ModelBuilder m(17);
-        m.Input("a", dt, std::vector<int64_t>(a_shape.begin(), a_shape.end())).Output("y", dt, {}, false);
-        m.Output("z", dt, {}, false);
-        m.Initializer("w", RandomUniform(dt, {24, 7}, 2));
-        m.Initializer("b", RandomUniform(dt, {7}, 3));
-        m.Initializer("b2", RandomUniform(dt, {1, 7}, 4));
-        m.Node("MatMul", {"a", "w"}, {"p"});
-        if (bias_first) m.Node("Add", {"b", "p"}, {"y"});
-        else m.Node("Add", {"p", "b"}, {"y"});
-        // A 2-D bias: left as written.
-        m.Node("MatMul", {"a", "w"}, {"q"});
-        m.Node("Add", {"q", "b2"}, {"z"});
-        const Tensor a = RandomUniform(dt, a_shape, 6);
-        EXPECT_THAT(RunBothWays(m, {{"a", a}}, dt == DType::kBFloat16 ? 1e-2 : 1e-5),
-                    ::testing::ElementsAre("FusedMatMul", "MatMul", "Add"))
-            << LowerName(dt) << " " << ShapeToString(a_shape);
-      }
-}
-
-TEST(Rewrite, PowOfTwoBecomesAMultiply) {
-  for (DType dt : {DType::kFloat, DType::kDouble, DType::kInt64}) {
-    ModelBuilder m(17);
-    m.Input("x", dt, {-1}).Output("y", dt, {-1}).Output("z", dt, {-1});
-    m.Initializer("two", Tensor::FromVector(std::vector<int64_t>{2}, {}));
-    m.Initializer("three", Tensor::FromVector(std::vector<float>{3}, {}));
-    m.Node("Pow", {"x", "two"}, {"y"});
-    m.Node("Pow", {"x", "three"}, {"z"});  // not rewritten
-    for (int64_t n : {0, 1, 17, 1000}) {
-      const Tensor x = Random(dt, {n}, uint32_t(n));
-      EXPECT_THAT(RunBothWays(m, {{"x", x}}, 0), ::testing::ElementsAre("Mul", "Pow")) << LowerName(dt);
-    }
-  }
-  // An exponent of shape [1] broadcasts a scalar base to [1]: left alone.
-  ModelBuilder m(17);
-  m.Input("x", DType::kFloat, {}).Output("y", DType::kFloat, {1});
-  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {1}));
-  m.Node("Pow", {"x", "two"}, {"y"});
-  EXPECT_THAT(RunBothWays(m, {{"x", F({3}, {})}}, 0), ::testing::ElementsAre("Pow"));
-}
 
 // Scaled dot-product attention as older exporters write it: Q [B, H, S, D],
 // K and V [B, KV, T, D|Dv] repeated to H heads (Unsqueeze/Expand/Reshape),
@@ -745,31 +469,43 @@ TEST(Rewrite, AttentionIsKeptWhereTheFusedOpWouldDiffer) {
               ::testing::Not(::testing::Contains("Attention")));
 }
 
-// RMSNorm and LayerNorm whose last dim is known only at run time: a 1-D
-// scale broadcasts against a last dim of 1 in the pattern but not in the
-// fused op, so the rules need the last dim known and equal to the scale's
-// length; the session (one per way) runs both shapes.
-TEST(Rewrite, NormsWithALastDimKnownOnlyAtRunTimeAreKept) {
-  const RmsForm f{true, 2, false, 18};
-  ModelBuilder rms = RmsModel(f, DType::kFloat, 4);
-  rms.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->clear_dim_value();
-  rms.graph().mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->clear_dim_value();
-  const std::vector<std::vector<NamedTensor>> runs = {{{"x", RandomUniform(DType::kFloat, {2, 3, 4}, 1)}},
-                                                       {{"x", RandomUniform(DType::kFloat, {2, 3, 1}, 2)}}};
-  EXPECT_THAT(RunBothWaysMany(rms, runs, 1e-6), ::testing::Not(::testing::Contains("RMSNormalization")));
-  ModelBuilder ln = LayerNormModel(DType::kFloat, 4, false, false, 17);
-  ln.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->clear_dim_value();
-  ln.graph().mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->clear_dim_value();
-  const std::vector<std::vector<NamedTensor>> ln_runs = {{{"x", RandomUniform(DType::kFloat, {2, 3, 4}, 1)}},
-                                                          {{"x", RandomUniform(DType::kFloat, {2, 3, 1}, 2)}}};
-  EXPECT_THAT(RunBothWaysMany(ln, ln_runs, 1e-6), ::testing::Not(::testing::Contains("LayerNormalization")));
-  // The same last dim known (4): fused, and named as the user's last node.
-  ModelBuilder named = RmsModel(f, DType::kFloat, 4);
-  named.graph().mutable_node(named.graph().node_size() - 1)->set_name("final_scale");
-  auto s = named.Build(SessionOptions());
-  ASSERT_TRUE(s.ok()) << s.status();
-  ASSERT_THAT(OpTypes(**s), ::testing::ElementsAre("RMSNormalization"));
-  EXPECT_EQ((*s)->graph().nodes[0].name, "final_scale");
+// Q, K and V from one packed projection, as GPT-2 style exports write it:
+// MatMul by [16, 3 * H * D], Reshape to [B, S, 3, H, D], Split in three on
+// axis 2, Squeeze of that axis, Transpose to heads. The rules read shapes
+// from the session's own inference of every op (the pass's list of ops
+// before had neither Split nor Squeeze: the attention was kept). The fused
+// node's output type is the pattern's.
+TEST(Rewrite, AttentionHeadsReadThroughSplitAndSqueeze) {
+  constexpr int64_t kHeads = 4, kDim = 8, kLen = 5;
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2, kLen, 16});
+  m.Output("y", DType::kFloat, {-1, -1, -1, -1});
+  const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+  m.Initializer("wqkv", RandomUniform(DType::kFloat, {16, 3 * kHeads * kDim}, 1, -0.5, 0.5));
+  m.Initializer("packed", i64({0, 0, 3, kHeads, kDim})).Initializer("axis2", i64({2}));
+  m.Initializer("c", Tensor::FromVector(std::vector<float>{std::sqrt(float(kDim))}, {}));
+  m.Node("MatMul", {"x", "wqkv"}, {"qkv_p"});
+  m.Node("Reshape", {"qkv_p", "packed"}, {"qkv"});
+  SetAttr(m.Node("Split", {"qkv"}, {"q3", "k3", "v3"}), "axis", int64_t{2});
+  for (const char* t : {"q", "k", "v"}) {
+    m.Node("Squeeze", {std::string(t) + "3", "axis2"}, {std::string(t) + "_s"});
+    SetAttr(m.Node("Transpose", {std::string(t) + "_s"}, {t}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  }
+  SetAttr(m.Node("Transpose", {"k"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.Node("MatMul", {"q", "kt"}, {"scores"});
+  m.Node("Div", {"scores", "c"}, {"scaled"});
+  SetAttr(m.Node("Softmax", {"scaled"}, {"probs"}), "axis", int64_t{-1});
+  m.Node("MatMul", {"probs", "v"}, {"y"});
+  const std::vector<std::string> ops = RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {2, kLen, 16}, 9)}}, 1e-5);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Attention"), 1);
+  EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Softmax")));
+  SessionOptions off;
+  off.graph_rewrites = false;
+  auto fused = m.Build(SessionOptions()), as_written = m.Build(off);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  ASSERT_TRUE(as_written.ok()) << as_written.status();
+  EXPECT_EQ((*fused)->outputs()[0].type.ToString(), "float[2,4,5,8]");
+  EXPECT_EQ((*fused)->outputs()[0].type.ToString(), (*as_written)->outputs()[0].type.ToString());
 }
 
 // A norm over the output of a fused attention: the rewrite pass knows the

@@ -1,0 +1,236 @@
+// Attention:
+//   SDPA      MatMul(Softmax(M(S), last axis), V') with S = MatMul(Q,
+//             Transpose(K', [0, 1, 3, 2])) divided by a constant c (scale
+//             1/c), times a constant c (scale c) or as is (scale 1), and M(S)
+//             Where(mask, S, c) (c a constant <= -1e30 or -inf), Add(S, mask)
+//             (either order) or S -> onnx_mini::Attention(Q, K, V, mask;
+//             scale, kv_repeat, masked_rows) (internal op, ops/llm/attention.cc).
+//             K', V' = Reshape(Expand(Unsqueeze(K, [2]), [1, 1, G, 1, 1]),
+//             [0 | B, KV * G, -1 | T, D]), both with the same G and K's KV
+//             heads and head size D known, each KV head repeated G times in
+//             a row, are taken as the GQA repeat (the op gets K, V and
+//             kv_repeat G); otherwise the op gets K', V' as they are, which
+//             must be known 4-D with the same known head count. Q must be
+//             known 4-D and the mask of rank 1 to 4 (ranks and dims as the
+//             session infers them, through any op). What the op does to equal the pattern:
+//             - it broadcasts batch, heads, query and key lengths of Q, K, V
+//               and the mask as MatMul, Where and Add do (a Q batch of 1
+//               against K/V of 2, one Q head against K's heads, a mask wider
+//               than the scores), with any shapes from run to run, and
+//               refuses (naming the node) what the pattern's ops refuse;
+//             - a row whose mask hides every key gives NaN for Add(S, mask)
+//               with -inf and Where(mask, S, -inf) (Softmax of a row of -inf),
+//               and the mean of V's rows for Where with a finite c (Softmax of
+//               a constant row), never Attention's 0;
+//             - hidden keys weigh 0: with a finite c the pattern gives them
+//               exp(c - max), which is 0 unless every visible score of the
+//               row is below c + 745 (about -1e30); the one difference left,
+//               with the NaN or infinite values the kernel does not read at
+//               hidden keys.
+
+#include <cmath>
+
+#include "runtime/checked.h"
+#include "runtime/element.h"
+#include "runtime/rewrite/graph_index.h"
+
+namespace onnx_mini {
+namespace rewrite {
+namespace {
+
+// A float constant of one element and rank <= 4 (it cannot widen a 4-D
+// value it meets by broadcasting): its value.
+std::optional<double> FloatScalar(const Index& ix, const std::string& name) {
+  const Tensor* t = ix.Constant(name);
+  if (!t || t->size() != 1 || t->shape().size() > 4) return std::nullopt;
+  const DType d = t->dtype();
+  if (d != DType::kFloat && d != DType::kDouble && d != DType::kFloat16 && d != DType::kBFloat16)
+    return std::nullopt;
+  return GetDouble(*t, 0);
+}
+
+// The GQA repeat of K or V, `rep` = Reshape(Expand(Unsqueeze(x, [2]),
+// [1, 1, G, 1, 1]), [0 | B, KV * G, -1 | T, D]) with x = [B, KV, T, D] and
+// KV, D (and B when given) known: each of the KV heads repeated G times in a
+// row, which is what Attention does with KV heads for KV * G query heads.
+struct Repeat {
+  std::string x;
+  int64_t groups = 1;
+  int64_t kv_heads = -1;
+  std::vector<size_t> nodes;
+};
+std::optional<Repeat> MatchRepeat(const Index& ix, const std::string& rep) {
+  size_t i_reshape, i_expand, i_unsqueeze;
+  const Node* reshape = ix.Inner(rep) ? ix.Producer(rep, "Reshape", &i_reshape) : nullptr;
+  if (!reshape || !Binary(*reshape)) return std::nullopt;
+  const std::string& e = reshape->inputs[0];
+  const Node* expand = ix.Inner(e) ? ix.Producer(e, "Expand", &i_expand) : nullptr;
+  if (!expand || !Binary(*expand)) return std::nullopt;
+  const std::string& u = expand->inputs[0];
+  const Node* unsqueeze = ix.Inner(u) ? ix.Producer(u, "Unsqueeze", &i_unsqueeze) : nullptr;
+  if (!unsqueeze || unsqueeze->inputs.empty()) return std::nullopt;
+  Dims axes = unsqueeze->attr_ints("axes");
+  if (unsqueeze->opset >= 13) {
+    const Tensor* a = unsqueeze->inputs.size() > 1 ? ix.Constant(unsqueeze->inputs[1]) : nullptr;
+    if (!a || a->dtype() != DType::kInt64 || a->size() != 1) return std::nullopt;
+    axes = {a->data<int64_t>()[0]};
+  }
+  if (axes != Dims{2} && axes != Dims{-3}) return std::nullopt;
+  const auto x = ix.DimsOf(unsqueeze->inputs[0]);
+  if (!x || x->size() != 4 || (*x)[1] <= 0 || (*x)[3] <= 0) return std::nullopt;
+  // The expand shape, right-aligned to the 5-D [B, KV, 1, T, D]: ones but G
+  // on the new axis.
+  const Tensor* es = ix.Constant(expand->inputs[1]);
+  if (!es || es->dtype() != DType::kInt64 || es->shape().size() != 1 || es->size() > 5) return std::nullopt;
+  int64_t groups = 1;
+  for (int64_t k = 0; k < es->size(); ++k) {
+    const int64_t v = es->data<int64_t>()[k], axis = 5 - es->size() + k;
+    if (axis == 2 && v >= 1) groups = v;
+    else if (v != 1) return std::nullopt;
+  }
+  const Tensor* rs = ix.Constant(reshape->inputs[1]);
+  if (!rs || rs->dtype() != DType::kInt64 || rs->shape() != Shape{4}) return std::nullopt;
+  const int64_t* r = rs->data<int64_t>();
+  const bool allowzero = reshape->attr_int("allowzero", 0) != 0;
+  const bool batch_kept = (r[0] == 0 && !allowzero) || (r[0] > 0 && r[0] == (*x)[0]);
+  // With heads KV * G and head size D fixed, the element count fixes the
+  // third dim to T whether it is -1 or a number.
+  if (!batch_kept || r[1] != CheckedMul((*x)[1], groups).value_or(-1) || r[3] != (*x)[3] ||
+      (r[2] != -1 && r[2] <= 0))
+    return std::nullopt;
+  return Repeat{unsqueeze->inputs[0], groups, (*x)[1], {i_reshape, i_expand, i_unsqueeze}};
+}
+
+// The scaled scores, `s` = MatMul(Q, Transpose(K, [0, 1, 3, 2])) divided by
+// a constant c (scale 1/c), multiplied by one (scale c), or as is (scale 1).
+struct Scores {
+  std::string q, k;  // k: the Transpose's input
+  double scale = 1;
+  std::vector<size_t> nodes;
+};
+std::optional<Scores> MatchScores(const Index& ix, const std::string& s) {
+  Scores out;
+  std::string mm = s;
+  size_t i;
+  if (const Node* div = ix.Producer(s, "Div", &i); div && Binary(*div)) {
+    const auto c = FloatScalar(ix, div->inputs[1]);
+    if (!c) return std::nullopt;
+    out.scale = 1 / *c;
+    mm = div->inputs[0];
+    out.nodes.push_back(i);
+  } else if (const Node* mul = ix.Producer(s, "Mul", &i); mul && Binary(*mul)) {
+    const int side = FloatScalar(ix, mul->inputs[1]) ? 1 : FloatScalar(ix, mul->inputs[0]) ? 0 : -1;
+    if (side < 0) return std::nullopt;
+    out.scale = *FloatScalar(ix, mul->inputs[size_t(side)]);
+    mm = mul->inputs[size_t(1 - side)];
+    out.nodes.push_back(i);
+  }
+  // Attention scales Q and K by sqrt(scale): a positive finite float.
+  if (!(out.scale > 0) || !std::isfinite(float(out.scale)) || float(out.scale) == 0) return std::nullopt;
+  const Node* matmul = ix.Inner(mm) ? ix.Producer(mm, "MatMul", &i) : nullptr;
+  if (!matmul || !Binary(*matmul)) return std::nullopt;
+  out.nodes.push_back(i);
+  const std::string& kt = matmul->inputs[1];
+  const Node* transpose = ix.Inner(kt) ? ix.Producer(kt, "Transpose", &i) : nullptr;
+  if (!transpose || transpose->inputs.size() != 1 || transpose->attr_ints("perm") != Dims{0, 1, 3, 2})
+    return std::nullopt;
+  out.nodes.push_back(i);
+  out.q = matmul->inputs[0];
+  out.k = transpose->inputs[0];
+  return out;
+}
+
+// Masked positions of the Where form get this or less: exp(mask - max) is 0
+// in float and double unless every visible score of the row is below -1e30.
+constexpr double kMaskValueLimit = -1e30;
+
+}  // namespace
+
+// Scaled dot-product attention as older exporters write it, at its last
+// MatMul: Softmax(Where(mask, S, c) | Add(S, mask) | S, last axis) @ V', with
+// S the scaled scores and K', V' optionally the GQA repeat of K and V ->
+// Attention-23(Q, K, V, mask, scale). See the top of this file for what must hold.
+bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  Node& node = g.nodes[n];
+  if (node.op_type != "MatMul" || !node.domain.empty() || !Binary(node) || node.outputs.size() != 1) return false;
+  std::vector<size_t> nodes;
+  size_t i;
+  const std::string& probs = node.inputs[0];
+  const Node* softmax = ix.Inner(probs) ? ix.Producer(probs, "Softmax", &i) : nullptr;
+  if (!softmax || softmax->inputs.size() != 1) return false;
+  // The scores are 4-D (checked below): before opset 13 an axis of 3 or -1
+  // also means the last axis alone.
+  const int64_t axis = softmax->attr_int("axis", softmax->opset >= 13 ? -1 : 1);
+  if (axis != -1 && axis != 3) return false;
+  nodes.push_back(i);
+  const std::string& z = softmax->inputs[0];
+  if (!ix.Inner(z)) return false;
+  std::string mask;
+  std::optional<Scores> scores;
+  // Rows the mask hides whole: Softmax of -inf gives NaN, of a finite fill
+  // the mean of V's rows (see the op in ops/llm/attention.cc).
+  int64_t masked_rows = 1;
+  if (const Node* where = ix.Producer(z, "Where", &i); where && where->inputs.size() == 3) {
+    const auto value = FloatScalar(ix, where->inputs[2]);
+    if (!value || !(*value <= kMaskValueLimit) || !ix.Inner(where->inputs[1])) return false;
+    if (std::isfinite(*value)) masked_rows = 2;
+    scores = MatchScores(ix, where->inputs[1]);
+    mask = where->inputs[0];
+    nodes.push_back(i);
+  } else if (const Node* add = ix.Producer(z, "Add", &i); add && Binary(*add)) {
+    for (int side = 0; side < 2 && !scores; ++side) {
+      if (!ix.Inner(add->inputs[size_t(side)])) continue;
+      scores = MatchScores(ix, add->inputs[size_t(side)]);
+      mask = add->inputs[size_t(1 - side)];
+    }
+    nodes.push_back(i);
+  } else {
+    scores = MatchScores(ix, z);
+  }
+  if (!scores) return false;
+  nodes.insert(nodes.end(), scores->nodes.begin(), scores->nodes.end());
+
+  // The fused op takes 4-D Q, K', V' and a mask of rank 1 to 4 and
+  // broadcasts batch, heads and lengths as the pattern does; other ranks
+  // (a 3-D V' that MatMul would broadcast, a 5-D mask) keep the pattern.
+  const auto q = ix.DimsOf(scores->q);
+  if (!q || q->size() != 4) return false;
+  if (!mask.empty()) {
+    const auto m = ix.DimsOf(mask);
+    if (!m || m->empty() || m->size() > 4) return false;
+  }
+  // K and V as the fused op takes them: unrepeated when both repeats are
+  // the GQA repeat with the same G and KV heads (kv_repeat G); as repeated
+  // otherwise, when their head counts are known and equal (the op maps a
+  // query head to one K and V head).
+  std::string k = scores->k, v = node.inputs[1];
+  int64_t repeat = 1;
+  auto rk = MatchRepeat(ix, k), rv = MatchRepeat(ix, v);
+  if (rk && rv && rk->groups == rv->groups && rk->kv_heads == rv->kv_heads) {
+    k = rk->x;
+    v = rv->x;
+    repeat = rk->groups;
+    nodes.insert(nodes.end(), rk->nodes.begin(), rk->nodes.end());
+    nodes.insert(nodes.end(), rv->nodes.begin(), rv->nodes.end());
+  } else {
+    const auto kd = ix.DimsOf(k), vd = ix.DimsOf(v);
+    if (!kd || !vd || kd->size() != 4 || vd->size() != 4 || (*kd)[1] < 0 || (*kd)[1] != (*vd)[1]) return false;
+  }
+  for (size_t k2 : nodes) dead[k2] = true;
+  Node fused;
+  fused.name = node.name;  // errors name the user's node (or its output)
+  fused.op_type = "Attention";
+  fused.domain = "onnx_mini";
+  fused.opset = 1;
+  fused.inputs = {scores->q, k, v};
+  if (!mask.empty()) fused.inputs.push_back(mask);
+  fused.outputs = node.outputs;
+  fused.attributes = {{"scale", FloatAttr("scale", float(scores->scale))},
+                      {"kv_repeat", IntAttr("kv_repeat", repeat)},
+                      {"masked_rows", IntAttr("masked_rows", masked_rows)}};
+  node = std::move(fused);
+  return true;
+}
+
+}  // namespace rewrite
+}  // namespace onnx_mini

@@ -1,0 +1,163 @@
+// The rewrites' view of one graph during a pass: who makes and who reads
+// each value, its constants, what is known of shapes; and what the rule
+// families share (runtime/rewrite/*.cc, one file per family).
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/element.h"
+#include "runtime/graph.h"
+#include "runtime/outer_scope.h"
+#include "runtime/session/infer.h"
+
+namespace onnx_mini {
+namespace rewrite {
+
+// A shape as the rules read it: -1 for a dim not known before running (or
+// only by a symbol).
+using Dims = std::vector<int64_t>;
+
+// Who makes and who reads each value of one graph, which values are
+// constants, and what is known of their types, during one pass of the
+// rewrites. Types and folded constants are the session's own inference of
+// the graph (InferGraphTypes), made when a rule first asks in the pass (a
+// graph where nothing looks like a pattern is not inferred twice); a value's
+// type is the same before and after a rewrite in the pass, whose fused node
+// keeps its pattern's output types.
+class Index {
+ public:
+  Index(const Graph& g, const std::vector<bool>& dead, const OpRegistry& ops) : g_(g), dead_(dead), ops_(ops) {
+    for (const auto& [name, t] : g.initializers) constants_[name] = &t;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      const Node& node = g.nodes[n];
+      for (const std::string& o : node.outputs)
+        if (!o.empty()) producer_[o] = n;
+      for (const std::string& in : node.inputs)
+        if (!in.empty()) ++uses_[in];
+      // What its subgraphs read from here: the same names the session gives the node as implicit inputs.
+      for (const std::string& name : ImplicitInputs(node)) ++uses_[name];
+      if (node.op_type == "Constant" && node.domain.empty() && node.outputs.size() == 1) {
+        const Attribute* v = node.attr("value");
+        const Attribute* f = node.attr("value_float");
+        const Attribute* i = node.attr("value_int");
+        if (v && v->type == AttrType::kTensor && v->t.defined()) constants_[node.outputs[0]] = &v->t;
+        else if (f && f->type == AttrType::kFloat)
+          constants_[node.outputs[0]] = &owned_.emplace_back(Tensor::FromVector(std::vector<float>{f->f}, {}));
+        else if (i && i->type == AttrType::kInt)
+          constants_[node.outputs[0]] = &owned_.emplace_back(Tensor::FromVector(std::vector<int64_t>{i->i}, {}));
+      }
+    }
+    for (const ValueInfo& o : g.outputs) outputs_.insert(o.name);
+  }
+
+  // The live ai.onnx node `op` that makes `name`, or nullptr.
+  const Node* Producer(const std::string& name, const char* op, size_t* index = nullptr) const {
+    auto it = producer_.find(name);
+    if (it == producer_.end() || dead_[it->second]) return nullptr;
+    const Node& node = g_.nodes[it->second];
+    if (node.op_type != op || !node.domain.empty()) return nullptr;
+    if (index) *index = it->second;
+    return &node;
+  }
+  // A value inside a pattern: read once, by the pattern, and not a graph output.
+  bool Inner(const std::string& name) const {
+    auto it = uses_.find(name);
+    return !name.empty() && it != uses_.end() && it->second == 1 && !outputs_.count(name);
+  }
+  // How many reads `name` has (nodes and subgraphs); graph outputs aside.
+  int Uses(const std::string& name) const {
+    auto it = uses_.find(name);
+    return it == uses_.end() ? 0 : it->second;
+  }
+  bool IsOutput(const std::string& name) const { return outputs_.count(name) > 0; }
+  const Graph& graph() const { return g_; }
+  // A value known before running: an initializer, a Constant node's, or one
+  // the session's folding computes.
+  const Tensor* Constant(const std::string& name) const {
+    if (auto it = constants_.find(name); it != constants_.end()) return it->second;
+    const GraphTypes* types = Types();
+    if (!types) return nullptr;
+    auto it = types->constants.find(name);
+    return it == types->constants.end() ? nullptr : &it->second;
+  }
+  // The inferred type of `name`, or nullptr if not known (no such value, or
+  // a graph the session cannot infer: its error is the session's to give).
+  const ValueType* Type(const std::string& name) const {
+    const GraphTypes* types = Types();
+    if (!types) return nullptr;
+    auto it = types->types.find(name);
+    return it == types->types.end() ? nullptr : &it->second;
+  }
+  // Whether a rule has asked for types in this pass.
+  bool inferred() const { return inferred_; }
+  // A tensor's dims as inferred; nullopt when not a tensor or of unknown rank.
+  std::optional<Dims> DimsOf(const std::string& name) const {
+    const ValueType* t = Type(name);
+    if (!t || !t->is_tensor() || !t->dims) return std::nullopt;
+    Dims d;
+    for (const Dim& x : *t->dims) d.push_back(x.known() ? x.value : -1);
+    return d;
+  }
+  // A constant of one element (rank <= 1, or exactly rank 0 with `scalar`)
+  // equal to `want`.
+  bool ConstantIs(const std::string& name, double want, bool scalar = false) const {
+    const Tensor* t = Constant(name);
+    if (!t || t->size() != 1 || t->shape().size() > (scalar ? 0u : 1u)) return false;
+    if (!IsNumeric(t->dtype())) return false;
+    return GetDouble(*t, 0) == want;
+  }
+
+ private:
+  const GraphTypes* Types() const {
+    if (!inferred_) {
+      inferred_ = true;
+      absl::StatusOr<GraphTypes> t = InferGraphTypes(g_, ops_);
+      if (t.ok()) types_ = *std::move(t);
+    }
+    return types_ ? &*types_ : nullptr;
+  }
+  static bool IsNumeric(DType d) {
+    return d == DType::kFloat || d == DType::kDouble || d == DType::kFloat16 || d == DType::kBFloat16 ||
+           d == DType::kInt32 || d == DType::kInt64;
+  }
+  const Graph& g_;
+  const std::vector<bool>& dead_;
+  const OpRegistry& ops_;
+  mutable bool inferred_ = false;
+  mutable std::optional<GraphTypes> types_;
+  std::map<std::string, size_t> producer_;
+  std::map<std::string, int> uses_;
+  std::set<std::string> outputs_;
+  std::map<std::string, const Tensor*> constants_;
+  std::deque<Tensor> owned_;
+};
+
+inline bool Binary(const Node& n) { return n.inputs.size() == 2 && !n.inputs[0].empty() && !n.inputs[1].empty(); }
+
+Attribute IntAttr(const std::string& name, int64_t v);
+Attribute FloatAttr(const std::string& name, float v);
+
+// Whether x's last dim is known before running (the same in every run) and
+// equals n: the fused norms take a scale of exactly that length, where the
+// pattern's Mul and Add would broadcast a 1-D scale against any last dim.
+bool LastDimIs(const Index& ix, const std::string& x, int64_t n);
+
+// A rule: tries to rewrite the pattern ending at node n, marking the nodes
+// it replaces dead; true if it did.
+using Rule = bool (*)(Graph&, const Index&, size_t, std::vector<bool>&);
+
+// The families (norms.cc, activations.cc, matmul_bias.cc, attention.cc).
+bool RewriteLayerNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteRmsNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteSilu(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewritePow2(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteMatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+
+}  // namespace rewrite
+}  // namespace onnx_mini

@@ -1,0 +1,55 @@
+#include "runtime/rewrite/rewrite.h"
+
+#include <vector>
+
+#include "runtime/rewrite/graph_index.h"
+
+namespace onnx_mini {
+namespace {
+
+using namespace rewrite;
+
+// Larger patterns first: they match pieces the smaller rules would change.
+constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
+                           RewriteSilu,      RewriteMatMulBias, RewritePow2};
+
+}  // namespace
+
+int RewriteGraph(Graph& g, const OpRegistry& ops) {
+  int total = 0;
+  for (int pass = 0; pass < 8; ++pass) {
+    std::vector<bool> dead(g.nodes.size(), false);
+    int count = 0;
+    {
+      Index ix(g, dead, ops);
+      // Rule by rule over the whole graph: a pattern containing another
+      // (LayerNorm holds an RMSNorm of x - mean) is taken whole first.
+      std::vector<bool> changed(g.nodes.size(), false);
+      for (Rule rule : kRules)
+        for (size_t n = 0; n < g.nodes.size(); ++n) {
+          if (dead[n] || changed[n]) continue;
+          if (rule(g, ix, n, dead)) {
+            changed[n] = true;
+            ++count;
+            // The fused node's outputs keep the pattern's types: declared
+            // here, the session checks the fused op against them (a
+            // contradiction plans the graph as written) and reads on with
+            // what the pattern was known to give. (A rule that asked for
+            // no type fuses an op of its pattern's type by construction.)
+            for (const std::string& o : g.nodes[n].outputs)
+              if (const ValueType* t = o.empty() || !ix.inferred() ? nullptr : ix.Type(o)) g.value_types[o] = *t;
+          }
+        }
+    }
+    if (count == 0) break;
+    total += count;
+    std::vector<Node> kept;
+    kept.reserve(g.nodes.size());
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      if (!dead[n]) kept.push_back(std::move(g.nodes[n]));
+    g.nodes = std::move(kept);
+  }
+  return total;
+}
+
+}  // namespace onnx_mini

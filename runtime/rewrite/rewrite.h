@@ -1,0 +1,32 @@
+// Graph rewrites at session creation: the decomposed patterns exporters write,
+// replaced by the fused kernels that compute the same thing faster. They run
+// on the loaded graph before the session plans it (SessionOptions::
+// graph_rewrites turns them off). A rewrite gives the answer of the graph as
+// written (up to rounding; for finite inputs whose scores do not overflow)
+// or does not fire. A pattern is rewritten only when every value inside it
+// has no other reader (no other node, no subgraph) and is not a graph
+// output, its constants have the values the fused kernel needs, and the
+// shapes the fused op needs are known before running (the same in every
+// run), as the session's own inference gives them (the registry's Op::Infer
+// per node, with the constants folding computes: never a list of ops kept by
+// the rules); the fused node keeps the pattern's output name and type, so the
+// rest of the graph is untouched, and takes the name of the pattern's last
+// node, so that errors name a node of the model (or, unnamed, its output).
+//
+// The families, each file with its rules' conditions: norms.cc (RMSNorm,
+// LayerNorm), activations.cc (SiLU, Pow2), matmul_bias.cc (MatMul + bias),
+// attention.cc (SDPA); graph_index.h: what they share.
+#pragma once
+
+#include "runtime/graph.h"
+
+namespace onnx_mini {
+
+class OpRegistry;
+
+// Applies the rewrites to `graph` (not to its subgraphs), reading the types
+// and constants that the session's inference with `ops` gives each value
+// (InferGraphTypes). Returns how many patterns were rewritten.
+int RewriteGraph(Graph& graph, const OpRegistry& ops);
+
+}  // namespace onnx_mini
