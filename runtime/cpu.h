@@ -78,6 +78,9 @@ inline bool CpuTargetUsable(CpuTarget target, const CpuFeatures& features) {
 }
 // The last target of kCpuTargets whose features `features` has (for reports).
 CpuTarget BestCpuTarget(const CpuFeatures& features);
+// The best target the active features allow: what a prepared (packed) weight records, so that a
+// kernel of another target never reads it.
+inline CpuTarget ActiveCpuTarget() { return BestCpuTarget(ActiveCpuFeatures()); }
 
 // Restricts the active features for the scope of a test (then restores them).
 class ScopedCpuFeaturesForTesting {

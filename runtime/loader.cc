@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "onnx.pb.h"
 #include "runtime/checked.h"
 #include "runtime/status_macros.h"
@@ -267,6 +268,8 @@ class GraphBuilder {
  public:
   GraphBuilder(const std::string& base_dir, const FunctionMap& functions)
       : base_dir_(base_dir), functions_(functions) {}
+  // The graph whose initializers Build may empty once converted.
+  void Consume(onnx::GraphProto* graph) { consumed_ = graph; }
 
   absl::StatusOr<Graph> Build(const onnx::GraphProto& gp, const Opsets& opsets, int depth,
                               const Renaming& names = {}) {
@@ -274,10 +277,15 @@ class GraphBuilder {
     Graph g;
     g.name = gp.name();
     g.opsets = opsets;
-    for (const auto& init : gp.initializer()) {
+    for (int i = 0; i < gp.initializer_size(); ++i) {
+      const onnx::TensorProto& init = gp.initializer(i);
       if (init.name().empty()) return Invalid("an initializer has no name");
       ASSIGN_OR_RETURN(Tensor t, TensorFromProto(init, base_dir_));
       g.initializers[names(init.name())] = std::move(t);
+      // The model's own proto: its bytes go as soon as the tensor holds them
+      // (a swap frees them; Clear would keep the capacity), so that the
+      // proto and the tensors are not both whole in memory.
+      if (&gp == consumed_) onnx::TensorProto().Swap(consumed_->mutable_initializer(i));
     }
     if (gp.sparse_initializer_size() > 0)
       return absl::UnimplementedError("not implemented: sparse initializers");
@@ -400,6 +408,7 @@ class GraphBuilder {
   }
 
   std::string base_dir_;
+  onnx::GraphProto* consumed_ = nullptr;
   const FunctionMap& functions_;
   int64_t call_counter_ = 0;
   int64_t inlined_ = 0;  // body nodes inlined so far
@@ -487,10 +496,8 @@ void TensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto* 
 
 namespace {
 
-absl::StatusOr<Graph> LoadUnguarded(const std::string& bytes, const std::string& base_dir) {
-  onnx::ModelProto model;
-  if (bytes.empty() || !model.ParseFromString(bytes))
-    return Invalid("not a valid ONNX model: the protobuf does not parse");
+// Converts `model`, emptying its graph's initializers as it goes.
+absl::StatusOr<Graph> Convert(onnx::ModelProto& model, const std::string& base_dir) {
   if (!model.has_graph()) return Invalid("not a valid ONNX model: it has no graph");
   if (model.ir_version() < 3 && model.opset_import_size() == 0)
     return Invalid(absl::StrCat("unsupported ONNX IR version ", model.ir_version(), " with no opset import"));
@@ -502,6 +509,7 @@ absl::StatusOr<Graph> LoadUnguarded(const std::string& bytes, const std::string&
   Opsets opsets = ConvertOpsets(model.opset_import());
   if (opsets.empty()) opsets[""] = 1;
   GraphBuilder builder(base_dir, functions);
+  builder.Consume(model.mutable_graph());
   ASSIGN_OR_RETURN(Graph g, builder.Build(model.graph(), opsets, 0));
   g.ir_version = model.ir_version();
   return g;
@@ -513,7 +521,10 @@ absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::st
   // Tensors are checked before they are allocated; protobuf's own parsing and
   // the graph's small vectors may still run out: a status, not an exception.
   try {
-    return LoadUnguarded(bytes, base_dir);
+    onnx::ModelProto model;
+    if (bytes.empty() || !model.ParseFromString(bytes))
+      return Invalid("not a valid ONNX model: the protobuf does not parse");
+    return Convert(model, base_dir);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError("out of memory while loading the model");
   }
@@ -530,17 +541,27 @@ absl::StatusOr<Graph> LoadModel(const std::string& path) {
   if (uint64_t(st.st_size) > kMaxModelBytes)
     return Invalid(absl::StrCat("model '", path, "' has ", st.st_size, " bytes; a protobuf holds at most ",
                                 kMaxModelBytes));
-  std::string bytes;
+  // Parsed from the file through protobuf's small buffer: the file's bytes
+  // are never whole in memory beside the parsed model.
+  onnx::ModelProto model;
   try {
-    bytes.resize(size_t(st.st_size));
+    google::protobuf::io::FileInputStream stream(fd.get());
+    if (st.st_size == 0 || !model.ParseFromZeroCopyStream(&stream)) {
+      if (stream.GetErrno() != 0)
+        return Invalid(absl::StrCat("cannot read model '", path, "': ", std::strerror(stream.GetErrno())));
+      return Invalid(absl::StrCat(path, ": not a valid ONNX model: the protobuf does not parse"));
+    }
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat("out of memory for the ", st.st_size, " bytes of model '", path, "'"));
   }
-  if (!ReadAt(fd.get(), 0, bytes.size(), bytes.data()))
-    return Invalid(absl::StrCat("cannot read model '", path, "'"));
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  absl::StatusOr<Graph> g = LoadModelFromBytes(bytes, dir.string());
+  absl::StatusOr<Graph> g;
+  try {
+    g = Convert(model, dir.string());
+  } catch (const std::bad_alloc&) {
+    g = absl::ResourceExhaustedError("out of memory while loading the model");
+  }
   if (!g.ok())
     return absl::Status(g.status().code(), absl::StrCat(path, ": ", g.status().message()));
   return g;

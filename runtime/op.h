@@ -10,6 +10,7 @@
 //   Compute runs on validated inputs and the plan; it re-derives nothing.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/cpu.h"
 #include "runtime/graph.h"
 #include "runtime/status_macros.h"
 #include "runtime/type_set.h"
@@ -190,6 +192,46 @@ class KernelContext {
   virtual const OpPlan* plan_ptr() const = 0;
 };
 
+// What Op::Prepare sees of its node at session creation.
+class PrepareContext {
+ public:
+  virtual ~PrepareContext() = default;
+  virtual const Node& node() const = 0;
+  virtual size_t num_inputs() const = 0;
+  // Input i's value when it is an initializer or a folded constant (the same
+  // tensor every run sees), else nullptr.
+  virtual const Tensor* constant(size_t i) const = 0;
+  // The session's intra-op thread count.
+  virtual int threads() const = 0;
+  // The session's memory budget (possibly null). What the op keeps (packed
+  // weights) is charged to it for the op's lifetime.
+  virtual const std::shared_ptr<MemoryBudget>& budget() const = 0;
+  // The CPU target the kernels run on now: a packed blob records it, and is
+  // used by no kernel of another target.
+  CpuTarget target() const { return ActiveCpuTarget(); }
+  // The op no longer needs constant input i's original: it keeps a form of
+  // its own (a packed weight) that Compute works from alone, with every
+  // thread count and row count. The session frees the original once no
+  // other reader needs it (another node, a graph output, a subgraph, the
+  // caller's own copy of the graph). Compute still sees the input, with its
+  // dtype and shape but no data (raw() is nullptr) when freed.
+  virtual void release(size_t i) = 0;
+  // The blob `make` derives from constant input i (say, the weight packed for
+  // the GEMM), shared by every node of the session that asks for the same
+  // constant and `kind` (two MatMuls reading one weight: packed once). `kind`
+  // names the blob's type and layout; `make` charges what it allocates to
+  // budget() and may return null (then nothing is cached).
+  template <class T, class Make>
+  std::shared_ptr<const T> Shared(size_t i, const std::string& kind, Make make) {
+    return std::static_pointer_cast<const T>(
+        SharedBlob(i, kind, [&]() -> std::shared_ptr<const void> { return make(); }));
+  }
+
+ protected:
+  virtual std::shared_ptr<const void> SharedBlob(size_t i, const std::string& kind,
+                                                 const std::function<std::shared_ptr<const void>()>& make) = 0;
+};
+
 // One node's op: made once per node by its row's factory, used by every run
 // (from several threads at once: Infer and Compute must not modify the op).
 class Op {
@@ -199,19 +241,13 @@ class Op {
   virtual absl::Status Compute(KernelContext& ctx) const = 0;
   // Session-creation work on the node's constant inputs, done once, before
   // any run and single-threaded: e.g. a weight reordered into the layout a
-  // kernel wants. `constants[i]` is input i's value when it is an
-  // initializer or a folded constant (the same tensor every run sees), else
-  // nullptr; `threads` is the session's intra-op thread count. The op may
-  // keep what it derives (this is the one call that may modify it); Compute
-  // must still work when Prepare kept nothing. Not called for nodes the
-  // session folds. Default: nothing to prepare.
-  // What it keeps (packed weights) is charged to `budget`, the session's
-  // (possibly null), for the op's lifetime.
-  virtual absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads,
-                               const std::shared_ptr<MemoryBudget>& budget) {
-    (void)constants;
-    (void)threads;
-    (void)budget;
+  // kernel wants (PrepareContext). The op may keep what it derives (this is
+  // the one call that may modify it); Compute must still work when Prepare
+  // kept nothing, unless Prepare released an input's original
+  // (PrepareContext::release), when Compute works from what it kept. Not
+  // called for nodes the session folds. Default: nothing to prepare.
+  virtual absl::Status Prepare(PrepareContext& ctx) {
+    (void)ctx;
     return absl::OkStatus();
   }
 };

@@ -108,6 +108,10 @@ class Session {
   std::string Profile() const;
   // Starts the profile afresh (after warm-up runs, say).
   void ResetProfile() const;
+  // The bytes held against the session's memory budget now: weights packed
+  // at creation (once per weight, whichever nodes read it), folded
+  // constants, and during a run its tensors and workspaces.
+  size_t MemoryUsed() const;
 
   // The plan of a graph (internal: the model's, and its subgraphs').
   struct Impl;

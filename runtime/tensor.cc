@@ -291,6 +291,12 @@ Tensor Tensor::Reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::Hollow() const {
+  Tensor t = *this;
+  t.storage_ = Storage::Borrow(nullptr, 0);
+  return t;
+}
+
 absl::StatusOr<Tensor> Tensor::Clone(const std::shared_ptr<MemoryBudget>& budget) const {
   if (!defined()) return Tensor();
   ASSIGN_OR_RETURN(Tensor t, MakeUninitialized(dtype_, shape_, budget));

@@ -143,6 +143,9 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   // A view with another shape of the same element count, sharing storage.
   Tensor Reshaped(Shape shape) const;
+  // The same dtype and shape without data (raw() is nullptr, defined() holds):
+  // a constant whose storage the session freed (PrepareContext::release).
+  Tensor Hollow() const;
   // A deep copy into new owned storage (fails when memory runs out).
   absl::StatusOr<Tensor> Clone(const std::shared_ptr<MemoryBudget>& budget = nullptr) const;
 

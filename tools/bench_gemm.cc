@@ -24,6 +24,7 @@
 #endif
 
 #include "kernels/gemm/onednn.h"
+#include "kernels/gemm/prepared_matmul.h"
 #include "runtime/cpu.h"
 #include "runtime/tensor.h"
 #include "runtime/thread_pool.h"

@@ -1,8 +1,11 @@
 // MatMul with NumPy semantics (1-D promotion, broadcast batch dims) and Gemm.
-// float and bfloat16 run on oneDNN; every other case runs the plain reference
+// A constant 2-D B in float runs our own kernels (kernels/gemm/prepared_matmul.h:
+// the packed GEMM on AVX-512, the GEMV for a few rows), bfloat16 and the
+// remaining float cases oneDNN; every other case runs the plain reference
 // kernel, accumulating in float for 16-bit types and in the type itself otherwise.
 #include "ops/common.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/gemm/prepared_matmul.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
@@ -56,20 +59,40 @@ std::shared_ptr<MatMulPlan> PlanMatMul(Shape sa, Shape sb) {
   return p;
 }
 
+// B (constant input i) packed for the GEMM once per session, whichever
+// nodes read it; null where the packed GEMM does not run.
+std::shared_ptr<const PackedGemmB> SharedPackedB(PrepareContext& ctx, size_t i, bool trans_b) {
+  const Tensor& b = *ctx.constant(i);
+  return ctx.Shared<PackedGemmB>(i, trans_b ? "gemm_f32 panels of B^T" : "gemm_f32 panels of B",
+                                 [&] { return PackGemmB(b, trans_b, ctx.budget()); });
+}
+
+// A product whose B was released: the packed form is all there is.
+absl::Status RunReleased(KernelContext& ctx, const PackedMatMul& packed, const void* a, void* c, int64_t m) {
+  if (m == 0 || packed.Run(a, c, m, ctx.threads())) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      ctx.node().Describe(), ": B was packed for another CPU target than the one running (",
+      CpuTargetName(ActiveCpuTarget()), ") and its original was released"));
+}
+
 // MatMul, and the internal onnx_mini::FusedMatMul (runtime/rewrite/matmul_bias.cc makes
 // it from MatMul + Add): MatMul(A, B) + bias, bias 1-D of B's N columns.
 class MatMulOp : public Op {
  public:
   explicit MatMulOp(const Node&) {}
 
-  // A constant 2-D B is packed for oneDNN once (float, bfloat16), with a
-  // constant bias.
-  absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads,
-                       const std::shared_ptr<MemoryBudget>& budget) override {
-    const Tensor* bias = constants.size() > 2 ? constants[2] : nullptr;
-    if (constants.size() > 2 && !bias) return absl::OkStatus();  // a run-time bias: the plain path
-    if (constants.size() > 1 && constants[1] && constants[1]->shape().size() == 2)
-      packed_ = PackedMatMul::Make(*constants[1], false, bias ? *bias : Tensor(), threads, budget);
+  // A constant 2-D B is prepared once (float, bfloat16), with a constant
+  // bias; B's original is released when the packed form does without it.
+  absl::Status Prepare(PrepareContext& ctx) override {
+    const Tensor* bias = ctx.num_inputs() > 2 ? ctx.constant(2) : nullptr;
+    if (ctx.num_inputs() > 2 && !bias) return absl::OkStatus();  // a run-time bias: the plain path
+    const Tensor* b = ctx.num_inputs() > 1 ? ctx.constant(1) : nullptr;
+    if (b && b->shape().size() == 2) {
+      packed_ = PackedMatMul::Make(*b, false, bias ? *bias : Tensor(), ctx.threads(), ctx.budget(),
+                                   SharedPackedB(ctx, 1, false));
+      released_ = packed_ && packed_->ReleaseB();
+      if (released_) ctx.release(1);
+    }
     return absl::OkStatus();
   }
 
@@ -114,6 +137,7 @@ class MatMulOp : public Op {
     const MatMulPlan& p = ctx.plan<MatMulPlan>();
     const Tensor* bias = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
     // B 2-D: A's batches are rows of one product.
+    if (released_) return RunReleased(ctx, *packed_, a.raw(), out.raw(), p.batches * p.M);
     if (packed_ && packed_->packs(b) && packed_->has_bias() == (bias != nullptr) && a.shape().size() >= 2 &&
         packed_->Run(a.raw(), out.raw(), p.batches * p.M, ctx.threads()))
       return absl::OkStatus();
@@ -174,6 +198,7 @@ class MatMulOp : public Op {
   }
 
   std::unique_ptr<PackedMatMul> packed_;  // set by Prepare, read-only after
+  bool released_ = false;                 // B's original released: packed_ alone computes
 };
 
 // ---- Gemm: Y = alpha * A' B' + beta * C ----
@@ -190,18 +215,21 @@ class GemmOp : public Op {
         trans_a_(node.attr_int("transA", 0) != 0), trans_b_(node.attr_int("transB", 0) != 0),
         c_exact_(node.opset < 7 && node.attr_int("broadcast", 0) == 0) {}
 
-  // A constant B is packed for oneDNN once, with a constant C as its bias
-  // when Y = A' B' + C with C of N elements.
-  absl::Status Prepare(const std::vector<const Tensor*>& constants, int threads,
-                       const std::shared_ptr<MemoryBudget>& budget) override {
-    if (trans_a_ || constants.size() < 2 || !constants[1]) return absl::OkStatus();
-    const Tensor& b = *constants[1];
+  // A constant B is prepared once, with a constant C as its bias when
+  // Y = A' B' + C with C of N elements; B's original is released when the
+  // packed form does without it.
+  absl::Status Prepare(PrepareContext& ctx) override {
+    if (trans_a_ || ctx.num_inputs() < 2 || !ctx.constant(1)) return absl::OkStatus();
+    const Tensor& b = *ctx.constant(1);
     if (b.shape().size() != 2) return absl::OkStatus();
-    const Tensor* c = constants.size() > 2 ? constants[2] : nullptr;
+    const Tensor* c = ctx.num_inputs() > 2 ? ctx.constant(2) : nullptr;
     const int64_t n = b.shape()[trans_b_ ? 0 : 1];
     const bool bias = c && alpha_ == 1 && beta_ == 1 && c->size() == n &&
                       (c->shape() == Shape{n} || c->shape() == Shape{1, n});
-    packed_ = PackedMatMul::Make(b, trans_b_, bias ? *c : Tensor(), threads, budget);
+    packed_ = PackedMatMul::Make(b, trans_b_, bias ? *c : Tensor(), ctx.threads(), ctx.budget(),
+                                 SharedPackedB(ctx, 1, trans_b_));
+    released_ = packed_ && packed_->ReleaseB();
+    if (released_) ctx.release(1);
     return absl::OkStatus();
   }
 
@@ -253,6 +281,11 @@ class GemmOp : public Op {
     const GemmPlan& p = ctx.plan<GemmPlan>();
     const int64_t M = p.M, N = p.N, K = p.K;
     const std::vector<int64_t>& cs = p.c_strides;
+    if (released_) {
+      RETURN_IF_ERROR(RunReleased(ctx, *packed_, a.raw(), y.raw(), M));
+      if (packed_->has_bias() || (alpha_ == 1 && (c == nullptr || beta_ == 0))) return absl::OkStatus();
+      return Scale(ctx, y, c, p);
+    }
     if (packed_ && packed_->packs(b) && (!packed_->has_bias() || c != nullptr) &&
         packed_->Run(a.raw(), y.raw(), M, ctx.threads())) {
       if (packed_->has_bias()) return absl::OkStatus();  // alpha = beta = 1, C added
@@ -301,6 +334,7 @@ class GemmOp : public Op {
   float alpha_, beta_;
   bool trans_a_, trans_b_, c_exact_;
   std::unique_ptr<PackedMatMul> packed_;  // set by Prepare, read-only after
+  bool released_ = false;                 // B's original released: packed_ alone computes
 };
 
 }  // namespace

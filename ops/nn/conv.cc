@@ -216,9 +216,8 @@ class ConvOp : public Op {
   }
 
   // Constant weights: oneDNN keeps them reordered into its layout after the first run.
-  absl::Status Prepare(const std::vector<const Tensor*>& constants, int,
-                       const std::shared_ptr<MemoryBudget>&) override {
-    constant_weights_ = constants.size() > 1 && constants[1] != nullptr;
+  absl::Status Prepare(PrepareContext& ctx) override {
+    constant_weights_ = ctx.num_inputs() > 1 && ctx.constant(1) != nullptr;
     return absl::OkStatus();
   }
 

@@ -37,6 +37,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
   budget = parent != nullptr ? parent->budget
                             : std::make_shared<MemoryBudget>(options.memory_limit > 0 ? options.memory_limit
                                                                                       : DefaultMemoryLimit());
+  shared_blobs = parent != nullptr ? parent->shared_blobs : std::make_shared<std::map<BlobKey, SharedBlob>>();
   const Graph& g = *graph;
   for (auto& [name, tensor] : g.initializers) {
     int v = Intern(name);
@@ -249,8 +250,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
       // Folding failed: the same error will come from the run.
     }
     if (types_only) continue;  // the types are known; no kernel will run
-    RETURN_IF_ERROR(step.op->Prepare(in_values, threads, budget));
-    steps.push_back(std::move(step));
+    steps.push_back(std::move(step));  // prepared by Prepare(), once the whole session has planned
   }
 
   for (const ValueInfo& out : g.outputs) {
@@ -270,6 +270,80 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
     output_infos.push_back({g.outputs[i].name, value_types[size_t(output_values[i])]});
   if (!types_only) PlanStorage();
   return absl::OkStatus();
+}
+
+namespace {
+
+// What Op::Prepare sees of one step.
+class StepPrepare : public PrepareContext {
+ public:
+  StepPrepare(Session::Impl& plan, const Step& step) : plan_(plan), step_(step) {}
+  const Node& node() const override { return *step_.node; }
+  size_t num_inputs() const override { return step_.num_explicit; }
+  const Tensor* constant(size_t i) const override {
+    if (i >= step_.num_explicit || step_.inputs[i] < 0) return nullptr;
+    const Tensor& c = plan_.constants[size_t(step_.inputs[i])];
+    return c.defined() ? &c : nullptr;
+  }
+  int threads() const override { return plan_.threads; }
+  const std::shared_ptr<MemoryBudget>& budget() const override { return plan_.budget; }
+  void release(size_t i) override {
+    if (constant(i) != nullptr) released_.push_back(i);
+  }
+  const std::vector<size_t>& released() const { return released_; }
+
+ protected:
+  std::shared_ptr<const void> SharedBlob(size_t i, const std::string& kind,
+                                         const std::function<std::shared_ptr<const void>()>& make) override {
+    const Tensor* c = constant(i);
+    if (c == nullptr) return nullptr;
+    const Session::Impl::BlobKey key{c->storage().get(), c->dtype(), c->shape(), kind};
+    auto it = plan_.shared_blobs->find(key);
+    if (it != plan_.shared_blobs->end() && it->second.source.lock() == c->storage()) return it->second.blob;
+    std::shared_ptr<const void> blob = make();
+    if (blob) (*plan_.shared_blobs)[key] = {c->storage(), blob};
+    return blob;
+  }
+
+ private:
+  Session::Impl& plan_;
+  const Step& step_;
+  std::vector<size_t> released_;
+};
+
+}  // namespace
+
+absl::Status Session::Impl::Prepare() {
+  // A constant is freed when every read of it (explicit inputs, the
+  // outer-scope reads of subgraphs) was released and it is no graph output.
+  std::vector<int> readers(value_names.size(), 0), released(value_names.size(), 0);
+  for (const Step& step : steps)
+    for (int v : step.inputs)
+      if (v >= 0) ++readers[size_t(v)];
+  for (int v : output_values) ++readers[size_t(v)];
+  for (Step& step : steps) {
+    StepPrepare ctx(*this, step);
+    RETURN_IF_ERROR(step.op->Prepare(ctx));
+    for (size_t i : ctx.released()) {
+      const int v = step.inputs[i];
+      if (parent == nullptr && ++released[size_t(v)] == readers[size_t(v)]) FreeConstant(v);
+    }
+  }
+  for (const std::unique_ptr<Impl>& sub : subgraphs) RETURN_IF_ERROR(sub->Prepare());
+  return absl::OkStatus();
+}
+
+// Drops the session's references to constant v's data (the graph's
+// initializer too); its storage is freed unless someone else holds it (the
+// caller's copy of the graph).
+void Session::Impl::FreeConstant(int v) {
+  Tensor& c = constants[size_t(v)];
+  const Tensor hollow = c.Hollow();
+  auto it = owned_graph.initializers.find(value_names[size_t(v)]);
+  if (it != owned_graph.initializers.end() && it->second.storage() == c.storage()) it->second = hollow;
+  constant_storage.erase(c.storage().get());
+  constant_storage.insert(hollow.storage().get());
+  c = hollow;
 }
 
 }  // namespace onnx_mini

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -143,6 +144,14 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   bool types_only = false;
   int threads = 1;
   std::shared_ptr<MemoryBudget> budget;  // every tensor the session allocates (subgraphs share it)
+  // Blobs ops derive from constants (PrepareContext::Shared), by the
+  // constant's storage, dtype, shape and the blob's kind (subgraphs share it).
+  struct SharedBlob {
+    std::weak_ptr<Storage> source;  // a hit needs the very storage, not a new one at its address
+    std::shared_ptr<const void> blob;
+  };
+  using BlobKey = std::tuple<const Storage*, DType, Shape, std::string>;
+  std::shared_ptr<std::map<BlobKey, SharedBlob>> shared_blobs;
   std::vector<ValueInfo> input_infos, output_infos;
   std::map<std::string, int> value_index;
   std::vector<std::string> value_names;
@@ -183,6 +192,11 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
 
   // `given`: for a subgraph, the types its op gives its inputs.
   absl::Status Build(const std::vector<ValueType>* given = nullptr);
+  // Op::Prepare for every step, then for the subgraphs; frees the constants
+  // whose every reader released them (top level only: a subgraph's
+  // constants are its parent's).
+  absl::Status Prepare();
+  void FreeConstant(int v);
   void PlanStorage();
   // Runs one step on `values`. `bound` holds, per step output, a caller's
   // buffer to write into directly (or an undefined tensor).

@@ -134,7 +134,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
   // normalized values to a wider shape, say). If the rewritten graph does not
   // plan, the graph as written is planned instead; its error, if any, names
   // the model's own nodes.
-  std::optional<Graph> as_written;
+  std::optional<Graph> as_written;  // dropped before Prepare, which may free initializers
   if (options.graph_rewrites) {
     Graph rewritten = graph;  // tensors share their storage
     if (RewriteGraph(rewritten, ops) > 0) {
@@ -159,6 +159,12 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
     return Create(std::move(*as_written), ops, plain);
   }
   RETURN_IF_ERROR(built);
+  as_written.reset();
+  try {
+    RETURN_IF_ERROR(impl->Prepare());
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory while creating the session");
+  }
   if (options.profile) {
     impl->step_ns.reset(new std::atomic<int64_t>[impl->steps.size()]);
     for (size_t s = 0; s < impl->steps.size(); ++s) impl->step_ns[s] = 0;
@@ -209,6 +215,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path, 
 const std::vector<ValueInfo>& Session::inputs() const { return impl_->input_infos; }
 const std::vector<ValueInfo>& Session::outputs() const { return impl_->output_infos; }
 const Graph& Session::graph() const { return *impl_->graph; }
+size_t Session::MemoryUsed() const { return impl_->budget->used(); }
 
 absl::Status Session::ValidateValues(const std::vector<NamedValue>& inputs) const {
   const Impl& im = *impl_;

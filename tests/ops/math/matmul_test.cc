@@ -9,6 +9,7 @@
 
 #include "runtime/element.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/gemm/prepared_matmul.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -221,6 +222,204 @@ TEST(MatMul, PackedWeightsAreChargedToTheBudget) {
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_LE(MaxRelDiff(*got, *want), 1e-5);
   }
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+#include "kernels/gemm/gemm.h"
+#include "runtime/loader.h"
+#include "runtime/registry.h"
+
+namespace onnx_mini {
+namespace {
+
+// Issue #24: PrepareContext::release. A float weight packed for the GEMM is
+// freed at session creation when only packing products read it; the
+// packing is shared by every product that reads the weight, and charged once.
+struct Created {
+  std::unique_ptr<Session> session;
+  std::weak_ptr<Storage> w;  // the initializer "w" as loaded
+};
+
+Created Create(const ModelBuilder& m) {
+  absl::StatusOr<Graph> g = LoadModelFromBytes(m.Serialize(), "");
+  EXPECT_TRUE(g.ok()) << g.status();
+  Created c;
+  c.w = g->initializers.at("w").storage();
+  SessionOptions options;
+  options.threads = 1;
+  absl::StatusOr<std::unique_ptr<Session>> s = Session::Create(*std::move(g), BuiltinOps(), options);
+  EXPECT_TRUE(s.ok()) << s.status();
+  if (s.ok()) c.session = *std::move(s);
+  return c;
+}
+
+// The bytes of one packing of a k x n weight (0 where the packed GEMM does not run).
+size_t PackedBytes(int64_t k, int64_t n) {
+  return GemmPackedAvailable() ? size_t(GemmPackedSize(k, n)) * sizeof(float) : 0;
+}
+
+// Runs y = MatMul(x, w) for several row counts (the GEMV's and the GEMM's)
+// and compares with a product over a run-time w.
+void ExpectProducts(const Session& s, const Tensor& w, const std::vector<std::string>& outputs) {
+  for (int64_t rows : {1, 3, 64}) {
+    const Tensor x = RandomUniform(DType::kFloat, {rows, w.dim(0)}, uint32_t(rows));
+    absl::StatusOr<std::vector<Tensor>> got = s.Run({{"x", x}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    const absl::StatusOr<Tensor> want = RunOne(13, "MatMul", {x, w});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_EQ(got->size(), outputs.size());
+    for (size_t k = 0; k < outputs.size(); ++k)
+      EXPECT_LE(MaxRelDiff((*got)[k], *want), 1e-5) << outputs[k] << " rows " << rows;
+  }
+}
+
+TEST(MatMul, ReleaseFreesAPackedWeightsOriginal) {
+  const Tensor w = RandomUniform(DType::kFloat, {256, 512}, 21);
+  ModelBuilder m;
+  m.Input("x", DType::kFloat, {-1, 256}).Output("y", DType::kFloat, {-1, 512}).Initializer("w", w);
+  m.Node("MatMul", {"x", "w"}, {"y"});
+  Created c = Create(m);
+  ASSERT_NE(c.session, nullptr);
+  EXPECT_EQ(c.session->MemoryUsed(), PackedBytes(256, 512));
+  if (GemmPackedAvailable()) {
+    EXPECT_EQ(PackedBytes(256, 512), 256u * 512 * 4);  // 512 columns: no padding
+    EXPECT_TRUE(c.w.expired()) << "the original of a packed weight stays alive";
+    EXPECT_EQ(c.session->graph().initializers.at("w").raw(), nullptr);
+    EXPECT_EQ(c.session->graph().initializers.at("w").shape(), (Shape{256, 512}));
+  } else {
+    EXPECT_FALSE(c.w.expired()) << "the GEMV reads the weight as stored";
+  }
+  ExpectProducts(*c.session, w, {"y"});
+}
+
+TEST(Gemm, ReleaseFreesAPackedWeightsOriginalWithTransBAndBias) {
+  const Tensor w = RandomUniform(DType::kFloat, {192, 128}, 22);  // (N, K), transB
+  const Tensor bias = RandomUniform(DType::kFloat, {192}, 23);
+  ModelBuilder m;
+  m.Input("x", DType::kFloat, {-1, 128}).Output("y", DType::kFloat, {-1, 192}).Initializer("w", w);
+  m.Initializer("bias", bias);
+  SetAttr(m.Node("Gemm", {"x", "w", "bias"}, {"y"}), "transB", int64_t(1));
+  Created c = Create(m);
+  ASSERT_NE(c.session, nullptr);
+  EXPECT_EQ(c.w.expired(), GemmPackedAvailable());
+  EXPECT_EQ(c.session->MemoryUsed(), PackedBytes(128, 192));
+  for (int64_t rows : {1, 5, 40}) {
+    const Tensor x = RandomUniform(DType::kFloat, {rows, 128}, uint32_t(rows));
+    absl::StatusOr<std::vector<Tensor>> got = c.session->Run({{"x", x}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    const absl::StatusOr<Tensor> want =
+        RunOne(13, "Gemm", {x, w, bias}, [](onnx::NodeProto& n) { SetAttr(n, "transB", int64_t(1)); });
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_LE(MaxRelDiff((*got)[0], *want), 1e-5) << rows;
+  }
+}
+
+// Two MatMuls (the second over another value) and a Gemm (transB = 0: the
+// same panels) read one weight: packed once, charged once, freed.
+TEST(MatMul, AWeightReadByThreeProductsIsPackedOnce) {
+  const Tensor w = RandomUniform(DType::kFloat, {128, 320}, 24);
+  ModelBuilder m;
+  m.Input("x", DType::kFloat, {-1, 128}).Initializer("w", w);
+  for (const char* y : {"y1", "y2", "y3"}) m.Output(y, DType::kFloat, {-1, 320});
+  m.Node("MatMul", {"x", "w"}, {"y1"});
+  m.Node("Gemm", {"x", "w"}, {"y2"});
+  m.Node("Relu", {"x"}, {"r"});
+  m.Node("Relu", {"r"}, {"x2"});  // x again (x >= 0 here), through other values
+  m.Node("MatMul", {"x2", "w"}, {"y3"});
+  Created c = Create(m);
+  ASSERT_NE(c.session, nullptr);
+  EXPECT_EQ(c.session->MemoryUsed(), PackedBytes(128, 320));
+  EXPECT_EQ(c.w.expired(), GemmPackedAvailable());
+  for (int64_t rows : {1, 64}) {
+    const Tensor x = RandomUniform(DType::kFloat, {rows, 128}, uint32_t(rows), 0, 2);
+    absl::StatusOr<std::vector<Tensor>> got = c.session->Run({{"x", x}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    const absl::StatusOr<Tensor> want = RunOne(13, "MatMul", {x, w});
+    ASSERT_TRUE(want.ok()) << want.status();
+    for (size_t k = 0; k < 3; ++k) EXPECT_LE(MaxRelDiff((*got)[k], *want), 1e-5) << k << " rows " << rows;
+  }
+}
+
+// A weight another reader needs stays: a non-packing op (over a run-time
+// value: a reader of constants alone is folded at creation), a graph output,
+// a subgraph. The products still run from the packing, made once.
+TEST(MatMul, AWeightWithAnotherReaderIsNotReleased) {
+  const Tensor w = RandomUniform(DType::kFloat, {64, 128}, 25);
+  for (const char* other : {"Add", "output", "If"}) {
+    SCOPED_TRACE(other);
+    ModelBuilder m;
+    m.Input("x", DType::kFloat, {-1, 64}).Output("y", DType::kFloat, {-1, 128}).Initializer("w", w);
+    m.Node("MatMul", {"x", "w"}, {"y"});
+    if (std::string(other) == "Add") {
+      m.Input("zero", DType::kFloat, {1, 128}).Output("s", DType::kFloat, {64, 128});
+      m.Node("Add", {"w", "zero"}, {"s"});
+    } else if (std::string(other) == "output") {
+      m.Output("w", DType::kFloat, {64, 128});
+    } else {  // an If whose branch reads w from the outer scope
+      m.Input("cond", DType::kBool, {});  // not a constant: the If is not folded
+      m.Output("z", DType::kFloat, {64, 128});
+      onnx::NodeProto& n = m.Node("If", {"cond"}, {"z"});
+      for (const char* branch : {"then_branch", "else_branch"}) {
+        onnx::GraphProto g;
+        g.set_name(branch);
+        onnx::NodeProto* id = g.add_node();
+        id->set_op_type("Identity");
+        id->add_input("w");
+        id->add_output("z_out");
+        onnx::ValueInfoProto* out = g.add_output();
+        out->set_name("z_out");
+        out->mutable_type()->mutable_tensor_type()->set_elem_type(1);
+        onnx::AttributeProto* a = n.add_attribute();
+        a->set_name(branch);
+        a->set_type(onnx::AttributeProto::GRAPH);
+        *a->mutable_g() = g;
+      }
+    }
+    Created c = Create(m);
+    ASSERT_NE(c.session, nullptr);
+    EXPECT_FALSE(c.w.expired());
+    EXPECT_NE(c.session->graph().initializers.at("w").raw(), nullptr);
+    const Tensor x = RandomUniform(DType::kFloat, {2, 64}, 26);
+    std::vector<NamedTensor> inputs = {{"x", x}};
+    if (std::string(other) == "If") inputs.push_back({"cond", Tensor::FromVector<bool>({true}, {})});
+    if (std::string(other) == "Add") inputs.push_back({"zero", Tensor::Zeros(DType::kFloat, {1, 128})});
+    absl::StatusOr<std::vector<Tensor>> got = c.session->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const absl::StatusOr<Tensor> want = RunOne(13, "MatMul", {x, w});
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_LE(MaxRelDiff((*got)[0], *want), 1e-5);
+    EXPECT_EQ(MaxRelDiff((*got)[1], w), 0);
+  }
+}
+
+// A packed weight records its CPU target: a kernel of another target never
+// reads it. With the original released there is nothing else to compute
+// from: a clear error, and the session runs again on the packed target.
+TEST(MatMul, AReleasedWeightIsNotUsedOnAnotherCpuTarget) {
+  if (!GemmPackedAvailable()) GTEST_SKIP() << "no packed GEMM on this CPU: nothing is released";
+  const Tensor w = RandomUniform(DType::kFloat, {64, 128}, 27);
+  ModelBuilder m;
+  m.Input("x", DType::kFloat, {-1, 64}).Output("y", DType::kFloat, {-1, 128}).Initializer("w", w);
+  m.Node("MatMul", {"x", "w"}, {"y"}).set_name("proj");
+  Created c = Create(m);
+  ASSERT_NE(c.session, nullptr);
+  ASSERT_TRUE(c.w.expired());
+  const Tensor x = RandomUniform(DType::kFloat, {2, 64}, 28);
+  absl::StatusOr<std::vector<Tensor>> got;
+  {
+    const ScopedCpuFeaturesForTesting avx2(CpuTarget::kAvx2);
+    got = c.session->Run({{"x", x}});
+  }
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(Message(got.status()), HasSubstr("proj"));
+  EXPECT_THAT(Message(got.status()), HasSubstr("packed for another CPU target than the one running (avx2)"));
+  got = c.session->Run({{"x", x}});
+  ASSERT_TRUE(got.ok()) << got.status();
+  const absl::StatusOr<Tensor> want = RunOne(13, "MatMul", {x, w});
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_LE(MaxRelDiff((*got)[0], *want), 1e-5);
 }
 
 }  // namespace
