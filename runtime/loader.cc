@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "onnx.pb.h"
+#include "runtime/alignment.h"
 #include "runtime/checked.h"
 #include "runtime/status_macros.h"
 
@@ -280,7 +281,8 @@ class GraphBuilder {
     for (int i = 0; i < gp.initializer_size(); ++i) {
       const onnx::TensorProto& init = gp.initializer(i);
       if (init.name().empty()) return Invalid("an initializer has no name");
-      ASSIGN_OR_RETURN(Tensor t, TensorFromProto(init, base_dir_));
+      ASSIGN_OR_RETURN(Tensor t, &gp == consumed_ ? TakeTensorFromProto(*consumed_->mutable_initializer(i), base_dir_)
+                                                  : TensorFromProto(init, base_dir_));
       g.initializers[names(init.name())] = std::move(t);
       // The model's own proto: its bytes go as soon as the tensor holds them
       // (a swap frees them; Clear would keep the capacity), so that the
@@ -479,6 +481,21 @@ absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& p, const std::st
   RETURN_IF_ERROR(FillFromTypedFields(p, dtype, shape, count, nullptr));
   ASSIGN_OR_RETURN(Tensor t, Tensor::MakeUninitialized(dtype, shape));
   RETURN_IF_ERROR(FillFromTypedFields(p, dtype, shape, count, &t));
+  return t;
+}
+
+absl::StatusOr<Tensor> TakeTensorFromProto(onnx::TensorProto& p, const std::string& base_dir) {
+  if (!p.has_raw_data() || p.data_location() == onnx::TensorProto::EXTERNAL || p.has_segment() ||
+      !IsValidDType(p.data_type()) || DType(p.data_type()) == DType::kString)
+    return TensorFromProto(p, base_dir);
+  const DType dtype = DType(p.data_type());
+  Shape shape(p.dims().begin(), p.dims().end());
+  const int64_t count = ElementCount(shape);
+  if (count < 0 || StorageBytes(dtype, count) != p.raw_data().size() ||
+      reinterpret_cast<uintptr_t>(p.raw_data().data()) % ElementAlignment(dtype) != 0)
+    return TensorFromProto(p, base_dir);  // whose errors say what is wrong
+  Tensor t = Tensor::Adopt(dtype, std::move(shape), std::unique_ptr<std::string>(p.release_raw_data()));
+  NormalizeBools(t);
   return t;
 }
 

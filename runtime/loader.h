@@ -23,6 +23,8 @@ absl::StatusOr<Graph> LoadModelFromBytes(const std::string& bytes, const std::st
 // Converts a TensorProto in any storage form: raw_data, the typed fields
 // (packed 4- and 2-bit types included) or external data under `base_dir`.
 absl::StatusOr<Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& base_dir);
+// The same, taking raw_data's bytes out of `proto` as the tensor's storage, without a copy.
+absl::StatusOr<Tensor> TakeTensorFromProto(onnx::TensorProto& proto, const std::string& base_dir);
 // Serializes a tensor as raw_data (string_data for strings).
 void TensorToProto(const Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
 

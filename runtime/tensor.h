@@ -84,6 +84,8 @@ class Storage {
   static std::shared_ptr<Storage> Allocate(DType dtype, int64_t count, bool zero = true,
                                            std::shared_ptr<MemoryBudget> budget = nullptr);
   static std::shared_ptr<Storage> Borrow(void* data, size_t bytes);
+  // Storage that owns `bytes` (a parsed initializer's raw data, taken without a copy).
+  static std::shared_ptr<Storage> Adopt(std::unique_ptr<std::string> bytes);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -91,6 +93,9 @@ class Storage {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   bool owned() const { return owned_; }
+  // Freed for good: the block goes back to the system, not to the pool
+  // (a constant the session drops after packing it).
+  void ReturnToSystemWhenFreed() { pooled_ = false; }
 
  private:
   Storage() = default;
@@ -98,7 +103,9 @@ class Storage {
   size_t bytes_ = 0;
   size_t capacity_ = 0;  // allocated bytes (64-byte multiple)
   bool owned_ = false;
+  bool pooled_ = true;
   int64_t string_count_ = 0;  // owned string storage: destroy this many
+  std::unique_ptr<std::string> adopted_;  // Adopt's bytes (data_ points into them)
   std::shared_ptr<MemoryBudget> budget_;  // charged capacity_ bytes, if set
 };
 
@@ -123,6 +130,9 @@ class Tensor {
   // A tensor over caller-owned memory of at least StorageBytes(dtype, count)
   // bytes (for strings: an array of that many std::string).
   static Tensor Borrow(DType dtype, Shape shape, void* data);
+  // A tensor over `bytes`, which it owns from now on. The caller checked that they hold
+  // exactly dtype x shape's elements and are aligned to the element (runtime/alignment.h).
+  static Tensor Adopt(DType dtype, Shape shape, std::unique_ptr<std::string> bytes);
   // A scalar or 1-D owned tensor, handy in tests and tools.
   template <class T>
   static Tensor FromVector(const std::vector<T>& values, Shape shape);

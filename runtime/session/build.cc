@@ -338,6 +338,7 @@ absl::Status Session::Impl::Prepare() {
 // caller's copy of the graph).
 void Session::Impl::FreeConstant(int v) {
   Tensor& c = constants[size_t(v)];
+  if (c.storage()) c.storage()->ReturnToSystemWhenFreed();
   const Tensor hollow = c.Hollow();
   auto it = owned_graph.initializers.find(value_names[size_t(v)]);
   if (it != owned_graph.initializers.end() && it->second.storage() == c.storage()) it->second = hollow;
