@@ -12,7 +12,6 @@
 #include <cstring>
 #include <new>
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 // AddressSanitizer (GCC says so with a macro, clang with a feature).
@@ -71,15 +70,6 @@ bool SameOwner(const std::weak_ptr<MemoryBudget>& a, const std::shared_ptr<Memor
 // block that changes owner is reported so that its old contents are cleared.
 class BlockPool {
  public:
-  static void* Allocate(size_t bytes) {
-    if (bytes < kMinMapped) return std::aligned_alloc(64, bytes);
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? nullptr : p;
-  }
-  static void Free(void* p, size_t bytes) {
-    if (bytes < kMinMapped) std::free(p);
-    else munmap(p, bytes);
-  }
   static BlockPool& Get() {
     static BlockPool* pool = new BlockPool();  // never destroyed: outlives every tensor
     return *pool;
@@ -87,7 +77,7 @@ class BlockPool {
   // `foreign` is set when the block comes back from another owner.
   void* Take(size_t bytes, const std::shared_ptr<MemoryBudget>& owner, bool* foreign) {
     *foreign = false;
-    if (bytes < kMinPooled) return Allocate(bytes);
+    if (bytes < kMinPooled) return std::aligned_alloc(64, bytes);
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto [first, last] = free_.equal_range(bytes);
@@ -107,11 +97,11 @@ class BlockPool {
         return p;
       }
     }
-    return Allocate(bytes);
+    return std::aligned_alloc(64, bytes);
   }
   void Give(void* p, size_t bytes, const std::shared_ptr<MemoryBudget>& owner) {
     if (bytes < kMinPooled) {
-      Free(p, bytes);
+      std::free(p);
       return;
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -119,11 +109,11 @@ class BlockPool {
       auto last = std::prev(free_.end());
       cached_ -= last->first;
       AsanUnpoison(last->second.data, last->first);
-      Free(last->second.data, last->first);
+      std::free(last->second.data);
       free_.erase(last);
     }
     if (cached_ + bytes > kMaxCached) {
-      Free(p, bytes);
+      std::free(p);
       return;
     }
     AsanPoison(p, bytes);
@@ -137,11 +127,6 @@ class BlockPool {
     std::weak_ptr<MemoryBudget> owner;
   };
   static constexpr size_t kMinPooled = size_t(64) << 10;
-  // Blocks from 1 MiB are mapped and unmapped here, not by malloc: a block
-  // freed for good (a constant whose packed form replaced it) goes back to
-  // the system at once, where glibc would keep it in its heap, or raise its
-  // mmap threshold and keep the next ones.
-  static constexpr size_t kMinMapped = size_t(1) << 20;
   static constexpr size_t kMaxCached = size_t(2) << 30;
   std::mutex mu_;
   std::multimap<size_t, Block> free_;
@@ -256,7 +241,7 @@ Storage::~Storage() {
   std::string* strings = static_cast<std::string*>(data_);
   for (int64_t i = 0; i < string_count_; ++i) strings[i].~basic_string();
   if (data_ && pooled_) BlockPool::Get().Give(data_, capacity_, budget_);
-  else if (data_) BlockPool::Free(data_, capacity_);
+  else if (data_) std::free(data_);
   if (budget_) budget_->Release(capacity_);
 }
 
