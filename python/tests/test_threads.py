@@ -116,39 +116,49 @@ def test_concurrent_in_place_caches():
 def test_gil_is_released_while_running():
     """A pure-Python thread keeps counting while the model runs. (Measured:
     the counting rate during the run is about that of a sleeping main
-    thread when the GIL is released, a few % of it when it is held.)"""
+    thread when the GIL is released, a few % of it when it is held. Other
+    busy processes on a 2-core machine take the counter's core at times,
+    down to ~30% of the rate: the best of three tries counts, against 15%.)"""
     s = onnx_mini.InferenceSession(str(DECODER / "dynamic.onnx"), threads=1)
     feeds = prefill_feeds(0, batch=4, seq=640)
     s.run(["logits"], feeds)  # warm up
 
-    count = [0]
-    stop = threading.Event()
+    def measure():
+        count = [0]
+        stop = threading.Event()
 
-    def counter():
-        while not stop.is_set():
-            count[0] += 1
+        def counter():
+            while not stop.is_set():
+                count[0] += 1
 
-    t = threading.Thread(target=counter)
-    t.start()
-    try:
-        time.sleep(0.05)
-        # The counting rate while this thread sleeps (GIL free)...
-        c0, t0 = count[0], time.perf_counter()
-        time.sleep(0.1)
-        rate = (count[0] - c0) / (time.perf_counter() - t0)
-        # ...and during runs of the model (0.1 s of them at least: one run
-        # can be shorter on a fast machine).
-        c0, t0 = count[0], time.perf_counter()
-        while time.perf_counter() - t0 < 0.1:
-            s.run(["logits"], feeds)
-        seconds = time.perf_counter() - t0
-        during = (count[0] - c0) / seconds
-    finally:
-        stop.set()
-        t.join()
-    assert rate > 0 and seconds > 0.05, (rate, seconds)
-    # With the GIL held during the call the counter would stand still.
-    assert during > 0.3 * rate, (during, rate)
+        t = threading.Thread(target=counter)
+        t.start()
+        try:
+            time.sleep(0.05)
+            # The counting rate while this thread sleeps (GIL free)...
+            c0, t0 = count[0], time.perf_counter()
+            time.sleep(0.1)
+            rate = (count[0] - c0) / (time.perf_counter() - t0)
+            # ...and during runs of the model (0.1 s of them at least: one run
+            # can be shorter on a fast machine).
+            c0, t0 = count[0], time.perf_counter()
+            while time.perf_counter() - t0 < 0.1:
+                s.run(["logits"], feeds)
+            seconds = time.perf_counter() - t0
+            during = (count[0] - c0) / seconds
+        finally:
+            stop.set()
+            t.join()
+        assert rate > 0 and seconds > 0.05, (rate, seconds)
+        return during / rate
+
+    ratios = []
+    for _ in range(3):
+        ratios.append(measure())
+        if ratios[-1] > 0.15:
+            break
+    # With the GIL held during the call the counter would (nearly) stand still.
+    assert max(ratios) > 0.15, ratios
 
 
 def test_close_waits_for_runs_in_progress():

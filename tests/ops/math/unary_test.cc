@@ -219,7 +219,9 @@ TEST(Clip, InputBoundsAcrossTypes) {
     SetDouble(lo, 0, 5);
     SetDouble(hi, 0, 20);
     for (int mode = 0; mode < 4; ++mode) {  // both, min only, max only, neither
-      OpTester t{"Clip", 13};
+      OpTester t;
+      t.op = "Clip";
+      t.opset = 13;
       t.inputs = {x, mode == 0 || mode == 1 ? lo : Tensor(), mode == 0 || mode == 2 ? hi : Tensor()};
       absl::StatusOr<Tensor> y = t.RunOne();
       ASSERT_TRUE(y.ok()) << LowerName(dtype) << ": " << y.status();

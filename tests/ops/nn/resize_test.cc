@@ -191,13 +191,13 @@ TEST(Resize, FastMatchesReference) {
   const std::vector<std::string> coords = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
                                            "asymmetric", "tf_crop_and_resize"};
   std::vector<Case> cases;
-  for (const std::string& mode : {"nearest", "linear", "cubic"})
+  for (const char* mode : {"nearest", "linear", "cubic"})
     for (const std::string& coord : coords) {
       cases.push_back({{2, 3, 5, 7}, {1, 1, 1.7f, 0.6f}, {}, {{"mode", mode}, {"coordinate_transformation_mode", coord}}});
       cases.push_back({{3, 9, 4}, {}, {2, 4, 11}, {{"mode", mode}, {"coordinate_transformation_mode", coord}}, 0, 1});
       cases.push_back({{1, 1, 13, 6}, {}, {5, 3}, {{"mode", mode}, {"coordinate_transformation_mode", coord}}, 1, 0, {2, 3}});
     }
-  for (const std::string& nm : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
+  for (const char* nm : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})
     cases.push_back({{4, 6}, {1.5f, 0.7f}, {}, {{"mode", "nearest"}, {"nearest_mode", nm}}});
   cases.push_back({{1, 17, 1}, {}, {1, 3, 1}, {{"mode", "cubic"}}, 1, 1});
   cases.push_back({{2, 2, 3, 3}, {}, {2, 7}, {{"mode", "linear"}, {"keep_aspect_ratio_policy", "not_smaller"}}, 0, 0, {3, 1}});
