@@ -215,13 +215,23 @@ namespace {
                      _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   return i;
 }
+// F16C's bit of ActiveCpuFeatureBits(): the 16-bit rows of a kernel convert
+// one short row at a time, so the check is one load and a test.
+bool F16cActive() {
+  static const uint32_t f16c = [] {
+    CpuFeatures f;
+    f.f16c = true;
+    return f.bits();
+  }();
+  return (ActiveCpuFeatureBits() & f16c) != 0;
+}
 #endif
 }  // namespace
 
 void Float16ToFloat(const Float16* in, float* out, int64_t n) {
   int64_t i = 0;
 #if defined(__x86_64__) || defined(__i386__)
-  if (ActiveCpuFeatures().f16c) i = Float16ToFloatF16c(in, out, n);
+  if (F16cActive()) i = Float16ToFloatF16c(in, out, n);
 #endif
   for (; i < n; ++i) out[i] = ToFloat(in[i]);
 }
@@ -229,7 +239,7 @@ void Float16ToFloat(const Float16* in, float* out, int64_t n) {
 void FloatToFloat16(const float* in, Float16* out, int64_t n) {
   int64_t i = 0;
 #if defined(__x86_64__) || defined(__i386__)
-  if (ActiveCpuFeatures().f16c) i = FloatToFloat16F16c(in, out, n);
+  if (F16cActive()) i = FloatToFloat16F16c(in, out, n);
 #endif
   for (; i < n; ++i) out[i] = ToFloat16(in[i]);
 }
