@@ -19,11 +19,6 @@ inline int32_t LoadElement(const void* data, int64_t e) {
 }
 
 template <int Bits, bool Signed>
-int32_t Load(const void* data, int64_t e) {
-  return LoadElement<Bits, Signed>(data, e);
-}
-
-template <int Bits, bool Signed>
 void DequantizeRow(const void* q, int64_t first, int64_t n, float scale, float zero, float* out) {
   if constexpr (Bits == 8) {  // a plain loop over bytes vectorizes
     const auto* p = static_cast<const std::conditional_t<Signed, int8_t, uint8_t>*>(q) + first;
@@ -53,7 +48,7 @@ constexpr BlockFormat Row(const char* name, DType storage, uint8_t forms) {
           forms,
           Signed ? 0.0f : float(1 << (Bits - 1)),
           16,
-          &Load<Bits, Signed>,
+          &LoadElement<Bits, Signed>,
           &DequantizeRow<Bits, Signed>,
           &DotRow<Bits, Signed>};
 }

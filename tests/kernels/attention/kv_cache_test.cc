@@ -9,16 +9,10 @@
 
 #include "kernels/attention/attention.h"
 #include "runtime/element.h"
+#include "tests/ops/random_values.h"
 
 namespace onnx_mini {
 namespace {
-
-Tensor Random(DType dtype, int64_t n, std::mt19937& rng) {
-  Tensor t = Tensor::Zeros(dtype, {n});
-  std::normal_distribution<double> normal;
-  for (int64_t i = 0; i < n; ++i) SetDouble(t, i, normal(rng));
-  return t;
-}
 
 double Tolerance(DType d) {
   switch (d) {
@@ -41,9 +35,9 @@ void CheckRagged(const RaggedCase& c, DType dtype, bool shared, uint32_t seed) {
   std::mt19937 rng(seed);
   const int64_t B = int64_t(c.past.size()), D = c.D, esz = Info(dtype).bits / 8;
   const int64_t row_elems = c.capacity * D;  // one (b, g) row of the cache
-  Tensor q = Random(dtype, B * c.Hq * c.S * D, rng), k = Random(dtype, B * c.Hkv * c.S * D, rng);
-  Tensor v = Random(dtype, B * c.Hkv * c.S * D, rng);
-  Tensor cache_k = Random(dtype, B * c.Hkv * row_elems, rng), cache_v = Random(dtype, B * c.Hkv * row_elems, rng);
+  Tensor q = RandomNormalTensor(dtype, B * c.Hq * c.S * D, rng), k = RandomNormalTensor(dtype, B * c.Hkv * c.S * D, rng);
+  Tensor v = RandomNormalTensor(dtype, B * c.Hkv * c.S * D, rng);
+  Tensor cache_k = RandomNormalTensor(dtype, B * c.Hkv * row_elems, rng), cache_v = RandomNormalTensor(dtype, B * c.Hkv * row_elems, rng);
   int64_t longest = 0;
   for (int64_t len : c.past) longest = std::max(longest, len + c.S);
 

@@ -9,16 +9,10 @@
 #include <random>
 
 #include "runtime/element.h"
+#include "tests/ops/random_values.h"
 
 namespace onnx_mini {
 namespace {
-
-Tensor Random(DType dtype, int64_t n, std::mt19937& rng) {
-  Tensor t = Tensor::Zeros(dtype, {n});
-  std::normal_distribution<double> normal;
-  for (int64_t i = 0; i < n; ++i) SetDouble(t, i, normal(rng));
-  return t;
-}
 
 double Tolerance(DType d) {
   switch (d) {
@@ -50,10 +44,10 @@ void Check(DType dtype, Layout layout, Positions positions, bool interleaved, in
   const int64_t esz = Info(dtype).bits / 8;
   const auto at_base = [&](Tensor& t) { return static_cast<char*>(t.raw()) + base * esz; };
   p.y_view = p.x_view;
-  Tensor x = Random(dtype, x_size, rng);
+  Tensor x = RandomNormalTensor(dtype, x_size, rng);
   // A cache with a row stride wider than half (a table of rotary_dim columns).
   p.cache_stride = half + 3;
-  Tensor cos = Random(dtype, kMaxPos * p.cache_stride, rng), sin = Random(dtype, kMaxPos * p.cache_stride, rng);
+  Tensor cos = RandomNormalTensor(dtype, kMaxPos * p.cache_stride, rng), sin = RandomNormalTensor(dtype, kMaxPos * p.cache_stride, rng);
   p.cos = cos.raw(), p.sin = sin.raw();
   std::vector<int64_t> ids, offsets = {5, 0};
   for (int64_t i = 0; i < B * S; ++i) ids.push_back(int64_t(rng() % kMaxPos));
