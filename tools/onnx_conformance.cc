@@ -44,8 +44,9 @@ namespace {
 constexpr char kUsage[] =
     "usage: onnx-conformance DIR... [--filter REGEX] [--jobs N] [--json FILE] [--expect FILE]\n"
     "                        [--tolerances FILE] [--threads N] [--timeout SECONDS] [--quiet]\n"
-    "                        [--no-rewrites]\n"
-    "--no-rewrites runs each model as written (SessionOptions::graph_rewrites off).\n";
+    "                        [--no-rewrites] [--require-all]\n"
+    "--no-rewrites runs each model as written (SessionOptions::graph_rewrites off).\n"
+    "--require-all exits 1 unless every case passes (the project's own oracle cases).\n";
 
 // Whether sessions rewrite fused patterns (--no-rewrites turns it off); set
 // once, before any case runs.
@@ -471,7 +472,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> roots;
   std::string filter, json_path, expect_path, tolerance_path;
   int jobs = 2, threads = 1, timeout_s = 300;
-  bool quiet = false;
+  bool quiet = false, require_all = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -500,6 +501,7 @@ int Main(int argc, char** argv) {
     else if (arg == "--tolerances") tolerance_path = value();
     else if (arg == "--quiet") quiet = true;
     else if (arg == "--no-rewrites") g_rewrites = false;
+    else if (arg == "--require-all") require_all = true;
     else if (arg == "--help" || arg == "-h") { std::cout << kUsage; return 0; }
     else if (arg.rfind("--", 0) == 0) { std::cerr << "onnx-conformance: unknown option " << arg << "\n" << kUsage; return 2; }
     else roots.push_back(arg);
@@ -607,6 +609,12 @@ int Main(int argc, char** argv) {
       if (r.status == "PASS" && !expected.count(r.name))
         std::cout << "NEWLY PASSING (not on the expect list): " << r.name << "\n";
   }
+  if (require_all)
+    for (const CaseResult& r : results)
+      if (r.status != "PASS") {
+        std::cout << "NOT PASSING: " << r.name << " is " << r.status << ": " << r.message << "\n";
+        exit_code = 1;
+      }
   return exit_code;
 }
 

@@ -17,7 +17,7 @@ Tensor Filled(DType dtype, const SmokeInput& in) {
 
 std::vector<Smoke> AllSmoke() {
   std::vector<Smoke> all;
-  for (auto family : {MathSmoke, NnSmoke, TensorSmoke, LlmSmoke, QuantSmoke, SignalSmoke, TextSmoke, MlSmoke})
+  for (auto family : {MathSmoke, NnSmoke, TensorSmoke, LlmSmoke, QuantSmoke, SignalSmoke, TextSmoke, MlSmoke, ContribSmoke})
     for (Smoke& s : family()) all.push_back(std::move(s));
   return all;
 }

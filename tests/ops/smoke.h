@@ -63,6 +63,7 @@ std::vector<Smoke> QuantSmoke();
 std::vector<Smoke> SignalSmoke();
 std::vector<Smoke> TextSmoke();
 std::vector<Smoke> MlSmoke();
+std::vector<Smoke> ContribSmoke();
 std::vector<Smoke> AllSmoke();
 
 // The one case among `cases` for `row`: same domain and op, versions
