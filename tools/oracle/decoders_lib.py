@@ -170,8 +170,8 @@ class Graph:
 class Linear:
     """Writes x @ W in one of the weight spellings; `deq` is the float W it stands for."""
 
-    def __init__(self, g, mode, acc_level=0, block=32, symmetric=True, scales_1d=False):
-        self.g, self.mode, self.acc, self.block = g, mode, acc_level, block
+    def __init__(self, g, mode, acc_level=0, block=32, symmetric=True, scales_1d=False, twin=False):
+        self.g, self.mode, self.acc, self.block, self.twin = g, mode, acc_level, block, twin
         self.symmetric, self.scales_1d = symmetric, scales_1d
         self.dq_cache = {}
 
@@ -182,6 +182,10 @@ class Linear:
         outputs = [out] if out else None
         if mode == "float":
             return g.op("MatMul", [x, g.const(name + ".weight", w)], outputs=outputs), w
+        if self.twin:  # the float twin: the same weights, dequantized, in a float MatMul
+            deq = {"nbits": lambda: quant_nbits(w, 4, self.block, symmetric)[1],
+                   "qdq4": lambda: quant_qdq4(w, self.block, signed)[3], "q8": lambda: quant_int8(w)[2]}[mode]()
+            return g.op("MatMul", [x, g.const(name + ".weight", deq)], outputs=outputs), deq
         if mode == "nbits":
             ins, deq = quant_nbits(w, 4, self.block, symmetric, self.scales_1d)
             names = [g.const(name + s, a) for s, a in zip((".qweight", ".scales", ".qzeros"), ins)]
@@ -232,10 +236,10 @@ def io_decls(past_dim, form):
     return ins, outs
 
 
-def build_genai(w, mode, acc_level=0, tied=False):
+def build_genai(w, mode, acc_level=0, tied=False, twin=False):
     """onnxruntime-genai's builder graph (Llama/Qwen2) for the CPU EP; mode 'float' or 'nbits'."""
     c, g = CFG, Graph()
-    lin = Linear(g, mode, acc_level)
+    lin = Linear(g, mode, acc_level, twin=twin)
     H, D = c["hidden"], c["head_dim"]
     # attention_mask -> seqlens_k (row sums - 1, int32) and total_sequence_length (its width, int32)
     s = g.op("ReduceSum", ["attention_mask", g.i64([1])], keepdims=0)
@@ -292,14 +296,16 @@ def build_genai(w, mode, acc_level=0, tied=False):
     return finish(g, "genai", ins, outs, [("", 21), ("com.microsoft", 1)], 8), deq
 
 
-def build_optimum(w, mode, opset=17, lm_head_mode=None, **lin_kw):
+def build_optimum(w, mode, opset=17, lm_head_mode=None, twin=False, **lin_kw):
     """An Optimum export in standard ops; MatMul weights in `mode` ('float', 'nbits', 'q8', 'qdq4').
     q8 also quantizes the embedding table (Gather on int8, then DequantizeLinear), as quantize_dynamic does."""
     c, g = CFG, Graph()
-    lin = Linear(g, mode, **lin_kw)
+    lin = Linear(g, mode, twin=twin, **lin_kw)
     H, D, NH, KV = c["hidden"], c["head_dim"], c["heads"], c["kv_heads"]
     deq = {}
-    if mode == "q8":
+    if mode == "q8" and twin:
+        x = g.op("Gather", [g.const("model.embed_tokens.weight", quant_int8(w["embed"])[2]), "input_ids"])
+    elif mode == "q8":
         q, scale, deq["embed"] = quant_int8(w["embed"])
         e = g.op("Gather", [g.const("model.embed_tokens.weight_quantized", q), "input_ids"])
         x = g.op("DequantizeLinear", [e, g.const("model.embed_tokens.weight_scale", np.array(scale, np.float32)),
@@ -370,7 +376,7 @@ def build_optimum(w, mode, opset=17, lm_head_mode=None, **lin_kw):
     else:
         _, deq["lm_head"] = lin(xn, w["lm_head"], "lm_head", out="logits")
     ins, outs = io_decls("past_sequence_length", "optimum")
-    opsets = [("", opset)] + ([("com.microsoft", 1)] if mode == "nbits" else [])
+    opsets = [("", opset)] + ([("com.microsoft", 1)] if mode == "nbits" and not twin else [])
     return finish(g, "optimum", ins, outs, opsets, 10 if opset >= 21 else 8), deq
 
 
