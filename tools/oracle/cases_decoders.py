@@ -6,6 +6,8 @@ multiple of the 32 block), vocabulary 160, 2 layers) written five ways:
               the cache growing (past as past + the new rows)
   genai_int4  the builder's int4 CPU default: MatMulNBits 4-bit, block 32, symmetric (no zero points),
               accuracy_level 4; the cache as one max-length buffer of 10 (past_present_share_buffer)
+  genai_int4_acc1  the builder's int4 with accuracy_level 1 (float32 arithmetic) and block 64
+              (int4_block_size: K 80 is one full block and one of 16): the genai path held tight
   tjs_q4      an Optimum export quantized by transformers.js (MatMul4BitsQuantizer: MatMulNBits, block
               32, accuracy_level unset) with is_symmetric False (zero points), scales 1-D
   tjs_q8      the same export quantized by quantize_dynamic (QInt8 weights per tensor):
@@ -16,7 +18,7 @@ multiple of the 32 block), vocabulary 160, 2 layers) written five ways:
 Each case is a prompt (batch 2, the second row right-padded: 4 real tokens of 6) and 2 greedy decode
 steps; each step's past is onnxruntime's presents of the step before, so each set stands alone.
 
-Tolerances: where both compute in float (genai_fp32, tjs_q4, qdq_int4: the 4-bit forms dequantize
+Tolerances: where both compute in float (genai_fp32, genai_int4_acc1, tjs_q4, qdq_int4: the 4-bit forms dequantize
 their weights and multiply in float32) and in tjs_q8 (its integer products are exact, as specified,
 in both; float32 elsewhere) rtol 1e-4 and atol 1e-4, and every expected row's top-1 margin must be far
 above that (checked here). genai_int4 (accuracy_level 4: onnxruntime quantizes each block of 32
@@ -44,6 +46,8 @@ def forms():
                        "genai", 0, 2, 2, True),
         "genai_int4": (lambda s, twin: D.build_genai(D.make_weights(s), "nbits", acc_level=4, twin=twin),
                        "genai", 10, 2, 2, False),
+        "genai_int4_acc1": (lambda s, twin: D.build_genai(D.make_weights(s), "nbits", acc_level=1, block=64,
+                                                          twin=twin), "genai", 10, 2, 2, True),
         "tjs_q4": (lambda s, twin: D.build_optimum(D.make_weights(s), "nbits", symmetric=False, scales_1d=True,
                                                    twin=twin), "optimum", 0, 2, 2, True),
         "tjs_q8": (lambda s, twin: D.build_optimum(D.make_weights(s), "q8", twin=twin), "optimum", 0, 2, 2, "int"),

@@ -236,10 +236,10 @@ def io_decls(past_dim, form):
     return ins, outs
 
 
-def build_genai(w, mode, acc_level=0, tied=False, twin=False):
+def build_genai(w, mode, acc_level=0, tied=False, twin=False, block=32):
     """onnxruntime-genai's builder graph (Llama/Qwen2) for the CPU EP; mode 'float' or 'nbits'."""
     c, g = CFG, Graph()
-    lin = Linear(g, mode, acc_level, twin=twin)
+    lin = Linear(g, mode, acc_level, block=block, twin=twin)
     H, D = c["hidden"], c["head_dim"]
     # attention_mask -> seqlens_k (row sums - 1, int32) and total_sequence_length (its width, int32)
     s = g.op("ReduceSum", ["attention_mask", g.i64([1])], keepdims=0)
