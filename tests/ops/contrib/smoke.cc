@@ -6,6 +6,11 @@ namespace onnx_mini {
 
 std::vector<Smoke> ContribSmoke() {
   return {
+      {kMsDomain, "GatherBlockQuantized", Versions{1},
+       Case({{{{2, 8}}, {{1}}, {{2, 1}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "block_size", int64_t{16}); }})},
+      {kMsDomain, "MatMulIntegerToFloat", Versions{1}, Case({{{{2, 3}}, {{3, 2}}, {{}}, {{}}}})},
+      {kMsDomain, "DynamicQuantizeMatMul", Versions{1}, Case({{{{2, 3}}, {{3, 2}}, {{}}}})},
+      {kMsDomain, "FusedMatMul", Versions{1}, Case({{{{2, 3}}, {{3, 2}}}})},
   };
 }
 
