@@ -146,6 +146,8 @@ def fused(rng, name, a_shape, b_shape, b_const=False, dtype=np.float32, **attrs)
         inputs.append(value_info("b", b))
     node = helper.make_node("FusedMatMul", ["a", "b"], ["y"], domain="com.microsoft", **attrs)
     model = ms_model([node], inputs, [value_info("y", dtype, None)], inits)
+    if dtype == np.float16:
+        return Case(name, model, [feeds], 2e-3, 2e-3, "float16 output: sums in float, one rounding each")
     return Case(name, model, [feeds], 1e-4, 1e-5, "float32 sums in another order")
 
 
@@ -207,6 +209,7 @@ def cases():
     out.append(fused(rng, "fused_trans_batch", [3, 2, 4, 5], [5, 2, 4, 6], transBatchA=1, transBatchB=1))
     out.append(fused(rng, "fused_trans_batch_and_trans", [5, 2, 4, 3], [2, 4, 6, 5], alpha=-1.5, transA=1,
                      transBatchA=1, transB=1))
+    out.append(fused(rng, "fused_f16_trans_b", [3, 17], [5, 17], dtype=np.float16, transB=1, alpha=0.25))
     out.append(fused(rng, "fused_broadcast_batch", [2, 1, 3, 4], [4, 1, 5, 2], transBatchB=1))
     # The q8 spelling, rewritten into DynamicQuantizeMatMul (unfused in onnxruntime).
     out.append(q8_spelling(rng, "q8_spelling_shared_int8_per_column", [2, 7], 24, [16, 16, 10], np.int8, True,
