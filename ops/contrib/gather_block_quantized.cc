@@ -72,6 +72,9 @@ class GatherBlockQuantizedOp : public Op {
     const std::optional<Shape> ds = data.concrete_shape(), ss = ctx.input(2).concrete_shape();
     if (!ds || !ss) return absl::OkStatus();
     Shape logical = *ds;
+    if (logical.back() > (int64_t{1} << 60) / components)
+      return ctx.Error(absl::StrCat("data's last dim ", logical.back(), " unpacked to ", components,
+                                    " elements a byte overflows"));
     logical.back() *= components;
     const int64_t blocks = (logical[size_t(q)] + block_ - 1) / block_;
     bool fits = int64_t(ss->size()) == rank;

@@ -202,6 +202,7 @@ class QuantizedMatMulOp : public Op {
     }
     // B at run time: each matrix packed here.
     const int64_t bytes = Int8PackedBSize(p.K, p.N);
+    if (bytes < 0) return ctx.Error(absl::StrCat("B of ", p.K, " x ", p.N, " is too large to pack"));
     RETURN_IF_ERROR(ctx.Grow(reserved, bytes, 1, "B packed"));
     std::vector<int8_t> packed(static_cast<size_t>(bytes));
     const int64_t calls = p.b_matrix ? 1 : p.batches;
