@@ -17,7 +17,8 @@ Tensor Ints(DType dt, Shape s, uint32_t seed) {
 }
 
 // DynamicQuantizeLinear(a) shared by `products` MatMulInteger + Cast + Mul(Mul(a_scale, w_scale)) chains.
-ModelBuilder Q8(DType w_dtype, bool per_column, int products, bool scale_first, bool w_constant = true) {
+ModelBuilder Q8(DType w_dtype, bool per_column, int products, bool scale_first, bool w_constant = true,
+              bool bias = false) {
   ModelBuilder m(17);
   m.Input("a", DType::kFloat, {2, 5, 24});
   if (!w_constant) m.Input("w0", w_dtype, {24, 6});
@@ -34,7 +35,12 @@ ModelBuilder Q8(DType w_dtype, bool per_column, int products, bool scale_first, 
     m.Node("Mul", scale_first ? std::vector<std::string>{"ws" + s, "as"} : std::vector<std::string>{"as", "ws" + s},
            {"sc" + s});
     m.Node("Mul", scale_first ? std::vector<std::string>{"sc" + s, "mf" + s} : std::vector<std::string>{"mf" + s, "sc" + s},
-           {"y" + s});
+           {(bias ? "p" : "y") + s});
+    if (bias) {
+      m.Initializer("b" + s, RandomUniform(DType::kFloat, {n}, 40 + j));
+      m.Node("Add", scale_first ? std::vector<std::string>{"b" + s, "p" + s} : std::vector<std::string>{"p" + s, "b" + s},
+             {"y" + s});
+    }
     m.Output("y" + s, DType::kFloat, {}, false);
   }
   return m;
@@ -49,6 +55,9 @@ TEST(Rewrite, Q8SpellingBecomesDynamicQuantizeMatMulWithTheSameValues) {
         // One product: the DynamicQuantizeLinear goes with it.
         EXPECT_THAT(RunBothWays(Q8(w, per_column, 1, scale_first), {{"a", a}}, 0),
                     ::testing::ElementsAre("DynamicQuantizeMatMul"));
+        // With a bias: added by the fused kernel.
+        EXPECT_THAT(RunBothWays(Q8(w, per_column, 2, scale_first, true, true), {{"a", a}}, 0),
+                    ::testing::ElementsAre("DynamicQuantizeMatMul", "DynamicQuantizeMatMul"));
         // Three sharing it (Q, K, V): it goes once the last is rewritten.
         EXPECT_THAT(RunBothWays(Q8(w, per_column, 3, scale_first), {{"a", a}}, 0),
                     ::testing::ElementsAre("DynamicQuantizeMatMul", "DynamicQuantizeMatMul", "DynamicQuantizeMatMul"));
