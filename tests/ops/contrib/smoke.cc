@@ -6,6 +6,13 @@ namespace onnx_mini {
 
 std::vector<Smoke> ContribSmoke() {
   return {
+      // Separate Q, K, V, an empty past, one token: seqlens_k 0, total_sequence_length 1.
+      {kMsDomain, "GroupQueryAttention", Versions{1},
+       Case({{{{1, 1, 8}}, {{1, 1, 4}}, {{1, 1, 4}}, {{1, 1, 0, 4}}, {{1, 1, 0, 4}}, {{1}, {0}}, {{}, {1}}},
+             3, [](onnx::NodeProto& n) {
+               SetAttr(n, "num_heads", int64_t(2));
+               SetAttr(n, "kv_num_heads", int64_t(1));
+             }})},
   };
 }
 
