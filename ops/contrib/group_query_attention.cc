@@ -252,7 +252,15 @@ absl::Status GroupQueryAttentionOp::Compute(KernelContext& ctx) const {
   const Tensor* position_ids = a_.rotary ? input(kPositionIds) : nullptr;
   std::vector<int64_t> row_offsets(static_cast<size_t>(B), 0);
   if (a_.rotary) {
-    if (position_ids) {
+    if (position_ids && g.first_prompt) {
+      // onnxruntime's first prompt reads position_ids as one start for every
+      // row: position_ids[0, 0] + s.
+      const int64_t start = position_ids->data<int64_t>()[0];
+      if (start < 0 || (B * S > 0 && start > g.cos_rows - S))
+        return ctx.Error(absl::StrCat("position_ids[0, 0] = ", start, " (the first prompt's start) puts positions ",
+                                      start, "..", start + S - 1, " outside the rotary table's ", g.cos_rows, " rows"));
+      row_offsets.assign(size_t(B), start);
+    } else if (position_ids) {
       const int64_t* ids = position_ids->data<int64_t>();
       for (int64_t i = 0; i < B * S; ++i)
         if (ids[i] < 0 || ids[i] >= g.cos_rows)
@@ -306,7 +314,7 @@ absl::Status GroupQueryAttentionOp::Compute(KernelContext& ctx) const {
     RotaryProblem r;
     r.dtype = t, r.batch = B, r.seq = S, r.head_size = D, r.rotary_dim = g.rotary_dim, r.interleaved = a_.interleaved;
     r.cos = ctx.input(kCos)->raw(), r.sin = ctx.input(kSin)->raw(), r.cache_stride = g.rotary_dim / 2;
-    if (position_ids) r.position_ids = position_ids->data<int64_t>();
+    if (position_ids && !g.first_prompt) r.position_ids = position_ids->data<int64_t>();
     else r.row_offsets = row_offsets.data();
     r.heads = Hq, r.x_view = p.q, r.y_view = HeadView::Of3D(Hq, S, D), r.x = p.q_data, r.y = q_rot.raw();
     Rotary(r);
@@ -331,7 +339,12 @@ absl::Status GroupQueryAttentionOp::Compute(KernelContext& ctx) const {
   p.scale = a_.scale != 0 ? a_.scale : float(1.0 / std::sqrt(double(D)));
   p.softcap = a_.softcap > 0 ? a_.softcap : 0;
   p.causal = true;
-  p.clamp_position = true;
+  // onnxruntime's float kernel without softcap, smooth softmax or sinks (its
+  // flash path) starts a pad query's window at its own position; its other
+  // paths (float16, or with those) at the row's last key.
+  const bool flash_like = t == DType::kFloat && g.total > 1 && a_.softcap == 0 && !a_.smooth &&
+                          !input(kHeadSink) && present_key && present_value;
+  p.clamp_position = !flash_like;
   p.left_window = a_.local_window > 0 ? a_.local_window - 1 : -1;
   std::vector<float> sinks;
   if (const Tensor* hs = input(kHeadSink)) sinks = Widened<float>(*hs);
