@@ -143,6 +143,8 @@ absl::Status GroupQueryAttentionOp::Resolve(const InferContext& ctx, const std::
     if (q[2] % a_.q_heads != 0)
       return ctx.Error(absl::StrCat("query hidden size ", q[2], " must divide by num_heads ", a_.q_heads));
     g.head = q[2] / a_.q_heads;
+    if (k.size() == 3 && k[1] == 0 && g.seq > 0)
+      return NotImplemented(ctx.node(), "key/value with no new rows (onnxruntime's shared-KV mode)");
     const Shape want = {g.batch, g.seq, a_.kv_heads * g.head};
     if (k != want || !v || *v != want)
       return ctx.Error(absl::StrCat("key ", ShapeToString(k), " and value ", v ? ShapeToString(*v) : "absent",

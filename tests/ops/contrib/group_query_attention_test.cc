@@ -179,6 +179,14 @@ TEST(GroupQueryAttention, BadValuesWriteNothingAndLeaveTheSessionUsable) {
     const absl::Status st = g.session->Run(Feeds(s, short_k, short_v), &out);
     EXPECT_THAT(std::string(st.message()), HasSubstr("needs batch 1"));  // a continued prompt
   }
+  // A shared buffer too short for the step: total_sequence_length 30 makes present 30 rows long.
+  {
+    const absl::Status st = run(MakeStep(1, {3, 5, 0}, 30, rng));
+    EXPECT_FALSE(st.ok());
+    EXPECT_THAT(std::string(st.message()),
+                HasSubstr("'present_key': the caller's buffer is float[3,2,24,16] but the result is float[3,2,30,16]"));
+    EXPECT_EQ(cache_k, before);
+  }
   // The same session runs a good step after.
   ASSERT_TRUE(run(MakeStep(1, {3, 5, 0}, 6, rng)).ok());
   EXPECT_NE(y[0], -99.f);
@@ -217,11 +225,14 @@ TEST(GroupQueryAttention, BadAttributesAreRefusedAtCreation) {
   auto build = [](int64_t heads, int64_t kv_heads, const std::function<void(onnx::NodeProto&)>& more) {
     ModelBuilder m(21);
     m.Opset(kMsDomain, 1);
-    m.Input("qkv", DType::kFloat, {1, 2, 48}).Input("seqlens_k", DType::kInt32, {1}).Input("total", DType::kInt32, {});
+    // total_sequence_length a constant: the shapes are checked at creation.
+    m.Input("qkv", DType::kFloat, {1, 2, 64}).Input("seqlens_k", DType::kInt32, {1});
+    m.Initializer("total", Tensor::FromVector<int32_t>({2}, {}));
     m.Output("y", DType::kFloat, {1, 2, 32});
     onnx::NodeProto& n = m.Node("GroupQueryAttention", {"qkv", "", "", "", "", "seqlens_k", "total"}, {"y"}, kMsDomain);
     SetAttr(n, "num_heads", heads);
     SetAttr(n, "kv_num_heads", kv_heads);
+    m.Initializer("cos", Tensor::Zeros(DType::kFloat, {4, 9}));
     more(n);
     absl::StatusOr<std::unique_ptr<Session>> s = m.Build();
     return s.ok() ? std::string() : std::string(s.status().message());
@@ -235,6 +246,15 @@ TEST(GroupQueryAttention, BadAttributesAreRefusedAtCreation) {
               HasSubstr("not implemented"));
   EXPECT_THAT(build(2, 1, [](onnx::NodeProto& n) { SetAttr(n, "do_rotary", int64_t(1)); }),
               HasSubstr("do_rotary=1 needs cos_cache and sin_cache"));
+  // cos_cache's width is rotary_dim / 2: 9 > head_size 16 / 2.
+  EXPECT_THAT(build(2, 1,
+                    [](onnx::NodeProto& n) {
+                      SetAttr(n, "do_rotary", int64_t(1));
+                      n.add_input("cos");
+                      n.add_input("cos");
+                    }),
+              HasSubstr("with 0 < rotary_dim <= head_size 16"));
+  EXPECT_THAT(build(2, 1, [](onnx::NodeProto& n) { n.set_input(1, "qkv"); }), HasSubstr("key and value must both"));
   EXPECT_EQ(build(2, 1, none), "");
 }
 
