@@ -151,4 +151,6 @@ def cases():
                       seqlens=[9, 3], total=10, rotary=(10, 8), interleaved=1, **F16))
     c.append(gqa_case("f16_sink_window_softcap_decode", rng, B=1, S=1, Hq=2, Hkv=1, D=8, past_cap=12, seqlens=[11],
                       total=12, head_sink=True, local_window_size=5, softcap=3.0, **F16))
+    c.append(gqa_case("f16_bias_smooth_softmax_prompt", rng, B=2, S=4, Hq=2, Hkv=1, D=8, seqlens=[3, 2],
+                      bias_shape=(2, 1, 4, 4), smooth_softmax=1, **F16))
     return c
