@@ -42,7 +42,7 @@ def gqa_case(name, rng, *, B, S, Hq, Hkv, D, packed=False, past_cap=None, seqlen
     if total is None:
         total = max(seqlens) + 1
     feeds["seqlens_k"] = np.array(seqlens, np.int32).reshape((B, 1) if seqlens_2d else (B,))
-    # (1,): oracle.py writes a 0-d input as (1,) (np.ascontiguousarray); the scalar form is tested in gtest.
+    # The (1,) form here; the scalar form is tested in gtest (TotalSequenceLengthAsScalarOrOneElement).
     feeds["total_sequence_length"] = np.array([total], np.int32)
     names += ["seqlens_k", "total_sequence_length"]
     tail = []
