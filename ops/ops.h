@@ -47,6 +47,7 @@ std::vector<OpDef> ContribOps();        // com.microsoft (onnxruntime's contrib 
 std::vector<OpDef> GatherBlockQuantizedOps();  // com.microsoft GatherBlockQuantized
 std::vector<OpDef> QuantizedMatMulOps();       // com.microsoft MatMulIntegerToFloat, DynamicQuantizeMatMul
 std::vector<OpDef> FusedMatMulOps();           // com.microsoft FusedMatMul
+std::vector<OpDef> GroupQueryAttentionOps();  // com.microsoft GroupQueryAttention
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,
