@@ -1,5 +1,8 @@
-// Decoder-layer ops: LayerNormalization (17), RMSNormalization (23). 16-bit
-// inputs compute in float. (RotaryEmbedding: ops/llm/rotary.cc.)
+// Decoder-layer ops: LayerNormalization (17), RMSNormalization (23), and the
+// default-domain rows onnxruntime adds beside them (its contrib
+// LayerNormalization 1..16 and SimplifiedLayerNormalization 1, which LLM
+// exports write). 16-bit inputs compute in float. (RotaryEmbedding:
+// ops/llm/rotary.cc.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -46,7 +49,10 @@ void RowMoments(const T* row, int64_t n, double& sum, double& squares) {
   squares = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
 }
 
-template <bool kRms>
+// kRms: no mean subtracted, no bias. Outputs after Y: Mean and InvStdDev
+// (LayerNormalization), none (RMSNormalization-23), or InvStdDev alone
+// (onnxruntime's SimplifiedLayerNormalization: kRms with kInvFirst).
+template <bool kRms, bool kInvFirst = false>
 class NormalizationOp : public Op {
  public:
   explicit NormalizationOp(const Node& node)
@@ -126,8 +132,11 @@ class NormalizationOp : public Op {
     const NormPlan& plan = ctx.plan<NormPlan>();
     const int64_t rows = plan.rows, n = plan.n;
     Tensor& y = ctx.output(0);
-    Tensor* mean_out = ctx.num_outputs() > 1 && ctx.output_requested(1) ? &ctx.output(1) : nullptr;
-    Tensor* inv_out = ctx.num_outputs() > 2 && ctx.output_requested(2) ? &ctx.output(2) : nullptr;
+    const auto requested = [&](size_t o) {
+      return ctx.num_outputs() > o && ctx.output_requested(o) ? &ctx.output(o) : nullptr;
+    };
+    Tensor* mean_out = kInvFirst ? nullptr : requested(1);
+    Tensor* inv_out = requested(kInvFirst ? 1 : 2);
     if (n == 0) {
       // Y is empty, but Mean and InvStdDev keep a row per outer index (X [4, 0]
       // normalized from axis 1 has Mean [4, 1]): the statistics of no values,
@@ -207,6 +216,14 @@ std::vector<OpDef> NormalizationOps() {
        {t, {"U", {DType::kFloat, DType::kDouble}}},
        MakeOp<NormalizationOp<false>>},
       {kOnnxDomain, "RMSNormalization", Versions{23}, "T T", "T", {t}, MakeOp<NormalizationOp<true>>},
+      // onnxruntime's own default-domain rows (older optimized models and
+      // genai's exports); docs/contrib_ops.md, "Layer normalizations and GELUs".
+      {kOnnxDomain, "LayerNormalization", Versions{1, 16}, "T T T?", "T U? U?",
+       {t, {"U", {DType::kFloat, DType::kDouble}}},
+       MakeOp<NormalizationOp<false>>},
+      {kOnnxDomain, "SimplifiedLayerNormalization", Versions{1}, "T T", "T U?",
+       {t, {"U", {DType::kFloat, DType::kDouble}}},
+       MakeOp<NormalizationOp<true, true>>},
   };
 }
 
