@@ -3,6 +3,8 @@
 // pass over each row (kernels/norm/skip_norm.h). Shapes as onnxruntime's CPU
 // kernel takes them: input [B, S, H] or [S, H]; skip the same, or [S, H] or
 // [1, S, H] for a 3-D input; gamma, beta and bias 1-D of H.
+#include <limits>
+
 #include "kernels/norm/skip_norm.h"
 #include "ops/common.h"
 #include "ops/ops.h"
@@ -94,6 +96,14 @@ class SkipNormOp : public Op {
     Tensor* mean = optional_out(1);
     Tensor* inv = optional_out(2);
     Tensor* sum = optional_out(3);
+    if (p.n == 0) {
+      // Rows of no values: an empty output, and the statistics of nothing, NaN
+      // (as LayerNormalization's).
+      for (Tensor* t : {mean, inv})
+        if (t)
+          for (int64_t i = 0; i < t->size(); ++i) t->data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+      return absl::OkStatus();
+    }
     if (p.rows == 0) return absl::OkStatus();
     return Dispatch<FloatTypes>(ctx, ctx.input(0)->dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -74,6 +74,20 @@ TEST(ContribNorms, ABroadcastSkipEqualsTheRepeatedOne) {
   }
 }
 
+TEST(ContribNorms, EmptyRowsGiveAnEmptyOutputAndNaNStatistics) {
+  const Tensor x = Tensor::Zeros(DType::kFloat, {2, 0});
+  auto out = RunMs("SkipLayerNormalization", {x, x, Tensor::Zeros(DType::kFloat, {0})}, {"y", "mean", "inv", "sum"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({2, 0}));
+  EXPECT_EQ((*out)[1].shape(), Shape({2, 1}));
+  EXPECT_TRUE(std::isnan((*out)[1].data<float>()[1]) && std::isnan((*out)[2].data<float>()[0]));
+  auto none = RunMs("SkipSimplifiedLayerNormalization", {Tensor::Zeros(DType::kFloat, {0, 3, 4}),
+                                                         Tensor::Zeros(DType::kFloat, {3, 4}), F({1, 1, 1, 1}, {4})},
+                    {"y", "", "", "sum"});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ((*none)[1].shape(), Shape({0, 3, 4}));
+}
+
 TEST(ContribNorms, BadShapesAreNamedAtCreation) {
   const Tensor x = Tensor::Zeros(DType::kFloat, {2, 3, 8});
   const Tensor g8 = Tensor::Zeros(DType::kFloat, {8});
