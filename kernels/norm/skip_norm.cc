@@ -143,4 +143,44 @@ void SkipNormF32(const SkipNormProblem& p, const SkipNormArgs<float>& a, int64_t
   }
 }
 
+void SkipNormF16(const SkipNormProblem& p, const SkipNormArgs<Float16>& a, int64_t r0, int64_t r1) {
+  constexpr int64_t kChunk = 512;
+  float v[kChunk], sk[kChunk], b[kChunk], g[kChunk], be[kChunk];
+  const int64_t n = p.n;
+  const SkipEntries& k = Skip();
+  const bool with_beta = a.beta && !p.simplified;
+  // v = input + skip (+ bias) of one chunk, in float; its moments added to *sum and *squares.
+  const auto chunk_sum = [&](const Float16* x, const Float16* s, int64_t c, int64_t len, double* sum, double* squares) {
+    Float16ToFloat(x + c, v, len);
+    Float16ToFloat(s + c, sk, len);
+    if (a.bias) Float16ToFloat(a.bias + c, b, len);
+    double cs, cq;
+    k.add_moments(v, sk, a.bias ? b : nullptr, v, len, &cs, &cq);
+    *sum += cs;
+    *squares += cq;
+  };
+  for (int64_t r = r0; r < r1; ++r) {
+    const Float16* x = a.input + r * n;
+    const Float16* s = a.skip + (r % p.skip_rows) * n;
+    double sum = 0, squares = 0, mean, inv, unused = 0;
+    for (int64_t c = 0; c < n; c += kChunk) {
+      const int64_t len = std::min(kChunk, n - c);
+      chunk_sum(x, s, c, len, &sum, &squares);
+      if (a.sum) FloatToFloat16(v, a.sum + r * n + c, len);
+    }
+    Stats(p, sum, squares, &mean, &inv);
+    // The sum again (the same float additions), normalized chunk by chunk.
+    for (int64_t c = 0; c < n; c += kChunk) {
+      const int64_t len = std::min(kChunk, n - c);
+      chunk_sum(x, s, c, len, &unused, &unused);
+      Float16ToFloat(a.gamma + c, g, len);
+      if (with_beta) Float16ToFloat(a.beta + c, be, len);
+      VecNormalizeRow(v, v, len, mean, inv, g, with_beta ? be : nullptr);
+      FloatToFloat16(v, a.output + r * n + c, len);
+    }
+    if (a.mean) a.mean[r] = float(mean);
+    if (a.inv_std) a.inv_std[r] = float(inv);
+  }
+}
+
 }  // namespace onnx_mini

@@ -2,8 +2,9 @@
 // SkipSimplifiedLayerNormalization): per row of n elements,
 //   s = input + skip (+ bias),  y = (s - mean) * inv_std * gamma (+ beta),
 // with mean 0 and no beta when simplified (RMS), inv_std = 1 / sqrt(var + epsilon).
-// A plain reference for every float type, and a vectorized float32 path (one
-// pass adding and taking the moments, one normalizing through kernels/vec/).
+// A plain reference for every float type, and vectorized float32 and float16
+// paths (one pass adding and taking the moments, one normalizing through
+// kernels/vec/).
 #pragma once
 
 #include <cstdint>
@@ -40,5 +41,9 @@ void SkipNormReference(const SkipNormProblem& p, const SkipNormArgs<T>& a, int64
 // The same over float32, vectorized for the active CPU target: equal to the
 // reference up to FMA contraction in the last bit.
 void SkipNormF32(const SkipNormProblem& p, const SkipNormArgs<float>& a, int64_t r0, int64_t r1);
+// float16 rows through the same float arithmetic, converted a chunk at a time
+// (F16C where active): the reference's values up to the order of the double
+// partial sums (one float16 ulp at most, where a result sits on a rounding edge).
+void SkipNormF16(const SkipNormProblem& p, const SkipNormArgs<Float16>& a, int64_t r0, int64_t r1);
 
 }  // namespace onnx_mini

@@ -59,10 +59,15 @@ class GeluFamilyOp : public Op {
           q.bias_len = 0;
           for (int64_t c = i0; c < i1; c += kChunk) {
             const int64_t len = std::min(kChunk, i1 - c);
-            for (int64_t j = 0; j < len; ++j)
-              buf[j] = float(Widen(px[c + j])) + (pb ? float(Widen(pb[(c + j) % p.bias_len])) : 0.0f);
+            if constexpr (std::is_same_v<T, Float16>) Float16ToFloat(px + c, buf, len);  // F16C where active
+            else
+              for (int64_t j = 0; j < len; ++j) buf[j] = float(Widen(px[c + j]));
+            if (pb)
+              for (int64_t j = 0; j < len; ++j) buf[j] += float(Widen(pb[(c + j) % p.bias_len]));
             GeluF32(q, buf, nullptr, buf, 0, len);
-            for (int64_t j = 0; j < len; ++j) py[c + j] = Narrow<T>(typename Arith<T>::type(buf[j]));
+            if constexpr (std::is_same_v<T, Float16>) FloatToFloat16(buf, py + c, len);
+            else
+              for (int64_t j = 0; j < len; ++j) py[c + j] = Narrow<T>(typename Arith<T>::type(buf[j]));
           }
         }
       });

@@ -119,6 +119,7 @@ class SkipNormOp : public Op {
       a.inv_std = inv ? inv->data<float>() : nullptr;
       ParallelFor(ctx.threads(), p.rows, WorkPerIndex{double(p.n) * 4}, [&](int64_t r0, int64_t r1) {
         if constexpr (std::is_same_v<T, float>) SkipNormF32(p, a, r0, r1);
+        else if constexpr (std::is_same_v<T, Float16>) SkipNormF16(p, a, r0, r1);
         else SkipNormReference(p, a, r0, r1);
       });
     });

@@ -73,6 +73,65 @@ TEST(SkipNorm, FastMatchesTheReferenceOnEveryTarget) {
   }
 }
 
+TEST(SkipNorm, Float16MatchesTheReferenceOnEveryTarget) {
+  for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+    if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(target);
+    uint32_t seed = 11;
+    // Row lengths across the 512-element chunks.
+    for (int64_t n : {1, 9, 40, 511, 512, 513, 1100})
+      for (bool simplified : {false, true})
+        for (int with = 0; with < 4; ++with) {
+          SkipNormProblem p;
+          p.rows = 3;
+          p.n = n;
+          p.skip_rows = with & 1 ? 3 : 1;
+          p.simplified = simplified;
+          p.epsilon = 1e-5f;
+          const auto half = [&](int64_t count) {
+            std::vector<Float16> h;
+            for (float f : RandomFloats(count, seed++)) h.push_back(ToFloat16(f * 2));
+            return h;
+          };
+          const std::vector<Float16> x = half(p.rows * n), s = half(p.skip_rows * n), g = half(n), be = half(n),
+                                     bi = half(n);
+          std::vector<Float16> y[2], sum[2];
+          std::vector<float> mean[2], inv[2];
+          for (int k = 0; k < 2; ++k) {
+            y[k].assign(size_t(p.rows * n), Float16{0x7e00});
+            sum[k].assign(size_t(p.rows * n), Float16{0x7e00});
+            mean[k].assign(size_t(p.rows), NAN);
+            inv[k].assign(size_t(p.rows), NAN);
+            SkipNormArgs<Float16> a;
+            a.input = x.data();
+            a.skip = s.data();
+            a.gamma = g.data();
+            a.beta = with & 1 ? be.data() : nullptr;
+            a.bias = with & 1 ? bi.data() : nullptr;
+            a.output = y[k].data();
+            a.sum = with & 2 ? sum[k].data() : nullptr;
+            a.mean = with & 2 ? mean[k].data() : nullptr;
+            a.inv_std = with & 2 ? inv[k].data() : nullptr;
+            k == 0 ? SkipNormF16(p, a, 0, p.rows) : SkipNormReference(p, a, 0, p.rows);
+          }
+          const std::string where = std::string(CpuTargetName(target)) + " n=" + std::to_string(n) +
+                                    " simplified=" + std::to_string(simplified) + " with=" + std::to_string(with);
+          for (size_t i = 0; i < y[0].size(); ++i) {
+            const float got = ToFloat(y[0][i]), want = ToFloat(y[1][i]);
+            // One float16 ulp (2^-10 relative) where the order of the double sums tips a rounding.
+            ASSERT_NEAR(got, want, std::fabs(want) * 1e-3f + 1e-7f) << where << " y at " << i;
+            if (with & 2) {
+              ASSERT_EQ(sum[0][i].bits, sum[1][i].bits) << where << " sum at " << i;
+            } else {
+              ASSERT_EQ(sum[0][i].bits, 0x7e00) << where << ": the sum written unasked";
+            }
+          }
+          for (size_t r = 0; with & 2 && r < size_t(p.rows); ++r)
+            ASSERT_NEAR(inv[0][r], inv[1][r], 1e-5f * inv[1][r]) << where;
+        }
+  }
+}
+
 TEST(SkipNorm, ReferenceIsTheFormula) {
   // One row of 4, LayerNorm form with everything: s = x + skip + bias.
   const std::vector<float> x = {1, 2, 3, 4}, s = {0.5f, 0, -1, 2}, bias = {0, 1, 0, -1}, g = {1, 2, 0.5f, -1},
