@@ -50,6 +50,13 @@ def cases():
         x, g = r(*shape, dtype=dt, scale=2.0), r(*sshape, dtype=dt)
         out.append(node_case(name, "SimplifiedLayerNormalization", {"x": x, "scale": g}, ["y", "inv_std_var"],
                              dict(axis=axis, epsilon=1e-5), domain="", out_types={"inv_std_var": f32}))
+    # X and scale of different types: Y takes the scale's.
+    for name, xt, st in [("sln_x16_scale32", np.float16, np.float32), ("sln_x32_scale16", np.float32, np.float16)]:
+        out.append(node_case(name, "SimplifiedLayerNormalization", {"x": r(3, 2, 24, dtype=xt, scale=2.0),
+                                                                     "scale": r(24, dtype=st)},
+                             ["y", "inv_std_var"], dict(epsilon=1e-5), domain="",
+                             out_types={"y": st, "inv_std_var": f32},
+                             **(F32 if st == np.float32 else dict(rtol=2e-3, atol=1e-3, why=F16_WHY))))
     out.append(node_case("sln_f32_y_only_eps1e-2", "SimplifiedLayerNormalization",
                          {"x": r(2, 2, 16, scale=0.05), "scale": r(16)}, ["y"], dict(epsilon=1e-2), domain="",
                          opset=14))
