@@ -48,6 +48,8 @@ std::vector<OpDef> GatherBlockQuantizedOps();  // com.microsoft GatherBlockQuant
 std::vector<OpDef> QuantizedMatMulOps();       // com.microsoft MatMulIntegerToFloat, DynamicQuantizeMatMul
 std::vector<OpDef> FusedMatMulOps();           // com.microsoft FusedMatMul
 std::vector<OpDef> GroupQueryAttentionOps();  // com.microsoft GroupQueryAttention
+std::vector<OpDef> SkipNormOps();       // SkipLayerNormalization, SkipSimplifiedLayerNormalization (ops/contrib/skip_norm.cc)
+std::vector<OpDef> GeluOps();           // com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu (ops/contrib/gelu.cc)
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,

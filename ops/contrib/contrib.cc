@@ -15,6 +15,8 @@ std::vector<OpDef> ContribOps() {
            QuantizedMatMulOps,
            FusedMatMulOps,
            GroupQueryAttentionOps,
+           SkipNormOps,
+           GeluOps,
        })
     for (OpDef& row : family()) rows.push_back(std::move(row));
   return rows;

@@ -18,6 +18,14 @@ std::vector<Smoke> ContribSmoke() {
                SetAttr(n, "num_heads", int64_t(2));
                SetAttr(n, "kv_num_heads", int64_t(1));
              }})},
+      {kOnnxDomain, "LayerNormalization", Versions{1, 16}, Case({{{{2, 3}}, {{3}}, {{3}}}, 3})},
+      {kOnnxDomain, "SimplifiedLayerNormalization", Versions{1}, Case({{{{2, 3}}, {{3}}}, 2})},
+      {kMsDomain, "SkipLayerNormalization", Versions{1}, Case({{{{2, 3}}, {{2, 3}}, {{3}}, {{3}}, {{3}}}, 4})},
+      {kMsDomain, "SkipSimplifiedLayerNormalization", Versions{1}, Case({{{{1, 2, 3}}, {{2, 3}}, {{3}}, {{3}}}, 4})},
+      {kMsDomain, "Gelu", Versions{1}, Case({{{{2, 3}}}})},
+      {kMsDomain, "BiasGelu", Versions{1}, Case({{{{2, 3}}, {{3}}}})},
+      {kMsDomain, "FastGelu", Versions{1}, Case({{{{2, 3}}, {{3}}}})},
+      {kMsDomain, "QuickGelu", Versions{1}, Case({{{{2, 3}}}})},
   };
 }
 
