@@ -1,0 +1,266 @@
+#include "kernels/quant/nbits_matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "kernels/cpu_dispatch.h"
+#include "kernels/gemm/onednn.h"
+#include "kernels/quant/block_format.h"
+#include "kernels/vec/float_vector.h"
+#include "runtime/thread_pool.h"
+
+// Vectors pass by value only between always-inlined functions.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace onnx_mini {
+namespace {
+
+const BlockFormat& Format(int bits) {
+  return *FindBlockFormat(bits == 8 ? DType::kUInt8 : bits == 4 ? DType::kUInt4 : DType::kUInt2);
+}
+
+// Columns per dequantized panel of the many-rows path.
+constexpr int64_t kPanelColumns = 256;
+
+// The few-rows path. A's rows are rearranged once per call so that a vector
+// of L bytes of codes, widened to L int32 lanes, meets its activations lane
+// for lane: of a group of G = L * 8 / bits elements, part s (the codes at
+// bit offset s * bits of each byte) holds elements i * (8 / bits) + s. A is
+// zero-padded to whole blocks (the padding codes then add nothing), and each
+// block's sum of A is kept: y = sum_blocks scale * (sum q a - zero * sum a).
+struct DecodeArgs {
+  const NBitsMatrix* w;
+  const float* a;     // m rows of k_blocks * block_size rearranged floats
+  const float* asum;  // m rows of k_blocks sums
+  const float* bias;
+  float* c;
+  int64_t m;
+  int lane_bytes;  // the vector width the rearrangement was made for
+};
+
+template <int kBytes, int Bits, int M>
+[[gnu::always_inline]] inline void DecodeColumns(const DecodeArgs& d, int64_t j0, int64_t j1) {
+  using F = typename float_vector::V<kBytes>::F;
+  using I = typename float_vector::V<kBytes>::I;
+  constexpr int L = kBytes / 4;
+  typedef uint8_t U8 __attribute__((vector_size(L)));
+  constexpr int kParts = 8 / Bits;
+  constexpr int G = L * kParts;
+  const NBitsMatrix& w = *d.w;
+  const int64_t kp = w.k_blocks * w.block_size, blob = w.blob_bytes(), groups = w.block_size / G;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* q = w.data + j * w.k_blocks * blob;
+    const float* scale = w.scales + j * w.k_blocks;
+    F acc[M] = {};
+    float zs[M] = {};
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      F part[M] = {};
+      const float* ab = d.a + b * w.block_size;
+      for (int64_t g = 0; g < groups; ++g, q += L, ab += G) {
+        U8 bytes;
+        std::memcpy(&bytes, q, sizeof(bytes));
+        const I codes = __builtin_convertvector(bytes, I);
+        for (int s = 0; s < kParts; ++s) {
+          F v;
+          if constexpr (Bits == 8) v = __builtin_convertvector(codes, F);
+          else v = __builtin_convertvector((codes >> (s * Bits)) & ((1 << Bits) - 1), F);
+          for (int r = 0; r < M; ++r) part[r] += v * float_vector::Load<F>(ab + r * kp + s * L);
+        }
+      }
+      const float sc = scale[b], z = w.Zero(j, b) * sc;
+      for (int r = 0; r < M; ++r) {
+        acc[r] += part[r] * sc;
+        zs[r] += z * d.asum[r * w.k_blocks + b];
+      }
+    }
+    for (int r = 0; r < M; ++r) {
+      float y = 0;
+      for (int l = 0; l < L; ++l) y += acc[r][l];
+      y -= zs[r];
+      d.c[r * w.n + j] = d.bias ? y + d.bias[j] : y;
+    }
+  }
+}
+
+template <int kBytes>
+[[gnu::always_inline]] inline void DecodeWidth(const DecodeArgs& d, int64_t j0, int64_t j1) {
+  auto rows = [&](auto bits) {
+    constexpr int B = decltype(bits)::value;
+    switch (d.m) {
+      case 1: return DecodeColumns<kBytes, B, 1>(d, j0, j1);
+      case 2: return DecodeColumns<kBytes, B, 2>(d, j0, j1);
+      case 3: return DecodeColumns<kBytes, B, 3>(d, j0, j1);
+      default: return DecodeColumns<kBytes, B, 4>(d, j0, j1);
+    }
+  };
+  switch (d.w->bits) {
+    case 2: return rows(std::integral_constant<int, 2>());
+    case 4: return rows(std::integral_constant<int, 4>());
+    default: return rows(std::integral_constant<int, 8>());
+  }
+}
+
+void DecodeBaseline(const DecodeArgs& d, int64_t j0, int64_t j1) { DecodeWidth<16>(d, j0, j1); }
+#if defined(__x86_64__)
+[[gnu::target("avx2,fma")]] void DecodeAvx2(const DecodeArgs& d, int64_t j0, int64_t j1) {
+  if (d.lane_bytes == 32) DecodeWidth<32>(d, j0, j1);
+  else DecodeWidth<16>(d, j0, j1);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void DecodeAvx512(const DecodeArgs& d, int64_t j0,
+                                                                               int64_t j1) {
+  if (d.lane_bytes == 64) DecodeWidth<64>(d, j0, j1);
+  else if (d.lane_bytes == 32) DecodeWidth<32>(d, j0, j1);
+  else DecodeWidth<16>(d, j0, j1);
+}
+#endif
+
+struct DecodeEntry {
+  void (*columns)(const DecodeArgs&, int64_t, int64_t);
+  int max_lane_bytes;
+};
+
+const DecodeEntry& ActiveDecode() {
+  static const CpuDispatchTable<DecodeEntry> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512, {DecodeAvx512, 64}},
+      {CpuTarget::kAvx2, {DecodeAvx2, 32}},
+#endif
+      {CpuTarget::kBaseline, {DecodeBaseline, 16}},
+  };
+  return table.Active();
+}
+
+// The widest vector whose group of codes fits in a block (blocks of 16
+// 2-bit codes take 16-byte vectors: groups of 64 would straddle blocks).
+int LaneBytes(int max_bytes, int bits, int64_t block_size) {
+  int bytes = max_bytes;
+  while (bytes > 16 && (bytes / 4) * (8 / bits) > block_size) bytes /= 2;
+  return bytes;
+}
+
+bool UseDecode(int64_t m, const NBitsMatrix& w) { return m <= kNBitsDecodeRows && w.g_idx == nullptr; }
+
+void Decode(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
+            int threads) {
+  const DecodeEntry& entry = ActiveDecode();
+  const int bytes = LaneBytes(entry.max_lane_bytes, w.bits, w.block_size);
+  const int64_t lanes = bytes / 4, parts = 8 / w.bits, group = lanes * parts;
+  const int64_t kp = w.k_blocks * w.block_size;
+  float* ar = workspace;
+  float* asum = workspace + m * kp;
+  for (int64_t r = 0; r < m; ++r) {
+    const float* src = a + r * w.k;
+    float* dst = ar + r * kp;
+    for (int64_t g0 = 0; g0 < kp; g0 += group)
+      for (int64_t s = 0; s < parts; ++s)
+        for (int64_t i = 0; i < lanes; ++i) {
+          const int64_t e = g0 + i * parts + s;
+          dst[g0 + s * lanes + i] = e < w.k ? src[e] : 0.0f;
+        }
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      float s = 0;
+      for (int64_t e = b * w.block_size; e < std::min(w.k, (b + 1) * w.block_size); ++e) s += src[e];
+      asum[r * w.k_blocks + b] = s;
+    }
+  }
+  const DecodeArgs d{&w, ar, asum, bias, c, m, bytes};
+  // A column's work: its codes, each a multiply-add per row.
+  ParallelFor(threads, w.n, WorkPerIndex{double(kp) * double(m) / 4},
+              [&](int64_t j0, int64_t j1) { entry.columns(d, j0, j1); });
+}
+
+// The many-rows path: panels of columns dequantized to float ([cols, k],
+// split over the pool) and multiplied by oneDNN's GEMM with B transposed.
+void Panels(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
+            int threads) {
+  const int64_t cols = std::min(kPanelColumns, w.n);
+  float* panel = workspace;
+  float* out = workspace + cols * w.k;
+  for (int64_t j0 = 0; j0 < w.n; j0 += cols) {
+    const int64_t nc = std::min(cols, w.n - j0);
+    ParallelFor(threads, nc, WorkPerIndex{double(w.k) * 2},
+                [&](int64_t c0, int64_t c1) { NBitsDequantizeColumns(w, j0 + c0, j0 + c1, panel + c0 * w.k); });
+    const int use = ThreadsForWork(threads, double(m) * double(w.k) * double(nc), kMinOneDnnThreadWork);
+    if (!OneDnnMatMul(DType::kFloat, a, panel, out, 1, 1, 1, m, w.k, nc, false, true, use)) {
+      // oneDNN declined: plain dot products.
+      ParallelFor(threads, m, WorkPerIndex{double(w.k) * double(nc)}, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t j = 0; j < nc; ++j) {
+            float s = 0;
+            for (int64_t kk = 0; kk < w.k; ++kk) s += a[r * w.k + kk] * panel[j * w.k + kk];
+            out[r * nc + j] = s;
+          }
+      });
+    }
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < nc; ++j) c[r * w.n + j0 + j] = out[r * nc + j] + (bias ? bias[j0 + j] : 0.0f);
+  }
+}
+
+}  // namespace
+
+float NBitsMatrix::Zero(int64_t col, int64_t block) const {
+  if (zero_float) return zero_float[col * k_blocks + block];
+  if (zero_packed) return float(Format(bits).load(zero_packed + col * zero_row_bytes(), block));
+  return zero_default;
+}
+
+int64_t NBitsMatMulWorkspace(int64_t m, const NBitsMatrix& w) {
+  const double kp = double(w.k_blocks) * double(w.block_size);
+  const double cols = double(std::min(kPanelColumns, w.n));
+  const double need = UseDecode(m, w) ? double(m) * (kp + double(w.k_blocks)) : cols * double(w.k) + double(m) * cols;
+  return need < double(std::numeric_limits<int64_t>::max() / 8) ? int64_t(need) : -1;
+}
+
+void NBitsMatMul(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
+                 int threads) {
+  if (m <= 0 || w.n <= 0) return;
+  if (UseDecode(m, w)) return Decode(a, m, w, bias, c, workspace, threads);
+  Panels(a, m, w, bias, c, workspace, threads);
+}
+
+void NBitsDequantizeColumns(const NBitsMatrix& w, int64_t j0, int64_t j1, float* out) {
+  const BlockFormat& f = Format(w.bits);
+  const int64_t blob = w.blob_bytes();
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* q = w.data + j * w.k_blocks * blob;
+    float* o = out + (j - j0) * w.k;
+    if (w.g_idx == nullptr) {
+      for (int64_t b = 0; b < w.k_blocks; ++b) {
+        const int64_t first = b * w.block_size, len = std::min(w.block_size, w.k - first);
+        f.dequantize_row(q, first, len, w.scales[j * w.k_blocks + b], w.Zero(j, b), o + first);
+      }
+    } else {
+      for (int64_t kk = 0; kk < w.k; ++kk) {
+        const int64_t b = w.g_idx[kk];
+        o[kk] = (float(f.load(q, kk)) - w.Zero(j, b)) * w.scales[j * w.k_blocks + b];
+      }
+    }
+  }
+}
+
+void NBitsMatMulReference(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c) {
+  const BlockFormat& f = Format(w.bits);
+  const int64_t blob = w.blob_bytes();
+  for (int64_t j = 0; j < w.n; ++j) {
+    const uint8_t* q = w.data + j * w.k_blocks * blob;
+    for (int64_t r = 0; r < m; ++r) {
+      double acc = bias ? bias[j] : 0.0;
+      for (int64_t kk = 0; kk < w.k; ++kk) {
+        const int64_t b = w.g_idx ? w.g_idx[kk] : kk / w.block_size;
+        const double weight = (double(f.load(q, kk)) - double(w.Zero(j, b))) * double(w.scales[j * w.k_blocks + b]);
+        acc += double(a[r * w.k + kk]) * weight;
+      }
+      c[r * w.n + j] = float(acc);
+    }
+  }
+}
+
+bool NBitsGIdxIsTrivial(const int32_t* g_idx, int64_t k, int64_t block_size) {
+  for (int64_t kk = 0; kk < k; ++kk)
+    if (g_idx[kk] != kk / block_size) return false;
+  return true;
+}
+
+}  // namespace onnx_mini
