@@ -1,6 +1,7 @@
 #include "kernels/quant/nbits_matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -255,6 +256,19 @@ void NBitsMatMulReference(const float* a, int64_t m, const NBitsMatrix& w, const
       c[r * w.n + j] = float(acc);
     }
   }
+}
+
+void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, float* out) {
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t first = 0; first < k; first += block) {
+      const float* x = a + r * k + first;
+      float* y = out + r * k + first;
+      const int64_t len = std::min(block, k - first);
+      float amax = 0;
+      for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
+      const float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+      for (int64_t i = 0; i < len; ++i) y[i] = std::nearbyint(x[i] * inv) * scale;
+    }
 }
 
 bool NBitsGIdxIsTrivial(const int32_t* g_idx, int64_t k, int64_t block_size) {

@@ -63,6 +63,13 @@ void NBitsMatMulReference(const float* a, int64_t m, const NBitsMatrix& w, const
 // Columns [j0, j1) of B dequantized: out[(j - j0) * k + kk], floats.
 void NBitsDequantizeColumns(const NBitsMatrix& w, int64_t j0, int64_t j1, float* out);
 
+// A's m rows of k rounded as onnxruntime's accuracy level 4 quantizes them to
+// int8 (its CPU kernel then multiplies the integers): per block of `block`
+// values of a row, scale = max |a| / 127 and a -> nearest-even(a / scale) *
+// scale. Here the product then runs in float on the rounded values (the
+// int8 product itself is issue #26).
+void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, float* out);
+
 // Whether g_idx is k / block_size everywhere (then it changes nothing).
 bool NBitsGIdxIsTrivial(const int32_t* g_idx, int64_t k, int64_t block_size);
 
