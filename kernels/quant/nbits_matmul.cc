@@ -5,6 +5,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/cpu_dispatch.h"
 #include "kernels/gemm/onednn.h"
 #include "kernels/quant/block_format.h"
@@ -40,12 +44,58 @@ struct DecodeArgs {
   int lane_bytes;  // the vector width the rearrangement was made for
 };
 
+// Vectors of L codes, as bytes and as 16-bit integers.
+template <int L>
+struct CodeVectors {
+  typedef uint8_t U8 __attribute__((vector_size(L)));
+  typedef uint16_t U16 __attribute__((vector_size(2 * L)));
+};
+
+#if defined(__x86_64__)
+// One instruction each (GCC's generic conversion takes several). Results
+// through a pointer: a wide vector returned from a function of another
+// target changes the ABI (clang refuses it); inlined, it is a register.
+[[gnu::target("avx512f")]] inline void WidenBytes64(const uint8_t* p, void* out) {
+  // The masked form: the plain one reads an undefined vector (GCC 12 warns).
+  const __m512i v = _mm512_maskz_cvtepu8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  std::memcpy(out, &v, sizeof(v));
+}
+[[gnu::target("avx2")]] inline void WidenBytes32(const uint8_t* p, void* out) {
+  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  std::memcpy(out, &v, sizeof(v));
+}
+#endif
+
+// L bytes of codes widened to L int32 lanes.
+template <int kBytes, class I>
+[[gnu::always_inline]] inline void WidenBytes(const uint8_t* p, I* out) {
+  constexpr int L = kBytes / 4;
+#if defined(__x86_64__)
+  if constexpr (kBytes == 64) return WidenBytes64(p, out);
+  if constexpr (kBytes == 32) return WidenBytes32(p, out);
+#endif
+  // Through 16 bits: GCC widens bytes to 32 bits lane by lane otherwise.
+  typename CodeVectors<L>::U8 bytes;
+  std::memcpy(&bytes, p, sizeof(bytes));
+  *out = __builtin_convertvector(__builtin_convertvector(bytes, typename CodeVectors<L>::U16), I);
+}
+
+// Column j's zero point of block b (`row`: its packed or float zero points).
+template <int Bits>
+[[gnu::always_inline]] inline float ZeroAt(const NBitsMatrix& w, const void* row, int64_t b) {
+  if (w.zero_packed) {
+    constexpr int kPerByte = 8 / Bits;
+    const uint8_t byte = static_cast<const uint8_t*>(row)[b / kPerByte];
+    return float((byte >> ((b % kPerByte) * Bits)) & ((1 << Bits) - 1));
+  }
+  return w.zero_float ? static_cast<const float*>(row)[b] : w.zero_default;
+}
+
 template <int kBytes, int Bits, int M>
 [[gnu::always_inline]] inline void DecodeColumns(const DecodeArgs& d, int64_t j0, int64_t j1) {
   using F = typename float_vector::V<kBytes>::F;
   using I = typename float_vector::V<kBytes>::I;
   constexpr int L = kBytes / 4;
-  typedef uint8_t U8 __attribute__((vector_size(L)));
   constexpr int kParts = 8 / Bits;
   constexpr int G = L * kParts;
   const NBitsMatrix& w = *d.w;
@@ -53,15 +103,17 @@ template <int kBytes, int Bits, int M>
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* q = w.data + j * w.k_blocks * blob;
     const float* scale = w.scales + j * w.k_blocks;
+    const void* zrow = w.zero_packed ? static_cast<const void*>(w.zero_packed + j * w.zero_row_bytes())
+                       : w.zero_float ? static_cast<const void*>(w.zero_float + j * w.k_blocks)
+                                      : nullptr;
     F acc[M] = {};
     float zs[M] = {};
     for (int64_t b = 0; b < w.k_blocks; ++b) {
       F part[M] = {};
       const float* ab = d.a + b * w.block_size;
       for (int64_t g = 0; g < groups; ++g, q += L, ab += G) {
-        U8 bytes;
-        std::memcpy(&bytes, q, sizeof(bytes));
-        const I codes = __builtin_convertvector(bytes, I);
+        I codes;
+        WidenBytes<kBytes>(q, &codes);
         for (int s = 0; s < kParts; ++s) {
           F v;
           if constexpr (Bits == 8) v = __builtin_convertvector(codes, F);
@@ -69,7 +121,7 @@ template <int kBytes, int Bits, int M>
           for (int r = 0; r < M; ++r) part[r] += v * float_vector::Load<F>(ab + r * kp + s * L);
         }
       }
-      const float sc = scale[b], z = w.Zero(j, b) * sc;
+      const float sc = scale[b], z = ZeroAt<Bits>(w, zrow, b) * sc;
       for (int r = 0; r < M; ++r) {
         acc[r] += part[r] * sc;
         zs[r] += z * d.asum[r * w.k_blocks + b];
@@ -84,21 +136,23 @@ template <int kBytes, int Bits, int M>
   }
 }
 
+// (Templates, not lambdas: a lambda would not take the entry point's target.)
+template <int kBytes, int B>
+[[gnu::always_inline]] inline void DecodeRows(const DecodeArgs& d, int64_t j0, int64_t j1) {
+  switch (d.m) {
+    case 1: return DecodeColumns<kBytes, B, 1>(d, j0, j1);
+    case 2: return DecodeColumns<kBytes, B, 2>(d, j0, j1);
+    case 3: return DecodeColumns<kBytes, B, 3>(d, j0, j1);
+    default: return DecodeColumns<kBytes, B, 4>(d, j0, j1);
+  }
+}
+
 template <int kBytes>
 [[gnu::always_inline]] inline void DecodeWidth(const DecodeArgs& d, int64_t j0, int64_t j1) {
-  auto rows = [&](auto bits) {
-    constexpr int B = decltype(bits)::value;
-    switch (d.m) {
-      case 1: return DecodeColumns<kBytes, B, 1>(d, j0, j1);
-      case 2: return DecodeColumns<kBytes, B, 2>(d, j0, j1);
-      case 3: return DecodeColumns<kBytes, B, 3>(d, j0, j1);
-      default: return DecodeColumns<kBytes, B, 4>(d, j0, j1);
-    }
-  };
   switch (d.w->bits) {
-    case 2: return rows(std::integral_constant<int, 2>());
-    case 4: return rows(std::integral_constant<int, 4>());
-    default: return rows(std::integral_constant<int, 8>());
+    case 2: return DecodeRows<kBytes, 2>(d, j0, j1);
+    case 4: return DecodeRows<kBytes, 4>(d, j0, j1);
+    default: return DecodeRows<kBytes, 8>(d, j0, j1);
   }
 }
 
