@@ -91,49 +91,71 @@ template <int Bits>
   return w.zero_float ? static_cast<const float*>(row)[b] : w.zero_default;
 }
 
-template <int kBytes, int Bits, int M>
-[[gnu::always_inline]] inline void DecodeColumns(const DecodeArgs& d, int64_t j0, int64_t j1) {
+// C columns [j, j + C) at once: each vector of A loaded once for all of
+// them, and C independent accumulator chains.
+template <int kBytes, int Bits, int M, int C>
+[[gnu::always_inline]] inline void DecodeTile(const DecodeArgs& d, int64_t j) {
   using F = typename float_vector::V<kBytes>::F;
   using I = typename float_vector::V<kBytes>::I;
   constexpr int L = kBytes / 4;
   constexpr int kParts = 8 / Bits;
   constexpr int G = L * kParts;
   const NBitsMatrix& w = *d.w;
-  const int64_t kp = w.k_blocks * w.block_size, blob = w.blob_bytes(), groups = w.block_size / G;
-  for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* q = w.data + j * w.k_blocks * blob;
-    const float* scale = w.scales + j * w.k_blocks;
-    const void* zrow = w.zero_packed ? static_cast<const void*>(w.zero_packed + j * w.zero_row_bytes())
-                       : w.zero_float ? static_cast<const void*>(w.zero_float + j * w.k_blocks)
-                                      : nullptr;
-    F acc[M] = {};
-    float zs[M] = {};
-    for (int64_t b = 0; b < w.k_blocks; ++b) {
-      F part[M] = {};
-      const float* ab = d.a + b * w.block_size;
-      for (int64_t g = 0; g < groups; ++g, q += L, ab += G) {
-        I codes;
-        WidenBytes<kBytes>(q, &codes);
-        for (int s = 0; s < kParts; ++s) {
-          F v;
-          if constexpr (Bits == 8) v = __builtin_convertvector(codes, F);
-          else v = __builtin_convertvector((codes >> (s * Bits)) & ((1 << Bits) - 1), F);
-          for (int r = 0; r < M; ++r) part[r] += v * float_vector::Load<F>(ab + r * kp + s * L);
+  const int64_t kp = w.k_blocks * w.block_size, column = w.k_blocks * w.blob_bytes(), groups = w.block_size / G;
+  const uint8_t* q[C];
+  const float* scale[C];
+  const void* zrow[C];
+  for (int c = 0; c < C; ++c) {
+    q[c] = w.data + (j + c) * column;
+    scale[c] = w.scales + (j + c) * w.k_blocks;
+    zrow[c] = w.zero_packed ? static_cast<const void*>(w.zero_packed + (j + c) * w.zero_row_bytes())
+              : w.zero_float ? static_cast<const void*>(w.zero_float + (j + c) * w.k_blocks)
+                             : nullptr;
+  }
+  F acc[M][C] = {};
+  float zs[M][C] = {};
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    F part[M][C] = {};
+    const float* ab = d.a + b * w.block_size;
+    for (int64_t g = 0; g < groups; ++g, ab += G) {
+      I codes[C];
+      for (int c = 0; c < C; ++c) {
+        WidenBytes<kBytes>(q[c], &codes[c]);
+        q[c] += L;
+      }
+      for (int s = 0; s < kParts; ++s)
+        for (int r = 0; r < M; ++r) {
+          const F x = float_vector::Load<F>(ab + r * kp + s * L);
+          for (int c = 0; c < C; ++c) {
+            F v;
+            if constexpr (Bits == 8) v = __builtin_convertvector(codes[c], F);
+            else v = __builtin_convertvector((codes[c] >> (s * Bits)) & ((1 << Bits) - 1), F);
+            part[r][c] += v * x;
+          }
         }
-      }
-      const float sc = scale[b], z = ZeroAt<Bits>(w, zrow, b) * sc;
-      for (int r = 0; r < M; ++r) {
-        acc[r] += part[r] * sc;
-        zs[r] += z * d.asum[r * w.k_blocks + b];
-      }
     }
-    for (int r = 0; r < M; ++r) {
-      float y = 0;
-      for (int l = 0; l < L; ++l) y += acc[r][l];
-      y -= zs[r];
-      d.c[r * w.n + j] = d.bias ? y + d.bias[j] : y;
+    for (int c = 0; c < C; ++c) {
+      const float sc = scale[c][b], z = ZeroAt<Bits>(w, zrow[c], b) * sc;
+      for (int r = 0; r < M; ++r) {
+        acc[r][c] += part[r][c] * sc;
+        zs[r][c] += z * d.asum[r * w.k_blocks + b];
+      }
     }
   }
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < C; ++c) {
+      float y = 0;
+      for (int l = 0; l < L; ++l) y += acc[r][c][l];
+      y -= zs[r][c];
+      d.c[r * w.n + j + c] = d.bias ? y + d.bias[j + c] : y;
+    }
+}
+
+template <int kBytes, int Bits, int M>
+[[gnu::always_inline]] inline void DecodeColumns(const DecodeArgs& d, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  for (; j + 2 <= j1; j += 2) DecodeTile<kBytes, Bits, M, 2>(d, j);
+  if (j < j1) DecodeTile<kBytes, Bits, M, 1>(d, j);
 }
 
 // (Templates, not lambdas: a lambda would not take the entry point's target.)
