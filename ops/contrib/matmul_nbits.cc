@@ -135,15 +135,13 @@ class MatMulNBitsOp : public Op {
     op->n_ = node.attr_int("N", 0);
     op->bits_ = node.attr_int("bits", 0);
     op->block_ = node.attr_int("block_size", 0);
-    op->accuracy_level_ = node.attr_int("accuracy_level", 0);
+    op->accuracy_level_ = node.attr_int("accuracy_level", 0);  // as onnxruntime: 4 is int8 A, any other float
     if (op->bits_ != 2 && op->bits_ != 4 && op->bits_ != 8)
       return AttributeError(node, absl::StrCat("bits must be 2, 4 or 8, got ", op->bits_));
     if (op->block_ < 16 || (op->block_ & (op->block_ - 1)) != 0 || op->block_ > (int64_t{1} << 30))
       return AttributeError(node, absl::StrCat("block_size must be a power of 2 >= 16, got ", op->block_));
     if (op->k_ < 1 || op->n_ < 1)
       return AttributeError(node, absl::StrCat("K and N must be >= 1, got K = ", op->k_, ", N = ", op->n_));
-    if (op->accuracy_level_ < 0 || op->accuracy_level_ > 4)
-      return AttributeError(node, absl::StrCat("accuracy_level must be in [0, 4], got ", op->accuracy_level_));
     op->k_blocks_ = (op->k_ + op->block_ - 1) / op->block_;
     const std::optional<int64_t> codes = CheckedMul(op->n_, op->k_blocks_);
     if (!codes || !CheckedMul(*codes, op->block_))

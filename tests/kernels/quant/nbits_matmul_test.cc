@@ -139,5 +139,20 @@ TEST(NBitsMatMul, ReferenceDequantizesAsTheFormulaSays) {
   EXPECT_FLOAT_EQ(fast, 13.25f);
 }
 
+TEST(NBitsMatMul, AccuracyLevelFourRoundsABlockToInt8) {
+  // Blocks of 4: max |a| = 127 gives scale 1 (ties to even); an all-zero block stays zero.
+  const std::vector<float> a = {127, -2.5f, 3.5f, 0.4f, 0, 0, 0, 0, -127, 63.5f};
+  std::vector<float> out(a.size(), NAN);
+  NBitsRoundRowsToInt8(a.data(), 1, 10, 4, out.data());
+  EXPECT_EQ(out, (std::vector<float>{127, -2, 4, 0, 0, 0, 0, 0, -127, 64}));
+  // Two rows of 3 (the last block short): scale = 0.5 / 127 for the second row.
+  const std::vector<float> b = {0.25f, 0.5f, -0.5f, 0.5f, 0.25f, 0.001f};
+  std::vector<float> rounded(b.size());
+  NBitsRoundRowsToInt8(b.data(), 2, 3, 2, rounded.data());
+  const float s = 0.5f / 127;
+  EXPECT_FLOAT_EQ(rounded[4], std::nearbyint(0.25f * (127 / 0.5f)) * s);
+  EXPECT_FLOAT_EQ(rounded[5], 0.001f);  // alone in its block: its own max
+}
+
 }  // namespace
 }  // namespace onnx_mini
