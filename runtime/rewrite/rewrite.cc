@@ -13,7 +13,8 @@ using namespace rewrite;
 // DequantizeLinear + MatMul before MatMul + bias, which would take the
 // folded float weight.
 constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
-                           RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2};
+                           RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
+                           RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize};
 
 }  // namespace
 
