@@ -216,7 +216,7 @@ int LaneBytes(int max_bytes, int bits, int64_t block_size) {
   return bytes;
 }
 
-bool UseDecode(int64_t m, const NBitsMatrix& w) { return m <= kNBitsDecodeRows && w.g_idx == nullptr; }
+bool UseDecode(int64_t m, const NBitsMatrix& w) { return m <= kNBitsDecodePassRows && w.g_idx == nullptr; }
 
 void Decode(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
             int threads) {
@@ -286,14 +286,19 @@ float NBitsMatrix::Zero(int64_t col, int64_t block) const {
 int64_t NBitsMatMulWorkspace(int64_t m, const NBitsMatrix& w) {
   const double kp = double(w.k_blocks) * double(w.block_size);
   const double cols = double(std::min(kPanelColumns, w.n));
-  const double need = UseDecode(m, w) ? double(m) * (kp + double(w.k_blocks)) : cols * double(w.k) + double(m) * cols;
+  const double rows = double(std::min(m, kNBitsDecodeRows));
+  const double need = UseDecode(m, w) ? rows * (kp + double(w.k_blocks)) : cols * double(w.k) + double(m) * cols;
   return need < double(std::numeric_limits<int64_t>::max() / 8) ? int64_t(need) : -1;
 }
 
 void NBitsMatMul(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
                  int threads) {
   if (m <= 0 || w.n <= 0) return;
-  if (UseDecode(m, w)) return Decode(a, m, w, bias, c, workspace, threads);
+  if (UseDecode(m, w)) {
+    for (int64_t r = 0; r < m; r += kNBitsDecodeRows)
+      Decode(a + r * w.k, std::min(kNBitsDecodeRows, m - r), w, bias, c + r * w.n, workspace, threads);
+    return;
+  }
   Panels(a, m, w, bias, c, workspace, threads);
 }
 

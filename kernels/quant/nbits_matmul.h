@@ -37,10 +37,11 @@ struct NBitsMatrix {
   float Zero(int64_t col, int64_t block) const;
 };
 
-// Rows of A up to which the product streams B once per call, dequantizing in
-// registers (a decode step); more rows dequantize panels of B to float for
-// the GEMM (a prefill).
+// Rows of A the product takes per pass over B, dequantizing in registers (a
+// decode step), and the rows up to which it makes such passes; more rows
+// dequantize panels of B to float for the GEMM (a prefill).
 constexpr int64_t kNBitsDecodeRows = 4;
+constexpr int64_t kNBitsDecodePassRows = 16;  // four passes: level with the panels' dequantization + GEMM there
 
 // Floats of workspace NBitsMatMul needs for `m` rows (a caller charges its
 // budget for them first); -1 when the count overflows.

@@ -161,4 +161,8 @@ def cases():
     out.append(dq_case("dq_int8_nozp", rng, 64, 16, 64, "int8", False, (1, 1)))
     out.append(dq_case("dq_uint8_zp", rng, 80, 11, 16, "uint8", True, (5,)))
     out.append(dq_case("dq_f16_int4_zp", rng, 64, 24, 32, "int4", True, (1,), np.float16))
+    # More rows than the decode passes take (16): panels dequantized for the GEMM.
+    out.append(nbits_case("b4_bs32_zp_bias_m20", rng, 72, 33, 4, 32, (4, 5), zp="packed", bias=True))
+    out.append(nbits_case("b8_bs16_m17", rng, 48, 20, 8, 16, (17,)))
+    out.append(dq_case("dq_uint4_m18", rng, 64, 24, 32, "uint4", True, (18,)))
     return out

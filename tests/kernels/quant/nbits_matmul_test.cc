@@ -89,7 +89,7 @@ TEST(NBitsMatMul, MatchesTheReferenceOnEveryTarget) {
           const std::string what = std::string(CpuTargetName(target)) + " bits=" + std::to_string(bits) +
                                    " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) +
                                    " block=" + std::to_string(s.block) + " zero=" + std::to_string(int(zero));
-          for (int64_t m : {1, 2, 3, 4, 5, 11})
+          for (int64_t m : {1, 2, 3, 4, 5, 11, 20})
             for (bool bias : {false, true}) Check(x.w, m, bias, m % 2 ? 1 : 3, seed++, what);
         }
   }
@@ -110,7 +110,7 @@ TEST(NBitsMatMul, GIdxChoosesEachColumnsBlock) {
 TEST(NBitsMatMul, LmHeadShapeSplitsOverThreads) {
   // The LM-head shape (a long N) at a small K: columns split over the pool.
   const Weight x = MakeWeight(4, 96, 5003, 32, Zero::kPacked, false, 5);
-  for (int64_t m : {1, 3, 9}) Check(x.w, m, true, 4, 17, "lm head");
+  for (int64_t m : {1, 3, 9, 19}) Check(x.w, m, true, 4, 17, "lm head");
 }
 
 TEST(NBitsMatMul, ReferenceDequantizesAsTheFormulaSays) {
