@@ -338,7 +338,14 @@ class DequantizeMatMulOp : public Op {
     if (!x || !s || (has_zero && !z) || x->shape().size() != 2) return absl::OkStatus();
     const int64_t k = x->shape()[0], n = x->shape()[1], kb = (k + block_ - 1) / block_;
     if (s->shape() != Shape{kb, n} || (z && z->shape() != Shape{kb, n})) return absl::OkStatus();  // Infer says why
-    ASSIGN_OR_RETURN(packed_, PackDq(*x, *s, z, block_, ctx.budget()));
+    // Shared by the nodes packing the same x with the same scale and zero point.
+    const std::string kind = absl::StrCat("nbits blocks of ", block_, " scaled by '", ctx.node().inputs[2], "', zero '",
+                                          has_zero ? ctx.node().inputs[3] : "", "'");
+    packed_ = ctx.Shared<PackedDq>(1, kind, [&]() -> std::shared_ptr<const PackedDq> {
+      absl::StatusOr<std::shared_ptr<PackedDq>> p = PackDq(*x, *s, z, block_, ctx.budget());
+      return p.ok() ? *p : nullptr;  // refused by the budget: packed per run
+    });
+    if (!packed_) return absl::OkStatus();
     ctx.release(1);
     ctx.release(2);
     if (z) ctx.release(3);
@@ -363,7 +370,7 @@ class DequantizeMatMulOp : public Op {
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
-    std::shared_ptr<PackedDq> packed = packed_;
+    std::shared_ptr<const PackedDq> packed = packed_;
     if (!packed) {  // not constant: packed for this run
       const Tensor* z = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
       ASSIGN_OR_RETURN(packed, PackDq(*ctx.input(1), *ctx.input(2), z, block_, ctx.budget()));
@@ -374,7 +381,7 @@ class DequantizeMatMulOp : public Op {
  private:
   DequantizeMatMulOp() = default;
   int64_t block_ = 32;
-  std::shared_ptr<PackedDq> packed_;  // set by Prepare
+  std::shared_ptr<const PackedDq> packed_;  // set by Prepare
 };
 
 }  // namespace

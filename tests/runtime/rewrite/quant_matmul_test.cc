@@ -76,6 +76,22 @@ TEST(Rewrite, DequantizeMatMulHoldsThePackedWeight) {
   ASSERT_TRUE((*s)->Run({{"x", RandomUniform(DType::kFloat, {2, 512}, 1)}}).ok());
 }
 
+TEST(Rewrite, DequantizeMatMulsOfOneWeightPackItOnce) {
+  ModelBuilder m = DqMatMul(DType::kUInt4, DType::kFloat, 128, 64, 32, true);
+  m.Output("y2", DType::kFloat, {-1, 64});
+  onnx::NodeProto& dq = m.Node("DequantizeLinear", {"w", "scale", "zero"}, {"wf2"});
+  SetAttr(dq, "axis", int64_t{0});
+  SetAttr(dq, "block_size", int64_t{32});
+  m.Node("MatMul", {"x", "wf2"}, {"y2"});
+  auto s = m.Build();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(OpTypes(**s), ::testing::ElementsAre("DequantizeMatMul", "DequantizeMatMul"));
+  EXPECT_EQ((*s)->MemoryUsed(), size_t(128 * 64 / 2 + 4 * 64 * 4 + 64 * 2));  // one packing
+  auto y = (*s)->Run({{"x", RandomUniform(DType::kFloat, {3, 128}, 5)}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values((*y)[0]), Values((*y)[1]));
+}
+
 TEST(Rewrite, DequantizeMatMulFiresOnlyWhereItMay) {
   const std::vector<NamedTensor> x = {{"x", RandomUniform(DType::kFloat, {3, 64}, 1)}};
   // Blocks along N (axis 1), a block size the packed form does not take, a
