@@ -17,6 +17,7 @@ std::vector<OpDef> ContribOps() {
            GroupQueryAttentionOps,
            SkipNormOps,
            GeluOps,
+           MatMulNBitsOps,
        })
     for (OpDef& row : family()) rows.push_back(std::move(row));
   return rows;

@@ -26,6 +26,19 @@ std::vector<Smoke> ContribSmoke() {
       {kMsDomain, "BiasGelu", Versions{1}, Case({{{{2, 3}}, {{3}}}})},
       {kMsDomain, "FastGelu", Versions{1}, Case({{{{2, 3}}, {{3}}}})},
       {kMsDomain, "QuickGelu", Versions{1}, Case({{{{2, 3}}}})},
+      // K = 16, N = 2, 4 bits, one block of 16: B [2, 1, 8], scales [2].
+      {kMsDomain, "MatMulNBits", Versions{1},
+       Case({{{{1, 16}}, {{2, 1, 8}}, {{2}}},
+             1,
+             [](onnx::NodeProto& n) {
+               SetAttr(n, "K", int64_t{16});
+               SetAttr(n, "N", int64_t{2});
+               SetAttr(n, "bits", int64_t{4});
+               SetAttr(n, "block_size", int64_t{16});
+             }})},
+      // x [16, 2] in one block of 16 along K: scale [1, 2].
+      {kInternalDomain, "DequantizeMatMul", Versions{1},
+       Case({{{{1, 16}}, {{16, 2}}, {{1, 2}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "block_size", int64_t{16}); }})},
   };
 }
 
