@@ -44,6 +44,7 @@ std::vector<OpDef> RandomOps();         // RandomNormal, RandomUniform, their Li
 std::vector<OpDef> TextOps();           // StringConcat, StringSplit, StringNormalizer, RegexFullMatch, TfIdfVectorizer
 std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble
 std::vector<OpDef> ContribOps();        // com.microsoft (onnxruntime's contrib ops), ops/contrib/
+std::vector<OpDef> MsRotaryEmbeddingOps();  // com.microsoft RotaryEmbedding
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,

@@ -11,6 +11,7 @@ namespace onnx_mini {
 std::vector<OpDef> ContribOps() {
   std::vector<OpDef> rows;
   for (auto family : std::initializer_list<std::vector<OpDef> (*)()>{
+           MsRotaryEmbeddingOps,
        })
     for (OpDef& row : family()) rows.push_back(std::move(row));
   return rows;

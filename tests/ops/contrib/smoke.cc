@@ -6,6 +6,8 @@ namespace onnx_mini {
 
 std::vector<Smoke> ContribSmoke() {
   return {
+      // RotaryEmbedding: x (B, S, hidden), a [1] start, cos/sin (max_position, head / 2).
+      {kMsDomain, "RotaryEmbedding", Versions{1}, Case({{{{1, 2, 4}}, {{1}, {0}}, {{4, 2}}, {{4, 2}}}})},
   };
 }
 
