@@ -45,6 +45,7 @@ std::vector<OpDef> TextOps();           // StringConcat, StringSplit, StringNorm
 std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble
 std::vector<OpDef> ContribOps();        // com.microsoft (onnxruntime's contrib ops), ops/contrib/
 std::vector<OpDef> MsRotaryEmbeddingOps();  // com.microsoft RotaryEmbedding
+std::vector<OpDef> MultiHeadAttentionOps();  // com.microsoft MultiHeadAttention
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,

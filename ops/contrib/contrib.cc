@@ -12,6 +12,7 @@ std::vector<OpDef> ContribOps() {
   std::vector<OpDef> rows;
   for (auto family : std::initializer_list<std::vector<OpDef> (*)()>{
            MsRotaryEmbeddingOps,
+           MultiHeadAttentionOps,
        })
     for (OpDef& row : family()) rows.push_back(std::move(row));
   return rows;

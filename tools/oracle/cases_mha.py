@@ -41,6 +41,74 @@ def rotary_cases(rng):
     ]
 
 
+MHA_INPUTS = ["query", "key", "value", "bias", "key_padding_mask", "attention_bias", "past_key", "past_value"]
+
+
+def _mha(name, feeds, outputs=("y",), dtype=np.float32, **attrs):
+    """A MultiHeadAttention node over `feeds` (absent inputs left out), outputs by name."""
+    ins = [n if n in feeds else "" for n in MHA_INPUTS]
+    while ins[-1] == "":
+        ins.pop()
+    outs = list(outputs)
+    node = helper.make_node("MultiHeadAttention", ins, outs, domain="com.microsoft", **attrs)
+    feeds = {k: (v.astype(dtype) if v.dtype == np.float32 else v) for k, v in feeds.items()}
+    model = ms_model([node], [value_info(k, v) for k, v in feeds.items()],
+                     [value_info(o, dtype, None) for o in outs if o])
+    f16 = dtype == np.float16
+    return Case(name, model, [feeds], rtol=5e-3 if f16 else 1e-4, atol=5e-3 if f16 else 2e-5,
+                why=F16_WHY if f16 else "float32 throughout")
+
+
+def mha_cases(rng):
+    B, S, L, N, H, P = 2, 3, 5, 2, 4, 4
+    D = N * H
+    r = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    q, k, v, v6 = r(B, S, D), r(B, L, D), r(B, L, D), r(B, L, 6)
+    qs, ks, vs = r(B, S, D), r(B, S, D), r(B, S, D)  # as many keys as queries
+    pk, pv = r(B, N, P, H), r(B, N, P, H)
+    bias = r(3 * D)
+    raw = np.array([[1, 1, 0, 1, 1], [1, 1, 1, 0, 0]], np.int32)
+    raw_past = np.ones((B, P + S), np.int32)
+    raw_past[1, :2] = 0
+    raw3 = rng.integers(0, 2, (B, S, L)).astype(np.int32)
+    out = [
+        _mha("mha_basic", dict(query=q, key=k, value=v), num_heads=N),
+        _mha("mha_bias_scale", dict(query=q, key=k, value=v, bias=bias), num_heads=N, scale=0.3),
+        _mha("mha_value_head_6", dict(query=q, key=k, value=v6), num_heads=N),
+        _mha("mha_mask_ends", dict(query=q, key=k, value=v, key_padding_mask=np.array([3, 5], np.int32)),
+             num_heads=N),
+        _mha("mha_mask_3b2", dict(query=q, key=k, value=v,
+                                  key_padding_mask=np.array([2, 4, 0, 1, 0, 0, 0, 0], np.int32)), num_heads=N),
+        _mha("mha_mask_2d_filter", dict(query=q, key=k, value=v, bias=bias, key_padding_mask=raw), num_heads=N,
+             mask_filter_value=-30.0),
+        _mha("mha_mask_3d", dict(query=q, key=k, value=v, key_padding_mask=raw3), num_heads=N),
+        _mha("mha_attention_bias_heads", dict(query=q, key=k, value=v, attention_bias=r(1, N, S, L)), num_heads=N),
+        _mha("mha_attention_bias_batch_mask", dict(query=q, key=k, value=v, attention_bias=r(B, 1, S, L),
+                                                   key_padding_mask=raw), num_heads=N),
+        _mha("mha_causal", dict(query=qs, key=ks, value=vs, bias=bias), num_heads=N, unidirectional=1),
+        _mha("mha_causal_more_keys", dict(query=q, key=k, value=v), num_heads=N, unidirectional=1),
+        _mha("mha_past_present_causal", dict(query=qs, key=ks, value=vs, bias=bias, key_padding_mask=raw_past,
+                                             past_key=pk, past_value=pv),
+             ("y", "present_key", "present_value"), num_heads=N, unidirectional=1),
+        _mha("mha_decode_step", dict(query=qs[:, :1], key=ks[:, :1], value=vs[:, :1], past_key=pk, past_value=pv,
+                                     key_padding_mask=np.array([5, 3], np.int32)),
+             ("y", "present_key", "present_value"), num_heads=N, unidirectional=1),
+        _mha("mha_past_without_present", dict(query=q, key=k, value=v, past_key=pk, past_value=pv), num_heads=N),
+        _mha("mha_present_no_past", dict(query=q, key=k, value=v6, bias=r(2 * D + 6)),
+             ("y", "present_key", "present_value"), num_heads=N),
+        _mha("mha_cross_bnsh", dict(query=q, key=r(B, N, L, H), value=r(B, N, L, H), bias=bias),
+             num_heads=N),
+        _mha("mha_qk_output", dict(query=q, key=k, value=v, key_padding_mask=raw, attention_bias=r(1, N, S, L)),
+             ("y", "", "", "qk"), num_heads=N),
+        _mha("mha_f16_bias_mask", dict(query=q, key=k, value=v, bias=bias, key_padding_mask=raw), dtype=np.float16,
+             num_heads=N),
+        _mha("mha_f16_past_causal", dict(query=qs, key=ks, value=vs, past_key=pk, past_value=pv,
+                                         attention_bias=r(B, N, S, P + S)),
+             ("y", "present_key", "present_value"), dtype=np.float16, num_heads=N, unidirectional=1),
+    ]
+    return out
+
+
 def cases():
     rng = np.random.default_rng(2025)
-    return rotary_cases(rng)
+    return rotary_cases(rng) + mha_cases(rng)

@@ -8,6 +8,10 @@ std::vector<Smoke> ContribSmoke() {
   return {
       // RotaryEmbedding: x (B, S, hidden), a [1] start, cos/sin (max_position, head / 2).
       {kMsDomain, "RotaryEmbedding", Versions{1}, Case({{{{1, 2, 4}}, {{1}, {0}}, {{4, 2}}, {{4, 2}}}})},
+      // MultiHeadAttention: query, key, value (B, S|L, D) with 2 heads.
+      {kMsDomain, "MultiHeadAttention", Versions{1}, Case({{{{1, 2, 4}}, {{1, 3, 4}}, {{1, 3, 4}}}, 1, [](onnx::NodeProto& n) {
+               SetAttr(n, "num_heads", int64_t(2));
+             }})},
   };
 }
 
