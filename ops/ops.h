@@ -46,6 +46,7 @@ std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, 
 std::vector<OpDef> ContribOps();        // com.microsoft (onnxruntime's contrib ops), ops/contrib/
 std::vector<OpDef> MsRotaryEmbeddingOps();  // com.microsoft RotaryEmbedding
 std::vector<OpDef> MultiHeadAttentionOps();  // com.microsoft MultiHeadAttention
+std::vector<OpDef> BertAttentionOps();  // com.microsoft Attention (BERT-style)
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,

@@ -13,6 +13,7 @@ std::vector<OpDef> ContribOps() {
   for (auto family : std::initializer_list<std::vector<OpDef> (*)()>{
            MsRotaryEmbeddingOps,
            MultiHeadAttentionOps,
+           BertAttentionOps,
        })
     for (OpDef& row : family()) rows.push_back(std::move(row));
   return rows;

@@ -109,6 +109,70 @@ def mha_cases(rng):
     return out
 
 
+ATT_INPUTS = ["input", "weights", "bias", "mask_index", "past", "attention_bias"]
+
+
+def _attention(name, feeds, outputs=("y",), dtype=np.float32, const_weights=False, **attrs):
+    """A BERT Attention node; `const_weights` makes weights and bias initializers (prepared at creation)."""
+    ins = [n if n in feeds else "" for n in ATT_INPUTS]
+    while ins[-1] == "":
+        ins.pop()
+    feeds = {k: (v.astype(dtype) if v.dtype == np.float32 else v) for k, v in feeds.items()}
+    inits = []
+    if const_weights:
+        inits = [numpy_helper.from_array(feeds.pop(n), n) for n in ("weights", "bias") if n in feeds]
+    node = helper.make_node("Attention", ins, list(outputs), domain="com.microsoft", **attrs)
+    model = ms_model([node], [value_info(k, v) for k, v in feeds.items()], [value_info(o, dtype, None) for o in outputs],
+                     initializers=inits)
+    f16 = dtype == np.float16
+    return Case(name, model, [feeds], rtol=1e-2 if f16 else 1e-4, atol=1e-2 if f16 else 5e-5,
+                why="float16 inputs: the projection's and attention's float16 roundings" if f16 else
+                "float32 throughout (the projection's sums of 7 products in another order)")
+
+
+def attention_cases(rng):
+    B, S, Din, N, H, P = 2, 3, 7, 2, 4, 3
+    D = N * H
+    r = lambda *shape: (0.5 * rng.standard_normal(shape)).astype(np.float32)
+    x, w, b = r(B, S, Din), r(Din, 3 * D), r(3 * D)
+    w_sizes, b_sizes = r(Din, 2 * D + 6), r(2 * D + 6)
+    past = r(2, B, N, P, H)
+    mask3 = np.array([[[1, 1, 0], [0, 1, 0], [0, 1, 1]], [[1, 0, 0], [1, 0, 1], [1, 1, 1]]], np.int32)
+    all_masked = _attention("attention_mask_3d_row_all_masked",
+                            dict(input=x, weights=w, bias=b, mask_index=mask3 * np.array([1, 0, 1], np.int32)[:, None],
+                                 attention_bias=r(1, N, S, S)), num_heads=N)
+    all_masked.atol = 2e-3
+    all_masked.why = ("a row whose every key is masked: its scores - 10000 keep ~3 digits in float32, and onnxruntime "
+                      "adds the mask and the bias in another order")
+    return [
+        _attention("attention_basic", dict(input=x, weights=w, bias=b), num_heads=N),
+        _attention("attention_const_weights", dict(input=x, weights=w, bias=b), const_weights=True, num_heads=N,
+                   scale=0.25),
+        _attention("attention_qkv_sizes", dict(input=x, weights=w_sizes, bias=b_sizes), num_heads=N,
+                   qkv_hidden_sizes=[D, D, 6]),
+        _attention("attention_mask_ends", dict(input=x, weights=w, bias=b, mask_index=np.array([2, 3], np.int32)),
+                   num_heads=N),
+        _attention("attention_mask_ends_starts", dict(input=x, weights=w, bias=b,
+                                                      mask_index=np.array([3, 2, 1, 0], np.int32)), num_heads=N),
+        _attention("attention_mask_2d_causal", dict(input=x, weights=w, bias=b,
+                                                    mask_index=np.array([[1, 1, 0], [0, 1, 1]], np.int32)),
+                   num_heads=N, unidirectional=1, mask_filter_value=-100.0),
+        _attention("attention_mask_3d_bias", dict(input=x, weights=w, bias=b, mask_index=mask3,
+                                                  attention_bias=r(1, N, S, S)), num_heads=N),
+        all_masked,
+        _attention("attention_past_present", dict(input=x, weights=w, bias=b, past=past,
+                                                  mask_index=np.ones((B, P + S), np.int32)),
+                   ("y", "present"), num_heads=N, unidirectional=1),
+        _attention("attention_decode_step", dict(input=x[:, :1], weights=w, bias=b, past=past,
+                                                 mask_index=np.array([4, 2], np.int32)),
+                   ("y", "present"), const_weights=True, num_heads=N, unidirectional=1),
+        _attention("attention_f16", dict(input=x, weights=w, bias=b, mask_index=np.array([3, 2], np.int32)),
+                   dtype=np.float16, num_heads=N),
+        _attention("attention_f16_past", dict(input=x, weights=w, bias=b, past=past), ("y", "present"),
+                   dtype=np.float16, num_heads=N, unidirectional=1),
+    ]
+
+
 def cases():
     rng = np.random.default_rng(2025)
-    return rotary_cases(rng) + mha_cases(rng)
+    return rotary_cases(rng) + mha_cases(rng) + attention_cases(rng)

@@ -12,6 +12,10 @@ std::vector<Smoke> ContribSmoke() {
       {kMsDomain, "MultiHeadAttention", Versions{1}, Case({{{{1, 2, 4}}, {{1, 3, 4}}, {{1, 3, 4}}}, 1, [](onnx::NodeProto& n) {
                SetAttr(n, "num_heads", int64_t(2));
              }})},
+      // Attention (BERT): input (B, S, 3), weights (3, 3 x 4), bias, 2 heads.
+      {kMsDomain, "Attention", Versions{1}, Case({{{{1, 2, 3}}, {{3, 12}}, {{12}}}, 1, [](onnx::NodeProto& n) {
+               SetAttr(n, "num_heads", int64_t(2));
+             }})},
   };
 }
 
