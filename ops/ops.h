@@ -47,6 +47,7 @@ std::vector<OpDef> ContribOps();        // com.microsoft (onnxruntime's contrib 
 std::vector<OpDef> MsRotaryEmbeddingOps();  // com.microsoft RotaryEmbedding
 std::vector<OpDef> MultiHeadAttentionOps();  // com.microsoft MultiHeadAttention
 std::vector<OpDef> BertAttentionOps();  // com.microsoft Attention (BERT-style)
+std::vector<OpDef> EmbedLayerNormOps();  // com.microsoft EmbedLayerNormalization
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,

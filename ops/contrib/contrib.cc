@@ -14,6 +14,7 @@ std::vector<OpDef> ContribOps() {
            MsRotaryEmbeddingOps,
            MultiHeadAttentionOps,
            BertAttentionOps,
+           EmbedLayerNormOps,
        })
     for (OpDef& row : family()) rows.push_back(std::move(row));
   return rows;

@@ -173,6 +173,43 @@ def attention_cases(rng):
     ]
 
 
+ELN_INPUTS = ["input_ids", "segment_ids", "word_embedding", "position_embedding", "segment_embedding", "gamma",
+              "beta", "mask", "position_ids"]
+
+
+def _embed(name, feeds, outputs=("y", "mask_index"), dtype=np.float32, **attrs):
+    ins = [n if n in feeds else "" for n in ELN_INPUTS]
+    while ins[-1] == "":
+        ins.pop()
+    feeds = {k: (v.astype(dtype) if v.dtype == np.float32 else v) for k, v in feeds.items()}
+    node = helper.make_node("EmbedLayerNormalization", ins, list(outputs), domain="com.microsoft", **attrs)
+    outs = [value_info(o, np.int32 if o == "mask_index" else dtype, None) for o in outputs]
+    model = ms_model([node], [value_info(k, v) for k, v in feeds.items()], outs)
+    f16 = dtype == np.float16
+    return Case(name, model, [feeds], rtol=5e-3 if f16 else 1e-4, atol=5e-3 if f16 else 1e-5,
+                why=F16_WHY if f16 else "float32 throughout")
+
+
+def embed_cases(rng):
+    B, S, V, P, G, H = 2, 5, 11, 7, 3, 12
+    r = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    ids = rng.integers(0, V, (B, S)).astype(np.int32)
+    seg = rng.integers(0, G, (B, S)).astype(np.int32)
+    tables = dict(word_embedding=r(V, H), position_embedding=r(P, H), gamma=r(H), beta=r(H))
+    mask = np.array([[1, 1, 1, 0, 0], [1, 2, 1, 1, 0]], np.int32)  # mask_index counts the 1s
+    return [
+        _embed("embed_segments_mask_sum", dict(tables, input_ids=ids, segment_ids=seg, segment_embedding=r(G, H),
+                                               mask=mask), ("y", "mask_index", "sum")),
+        _embed("embed_no_segments_no_mask", dict(tables, input_ids=ids), epsilon=1e-3),
+        _embed("embed_position_ids", dict(tables, input_ids=ids, segment_ids=seg, segment_embedding=r(G, H),
+                                          position_ids=rng.integers(0, P, (B, S)).astype(np.int32))),
+        _embed("embed_position_ids_1s", dict(tables, input_ids=ids, mask=mask,
+                                             position_ids=np.array([[6, 5, 0, 1, 2]], np.int32))),
+        _embed("embed_f16", dict(tables, input_ids=ids, segment_ids=seg, segment_embedding=r(G, H), mask=mask),
+               ("y", "mask_index", "sum"), dtype=np.float16),
+    ]
+
+
 def cases():
     rng = np.random.default_rng(2025)
-    return rotary_cases(rng) + mha_cases(rng) + attention_cases(rng)
+    return rotary_cases(rng) + mha_cases(rng) + attention_cases(rng) + embed_cases(rng)

@@ -12,6 +12,9 @@ std::vector<Smoke> ContribSmoke() {
       {kMsDomain, "MultiHeadAttention", Versions{1}, Case({{{{1, 2, 4}}, {{1, 3, 4}}, {{1, 3, 4}}}, 1, [](onnx::NodeProto& n) {
                SetAttr(n, "num_heads", int64_t(2));
              }})},
+      // EmbedLayerNormalization: ids and segment ids (1, 2) into tables of 3, 3 and 2 rows, hidden 4.
+      {kMsDomain, "EmbedLayerNormalization", Versions{1},
+       Case({{{{1, 2}, {0}}, {{1, 2}, {1}}, {{3, 4}}, {{3, 4}}, {{2, 4}}, {{4}}, {{4}}}, 2})},
       // Attention (BERT): input (B, S, 3), weights (3, 3 x 4), bias, 2 heads.
       {kMsDomain, "Attention", Versions{1}, Case({{{{1, 2, 3}}, {{3, 12}}, {{12}}}, 1, [](onnx::NodeProto& n) {
                SetAttr(n, "num_heads", int64_t(2));
