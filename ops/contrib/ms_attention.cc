@@ -77,6 +77,7 @@ absl::Status MakeMsBias(const KernelContext& ctx, const MsBiasPlan& plan, const 
   bias.assign(size_t(*count), 0.0);
   std::vector<double> ab;
   if (plan.attention_bias) {
+    RETURN_IF_ERROR(ctx.Grow(workspace, attention_bias->size(), sizeof(double), "attention_bias widened"));
     ab.resize(size_t(attention_bias->size()));
     RETURN_IF_ERROR(Dispatch<MsTypes>(ctx, attention_bias->dtype(), [&](auto tag) {
       using E = typename decltype(tag)::type;
