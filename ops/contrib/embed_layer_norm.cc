@@ -6,22 +6,20 @@
 // mask_index (B) int32 = the count of mask values equal to 1 (0 without a
 // mask; mask_index_type is not read, as onnxruntime's CPU kernel does not) and
 // embedding_sum (the rows before normalization). Every index is checked
-// against its table before anything is written.
+// against its table before anything is written; the kernel is
+// kernels/norm/embed_layer_norm.h.
 #include <cmath>
 
-#include "kernels/vec/arith.h"
+#include "kernels/norm/embed_layer_norm.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
-#include "runtime/thread_pool.h"
 
 namespace onnx_mini {
 namespace {
 
 enum Input { kIds = 0, kSegmentIds, kWord, kPosition, kSegment, kGamma, kBeta, kMask, kPositionIds };
 enum Output { kY = 0, kMaskIndex, kSum };
-
-using EmbedTypes = TypeList<float, Float16>;
 
 struct EmbedPlan : OpPlan {
   int64_t batch = 0, seq = 0, hidden = 0, words = 0, positions = 0, segments = 0;
@@ -96,46 +94,23 @@ class EmbedLayerNormOp : public Op {
           for (int64_t s = 0; s < l.seq; ++s) mi[b] += mask[b * l.seq + s] == 1;
       }
     }
-    return Dispatch<EmbedTypes>(ctx, ctx.input(kWord)->dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const int64_t H = l.hidden;
-      const T* word = ctx.input(kWord)->data<T>();
-      const T* position = ctx.input(kPosition)->data<T>();
-      const T* segment = seg_ids ? ctx.input(kSegment)->data<T>() : nullptr;
-      const T* gamma = ctx.input(kGamma)->data<T>();
-      const T* beta = input(kBeta) ? input(kBeta)->data<T>() : nullptr;
-      T* y = ctx.output(kY).data<T>();
-      T* sum_out = ctx.output_requested(kSum) ? ctx.output(kSum).data<T>() : nullptr;
-      ParallelFor(tokens * H > (1 << 15) ? ctx.threads() : 1, tokens, 1, [&](int64_t t0, int64_t t1) {
-        std::vector<float> e(static_cast<size_t>(H));
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t b = t / l.seq, s = t % l.seq;
-          const int64_t pos = pos_ids ? pos_ids->data<int32_t>()[(l.ids_per_batch ? b * l.seq : 0) + s] : s;
-          const T* w = word + ids[t] * H;
-          const T* p = position + pos * H;
-          const T* g = segment ? segment + seg_ids->data<int32_t>()[t] * H : nullptr;
-          double mean = 0;
-          for (int64_t i = 0; i < H; ++i) {
-            float v = float(Widen(w[i])) + float(Widen(p[i]));
-            if (g) v += float(Widen(g[i]));
-            if (sum_out) {
-              sum_out[t * H + i] = Narrow<T>(v);
-              v = float(Widen(sum_out[t * H + i]));  // the sum as stored is what is normalized
-            }
-            e[size_t(i)] = v;
-            mean += v;
-          }
-          mean /= double(H);
-          double var = 0;
-          for (int64_t i = 0; i < H; ++i) var += (e[size_t(i)] - mean) * (e[size_t(i)] - mean);
-          const double inv = 1.0 / std::sqrt(var / double(H) + double(epsilon_));
-          for (int64_t i = 0; i < H; ++i) {
-            const double n = (e[size_t(i)] - mean) * inv * double(Widen(gamma[i])) + (beta ? double(Widen(beta[i])) : 0.0);
-            y[t * H + i] = Narrow<T>(float(n));
-          }
-        }
-      });
-    });
+    EmbedLayerNormProblem p;
+    p.dtype = ctx.input(kWord)->dtype();
+    p.batch = l.batch, p.seq = l.seq, p.hidden = l.hidden;
+    p.ids = ids;
+    p.segment_ids = seg_ids ? seg_ids->data<int32_t>() : nullptr;
+    p.position_ids = pos_ids ? pos_ids->data<int32_t>() : nullptr;
+    p.position_ids_per_batch = l.ids_per_batch;
+    p.word = ctx.input(kWord)->raw();
+    p.position = ctx.input(kPosition)->raw();
+    p.segment = seg_ids ? ctx.input(kSegment)->raw() : nullptr;
+    p.gamma = ctx.input(kGamma)->raw();
+    p.beta = input(kBeta) ? input(kBeta)->raw() : nullptr;
+    p.epsilon = epsilon_;
+    p.y = ctx.output(kY).raw();
+    p.sum = ctx.output_requested(kSum) ? ctx.output(kSum).raw() : nullptr;
+    EmbedLayerNorm(p, ctx.threads());
+    return absl::OkStatus();
   }
 
  private:
