@@ -97,7 +97,7 @@ def mha_cases(rng):
         _mha("mha_present_no_past", dict(query=q, key=k, value=v6, bias=r(2 * D + 6)),
              ("y", "present_key", "present_value"), num_heads=N),
         _mha("mha_cross_bnsh", dict(query=q, key=r(B, N, L, H), value=r(B, N, L, H), bias=bias),
-             num_heads=N),
+             ("y", "present_key", "present_value"), num_heads=N),
         _mha("mha_qk_output", dict(query=q, key=k, value=v, key_padding_mask=raw, attention_bias=r(1, N, S, L)),
              ("y", "", "", "qk"), num_heads=N),
         _mha("mha_f16_bias_mask", dict(query=q, key=k, value=v, bias=bias, key_padding_mask=raw), dtype=np.float16,
