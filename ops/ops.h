@@ -44,6 +44,12 @@ std::vector<OpDef> RandomOps();         // RandomNormal, RandomUniform, their Li
 std::vector<OpDef> TextOps();           // StringConcat, StringSplit, StringNormalizer, RegexFullMatch, TfIdfVectorizer
 std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble
 std::vector<OpDef> ContribOps();        // com.microsoft (onnxruntime's contrib ops), ops/contrib/
+std::vector<OpDef> GatherBlockQuantizedOps();  // com.microsoft GatherBlockQuantized
+std::vector<OpDef> QuantizedMatMulOps();       // com.microsoft MatMulIntegerToFloat, DynamicQuantizeMatMul
+std::vector<OpDef> FusedMatMulOps();           // com.microsoft FusedMatMul
+std::vector<OpDef> GroupQueryAttentionOps();  // com.microsoft GroupQueryAttention
+std::vector<OpDef> SkipNormOps();       // SkipLayerNormalization, SkipSimplifiedLayerNormalization (ops/contrib/skip_norm.cc)
+std::vector<OpDef> GeluOps();           // com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu (ops/contrib/gelu.cc)
 std::vector<OpDef> MsRotaryEmbeddingOps();  // com.microsoft RotaryEmbedding
 std::vector<OpDef> MultiHeadAttentionOps();  // com.microsoft MultiHeadAttention
 std::vector<OpDef> BertAttentionOps();  // com.microsoft Attention (BERT-style)

@@ -11,6 +11,12 @@ namespace onnx_mini {
 std::vector<OpDef> ContribOps() {
   std::vector<OpDef> rows;
   for (auto family : std::initializer_list<std::vector<OpDef> (*)()>{
+           GatherBlockQuantizedOps,
+           QuantizedMatMulOps,
+           FusedMatMulOps,
+           GroupQueryAttentionOps,
+           SkipNormOps,
+           GeluOps,
            MsRotaryEmbeddingOps,
            MultiHeadAttentionOps,
            BertAttentionOps,

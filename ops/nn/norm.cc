@@ -1,5 +1,8 @@
-// Decoder-layer ops: LayerNormalization (17), RMSNormalization (23). 16-bit
-// inputs compute in float. (RotaryEmbedding: ops/llm/rotary.cc.)
+// Decoder-layer ops: LayerNormalization (17), RMSNormalization (23), and the
+// default-domain rows onnxruntime adds beside them (its contrib
+// LayerNormalization 1..16 and SimplifiedLayerNormalization 1, which LLM
+// exports write). 16-bit inputs compute in float. (RotaryEmbedding:
+// ops/llm/rotary.cc.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,6 +11,7 @@
 #include "ops/ops.h"
 #include "kernels/vec/vec_math.h"
 #include "runtime/checked.h"
+#include "runtime/element.h"
 #include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
 
@@ -46,7 +50,10 @@ void RowMoments(const T* row, int64_t n, double& sum, double& squares) {
   squares = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
 }
 
-template <bool kRms>
+// kRms: no mean subtracted, no bias. Outputs after Y: Mean and InvStdDev
+// (LayerNormalization), none (RMSNormalization-23), or InvStdDev alone
+// (onnxruntime's SimplifiedLayerNormalization: kRms with kInvFirst).
+template <bool kRms, bool kInvFirst = false>
 class NormalizationOp : public Op {
  public:
   explicit NormalizationOp(const Node& node)
@@ -57,7 +64,9 @@ class NormalizationOp : public Op {
   // (unidirectionally) to X's dims from the axis on.
   absl::Status Infer(InferContext& ctx) const override {
     const ValueType& x = ctx.input(0);
-    ctx.set_output(0, x);
+    ValueType y = x;
+    y.dtype = ctx.input(1).dtype;  // Y takes the scale's type (X's where the row ties them)
+    ctx.set_output(0, y);
     ValueType stat;
     stat.dtype = stat_type_;
     for (size_t o = 1; o < ctx.num_outputs(); ++o) ctx.set_output(o, stat);
@@ -126,8 +135,11 @@ class NormalizationOp : public Op {
     const NormPlan& plan = ctx.plan<NormPlan>();
     const int64_t rows = plan.rows, n = plan.n;
     Tensor& y = ctx.output(0);
-    Tensor* mean_out = ctx.num_outputs() > 1 && ctx.output_requested(1) ? &ctx.output(1) : nullptr;
-    Tensor* inv_out = ctx.num_outputs() > 2 && ctx.output_requested(2) ? &ctx.output(2) : nullptr;
+    const auto requested = [&](size_t o) {
+      return ctx.num_outputs() > o && ctx.output_requested(o) ? &ctx.output(o) : nullptr;
+    };
+    Tensor* mean_out = kInvFirst ? nullptr : requested(1);
+    Tensor* inv_out = requested(kInvFirst ? 1 : 2);
     if (n == 0) {
       // Y is empty, but Mean and InvStdDev keep a row per outer index (X [4, 0]
       // normalized from axis 1 has Mean [4, 1]): the statistics of no values,
@@ -135,6 +147,10 @@ class NormalizationOp : public Op {
       for (Tensor* t : {mean_out, inv_out})
         if (t)
           for (int64_t i = 0; i < t->size(); ++i) SetStat(*t, i, std::numeric_limits<double>::quiet_NaN());
+      return absl::OkStatus();
+    }
+    if (scale.dtype() != x.dtype()) {
+      ComputeMixed(ctx, plan, x, scale, bias, y, mean_out, inv_out);
       return absl::OkStatus();
     }
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
@@ -187,6 +203,37 @@ class NormalizationOp : public Op {
   }
 
  private:
+  // X and scale of two float types (onnxruntime's SimplifiedLayerNormalization
+  // takes them; Y has the scale's): the same arithmetic element by element
+  // through double, a rare form that needs no fast path.
+  void ComputeMixed(KernelContext& ctx, const NormPlan& plan, const Tensor& x, const Tensor& scale,
+                    const Tensor* bias, Tensor& y, Tensor* mean_out, Tensor* inv_out) const {
+    const int64_t n = plan.n;
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 12) / std::max<int64_t>(n, 1));
+    ParallelFor(ctx.threads(), plan.rows, grain, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        double s[8] = {}, q[8] = {};
+        for (int64_t e = 0; e < n; ++e) {
+          const double v = GetDouble(x, r * n + e);
+          s[e % 8] += v;
+          q[e % 8] += v * v;
+        }
+        const double mean = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / double(n);
+        const double sq = (((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]))) / double(n);
+        const double var = kRms ? sq : std::max(0.0, sq - mean * mean);
+        const double inv = 1.0 / std::sqrt(var + double(epsilon_));
+        const double shift = kRms ? 0.0 : mean;
+        for (int64_t e = 0; e < n; ++e) {
+          double v = (GetDouble(x, r * n + e) - shift) * inv *
+                     GetDouble(scale, plan.dense ? e : plan.scale_at[size_t(e)]);
+          if (bias) v += GetDouble(*bias, plan.dense ? e : plan.bias_at[size_t(e)]);
+          SetDouble(y, r * n + e, y.dtype() == DType::kDouble ? v : double(float(v)));  // rounded as the typed path
+        }
+        if (mean_out) SetStat(*mean_out, r, mean);
+        if (inv_out) SetStat(*inv_out, r, inv);
+      }
+    });
+  }
   static void SetStat(Tensor& t, int64_t i, double v) {
     if (t.dtype() == DType::kDouble) t.data<double>()[i] = v;
     else t.data<float>()[i] = float(v);
@@ -207,6 +254,14 @@ std::vector<OpDef> NormalizationOps() {
        {t, {"U", {DType::kFloat, DType::kDouble}}},
        MakeOp<NormalizationOp<false>>},
       {kOnnxDomain, "RMSNormalization", Versions{23}, "T T", "T", {t}, MakeOp<NormalizationOp<true>>},
+      // onnxruntime's own default-domain rows (older optimized models and
+      // genai's exports); docs/contrib_ops.md, "Layer normalizations and GELUs".
+      {kOnnxDomain, "LayerNormalization", Versions{1, 16}, "T T T?", "T U? U?",
+       {t, {"U", {DType::kFloat, DType::kDouble}}},
+       MakeOp<NormalizationOp<false>>},
+      {kOnnxDomain, "SimplifiedLayerNormalization", Versions{1}, "T V", "V U?",
+       {t, {"V", kFloatTypes}, {"U", {DType::kFloat, DType::kDouble}}},
+       MakeOp<NormalizationOp<true, true>>},
   };
 }
 

@@ -6,6 +6,11 @@
 //             time could be 1, which the pattern broadcasts against w and the
 //             fused op refuses)
 //             -> RMSNormalization(x, w, axis = -1, epsilon = eps)
+//             A Cast to the type its input already has, on x or between the
+//             normalized value and w (torch's export of HF's RMSNorm keeps its
+//             .to(float32) and .to(input_dtype) as such Casts in float32
+//             models), is looked through; a real Cast (float16 models) is not.
+//             The mean's axis may be written as rank - 1 for a known rank.
 //   LayerNorm (x - m) / Sqrt(ReduceMean((x - m)^2, [-1]) + eps) * g + b with
 //             m = ReduceMean(x, [-1]), the square as Pow(., 2) or Mul, g and b
 //             constant 1-D of x's last dim, known before running (either
@@ -18,6 +23,23 @@
 namespace onnx_mini {
 namespace rewrite {
 namespace {
+
+// axes naming only the last axis of `v`: [-1], or [rank - 1] for a known rank.
+bool IsLastAxis(const Index& ix, const std::string& v, const std::vector<int64_t>& axes) {
+  if (axes.size() != 1) return false;
+  if (axes[0] == -1) return true;
+  const std::optional<Dims> d = ix.DimsOf(v);
+  return d && !d->empty() && axes[0] == int64_t(d->size()) - 1;
+}
+
+// A Cast to the element type its input already has (a copy): its node, or nullptr.
+const Node* NoOpCast(const Index& ix, const std::string& name, size_t* index) {
+  const Node* cast = ix.Producer(name, "Cast", index);
+  if (!cast || cast->inputs.size() != 1) return nullptr;
+  const ValueType* t = ix.Type(cast->inputs[0]);
+  if (!t || !t->is_tensor() || t->dtype == DType::kUndefined) return nullptr;
+  return cast->attr_int("to", 0) == int64_t(t->dtype) ? cast : nullptr;
+}
 
 // x * 1/Sqrt(ReduceMean(x^2, [-1]) + eps), the value `y`: its x, eps and
 // the nodes that compute it.
@@ -50,7 +72,7 @@ bool MatchRms(const Index& ix, const std::string& s, const std::string& x, NormC
       if (!a || a->size() != 1 || (a->dtype() != DType::kInt64)) continue;
       axes = {a->data<int64_t>()[0]};
     }
-    if (axes != std::vector<int64_t>{-1}) continue;
+    if (!IsLastAxis(ix, mean->inputs[0], axes)) continue;
     const std::string& q = mean->inputs[0];
     if (!ix.Inner(q)) continue;
     const Node* sq = ix.Producer(q, "Pow", &i_sq);
@@ -103,7 +125,7 @@ const Node* LastAxisMean(const Index& ix, const std::string& name, size_t* index
     if (!a || a->size() != 1 || a->dtype() != DType::kInt64) return nullptr;
     axes = {a->data<int64_t>()[0]};
   }
-  return axes == std::vector<int64_t>{-1} ? mean : nullptr;
+  return IsLastAxis(ix, mean->inputs[0], axes) ? mean : nullptr;
 }
 
 // LayerNorm's normalized value: Div(d, Sqrt(ReduceMean(d^2) + eps)) with
@@ -198,8 +220,25 @@ bool RewriteRmsNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
     const std::string y = node.inputs[size_t(1 - side)];
     const Tensor* wt = ix.Constant(w);
     if (!wt || wt->shape().size() != 1 || !ix.Inner(y)) continue;
+    // The normalized value, through a no-op Cast before the weight.
+    size_t i_out_cast = 0, i_in_cast = 0;
+    const Node* out_cast = NoOpCast(ix, y, &i_out_cast);
+    const std::string normed = out_cast ? out_cast->inputs[0] : y;
+    if (out_cast && !ix.Inner(normed)) continue;
     NormChain c;
-    if (!MatchNormalized(ix, y, c) || wt->dtype() != c.dtype || !LastDimIs(ix, c.x, wt->size())) continue;
+    if (!MatchNormalized(ix, normed, c) || wt->dtype() != c.dtype || !LastDimIs(ix, c.x, wt->size())) continue;
+    if (out_cast) dead[i_out_cast] = true;
+    // x through a no-op Cast that only the pattern reads: the fused node reads
+    // the Cast's input, and the Cast goes.
+    if (const Node* in_cast = ix.IsOutput(c.x) ? nullptr : NoOpCast(ix, c.x, &i_in_cast)) {
+      int reads = 0;
+      for (size_t k : c.nodes)
+        for (const std::string& in : g.nodes[k].inputs) reads += in == c.x;
+      if (ix.Uses(c.x) == reads) {
+        c.x = in_cast->inputs[0];
+        dead[i_in_cast] = true;
+      }
+    }
     for (size_t k : c.nodes) dead[k] = true;
     Node fused;
     fused.name = node.name;  // errors name the user's node (or its output)

@@ -6,6 +6,26 @@ namespace onnx_mini {
 
 std::vector<Smoke> ContribSmoke() {
   return {
+      {kMsDomain, "GatherBlockQuantized", Versions{1},
+       Case({{{{2, 8}}, {{1}}, {{2, 1}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "block_size", int64_t{16}); }})},
+      {kMsDomain, "MatMulIntegerToFloat", Versions{1}, Case({{{{2, 3}}, {{3, 2}}, {{}}, {{}}}})},
+      {kMsDomain, "DynamicQuantizeMatMul", Versions{1}, Case({{{{2, 3}}, {{3, 2}}, {{}}}})},
+      {kMsDomain, "FusedMatMul", Versions{1}, Case({{{{2, 3}}, {{3, 2}}}})},
+      // Separate Q, K, V, an empty past, one token: seqlens_k 0, total_sequence_length 1.
+      {kMsDomain, "GroupQueryAttention", Versions{1},
+       Case({{{{1, 1, 8}}, {{1, 1, 4}}, {{1, 1, 4}}, {{1, 1, 0, 4}}, {{1, 1, 0, 4}}, {{1}, {0}}, {{}, {1}}},
+             3, [](onnx::NodeProto& n) {
+               SetAttr(n, "num_heads", int64_t(2));
+               SetAttr(n, "kv_num_heads", int64_t(1));
+             }})},
+      {kOnnxDomain, "LayerNormalization", Versions{1, 16}, Case({{{{2, 3}}, {{3}}, {{3}}}, 3})},
+      {kOnnxDomain, "SimplifiedLayerNormalization", Versions{1}, Case({{{{2, 3}}, {{3}}}, 2})},
+      {kMsDomain, "SkipLayerNormalization", Versions{1}, Case({{{{2, 3}}, {{2, 3}}, {{3}}, {{3}}, {{3}}}, 4})},
+      {kMsDomain, "SkipSimplifiedLayerNormalization", Versions{1}, Case({{{{1, 2, 3}}, {{2, 3}}, {{3}}, {{3}}}, 4})},
+      {kMsDomain, "Gelu", Versions{1}, Case({{{{2, 3}}}})},
+      {kMsDomain, "BiasGelu", Versions{1}, Case({{{{2, 3}}, {{3}}}})},
+      {kMsDomain, "FastGelu", Versions{1}, Case({{{{2, 3}}, {{3}}}})},
+      {kMsDomain, "QuickGelu", Versions{1}, Case({{{{2, 3}}}})},
       // RotaryEmbedding: x (B, S, hidden), a [1] start, cos/sin (max_position, head / 2).
       {kMsDomain, "RotaryEmbedding", Versions{1}, Case({{{{1, 2, 4}}, {{1}, {0}}, {{4, 2}}, {{4, 2}}}})},
       // MultiHeadAttention: query, key, value (B, S|L, D) with 2 heads.

@@ -67,6 +67,46 @@ TEST(Rewrite, DecomposedRmsNormBecomesRMSNormalization) {
   }
 }
 
+// HF's RMSNorm as torch exports it: x.to(float32), the norm in float, then
+// .to(input_dtype) before the weight: Casts around the pattern (no-ops in a
+// float32 model), and the mean over axes [2] or [-1].
+ModelBuilder CastRmsModel(DType dt, int64_t axis, bool cast_read_elsewhere) {
+  const DType work = DType::kFloat;
+  ModelBuilder m(18);
+  m.Input("x", dt, {2, -1, 8}).Output("y", dt, {2, -1, 8});
+  if (cast_read_elsewhere) m.Output("xc", work, {2, -1, 8});
+  m.Initializer("w", RandomUniform(dt, {8}, 5, 0.5, 1.5));
+  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {}));
+  m.Initializer("eps", Tensor::FromVector(std::vector<float>{1e-6f}, {}));
+  m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{axis}, {1}));
+  SetAttr(m.Node("Cast", {"x"}, {"xc"}), "to", int64_t(work));
+  m.Node("Pow", {"xc", "two"}, {"sq"});
+  m.Node("ReduceMean", {"sq", "axes"}, {"mean"});
+  m.Node("Add", {"mean", "eps"}, {"var"});
+  m.Node("Sqrt", {"var"}, {"std"});
+  m.Node("Reciprocal", {"std"}, {"inv"});
+  m.Node("Mul", {"xc", "inv"}, {"normed"});
+  SetAttr(m.Node("Cast", {"normed"}, {"nc"}), "to", int64_t(dt));
+  m.Node("Mul", {"w", "nc"}, {"y"});
+  return m;
+}
+
+TEST(Rewrite, RmsNormThroughNoOpCastsFuses) {
+  const Tensor x = RandomUniform(DType::kFloat, {2, 3, 8}, 4);
+  for (int64_t axis : {-1, 2})
+    EXPECT_THAT(RunBothWays(CastRmsModel(DType::kFloat, axis, false), {{"x", x}}, 1e-5),
+                ::testing::ElementsAre("RMSNormalization"))
+        << "axis " << axis;
+  // The first Cast has another reader: it stays, and the fused node reads it.
+  EXPECT_THAT(RunBothWays(CastRmsModel(DType::kFloat, -1, true), {{"x", x}}, 1e-5),
+              ::testing::ElementsAre("Cast", "RMSNormalization"));
+  // A float16 model's Casts are real (the norm in float, rounded to float16
+  // before the weight): the graph stays as written.
+  const Tensor x16 = RandomUniform(DType::kFloat16, {2, 3, 8}, 4);
+  EXPECT_THAT(RunBothWays(CastRmsModel(DType::kFloat16, -1, false), {{"x", x16}}, 1e-3),
+              ::testing::Not(::testing::Contains("RMSNormalization")));
+}
+
 TEST(Rewrite, RmsNormIsKeptWhenAnIntermediateIsUsedElsewhere) {
   const RmsForm f{false, 0, false, 18};
   const Tensor x = RandomUniform(DType::kFloat, {2, 4, 8}, 3);
