@@ -18,6 +18,10 @@ std::vector<OpDef> ContribOps() {
            SkipNormOps,
            GeluOps,
            MatMulNBitsOps,
+           MsRotaryEmbeddingOps,
+           MultiHeadAttentionOps,
+           BertAttentionOps,
+           EmbedLayerNormOps,
        })
     for (OpDef& row : family()) rows.push_back(std::move(row));
   return rows;
