@@ -11,7 +11,7 @@
 // (onnx-decode --expect-tokens FILE compares with them).
 // Usage: NODE_PATH=/tmp/ortnode/node_modules node genai_greedy.js DIR
 //          --prompt-ids "1 2 3|4 5" [--tokens N] [--cache shared|dynamic] [--threads N] [--max-length M]
-//          [--write FILE]
+//          [--write FILE] [--step-times]
 // The bundled folder's file:
 //   node tools/oracle/genai_greedy.js testdata/genai_int4 --prompt-ids "1 5 6 7 8 9|1 11 12|1 300 200 100 50 25 12 6 3" \
 //     --tokens 16 --write testdata/genai_int4/expected_tokens.txt
@@ -30,6 +30,7 @@ function args() {
     else if (f === '--threads') o.threads = +v;
     else if (f === '--max-length') o.maxLength = +v;
     else if (f === '--write') o.write = v;
+    else if (f === '--step-times') { o.stepTimes = true; if (v !== undefined) a.unshift(v); }
     else throw new Error('unknown argument ' + f);
   }
   if (!o.dir || !o.prompts) throw new Error('usage: genai_greedy.js DIR --prompt-ids "1 2|3" [--tokens N] [--cache shared|dynamic]');
@@ -58,7 +59,9 @@ function args() {
     for (let v = 1; v < V; ++v) if (data[off + v] > data[off + best]) best = v;
     return best;
   };
+  const stepMs = [];
   for (let t = 0; t < o.tokens; ++t) {
+    const started = process.hrtime.bigint();
     const seq = t === 0 ? S : 1, total = S + t;
     const ids = new BigInt64Array(B * seq).fill(BigInt(pad)), mask = new BigInt64Array(B * total);
     for (let b = 0; b < B; ++b) {
@@ -87,7 +90,13 @@ function args() {
     if (o.cache === 'dynamic')
       for (let l = 0; l < L; ++l)
         caches[l] = [r[names(dec.outputs.present_key_names, l)], r[names(dec.outputs.present_value_names, l)]];
+    if (t > 0) stepMs.push(Number(process.hrtime.bigint() - started) / 1e6);
     if (done.every(x => x)) break;
+  }
+  if (o.stepTimes) {
+    const mean = v => v.reduce((x, y) => x + y, 0) / Math.max(1, v.length);
+    console.error(`steps ${stepMs.length}: first-8 mean ${mean(stepMs.slice(0, 8)).toFixed(3)} ms, ` +
+                  `last-8 mean ${mean(stepMs.slice(-8)).toFixed(3)} ms`);
   }
   const rows = out.map((ids, b) => `row ${b}: ${ids.join(' ')}`);
   rows.forEach(r => console.log(r));
