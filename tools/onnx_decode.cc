@@ -626,13 +626,15 @@ void Report(const char* name, const std::vector<std::string>& labels, bool step_
     for (int64_t t : r.tokens[b]) std::printf(" %lld", (long long)t);
     std::printf("\n");
   }
-  const size_t steps = r.step_ms.size(), rows = r.tokens.size();  // a row stopped at eos still counts
+  const size_t steps = r.step_ms.size(), rows = r.tokens.size();
+  size_t decoded = 0;  // tokens from the decode steps (a row stopped at eos makes fewer)
+  for (const auto& row : r.tokens) decoded += row.empty() ? 0 : row.size() - 1;
   double decode_ms = 0;
   for (double ms : r.step_ms) decode_ms += ms;
   std::printf("[%s] prefill: %lld tokens in %.2f ms (%.0f tok/s); ", name, (long long)r.prefill_tokens,
               r.prefill_ms, r.prefill_ms > 0 ? double(r.prefill_tokens) * 1000.0 / r.prefill_ms : 0.0);
   std::printf("decode: %zu steps x %zu rows in %.2f ms (%.0f tok/s)", steps, rows, decode_ms,
-              decode_ms > 0 ? double(steps * rows) * 1000.0 / decode_ms : 0.0);
+              decode_ms > 0 ? double(decoded) * 1000.0 / decode_ms : 0.0);
   if (steps > 0) {
     const size_t k = std::min<size_t>(8, steps);
     std::printf("; per step: first-8 mean %.3f ms, last-8 mean %.3f ms", Mean(r.step_ms, 0, k),
