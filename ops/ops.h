@@ -44,6 +44,10 @@ std::vector<OpDef> RandomOps();         // RandomNormal, RandomUniform, their Li
 std::vector<OpDef> TextOps();           // StringConcat, StringSplit, StringNormalizer, RegexFullMatch, TfIdfVectorizer
 std::vector<OpDef> MlOps();             // ai.onnx.ml: LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble
 std::vector<OpDef> ContribOps();        // com.microsoft (onnxruntime's contrib ops), ops/contrib/
+std::vector<OpDef> GatherBlockQuantizedOps();  // com.microsoft GatherBlockQuantized
+std::vector<OpDef> QuantizedMatMulOps();       // com.microsoft MatMulIntegerToFloat, DynamicQuantizeMatMul
+std::vector<OpDef> FusedMatMulOps();           // com.microsoft FusedMatMul
+std::vector<OpDef> GroupQueryAttentionOps();  // com.microsoft GroupQueryAttention
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,

@@ -123,7 +123,8 @@ void AttentionProblem::VisibleKeys(int64_t b, int64_t i, int64_t& first, int64_t
   if (cache.past_lens) last = std::min(last, KeyCount(b));
   if (cache.valid_lens) last = std::min(last, cache.valid_lens[b]);
   // Saturating: a window of INT64_MAX is unbounded, not a wrapped edge.
-  const int64_t pos = SaturatingAdd(i, Offset(b));
+  int64_t pos = SaturatingAdd(i, Offset(b));
+  if (clamp_position) pos = std::min(pos, last - 1);
   if (causal) last = std::min(last, SaturatingAdd(pos, 1));
   if (left_window >= 0) first = std::max(first, SaturatingAdd(pos, -left_window));
   if (right_window >= 0) last = std::min(last, SaturatingAdd(SaturatingAdd(pos, right_window), 1));
@@ -215,7 +216,8 @@ void AttentionReference(const AttentionProblem& p) {
           // their score or value is NaN or infinite (the fast kernel never
           // looks at them); a NaN score at a visible key makes the whole row
           // NaN, as Softmax does.
-          double max = kNegInf;
+          const double sink = p.sinks ? Rsp(p.sinks[h]) : kNegInf;
+          double max = sink;
           bool nan = false;
           for (int64_t j = 0; j < T_; ++j) {
             if (hidden[size_t(j)]) continue;
@@ -223,7 +225,7 @@ void AttentionReference(const AttentionProblem& p) {
             nan = nan || std::isnan(zj);
             max = std::max(max, zj);
           }
-          double sum = 0;
+          double sum = p.sinks && max != kNegInf ? Rsp(std::exp(Rsp(sink - max))) : 0;
           for (int64_t j = 0; j < T_; ++j) {
             prob[size_t(j)] = hidden[size_t(j)] || max == kNegInf ? 0 : Rsp(std::exp(Rsp(Rsp(z[size_t(j)]) - max)));
             sum += prob[size_t(j)];
@@ -231,7 +233,7 @@ void AttentionReference(const AttentionProblem& p) {
           sum = Rsp(sum);
           for (int64_t j = 0; j < T_; ++j)
             prob[size_t(j)] = nan ? std::numeric_limits<double>::quiet_NaN()
-                              : all_masked || sum == 0 ? 0
+                              : (all_masked && !p.sinks) || sum == 0 ? 0
                                                        : R(Rsp(prob[size_t(j)] / sum));
           if (p.y_data) {
             T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
@@ -825,9 +827,12 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
       lo = std::min(lo, first[size_t(row)]);
       hi = std::max(hi, last[size_t(row)]);
     }
-    m[row] = kMinusInf;
-    l[row] = 0;
-    seen[row] = 0;
+    // A sink is a key of value 0 at logit sinks[h], seen once: in the
+    // combine when the keys are split, else here.
+    const bool sink = p.sinks && !partial;
+    m[row] = sink ? A(p.sinks[h]) : kMinusInf;
+    l[row] = sink ? A(1) : A(0);
+    seen[row] = sink ? A(1) : A(0);
     std::fill(acc + row * Dv, acc + (row + 1) * Dv, A(0));
   }
   lo = std::max(lo, key_lo);
@@ -1103,8 +1108,9 @@ void CombineSplits(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, 
   const int64_t size = SplitState<A>::Size(rows, Dv);
   std::vector<A> out(static_cast<size_t>(Dv));
   for (int64_t row = 0; row < rows; ++row) {
-    A top = -std::numeric_limits<A>::infinity();
-    bool nan = false, seen = false;
+    const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
+    A top = p.sinks ? A(p.sinks[h]) : -std::numeric_limits<A>::infinity();
+    bool nan = false, seen = p.sinks != nullptr;
     for (int64_t k = 0; k < splits; ++k) {
       SplitState<A> st(const_cast<A*>(states) + k * size, rows, Dv);
       nan = nan || std::isnan(st.l[row]);
@@ -1114,7 +1120,7 @@ void CombineSplits(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, 
       }
     }
     std::fill(out.begin(), out.end(), A(0));
-    A sum = 0;
+    A sum = p.sinks && top != -std::numeric_limits<A>::infinity() ? std::exp(A(p.sinks[h]) - top) : A(0);
     for (int64_t k = 0; k < splits && seen; ++k) {
       SplitState<A> st(const_cast<A*>(states) + k * size, rows, Dv);
       if (st.seen[row] == 0) continue;
@@ -1122,7 +1128,6 @@ void CombineSplits(const AttentionProblem& p, int64_t b, int64_t g, int64_t i0, 
       sum += factor * st.l[row];
       for (int64_t d = 0; d < Dv; ++d) out[size_t(d)] += factor * st.acc[row * Dv + d];
     }
-    const int64_t h = g * G + row / n_rows, i = i0 + row % n_rows;
     T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
     const A inv = nan ? std::numeric_limits<A>::quiet_NaN() : seen && sum > 0 ? A(1) / sum : A(0);
     for (int64_t d = 0; d < Dv; ++d) y[d] = Narrow<T>(out[size_t(d)] * inv);

@@ -76,6 +76,12 @@ struct AttentionProblem {
   float softcap = 0;
   bool causal = false;
   int64_t left_window = -1, right_window = -1;  // opset 25; -1 unbounded
+  // A query row past its batch row's keys (a right-padded prompt) sits at the
+  // row's last key for the causal and window rules (GroupQueryAttention).
+  bool clamp_position = false;
+  // (Hq,) an extra logit per query head in every row's softmax denominator
+  // (GroupQueryAttention's head_sink; smooth_softmax: all 0), or null.
+  const float* sinks = nullptr;
   // Softmax precision: kFloat, kDouble, kFloat16, kBFloat16 (default: T1).
   DType softmax_dtype = DType::kFloat;
 

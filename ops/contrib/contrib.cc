@@ -11,6 +11,10 @@ namespace onnx_mini {
 std::vector<OpDef> ContribOps() {
   std::vector<OpDef> rows;
   for (auto family : std::initializer_list<std::vector<OpDef> (*)()>{
+           GatherBlockQuantizedOps,
+           QuantizedMatMulOps,
+           FusedMatMulOps,
+           GroupQueryAttentionOps,
        })
     for (OpDef& row : family()) rows.push_back(std::move(row));
   return rows;

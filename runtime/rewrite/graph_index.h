@@ -158,6 +158,9 @@ bool RewriteSilu(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewritePow2(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteMatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteInt8MatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteInt8MatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteUnreadDynamicQuantize(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 
 }  // namespace rewrite
 }  // namespace onnx_mini

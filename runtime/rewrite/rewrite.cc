@@ -11,7 +11,8 @@ using namespace rewrite;
 
 // Larger patterns first: they match pieces the smaller rules would change.
 constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
-                           RewriteSilu,      RewriteMatMulBias, RewritePow2};
+                           RewriteSilu,      RewriteMatMulBias, RewritePow2,
+                           RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize};
 
 }  // namespace
 

@@ -80,7 +80,7 @@ def write_family(family: str, cases: List[Case], only: Optional[str] = None):
                     continue
                 if name not in feeds:
                     raise ValueError("%s: no value for input %s" % (case.name, name))
-                t = numpy_helper.from_array(np.ascontiguousarray(feeds[name]), name)
+                t = numpy_helper.from_array(np.array(feeds[name], order="C"), name)
                 with open(os.path.join(sd, "input_%d.pb" % k), "wb") as f:
                     f.write(t.SerializeToString())
                 k += 1

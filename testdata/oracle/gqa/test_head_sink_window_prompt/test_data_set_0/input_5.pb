@@ -1,0 +1,1 @@
+B	head_sinkJYw≈ø9P&¿

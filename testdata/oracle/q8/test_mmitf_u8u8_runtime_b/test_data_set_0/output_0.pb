@@ -1,0 +1,2 @@
+
+J¤BXrB\BœÂ-B——\B6WšB”Ö¤B¤~&B%îLB±B?•B[ÖÛB¾“˜B³´B†u©Bà©B¯»¼B¬§‰Bþ¯œB÷7SBóbeB¾OBlK2BEŽ‹B(‘ïA€”ùAÞ’3B>·¬B]BSñàA‰A‡B	5ABÅ™²B¦¬B¡4nBÜ=€B c9B£B|BJµŽBûWB¹¹öAWƒLBÇ¹‚B¦¸¬B`-oBsTEBG‘©BBæBowRBd=µAdÓ²BÞ—B+ç÷BË¢B?\¬BSp×B c¹B-YÝBëcjBc+ºB–o@BG9BM=„B¢BSÑnBäèAdÃ9BÍk…B}„lB`Bˆ7B.ŠŒBó0xBñ§ÄBq+Bì—Bî/HB£áaB/q¨BÇŸ‚BÆf˜B«ôjBÉ–MB%[Bâ[_BêsœBh†BBYB~ÂbBm±Btö„BW*)B~«”B ïAMùâB£h…BOþ…BÒŒ–BxÉ~B ÂBSQB1TžBÉn1B?BKæA

@@ -1,0 +1,149 @@
+// kernels/quant/int8_matmul.cc and gather_blocks.cc: the fast paths against
+// their plain references, on every CPU target the machine has.
+#include "kernels/quant/int8_matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/quant/gather_blocks.h"
+#include "runtime/cpu.h"
+#include "runtime/dtype.h"
+
+namespace onnx_mini {
+namespace {
+
+std::vector<uint8_t> RandomBytes(int64_t n, std::mt19937& rng) {
+  std::uniform_int_distribution<int> d(0, 255);
+  std::vector<uint8_t> v(static_cast<size_t>(n));
+  for (uint8_t& x : v) x = uint8_t(d(rng));
+  return v;
+}
+
+TEST(Int8MatMul, PackedMatchesTheReferenceOnEveryTarget) {
+  struct Case { int64_t m, k, n; };
+  // Odd sizes around the panel (16 columns), the 4-row tile and the pairs of K.
+  const std::vector<Case> cases = {{1, 1, 1}, {1, 7, 15}, {3, 17, 16}, {4, 32, 33}, {5, 33, 47}, {9, 100, 70},
+                                   {1, 513, 300}};
+  for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+    if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(target);
+    std::mt19937 rng(7);
+    for (const Case& c : cases)
+      for (bool a_unsigned : {true, false})
+        for (bool b_unsigned : {true, false})
+          for (bool per_column : {false, true})
+            for (int threads : {1, 3}) {
+              const std::vector<uint8_t> a = RandomBytes(c.m * c.k, rng), b = RandomBytes(c.k * c.n, rng);
+              std::vector<int32_t> zb;
+              std::vector<float> scale, bias;
+              std::uniform_real_distribution<float> u(0.001f, 0.05f);
+              for (int64_t j = 0; j < (per_column ? c.n : 1); ++j) {
+                zb.push_back(b_unsigned ? int32_t(rng() % 256) : int32_t(rng() % 256) - 128);
+                scale.push_back(u(rng));
+              }
+              for (int64_t j = 0; j < c.n; ++j) bias.push_back(u(rng) - 0.02f);
+              Int8MatMulArgs x;
+              x.a = a.data();
+              x.a_unsigned = a_unsigned;
+              x.a_zero = a_unsigned ? 131 : -5;
+              x.b_unsigned = b_unsigned;
+              x.b_zero = zb.data();
+              x.b_zero_per_column = per_column;
+              x.scale = scale.data();
+              x.scale_per_column = per_column;
+              x.bias = per_column ? bias.data() : nullptr;
+              x.m = c.m;
+              x.k = c.k;
+              x.n = c.n;
+              std::vector<float> want(size_t(c.m * c.n)), got(size_t(c.m * c.n), NAN);
+              x.c = want.data();
+              Int8MatMulReference(x, b.data());
+              std::vector<int8_t> packed(size_t(Int8PackedBSize(c.k, c.n)));
+              Int8PackB(b.data(), b_unsigned, c.k, c.n, packed.data());
+              std::vector<int16_t> work(size_t(Int8MatMulWorkspaceSize(c.m, c.k)));
+              x.c = got.data();
+              Int8MatMulPacked(x, packed.data(), work.data(), threads);
+              for (size_t i = 0; i < want.size(); ++i)
+                ASSERT_EQ(got[i], want[i]) << CpuTargetName(target) << " m=" << c.m << " k=" << c.k << " n=" << c.n
+                                           << " a_unsigned=" << a_unsigned << " b_unsigned=" << b_unsigned
+                                           << " per_column=" << per_column << " at " << i;
+            }
+  }
+}
+
+TEST(Int8MatMul, DynamicQuantizationFollowsDynamicQuantizeLinear) {
+  const std::vector<float> x = {-1.0f, 0.5f, 2.0f, 0.0f, -0.25f};
+  float scale;
+  uint8_t zero;
+  DynamicQuantizeParams(x.data(), int64_t(x.size()), scale, zero);
+  EXPECT_FLOAT_EQ(scale, 3.0f / 255.0f);
+  EXPECT_EQ(zero, 85);  // round(1 / (3 / 255))
+  std::vector<uint8_t> q(x.size());
+  QuantizeU8(x.data(), int64_t(x.size()), scale, zero, q.data());
+  EXPECT_EQ(q, (std::vector<uint8_t>{0, 127, 255, 85, 64}));  // 0.5 / scale = 42.5: to even
+  // All zeros: scale 1 (onnxruntime's), zero point 0.
+  const std::vector<float> z(3, 0.0f);
+  DynamicQuantizeParams(z.data(), 3, scale, zero);
+  EXPECT_EQ(scale, 1.0f);
+  EXPECT_EQ(zero, 0);
+}
+
+TEST(GatherBlocks, RowRunsMatchTheReference) {
+  std::mt19937 rng(11);
+  int count = 0;
+  const BlockFormat* formats = BlockFormats(count);
+  for (int fi = 0; fi < count; ++fi) {
+    const BlockFormat& f = formats[fi];
+    SCOPED_TRACE(f.name);
+    // [outer 2, axis 5, inner 3 x 40]: gather axis 1; quantize axis last (qinner 1) or the middle one.
+    for (bool last : {true, false})
+      for (bool f16 : {false, true})
+        for (bool zeros : {false, true}) {
+          const int64_t outer = 2, axis = 5, mid = 3, last_dim = 40, block = 16;
+          const int64_t elements = outer * axis * mid * last_dim;
+          const std::vector<uint8_t> data = RandomBytes(elements * f.bits / 8 + 1, rng);
+          GatherBlocksProblem p;
+          p.format = &f;
+          p.data = data.data();
+          p.outer = outer;
+          p.axis_dim = axis;
+          p.inner = mid * last_dim;
+          const std::vector<int64_t> idx = {4, 0, 2, 4};
+          p.indices = idx.data();
+          p.count = int64_t(idx.size());
+          p.qdim = last ? last_dim : mid;
+          p.qinner = last ? 1 : last_dim;
+          p.block = last ? block : 2;
+          const int64_t scales = elements / p.qdim * ((p.qdim + p.block - 1) / p.block);
+          std::vector<float> sf(static_cast<size_t>(scales));
+          std::vector<Float16> sh(static_cast<size_t>(scales));
+          for (int64_t i = 0; i < scales; ++i) {
+            sf[size_t(i)] = float(rng() % 100 + 1) / 64.0f;
+            sh[size_t(i)] = ToFloat16(sf[size_t(i)]);
+          }
+          p.scales = f16 ? static_cast<const void*>(sh.data()) : sf.data();
+          p.scale_f16 = f16;
+          const std::vector<uint8_t> zp = RandomBytes(scales, rng);
+          p.zeros = zeros ? zp.data() : nullptr;
+          p.default_zero = f.nbits_zero;
+          p.out_f16 = f16;
+          const int64_t out_n = outer * p.count * p.inner;
+          std::vector<float> want(static_cast<size_t>(out_n)), got(static_cast<size_t>(out_n), NAN);
+          std::vector<Float16> want16(static_cast<size_t>(out_n)), got16(static_cast<size_t>(out_n));
+          p.out = f16 ? static_cast<void*>(want16.data()) : want.data();
+          GatherBlocksReference(p);
+          p.out = f16 ? static_cast<void*>(got16.data()) : got.data();
+          GatherBlocks(p, 3);
+          for (int64_t i = 0; i < out_n; ++i) {
+            if (f16) ASSERT_EQ(got16[size_t(i)].bits, want16[size_t(i)].bits) << i;
+            else ASSERT_EQ(got[size_t(i)], want[size_t(i)]) << i;
+          }
+        }
+  }
+}
+
+}  // namespace
+}  // namespace onnx_mini
