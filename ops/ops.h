@@ -50,6 +50,11 @@ std::vector<OpDef> FusedMatMulOps();           // com.microsoft FusedMatMul
 std::vector<OpDef> GroupQueryAttentionOps();  // com.microsoft GroupQueryAttention
 std::vector<OpDef> SkipNormOps();       // SkipLayerNormalization, SkipSimplifiedLayerNormalization (ops/contrib/skip_norm.cc)
 std::vector<OpDef> GeluOps();           // com.microsoft Gelu, BiasGelu, FastGelu, QuickGelu (ops/contrib/gelu.cc)
+std::vector<OpDef> MatMulNBitsOps();    // com.microsoft MatMulNBits, onnx_mini::DequantizeMatMul (ops/contrib/matmul_nbits.cc)
+std::vector<OpDef> MsRotaryEmbeddingOps();  // com.microsoft RotaryEmbedding
+std::vector<OpDef> MultiHeadAttentionOps();  // com.microsoft MultiHeadAttention
+std::vector<OpDef> BertAttentionOps();  // com.microsoft Attention (BERT-style)
+std::vector<OpDef> EmbedLayerNormOps();  // com.microsoft EmbedLayerNormalization
 
 inline constexpr std::vector<OpDef> (*kOpFamilies[])() = {
     BinaryOps, UnaryOps, ShapingOps, CastOps, ConstantOps, MovementOps, ReduceOps, MatMulOps, NormalizationOps, TensorScatterOps, AttentionOps,

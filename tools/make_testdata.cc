@@ -1,14 +1,19 @@
 // make-testdata: writes the small models and backend-style test cases that
 // onnx-mini ships in testdata/. Expected outputs are computed here with plain
 // arithmetic, independently of the runtime's kernels. OUT_DIR/decoder/ gets
-// the bundled decoder (tools/decoder_model.h).
+// the bundled decoder (tools/decoder_model.h), OUT_DIR/genai_int4/ the
+// onnxruntime-genai-style 4-bit folder (tools/genai_model.h).
 //   make-testdata OUT_DIR
+//   make-testdata --genai DIR [--hidden N] [--layers N] [--heads Q/KV] [--intermediate N]
+//                 [--vocab N] [--context N] [--block N] [--accuracy-level N] [--fp32]
+//                 [--separate-qkv] [--no-share-buffer]   (one folder, at any size: measurements)
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +21,7 @@
 #include "runtime/tensor_io.h"
 #include "tools/capi_models.h"
 #include "tools/decoder_model.h"
+#include "tools/genai_model.h"
 #include "tools/model_builder.h"
 
 namespace fs = std::filesystem;
@@ -474,7 +480,54 @@ void LoopCase(const fs::path& out) {
 
 }  // namespace
 
+// make-testdata --genai DIR [flags]: one genai folder at the given sizes.
+int GenaiMain(int argc, char** argv) {
+  GenaiModelOptions o;
+  fs::path dir;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> int64_t {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return std::stoll(argv[++i]);
+    };
+    if (a == "--hidden") o.hidden = value();
+    else if (a == "--layers") o.layers = value();
+    else if (a == "--intermediate") o.intermediate = value();
+    else if (a == "--vocab") o.vocab = value();
+    else if (a == "--context") o.context_length = value();
+    else if (a == "--block") o.block_size = value();
+    else if (a == "--accuracy-level") o.accuracy_level = value();
+    else if (a == "--seed") o.seed = uint32_t(value());
+    else if (a == "--fp32") o.int4 = false;
+    else if (a == "--separate-qkv") o.packed_qkv = false;
+    else if (a == "--no-share-buffer") o.share_buffer = false;
+    else if (a == "--heads") {
+      if (i + 1 >= argc) throw std::invalid_argument("--heads needs Q/KV");
+      const std::string v = argv[++i];
+      const size_t slash = v.find('/');
+      if (slash == std::string::npos) throw std::invalid_argument("--heads takes Q/KV, not " + v);
+      o.q_heads = std::stoll(v.substr(0, slash));
+      o.kv_heads = std::stoll(v.substr(slash + 1));
+    } else if (!a.empty() && a[0] != '-' && dir.empty()) dir = a;
+    else throw std::invalid_argument("unknown argument " + a);
+  }
+  if (dir.empty()) throw std::invalid_argument("--genai needs a folder");
+  if (absl::Status s = WriteGenaiModel(dir, o); !s.ok()) {
+    std::cerr << "make-testdata: " << s << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--genai") {
+    try {
+      return GenaiMain(argc, argv);
+    } catch (const std::exception& e) {
+      std::cerr << "make-testdata: " << e.what() << "\n";
+      return 2;
+    }
+  }
   if (argc != 2 || argv[1][0] == '-') {  // a flag (--help) is not a folder to write into
     std::cerr << "usage: make-testdata OUT_DIR\n";
     return 2;
@@ -492,6 +545,12 @@ int main(int argc, char** argv) {
   WriteCapiModels(out / "capi");
   // The bundled decoder (four graphs over one external weights file).
   if (absl::Status s = WriteDecoderModels(out / "decoder"); !s.ok()) {
+    std::cerr << "make-testdata: " << s << "\n";
+    return 1;
+  }
+  // The onnxruntime-genai-style 4-bit folder (expected_tokens.txt beside it
+  // comes from onnxruntime: tools/oracle/genai_greedy.js).
+  if (absl::Status s = WriteGenaiModel(out / "genai_int4"); !s.ok()) {
     std::cerr << "make-testdata: " << s << "\n";
     return 1;
   }

@@ -17,6 +17,11 @@ std::vector<OpDef> ContribOps() {
            GroupQueryAttentionOps,
            SkipNormOps,
            GeluOps,
+           MatMulNBitsOps,
+           MsRotaryEmbeddingOps,
+           MultiHeadAttentionOps,
+           BertAttentionOps,
+           EmbedLayerNormOps,
        })
     for (OpDef& row : family()) rows.push_back(std::move(row));
   return rows;

@@ -161,6 +161,7 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
 bool RewriteInt8MatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteInt8MatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteUnreadDynamicQuantize(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteDequantizeMatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // quant_matmul.cc
 
 }  // namespace rewrite
 }  // namespace onnx_mini

@@ -10,8 +10,10 @@ namespace {
 using namespace rewrite;
 
 // Larger patterns first: they match pieces the smaller rules would change.
+// DequantizeLinear + MatMul before MatMul + bias, which would take the
+// folded float weight.
 constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
-                           RewriteSilu,      RewriteMatMulBias, RewritePow2,
+                           RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
                            RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize};
 
 }  // namespace

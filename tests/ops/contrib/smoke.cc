@@ -26,6 +26,32 @@ std::vector<Smoke> ContribSmoke() {
       {kMsDomain, "BiasGelu", Versions{1}, Case({{{{2, 3}}, {{3}}}})},
       {kMsDomain, "FastGelu", Versions{1}, Case({{{{2, 3}}, {{3}}}})},
       {kMsDomain, "QuickGelu", Versions{1}, Case({{{{2, 3}}}})},
+      // K = 16, N = 2, 4 bits, one block of 16: B [2, 1, 8], scales [2].
+      {kMsDomain, "MatMulNBits", Versions{1},
+       Case({{{{1, 16}}, {{2, 1, 8}}, {{2}}},
+             1,
+             [](onnx::NodeProto& n) {
+               SetAttr(n, "K", int64_t{16});
+               SetAttr(n, "N", int64_t{2});
+               SetAttr(n, "bits", int64_t{4});
+               SetAttr(n, "block_size", int64_t{16});
+             }})},
+      // x [16, 2] in one block of 16 along K: scale [1, 2].
+      {kInternalDomain, "DequantizeMatMul", Versions{1},
+       Case({{{{1, 16}}, {{16, 2}}, {{1, 2}}}, 1, [](onnx::NodeProto& n) { SetAttr(n, "block_size", int64_t{16}); }})},
+      // RotaryEmbedding: x (B, S, hidden), a [1] start, cos/sin (max_position, head / 2).
+      {kMsDomain, "RotaryEmbedding", Versions{1}, Case({{{{1, 2, 4}}, {{1}, {0}}, {{4, 2}}, {{4, 2}}}})},
+      // MultiHeadAttention: query, key, value (B, S|L, D) with 2 heads.
+      {kMsDomain, "MultiHeadAttention", Versions{1}, Case({{{{1, 2, 4}}, {{1, 3, 4}}, {{1, 3, 4}}}, 1, [](onnx::NodeProto& n) {
+               SetAttr(n, "num_heads", int64_t(2));
+             }})},
+      // EmbedLayerNormalization: ids and segment ids (1, 2) into tables of 3, 3 and 2 rows, hidden 4.
+      {kMsDomain, "EmbedLayerNormalization", Versions{1},
+       Case({{{{1, 2}, {0}}, {{1, 2}, {1}}, {{3, 4}}, {{3, 4}}, {{2, 4}}, {{4}}, {{4}}}, 2})},
+      // Attention (BERT): input (B, S, 3), weights (3, 3 x 4), bias, 2 heads.
+      {kMsDomain, "Attention", Versions{1}, Case({{{{1, 2, 3}}, {{3, 12}}, {{12}}}, 1, [](onnx::NodeProto& n) {
+               SetAttr(n, "num_heads", int64_t(2));
+             }})},
   };
 }
 
