@@ -18,14 +18,14 @@ multiple of the 32 block), vocabulary 160, 2 layers) written five ways:
 Each case is a prompt (batch 2, the second row right-padded: 4 real tokens of 6) and 2 greedy decode
 steps; each step's past is onnxruntime's presents of the step before, so each set stands alone.
 
-Tolerances: where both compute in float (genai_fp32, genai_int4_acc1, tjs_q4, qdq_int4: the 4-bit forms dequantize
-their weights and multiply in float32) and in tjs_q8 (its integer products are exact, as specified,
-in both; float32 elsewhere) rtol 1e-4 and atol 1e-4, and every expected row's top-1 margin must be far
-above that (checked here). genai_int4 (accuracy_level 4: onnxruntime quantizes each block of 32
-activations to int8, an implementation's choice the operator leaves open) gets the error of
-onnxruntime's own quantized arithmetic: 1.5x the largest difference, over every output of every set,
-between onnxruntime on the case and onnxruntime on its float twin (the same dequantized weights in
-float MatMuls), measured here.
+Tolerances: rtol 1e-4 and atol 1e-4 for every case, and every expected row's top-1 margin must be
+far above that (checked here), so matching logits mean the same greedy tokens. Where both compute in
+float (genai_fp32, genai_int4_acc1, tjs_q4, qdq_int4: onnxruntime dequantizes the 4-bit weights and
+multiplies in float32, bit for bit its float twin, the same dequantized weights in float MatMuls), in
+tjs_q8 (its integer products are exact, as specified, in both) and in genai_int4 (accuracy_level 4:
+onnxruntime rounds each block of 32 activations to int8 and onnx-mini rounds them the same way; the
+error that rounding alone makes, onnxruntime on the case against onnxruntime on its float twin, is
+measured here and written in the reason: 0.13, what a runtime keeping activations in float would need).
 """
 import sys
 
@@ -40,7 +40,8 @@ STEPS = 2  # greedy decode steps after the prompt
 
 
 def forms():
-    """name -> (builder(twin), chain form, shared buffer length, weight seed, prompt seed, float?)"""
+    """name -> (builder(twin), chain form, shared buffer length, weight seed, prompt seed, arithmetic:
+    True float32, "int" exact integer products, False activations rounded to int8 (accuracy_level 4))"""
     return {
         "genai_fp32": (lambda s, twin: D.build_genai(D.make_weights(s, qkv_bias=True), "float", tied=True),
                        "genai", 0, 2, 2, True),
@@ -72,15 +73,16 @@ def run_form(name, wseed=None, pseed=None, log=sys.stderr):
     elif is_float:
         rtol, atol = FLOAT_RTOL, FLOAT_ATOL
         why = "float32 in both; every row's top-1 margin >= %.3g" % margin
-    else:
+    else:  # accuracy_level 4: onnx-mini rounds A to int8 per block as onnxruntime does
         twin, _ = build(ws, True)
         err = 0.0
         for feeds, out in zip(sets, outs):
             t = D.run_ort(twin, feeds)
             err = max(err, max(float(np.abs(out[k] - t[k]).max()) for k in out))
-        rtol, atol = 0.0, float("%.2g" % (1.5 * err))
-        why = ("onnxruntime's quantized activations: 1.5x its largest difference from its own float twin (%.3g)"
-               % err)
+        rtol, atol = FLOAT_RTOL, FLOAT_ATOL
+        why = ("A rounded to int8 per block in both, as onnxruntime's accuracy_level 4 does (that rounding alone "
+               "moves onnxruntime's outputs by %.3g from its float twin); every row's top-1 margin >= %.3g"
+               % (err, margin))
     tol = atol + rtol * biggest
     print("%s: weights seed %d, prompt seed %d, |logits| <= %.3g, min top-1 margin %.4g, tolerance %.3g "
           "(margin/tol %.1f), size %d" % (name, ws, ps, biggest, margin, tol, margin / tol, model.ByteSize()), file=log)
@@ -91,7 +93,7 @@ def cases():
     out = []
     for name in forms():
         model, sets, rtol, atol, why, margin, tol, is_float = run_form(name)
-        if is_float and margin < MARGIN_FACTOR * tol:
+        if margin < MARGIN_FACTOR * tol:
             raise ValueError("%s: top-1 margin %.4g is not %dx the tolerance %.3g: pick another seed "
                              "(tools/oracle/cases_decoders.py --search %s)" % (name, margin, MARGIN_FACTOR, tol, name))
         out.append(Case("decoder_" + name, model, sets, rtol, atol, why))
