@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -664,10 +665,20 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
     if (input_count > 0 && (input_names == nullptr || inputs == nullptr)) return Invalid("inputs are NULL");
     if (output_count > 0 && (output_names == nullptr || outputs == nullptr)) return Invalid("outputs are NULL");
     std::vector<NamedTensor> feeds(input_count);
+    // Symbolic dims bound by the inputs' shapes, to check bound outputs up front.
+    std::map<std::string, int64_t> symbols;
+    std::set<const void*> input_memory;
     for (size_t i = 0; i < input_count; ++i) {
       if (input_names[i] == nullptr) return Invalid(absl::StrCat("input name ", i, " is NULL"));
       if (inputs[i] == nullptr) return Invalid(absl::StrCat("input '", input_names[i], "' is NULL"));
       feeds[i] = {input_names[i], inputs[i]->tensor};
+      if (inputs[i]->tensor.size() > 0) input_memory.insert(inputs[i]->tensor.raw());
+      auto found = session->input_index.find(input_names[i]);
+      if (found == session->input_index.end()) continue;  // ValidateInputs names it
+      const om_session::Info& info = session->inputs[found->second];
+      if (info.dims.size() == inputs[i]->tensor.shape().size())
+        for (size_t d = 0; d < info.dims.size(); ++d)
+          if (!info.dim_names[d].empty()) symbols.emplace(info.dim_names[d], inputs[i]->tensor.shape()[d]);
     }
     if (absl::Status s = session->session->ValidateInputs(feeds); !s.ok()) return FromAbsl(s);
     // Which graph output each requested name is, and the caller's buffers.
@@ -683,21 +694,29 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
       bool fits = info.elem_type == 0 || int32_t(buffer.dtype()) == info.elem_type;
       if (info.ranked) {
         fits = fits && info.dims.size() == buffer.shape().size();
-        // Only fixed dims are checked up front. A declared symbolic dim is
-        // advisory, as in onnxruntime: onnxruntime-genai's models declare
-        // present.N.key [.., total_sequence_length, ..], the mask's width,
-        // while a shared-buffer step's present is the whole past buffer. The
-        // run checks the buffer against the real result, writing nothing on
-        // a mismatch.
-        for (size_t d = 0; fits && d < info.dims.size(); ++d)
-          fits = info.dims[d] < 0 || info.dims[d] == buffer.shape()[d];
+        // A symbolic dim the inputs bind is checked up front too, so that a
+        // mis-sized buffer fails before any output is written; except for a
+        // buffer that is also an input's memory (a KV cache bound in place):
+        // onnxruntime-genai's models declare present.N.key [.., total_sequence_length, ..],
+        // the mask's width, while a shared-buffer step's present is the whole
+        // past buffer. The run checks that one against the real result.
+        const bool in_place = buffer.size() > 0 && input_memory.count(buffer.raw()) > 0;
+        for (size_t d = 0; fits && d < info.dims.size(); ++d) {
+          int64_t want = info.dims[d];
+          if (want < 0 && !info.dim_names[d].empty() && !in_place) {
+            auto it = symbols.find(info.dim_names[d]);
+            if (it != symbols.end()) want = it->second;
+          }
+          fits = want < 0 || want == buffer.shape()[d];
+        }
       }
       if (!fits) {
         std::vector<Dim> dims;
         for (size_t d = 0; d < info.dims.size(); ++d) dims.push_back({info.dims[d], info.dim_names[d]});
         return Invalid(absl::StrCat("output '", info.name, "': the caller's buffer is ", LowerName(buffer.dtype()),
                                     ShapeToString(buffer.shape()), " but the output is ",
-                                    LowerName(DType(info.elem_type)), info.ranked ? DimsToString(dims) : ""));
+                                    LowerName(DType(info.elem_type)), info.ranked ? DimsToString(dims) : "",
+                                    symbols.empty() ? "" : " with the inputs given"));
       }
       results[size_t(requested[k])] = buffer;
     }

@@ -161,10 +161,12 @@ class BertAttentionOp : public Op {
     p.batch = B, p.q_len = p.kv_len = S, p.q_heads = p.kv_heads = N;
     p.head_size = plan.q_hidden / N;
     p.v_head_size = plan.v_hidden / N;
+    // past and present hold K and V in one (2, B, N, T, H) tensor: one head size for both.
+    if ((s[kPast] || ctx.num_outputs() > kPresent) && plan.k_hidden != plan.v_hidden)
+      return ctx.Error(absl::StrCat("a ", s[kPast] ? "past" : "present", " needs equal key and value hidden sizes (",
+                                    plan.k_hidden, " and ", plan.v_hidden, "): it holds both in one tensor"));
     if (s[kPast]) {
       const Shape& past = *s[kPast];
-      if (plan.k_hidden != plan.v_hidden)
-        return ctx.Error("a past needs equal key and value hidden sizes (it holds both in one tensor)");
       if (past.size() != 5 || past[0] != 2 || past[1] != B || past[2] != N || past[4] != p.head_size)
         return ctx.Error(absl::StrCat("past ", ShapeToString(past), " must be (2, ", B, ", ", N, ", P, ", p.head_size,
                                       ")"));

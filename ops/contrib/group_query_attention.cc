@@ -254,11 +254,11 @@ absl::Status GroupQueryAttentionOp::Compute(KernelContext& ctx) const {
   const Tensor* position_ids = a_.rotary ? input(kPositionIds) : nullptr;
   std::vector<int64_t> row_offsets(static_cast<size_t>(B), 0);
   if (a_.rotary) {
-    if (position_ids && g.first_prompt) {
+    if (position_ids && g.first_prompt && position_ids->size() > 0) {
       // onnxruntime's first prompt reads position_ids as one start for every
-      // row: position_ids[0, 0] + s.
+      // row: position_ids[0, 0] + s. (An empty batch has none and needs none.)
       const int64_t start = position_ids->data<int64_t>()[0];
-      if (start < 0 || (B * S > 0 && start > g.cos_rows - S))
+      if (start < 0 || start > g.cos_rows - S)
         return ctx.Error(absl::StrCat("position_ids[0, 0] = ", start, " (the first prompt's start) puts positions ",
                                       start, "..", start + S - 1, " outside the rotary table's ", g.cos_rows, " rows"));
       row_offsets.assign(size_t(B), start);

@@ -171,6 +171,7 @@ class MatMulNBitsOp : public Op {
     if (const Tensor* b = ctx.num_inputs() > 5 ? ctx.constant(5) : nullptr;
         b && b->dtype() != DType::kFloat && b->size() == n_) {
       ASSIGN_OR_RETURN(bias_, FloatCopy(*b, ctx.budget()));
+      ctx.release(5);
     }
     return absl::OkStatus();
   }

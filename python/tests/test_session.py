@@ -365,7 +365,7 @@ def test_bound_output_of_wrong_shape_is_untouched(default_session):
 
 
 def test_bound_output_of_wrong_symbolic_shape_is_untouched():
-    """Symbolic dims are checked against the result, before anything is written."""
+    """Symbolic dims are checked by the runtime against the inputs, before running."""
     s = onnx_mini.InferenceSession(str(TESTDATA / "capi" / "scatter.onnx"))
     cache = np.arange(16, dtype=np.float32).reshape(2, 4, 2)
     other = np.full((2, 3, 2), 5, np.float32)

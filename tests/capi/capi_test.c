@@ -452,7 +452,7 @@ static void run_scatter(const char* model, int reads_cache_later) {
   idx[1] = 0;
   outs[0] = to;
   ERR(om_session_run(s, in_names, ins, 3, out_names, outs, n_out), OM_INVALID_ARGUMENT,
-      "output 'present': the caller's buffer is float[2,3,2] but the result is float[2,4,2]");
+      "output 'present': the caller's buffer is float[2,3,2] but the output is float[batch,cache,2] with the inputs given");
   CHECK(memcmp(before, cache, sizeof cache) == 0);
   for (int i = 0; i < B * 3 * 2; ++i) CHECK(other[i] == 0); /* the bound buffer itself */
   om_tensor_free(to);

@@ -64,6 +64,12 @@ TEST(BertAttention, BadShapesAndMasksAreErrors) {
               HasSubstr("past [2,2,2,4,3] must be (2, 2, 2, P, 2)"));
   EXPECT_THAT(Message(RunAttention({x, w, b, Tensor(), RandomUniform(DType::kFloat, {2, 2, 2, 4, 2}, 4)}).status()),
               HasSubstr("a past needs the present output"));
+  // A present holds K and V in one tensor of one head size: a wider V would be written past its end.
+  Tensor wide_v = RandomUniform(DType::kFloat, {5, 72}, 5);
+  const Attrs wide = [](onnx::NodeProto& n) { SetAttr(n, "qkv_hidden_sizes", std::vector<int64_t>{4, 4, 64}); };
+  EXPECT_TRUE(RunAttention({x, wide_v}, wide).ok());
+  EXPECT_THAT(Message(RunAttention({x, wide_v}, wide, 2).status()),
+              HasSubstr("a present needs equal key and value hidden sizes (4 and 64)"));
   EXPECT_THAT(Message(RunAttention({x, w, b}, [](onnx::NodeProto& n) { SetAttr(n, "do_rotary", int64_t(1)); }).status()),
               HasSubstr("not implemented: com.microsoft::Attention opset 1 for do_rotary"));
 }

@@ -221,6 +221,27 @@ TEST(GroupQueryAttention, TotalSequenceLengthAsScalarOrOneElement) {
       EXPECT_FLOAT_EQ(results[0][size_t(b * 3 * 8 + d)], static_cast<const float*>(q.raw())[b * 3 * 24 + 16 + d]);
 }
 
+TEST(GroupQueryAttention, AnEmptyBatchWithRotaryAndPositionIdsRunsAndReadsNothing) {
+  // A first prompt of batch 0 with position_ids (0, S): there is no position_ids[0, 0] to read.
+  ModelBuilder m(21);
+  m.Opset(kMsDomain, 1);
+  m.Input("q", DType::kFloat, {-1, 2, 16}).Input("seqlens_k", DType::kInt32, {-1}).Input("total", DType::kInt32, {1});
+  m.Input("cos", DType::kFloat, {8, 2}).Input("sin", DType::kFloat, {8, 2}).Input("pos", DType::kInt64, {-1, 2});
+  m.Output("y", DType::kFloat, {-1, 2, 8});
+  onnx::NodeProto& n = m.Node("GroupQueryAttention", {"q", "", "", "", "", "seqlens_k", "total", "cos", "sin", "pos"},
+                              {"y"}, kMsDomain);
+  SetAttr(n, "num_heads", int64_t(2));
+  SetAttr(n, "kv_num_heads", int64_t(1));
+  SetAttr(n, "do_rotary", int64_t(1));
+  std::unique_ptr<Session> s = *m.Build();
+  absl::StatusOr<std::vector<Tensor>> out =
+      s->Run({{"q", Tensor::Zeros(DType::kFloat, {0, 2, 16})}, {"seqlens_k", Tensor::Zeros(DType::kInt32, {0})},
+              {"total", Tensor::FromVector<int32_t>({2}, {1})}, {"cos", Tensor::Zeros(DType::kFloat, {8, 2})},
+              {"sin", Tensor::Zeros(DType::kFloat, {8, 2})}, {"pos", Tensor::Zeros(DType::kInt64, {0, 2})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{0, 2, 8}));
+}
+
 TEST(GroupQueryAttention, BadAttributesAreRefusedAtCreation) {
   auto build = [](int64_t heads, int64_t kv_heads, const std::function<void(onnx::NodeProto&)>& more) {
     ModelBuilder m(21);
