@@ -113,7 +113,8 @@ class BertAttentionOp : public Op {
   }
 
  private:
-  BertAttentionOp(const MsAttentionAttrs& attrs, std::vector<int64_t> sizes) : attrs_(attrs), sizes_(std::move(sizes)) {}
+  BertAttentionOp(const MsAttentionAttrs& attrs, std::vector<int64_t> sizes)
+      : attrs_(attrs), sizes_(std::move(sizes)) {}
 
   absl::Status Resolve(const InferContext& ctx, const std::vector<std::optional<Shape>>& s,
                        BertAttentionPlan& plan) const {

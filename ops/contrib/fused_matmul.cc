@@ -72,10 +72,8 @@ class FusedMatMulOp : public Op {
   absl::Status Prepare(PrepareContext& ctx) override {
     const Tensor* b = ctx.num_inputs() > 1 ? ctx.constant(1) : nullptr;
     if (!b || b->shape().size() != 2 || b->dtype() != DType::kFloat || b->raw() == nullptr) return absl::OkStatus();
-    std::shared_ptr<const PackedGemmB> shared = ctx.Shared<PackedGemmB>(
-        1, trans_b_ ? "gemm_f32 panels of B^T" : "gemm_f32 panels of B",
-        [&] { return PackGemmB(*b, trans_b_, ctx.budget()); });
-    packed_ = PackedMatMul::Make(*b, trans_b_, Tensor(), ctx.threads(), ctx.budget(), shared);
+    packed_ =
+        PackedMatMul::Make(*b, trans_b_, Tensor(), ctx.threads(), ctx.budget(), SharedPackedB(ctx, 1, trans_b_));
     released_ = packed_ && packed_->ReleaseB();
     if (released_) ctx.release(1);
     return absl::OkStatus();

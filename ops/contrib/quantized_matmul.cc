@@ -75,7 +75,8 @@ class QuantizedMatMulOp : public Op {
       return absl::OkStatus();
     }
     auto p = std::make_shared<MatMulPlan>();
-    RETURN_IF_ERROR(PlanMatMul(ctx, *sa0, *sb0, absl::StrCat("A ", ShapeToString(*sa0), " x B ", ShapeToString(*sb0)), *p));
+    RETURN_IF_ERROR(
+        PlanMatMul(ctx, *sa0, *sb0, absl::StrCat("A ", ShapeToString(*sa0), " x B ", ShapeToString(*sb0)), *p));
     // Scales and zero points: one value, or (B's) one per column; the bias N values.
     auto check = [&](int i, const char* what, bool per_column) -> absl::Status {
       if (i < 0 || !ctx.has_input(size_t(i))) return absl::OkStatus();

@@ -17,14 +17,6 @@ using MatMulTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t,
 // The types oneDNN runs here.
 using OneDnnTypes = TypeList<float, BFloat16>;
 
-// B (constant input i) packed for the GEMM once per session, whichever
-// nodes read it; null where the packed GEMM does not run.
-std::shared_ptr<const PackedGemmB> SharedPackedB(PrepareContext& ctx, size_t i, bool trans_b) {
-  const Tensor& b = *ctx.constant(i);
-  return ctx.Shared<PackedGemmB>(i, trans_b ? "gemm_f32 panels of B^T" : "gemm_f32 panels of B",
-                                 [&] { return PackGemmB(b, trans_b, ctx.budget()); });
-}
-
 // A product whose B was released: the packed form is all there is.
 absl::Status RunReleased(KernelContext& ctx, const PackedMatMul& packed, const void* a, void* c, int64_t m) {
   if (m == 0 || packed.Run(a, c, m, ctx.threads())) return absl::OkStatus();

@@ -1,5 +1,7 @@
 #include "ops/math/matmul_plan.h"
 
+#include "kernels/gemm/prepared_matmul.h"
+
 namespace onnx_mini {
 
 absl::Status PlanMatMul(const InferContext& ctx, Shape sa, Shape sb, const std::string& sides, MatMulPlan& p) {
@@ -29,6 +31,12 @@ absl::Status PlanMatMul(const InferContext& ctx, Shape sa, Shape sb, const std::
   if (!a_vec) p.output.push_back(p.M);
   if (!b_vec) p.output.push_back(p.N);
   return absl::OkStatus();
+}
+
+std::shared_ptr<const PackedGemmB> SharedPackedB(PrepareContext& ctx, size_t i, bool trans_b) {
+  const Tensor& b = *ctx.constant(i);
+  return ctx.Shared<PackedGemmB>(i, trans_b ? "gemm_f32 panels of B^T" : "gemm_f32 panels of B",
+                                 [&] { return PackGemmB(b, trans_b, ctx.budget()); });
 }
 
 }  // namespace onnx_mini

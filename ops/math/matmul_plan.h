@@ -1,14 +1,18 @@
 // The shape plan of a NumPy matrix product, shared by MatMul and the ops
 // built on it (MatMulInteger, QLinearMatMul, com.microsoft FusedMatMul,
-// MatMulIntegerToFloat, DynamicQuantizeMatMul), and the plain batched loop.
+// MatMulIntegerToFloat, DynamicQuantizeMatMul), the plain batched loop, and
+// the packed B that MatMul, Gemm and FusedMatMul nodes share.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ops/common.h"
 
 namespace onnx_mini {
+
+struct PackedGemmB;  // kernels/gemm/prepared_matmul.h
 
 // A (..., M, K) x B (..., K, N) with 1-D promotion (A a row, B a column) and
 // broadcast batch dims: `batches` products of (M x K) by (K x N).
@@ -37,6 +41,11 @@ struct MatMulPlan : OpPlan {
 // rank 0, the inner dims differ ("inner dimensions differ: " + `sides`) or
 // the batch dims do not broadcast.
 absl::Status PlanMatMul(const InferContext& ctx, Shape sa, Shape sb, const std::string& sides, MatMulPlan& p);
+
+// B (constant input i, a float matrix; transposed with `trans_b`) packed for
+// the GEMM once per session, whichever nodes read it; null where the packed
+// GEMM does not run.
+std::shared_ptr<const PackedGemmB> SharedPackedB(PrepareContext& ctx, size_t i, bool trans_b);
 
 // Y = A x B, the plain loop: a row of one product per index, accumulating in
 // Arith<T> (float for the 16-bit types).
