@@ -59,6 +59,17 @@ absl::StatusOr<std::vector<Dim>> BroadcastDims(const InferContext& ctx, const st
   return out;
 }
 
+bool ConcreteInputShapes(const InferContext& ctx, size_t count, std::vector<std::optional<Shape>>& shapes) {
+  shapes.assign(count, std::nullopt);
+  bool known = true;
+  for (size_t i = 0; i < count; ++i)
+    if (ctx.has_input(i)) {
+      shapes[i] = ctx.input(i).concrete_shape();
+      known = known && shapes[i].has_value();
+    }
+  return known;
+}
+
 std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out) {
   std::vector<int64_t> strides(out.size(), 0);
   int64_t stride = 1;

@@ -54,6 +54,10 @@ absl::StatusOr<int64_t> NormalizeAxis(const InferContext& ctx, int64_t axis, int
 absl::StatusOr<std::vector<Dim>> BroadcastDims(const InferContext& ctx, const std::vector<Dim>& a,
                                                const std::vector<Dim>& b);
 
+// The concrete shapes of inputs [0, count) (none for an absent input), and
+// whether every given input has one.
+bool ConcreteInputShapes(const InferContext& ctx, size_t count, std::vector<std::optional<Shape>>& shapes);
+
 // For an output of shape `out`, the element stride of an input of shape `in`
 // (right-aligned) along each output dim: 0 where the input broadcasts.
 std::vector<int64_t> BroadcastStrides(const Shape& in, const Shape& out);

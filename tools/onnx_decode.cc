@@ -14,8 +14,9 @@
 //
 // Tokens are bytes (token id = byte value). With --model-dir DIR holding
 // genai_config.json, onnx-decode runs that onnxruntime-genai folder instead
-// (see "onnxruntime-genai model folders" below): shared or dynamic caches.
-#include "onnx_mini.h"
+// (tools/onnx_decode_genai.cc): shared or dynamic caches. What both loops
+// use is in tools/onnx_decode.h.
+#include "onnx_decode.h"
 
 #include <unistd.h>  // isatty
 
@@ -35,55 +36,13 @@
 #include <utility>
 #include <vector>
 
-#include "json.h"          // same folder: onnx-decode sees only the C API's include path
 #include "omp_defaults.h"
 
 #ifndef ONNX_MINI_DECODER_DIR
 #define ONNX_MINI_DECODER_DIR "testdata/decoder"
 #endif
 
-namespace {
-
-constexpr char kUsage[] =
-    "usage: onnx-decode [--model-dir DIR] [--cache dynamic|static|sliding|shared|all]\n"
-    "                   [--batch-prompts \"text1|text2|...\"] [--prompt-ids \"1 2 3|4 5|...\"]\n"
-    "                   [--tokens N] [--cache-len M] [--max-length M] [--expect-tokens FILE]\n"
-    "                   [--threads T] [--step-times] [--quiet]\n"
-    "Greedy generation over the bundled decoder (default DIR: " ONNX_MINI_DECODER_DIR ")\n"
-    "or an onnxruntime-genai model folder (DIR with genai_config.json), through\n"
-    "onnx-mini's C API, with each KV-cache kind:\n"
-    "  --cache KIND       bundled decoder: dynamic (past/present tensors), static (a\n"
-    "                     caller-owned cache of --cache-len rows updated in place), sliding\n"
-    "                     (window slots written circularly) or all (default: the three in\n"
-    "                     turn, checking that they generate the same tokens);\n"
-    "                     genai folder: shared (one [B, kv, max_length, D] buffer per cache\n"
-    "                     bound as both past and present), dynamic (present = past plus\n"
-    "                     the new rows) or all (default: shared then dynamic, compared,\n"
-    "                     when the config says past_present_share_buffer; else dynamic)\n"
-    "  --batch-prompts P  the bundled decoder's prompts, separated by '|' (default: \"Hello|The\n"
-    "                     quick brown fox|onnx-mini decodes\"); tokens are their UTF-8 bytes\n"
-    "  --prompt-ids P     a genai folder's prompts as token ids (no tokenizer), prompts\n"
-    "                     separated by '|' (default: \"" "1 5 6 7 8 9|1 11 12|1 300 200 100 50 25 12 6 3" "\");\n"
-    "                     right-padded with pad_token_id; a row stops at eos_token_id\n"
-    "  --tokens N         tokens to generate per prompt (default 16)\n"
-    "  --cache-len M      rows of the static cache (default 256)\n"
-    "  --max-length M     rows of the shared buffer (default: the config's search.max_length)\n"
-    "  --expect-tokens F  compare the tokens with onnxruntime's (tools/oracle/genai_greedy.js);\n"
-    "                     DIR/expected_tokens.txt is compared when made for the same prompts\n"
-    "  --threads T        threads per run, 0 = all cores (default 0)\n"
-    "  --step-times       print each decode step's time in ms\n"
-    "  --quiet            no progress line on stderr\n"
-    "Exit status: 0 done (and the kinds, modes and expected tokens agree), 1 error or\n"
-    "disagreement, 2 bad usage.\n";
-
-// ---- Errors ------------------------------------------------------------------
-
-// Thrown on any failure; main prints it. Everything held is freed by the
-// destructors on the way out.
-struct Failure {
-  std::string message;
-  int exit_code = 1;
-};
+namespace onnx_decode {
 
 void Check(om_status* status) {
   if (status == nullptr) return;
@@ -91,44 +50,6 @@ void Check(om_status* status) {
   om_status_free(status);
   throw failure;
 }
-
-[[noreturn]] void Fail(const std::string& message, int exit_code = 1) { throw Failure{message, exit_code}; }
-
-// ---- Owning handles ----------------------------------------------------------
-
-struct TensorFree {
-  void operator()(om_tensor* t) const { om_tensor_free(t); }
-};
-struct SessionFree {
-  void operator()(om_session* s) const { om_session_free(s); }
-};
-struct OptionsFree {
-  void operator()(om_session_options* o) const { om_session_options_free(o); }
-};
-using Tensor = std::unique_ptr<om_tensor, TensorFree>;
-using Session = std::unique_ptr<om_session, SessionFree>;
-using SessionOptions = std::unique_ptr<om_session_options, OptionsFree>;
-
-// Caller-owned float memory, 64-byte aligned and zero-filled: the static and
-// sliding caches.
-class CacheBuffer {
- public:
-  explicit CacheBuffer(size_t count) : count_(count) {
-    const size_t bytes = std::max<size_t>(64, (count * sizeof(float) + 63) / 64 * 64);
-    data_ = static_cast<float*>(std::aligned_alloc(64, bytes));
-    if (data_ == nullptr) Fail("cannot allocate " + std::to_string(bytes) + " bytes for a cache");
-    std::memset(data_, 0, bytes);
-  }
-  ~CacheBuffer() { std::free(data_); }
-  CacheBuffer(const CacheBuffer&) = delete;
-  CacheBuffer& operator=(const CacheBuffer&) = delete;
-  float* data() { return data_; }
-  size_t count() const { return count_; }
-
- private:
-  float* data_ = nullptr;
-  size_t count_ = 0;
-};
 
 Tensor CreateTensor(int32_t elem_type, const std::vector<int64_t>& dims) {
   om_tensor* t = nullptr;
@@ -155,33 +76,18 @@ Tensor BoolTensor(const std::vector<int64_t>& dims, const std::vector<uint8_t>& 
   return t;
 }
 
-// A tensor over `count` floats of the caller's memory (no copy).
 Tensor WrapFloats(float* data, size_t count, const std::vector<int64_t>& dims) {
   om_tensor* t = nullptr;
   Check(om_tensor_wrap(OM_FLOAT, dims.data(), dims.size(), data, count * sizeof(float), &t));
   return Tensor(t);
 }
 
-// Overwrites the values of an int64 tensor (same element count).
 void SetInt64(om_tensor* t, const std::vector<int64_t>& values) {
   void* data = nullptr;
   Check(om_tensor_data(t, &data));
   std::memcpy(data, values.data(), values.size() * sizeof(int64_t));
 }
 
-// ---- Running a session ---------------------------------------------------------
-
-struct Feed {
-  const char* name;
-  const om_tensor* tensor;
-};
-struct Fetch {
-  const char* name;
-  om_tensor* bound;  // nullptr: the runtime allocates the result
-};
-
-// Runs `session`; returns one entry per fetch: the new tensor for the
-// runtime-allocated ones, null for the bound ones.
 std::vector<Tensor> Run(const om_session* session, const std::vector<Feed>& feeds,
                         const std::vector<Fetch>& fetches) {
   std::vector<const char*> in_names, out_names;
@@ -224,6 +130,158 @@ Session OpenSession(const std::string& path, const om_session_options* options) 
   }
   return Session(s);
 }
+
+
+SessionOptions MakeSessionOptions(int threads) {
+  om_session_options* raw = nullptr;
+  Check(om_session_options_create(&raw));
+  SessionOptions options(raw);
+  Check(om_session_options_set_intra_op_threads(raw, threads));
+  return options;
+}
+
+ProgressLine::ProgressLine(bool quiet) : on_(!quiet && isatty(fileno(stderr))) {}
+
+void ProgressLine::Show(const char* label, const char* what, int64_t i, int64_t n) {
+  if (!on_) return;
+  std::fprintf(stderr, "\r[%s] %s %lld/%lld   ", label, what, (long long)i, (long long)n);
+  std::fflush(stderr);
+  shown_ = true;
+}
+
+void ProgressLine::End() {
+  if (!shown_) return;
+  std::fprintf(stderr, "\r%*s\r", 60, "");
+  std::fflush(stderr);
+  shown_ = false;
+}
+
+const float* LogitsData(om_tensor* logits, int64_t rows, int64_t seq, int64_t vocab, const std::string& what) {
+  const int64_t* dims = nullptr;
+  size_t rank = 0;
+  Check(om_tensor_shape(logits, &dims, &rank));
+  int32_t type = 0;
+  Check(om_tensor_elem_type(logits, &type));
+  if (type != OM_FLOAT || rank != 3 || dims[0] != rows || dims[1] != seq || dims[2] != vocab) {
+    std::string got;
+    for (size_t d = 0; d < rank; ++d) got += (d ? "," : "") + std::to_string(dims[d]);
+    Fail(what + " " + om_elem_type_name(type) + "[" + got + "], expected FLOAT[" + std::to_string(rows) + "," +
+         std::to_string(seq) + "," + std::to_string(vocab) + "]");
+  }
+  void* data = nullptr;
+  Check(om_tensor_data(logits, &data));
+  return static_cast<const float*>(data);
+}
+
+int64_t Argmax(const float* logits, int64_t vocab, int64_t row, int64_t token) {
+  int64_t best = 0;
+  for (int64_t v = 0; v < vocab; ++v) {
+    if (std::isnan(logits[v]))
+      Fail("the logits of row " + std::to_string(row) + " token " + std::to_string(token) + " are NaN (id " +
+           std::to_string(v) + ")");
+    if (logits[v] > logits[best]) best = v;
+  }
+  return best;
+}
+
+std::vector<std::vector<int64_t>> ParsePromptIds(const std::string& v) {
+  std::vector<std::vector<int64_t>> prompts;
+  size_t begin = 0;
+  while (true) {
+    const size_t bar = v.find('|', begin);
+    std::istringstream ids(v.substr(begin, bar == std::string::npos ? std::string::npos : bar - begin));
+    std::vector<int64_t> row;
+    std::string id;
+    while (ids >> id) {
+      char* end = nullptr;
+      errno = 0;
+      const long long n = std::strtoll(id.c_str(), &end, 10);
+      if (errno != 0 || *end != '\0' || n < 0)
+        Fail("--prompt-ids: '" + id + "' in prompt " + std::to_string(prompts.size()) + " is not a token id", 2);
+      row.push_back(n);
+    }
+    if (row.empty())
+      Fail("--prompt-ids: prompt " + std::to_string(prompts.size()) +
+               " is empty (prompts are token ids separated by spaces, prompts by '|')",
+           2);
+    prompts.push_back(std::move(row));
+    if (bar == std::string::npos) break;
+    begin = bar + 1;
+  }
+  return prompts;
+}
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+namespace {
+double Mean(const std::vector<double>& v, size_t begin, size_t end) {
+  double sum = 0;
+  for (size_t i = begin; i < end; ++i) sum += v[i];
+  return end > begin ? sum / double(end - begin) : 0.0;
+}
+}  // namespace
+
+void Report(const char* name, const std::vector<std::string>& labels, bool step_times, const Result& r) {
+  for (size_t b = 0; b < r.tokens.size(); ++b) {
+    std::printf("[%s] row %zu: \"%s\" ->", name, b, labels[b].c_str());
+    for (int64_t t : r.tokens[b]) std::printf(" %lld", (long long)t);
+    std::printf("\n");
+  }
+  const size_t steps = r.step_ms.size(), rows = r.tokens.size();
+  size_t decoded = 0;  // tokens from the decode steps (a row stopped at eos makes fewer)
+  for (const auto& row : r.tokens) decoded += row.empty() ? 0 : row.size() - 1;
+  double decode_ms = 0;
+  for (double ms : r.step_ms) decode_ms += ms;
+  std::printf("[%s] prefill: %lld tokens in %.2f ms (%.0f tok/s); ", name, (long long)r.prefill_tokens,
+              r.prefill_ms, r.prefill_ms > 0 ? double(r.prefill_tokens) * 1000.0 / r.prefill_ms : 0.0);
+  std::printf("decode: %zu steps x %zu rows in %.2f ms (%.0f tok/s)", steps, rows, decode_ms,
+              decode_ms > 0 ? double(decoded) * 1000.0 / decode_ms : 0.0);
+  if (steps > 0) {
+    const size_t k = std::min<size_t>(8, steps);
+    std::printf("; per step: first-8 mean %.3f ms, last-8 mean %.3f ms", Mean(r.step_ms, 0, k),
+                Mean(r.step_ms, steps - k, steps));
+  }
+  std::printf("\n");
+  if (step_times)
+    for (size_t s = 0; s < steps; ++s) std::printf("[%s] step %zu: %.3f ms\n", name, s + 1, r.step_ms[s]);
+  std::fflush(stdout);
+}
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: onnx-decode [--model-dir DIR] [--cache dynamic|static|sliding|shared|all]\n"
+    "                   [--batch-prompts \"text1|text2|...\"] [--prompt-ids \"1 2 3|4 5|...\"]\n"
+    "                   [--tokens N] [--cache-len M] [--max-length M] [--expect-tokens FILE]\n"
+    "                   [--threads T] [--step-times] [--quiet]\n"
+    "Greedy generation over the bundled decoder (default DIR: " ONNX_MINI_DECODER_DIR ")\n"
+    "or an onnxruntime-genai model folder (DIR with genai_config.json), through\n"
+    "onnx-mini's C API, with each KV-cache kind:\n"
+    "  --cache KIND       bundled decoder: dynamic (past/present tensors), static (a\n"
+    "                     caller-owned cache of --cache-len rows updated in place), sliding\n"
+    "                     (window slots written circularly) or all (default: the three in\n"
+    "                     turn, checking that they generate the same tokens);\n"
+    "                     genai folder: shared (one [B, kv, max_length, D] buffer per cache\n"
+    "                     bound as both past and present), dynamic (present = past plus\n"
+    "                     the new rows) or all (default: shared then dynamic, compared,\n"
+    "                     when the config says past_present_share_buffer; else dynamic)\n"
+    "  --batch-prompts P  the bundled decoder's prompts, separated by '|' (default: \"Hello|The\n"
+    "                     quick brown fox|onnx-mini decodes\"); tokens are their UTF-8 bytes\n"
+    "  --prompt-ids P     a genai folder's prompts as token ids (no tokenizer), prompts\n"
+    "                     separated by '|' (default: \"" "1 5 6 7 8 9|1 11 12|1 300 200 100 50 25 12 6 3" "\");\n"
+    "                     right-padded with pad_token_id; a row stops at eos_token_id\n"
+    "  --tokens N         tokens to generate per prompt (default 16)\n"
+    "  --cache-len M      rows of the static cache (default 256)\n"
+    "  --max-length M     rows of the shared buffer (default: the config's search.max_length)\n"
+    "  --expect-tokens F  compare the tokens with onnxruntime's (tools/oracle/genai_greedy.js);\n"
+    "                     DIR/expected_tokens.txt is compared when made for the same prompts\n"
+    "  --threads T        threads per run, 0 = all cores (default 0)\n"
+    "  --step-times       print each decode step's time in ms\n"
+    "  --quiet            no progress line on stderr\n"
+    "Exit status: 0 done (and the kinds, modes and expected tokens agree), 1 error or\n"
+    "disagreement, 2 bad usage.\n";
 
 // ---- The model -----------------------------------------------------------------
 
@@ -279,7 +337,6 @@ struct Names {
 
 // ---- Generation ------------------------------------------------------------------
 
-enum class Kind { kDynamic, kStatic, kSliding };
 const char* KindName(Kind k) {
   switch (k) {
     case Kind::kDynamic: return "dynamic";
@@ -289,82 +346,23 @@ const char* KindName(Kind k) {
   return "?";
 }
 
-struct Options {
-  std::string model_dir = ONNX_MINI_DECODER_DIR;
-  std::vector<Kind> kinds = {Kind::kDynamic, Kind::kStatic, Kind::kSliding};
-  std::vector<std::string> prompts = {"Hello", "The quick brown fox", "onnx-mini decodes"};
-  int64_t tokens = 16;
-  int64_t cache_len = 256;
-  int threads = 0;
-  bool quiet = false, step_times = false;
-  // onnxruntime-genai folders:
-  std::string cache;                             // --cache as given ("" when not)
-  std::vector<std::vector<int64_t>> prompt_ids;  // --prompt-ids
-  bool prompts_given = false;                    // --batch-prompts
-  std::string expect_tokens;                     // --expect-tokens FILE
-  int64_t max_length = 0;                        // --max-length (0: the config's search.max_length)
-};
-
-// The default prompts of a genai folder (those of testdata/genai_int4/expected_tokens.txt).
-constexpr char kGenaiPrompts[] = "1 5 6 7 8 9|1 11 12|1 300 200 100 50 25 12 6 3";
-
-// "1 2 3|4 5" -> {{1, 2, 3}, {4, 5}}; throws a usage Failure.
-std::vector<std::vector<int64_t>> ParsePromptIds(const std::string& v) {
-  std::vector<std::vector<int64_t>> prompts;
-  size_t begin = 0;
-  while (true) {
-    const size_t bar = v.find('|', begin);
-    std::istringstream ids(v.substr(begin, bar == std::string::npos ? std::string::npos : bar - begin));
-    std::vector<int64_t> row;
-    std::string id;
-    while (ids >> id) {
-      char* end = nullptr;
-      errno = 0;
-      const long long n = std::strtoll(id.c_str(), &end, 10);
-      if (errno != 0 || *end != '\0' || n < 0)
-        Fail("--prompt-ids: '" + id + "' in prompt " + std::to_string(prompts.size()) + " is not a token id", 2);
-      row.push_back(n);
-    }
-    if (row.empty())
-      Fail("--prompt-ids: prompt " + std::to_string(prompts.size()) +
-               " is empty (prompts are token ids separated by spaces, prompts by '|')",
-           2);
-    prompts.push_back(std::move(row));
-    if (bar == std::string::npos) break;
-    begin = bar + 1;
-  }
-  return prompts;
-}
-
-struct Result {
-  std::vector<std::vector<int64_t>> tokens;  // [row][token]
-  int64_t prefill_tokens = 0;
-  double prefill_ms = 0;
-  std::vector<double> step_ms;  // one per decode step
-};
-
-using Clock = std::chrono::steady_clock;
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
 // The shared state of one generation: prompts as token ids, the progress line.
 class Generator {
  public:
   Generator(const Options& options, const Config& config)
-      : options_(options), config_(config), names_(config.layers), rows_(int64_t(options.prompts.size())) {
+      : options_(options),
+        config_(config),
+        names_(config.layers),
+        rows_(int64_t(options.prompts.size())),
+        session_options_(MakeSessionOptions(options.threads)),
+        progress_(options.quiet) {
     for (const std::string& p : options.prompts) {
       std::vector<int64_t> ids;
       for (unsigned char c : p) ids.push_back(int64_t(c));
       prompt_ids_.push_back(std::move(ids));
     }
-    progress_ = !options.quiet && isatty(fileno(stderr));
-    Check(om_session_options_create(&raw_options_));
-    session_options_.reset(raw_options_);
-    Check(om_session_options_set_intra_op_threads(raw_options_, options.threads));
   }
 
-  ~Generator() { EndProgress(); }
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;
 
@@ -383,7 +381,7 @@ class Generator {
       f.message = std::string("[") + KindName(kind) + "] " + f.message;
       throw;
     }
-    EndProgress();
+    progress_.End();
     return r;
   }
 
@@ -397,53 +395,15 @@ class Generator {
   int64_t Steps() const { return options_.tokens - 1; }  // the prefill gives the first token
   std::string Path(const char* file) const { return options_.model_dir + "/" + file; }
 
-  // Greedy choice: the highest logit, ties to the lowest id.
-  int64_t Argmax(const float* logits, int64_t row, int64_t token) const {
-    int64_t best = 0;
-    for (int64_t v = 0; v < config_.vocab; ++v) {
-      if (std::isnan(logits[v]))
-        Fail("the logits of row " + std::to_string(row) + " token " +
-             std::to_string(token) + " are NaN (id " + std::to_string(v) + ")");
-      if (logits[v] > logits[best]) best = v;
-    }
-    return best;
-  }
-
   // The logits of one position of a [rows, seq, vocab] logits tensor.
   const float* LogitsAt(om_tensor* logits, int64_t rows, int64_t seq, int64_t row, int64_t pos) const {
-    const int64_t* dims = nullptr;
-    size_t rank = 0;
-    Check(om_tensor_shape(logits, &dims, &rank));
-    int32_t type = 0;
-    Check(om_tensor_elem_type(logits, &type));
-    if (type != OM_FLOAT || rank != 3 || dims[0] != rows || dims[1] != seq || dims[2] != config_.vocab) {
-      std::string got;
-      for (size_t d = 0; d < rank; ++d) got += (d ? "," : "") + std::to_string(dims[d]);
-      Fail(std::string("the logits are ") + om_elem_type_name(type) + "[" + got + "], expected FLOAT[" +
-           std::to_string(rows) + "," + std::to_string(seq) + "," + std::to_string(config_.vocab) + "]");
-    }
-    void* data = nullptr;
-    Check(om_tensor_data(logits, &data));
-    return static_cast<const float*>(data) + (row * seq + pos) * config_.vocab;
-  }
-
-  void Progress(const char* what, int64_t i, int64_t n) {
-    if (!progress_) return;
-    std::fprintf(stderr, "\r[%s] %s %lld/%lld   ", KindName(kind_), what, (long long)i, (long long)n);
-    std::fflush(stderr);
-    progress_shown_ = true;
-  }
-  void EndProgress() {
-    if (!progress_shown_) return;
-    std::fprintf(stderr, "\r%*s\r", 60, "");
-    std::fflush(stderr);
-    progress_shown_ = false;
+    return LogitsData(logits, rows, seq, config_.vocab, "the logits are") + (row * seq + pos) * config_.vocab;
   }
 
   // One batched prefill over the left-padded prompts, then decode steps that
   // feed the presents back as the next pasts.
   void Dynamic(Result& r) {
-    Session session = OpenSession(Path("dynamic.onnx"), raw_options_);
+    Session session = OpenSession(Path("dynamic.onnx"), session_options_.get());
     const int64_t B = rows_, L = MaxLen(), kv = config_.kv_heads, hd = config_.head_dim;
     const size_t n_cache = names_.past.size();
 
@@ -483,20 +443,20 @@ class Generator {
       return std::move(out[0]);
     };
 
-    Progress("prefill", 0, 1);
+    progress_.Show(KindName(kind_), "prefill", 0, 1);
     Clock::time_point start = Clock::now();
     {
       Tensor input_ids = Int64Tensor({B, L}, ids), position_ids = Int64Tensor({B, L}, positions);
       Tensor logits = step(input_ids, position_ids, mask_tensor());
       for (int64_t b = 0; b < B; ++b)
-        r.tokens[size_t(b)].push_back(Argmax(LogitsAt(logits.get(), B, L, b, L - 1), b, 0));
+        r.tokens[size_t(b)].push_back(Argmax(LogitsAt(logits.get(), B, L, b, L - 1), config_.vocab, b, 0));
     }
     r.prefill_ms = MsSince(start);
 
     Tensor input_ids = CreateTensor(OM_INT64, {B, 1}), position_ids = CreateTensor(OM_INT64, {B, 1});
     std::vector<int64_t> step_ids(static_cast<size_t>(B)), step_positions(step_ids.size());
     for (int64_t s = 1; s <= Steps(); ++s) {
-      Progress("step", s, Steps());
+      progress_.Show(KindName(kind_), "step", s, Steps());
       start = Clock::now();
       for (int64_t b = 0; b < B; ++b) {
         step_ids[size_t(b)] = r.tokens[size_t(b)].back();
@@ -507,7 +467,7 @@ class Generator {
       SetInt64(position_ids.get(), step_positions);
       Tensor logits = step(input_ids, position_ids, mask_tensor());
       for (int64_t b = 0; b < B; ++b)
-        r.tokens[size_t(b)].push_back(Argmax(LogitsAt(logits.get(), B, 1, b, 0), b, s));
+        r.tokens[size_t(b)].push_back(Argmax(LogitsAt(logits.get(), B, 1, b, 0), config_.vocab, b, s));
       r.step_ms.push_back(MsSince(start));
     }
   }
@@ -520,9 +480,9 @@ class Generator {
     const int64_t B = rows_, kv = config_.kv_heads, hd = config_.head_dim;
     const int64_t M = sliding ? config_.window : options_.cache_len;
     const size_t n_cache = names_.cache.size();
-    Session decode = OpenSession(Path(sliding ? "sliding_decode.onnx" : "static.onnx"), raw_options_);
+    Session decode = OpenSession(Path(sliding ? "sliding_decode.onnx" : "static.onnx"), session_options_.get());
     Session prefill_long;  // sliding_prefill.onnx, for prompts longer than the window
-    if (sliding && MaxLen() > M) prefill_long = OpenSession(Path("sliding_prefill.onnx"), raw_options_);
+    if (sliding && MaxLen() > M) prefill_long = OpenSession(Path("sliding_prefill.onnx"), session_options_.get());
 
     const size_t row_floats = size_t(kv * M * hd);
     std::vector<std::unique_ptr<CacheBuffer>> caches;  // key_0, value_0, key_1, ...
@@ -540,7 +500,7 @@ class Generator {
 
     Clock::time_point start = Clock::now();
     for (int64_t b = 0; b < B; ++b) {
-      Progress("prefill", b + 1, B);
+      progress_.Show(KindName(kind_), "prefill", b + 1, B);
       const int64_t S = Len(b);
       std::vector<Tensor> views;
       for (size_t i = 0; i < n_cache; ++i)
@@ -567,7 +527,7 @@ class Generator {
                       {"nonpad_kv_seqlen", nonpad.get()}},
                      views);
       }
-      r.tokens[size_t(b)].push_back(Argmax(LogitsAt(logits.get(), 1, S, 0, S - 1), b, 0));
+      r.tokens[size_t(b)].push_back(Argmax(LogitsAt(logits.get(), 1, S, 0, S - 1), config_.vocab, b, 0));
     }
     r.prefill_ms = MsSince(start);
 
@@ -577,7 +537,7 @@ class Generator {
     Tensor write_indices = CreateTensor(OM_INT64, {B}), nonpad = CreateTensor(OM_INT64, {B});
     std::vector<int64_t> step_ids(static_cast<size_t>(B)), step_positions(step_ids.size()), step_nonpad(step_ids.size());
     for (int64_t s = 1; s <= Steps(); ++s) {
-      Progress("step", s, Steps());
+      progress_.Show(KindName(kind_), "step", s, Steps());
       start = Clock::now();
       for (int64_t b = 0; b < B; ++b) {
         const int64_t position = Len(b) + s - 1;  // of the token fed; also the row's length so far
@@ -596,7 +556,7 @@ class Generator {
                            {"nonpad_kv_seqlen", nonpad.get()}},
                           whole);
       for (int64_t b = 0; b < B; ++b)
-        r.tokens[size_t(b)].push_back(Argmax(LogitsAt(logits.get(), B, 1, b, 0), b, s));
+        r.tokens[size_t(b)].push_back(Argmax(LogitsAt(logits.get(), B, 1, b, 0), config_.vocab, b, s));
       r.step_ms.push_back(MsSince(start));
     }
   }
@@ -606,45 +566,10 @@ class Generator {
   Names names_;
   int64_t rows_;
   std::vector<std::vector<int64_t>> prompt_ids_;
-  om_session_options* raw_options_ = nullptr;  // owned by session_options_
   SessionOptions session_options_;
   Kind kind_ = Kind::kDynamic;
-  bool progress_ = false, progress_shown_ = false;
+  ProgressLine progress_;
 };
-
-// ---- Reporting ---------------------------------------------------------------------
-
-double Mean(const std::vector<double>& v, size_t begin, size_t end) {
-  double sum = 0;
-  for (size_t i = begin; i < end; ++i) sum += v[i];
-  return end > begin ? sum / double(end - begin) : 0.0;
-}
-
-void Report(const char* name, const std::vector<std::string>& labels, bool step_times, const Result& r) {
-  for (size_t b = 0; b < r.tokens.size(); ++b) {
-    std::printf("[%s] row %zu: \"%s\" ->", name, b, labels[b].c_str());
-    for (int64_t t : r.tokens[b]) std::printf(" %lld", (long long)t);
-    std::printf("\n");
-  }
-  const size_t steps = r.step_ms.size(), rows = r.tokens.size();
-  size_t decoded = 0;  // tokens from the decode steps (a row stopped at eos makes fewer)
-  for (const auto& row : r.tokens) decoded += row.empty() ? 0 : row.size() - 1;
-  double decode_ms = 0;
-  for (double ms : r.step_ms) decode_ms += ms;
-  std::printf("[%s] prefill: %lld tokens in %.2f ms (%.0f tok/s); ", name, (long long)r.prefill_tokens,
-              r.prefill_ms, r.prefill_ms > 0 ? double(r.prefill_tokens) * 1000.0 / r.prefill_ms : 0.0);
-  std::printf("decode: %zu steps x %zu rows in %.2f ms (%.0f tok/s)", steps, rows, decode_ms,
-              decode_ms > 0 ? double(decoded) * 1000.0 / decode_ms : 0.0);
-  if (steps > 0) {
-    const size_t k = std::min<size_t>(8, steps);
-    std::printf("; per step: first-8 mean %.3f ms, last-8 mean %.3f ms", Mean(r.step_ms, 0, k),
-                Mean(r.step_ms, steps - k, steps));
-  }
-  std::printf("\n");
-  if (step_times)
-    for (size_t s = 0; s < steps; ++s) std::printf("[%s] step %zu: %.3f ms\n", name, s + 1, r.step_ms[s]);
-  std::fflush(stdout);
-}
 
 // The first (row, token) where two results differ; false when they are equal.
 bool FirstDifference(const Result& a, const Result& b, size_t* row, size_t* token) {
@@ -702,439 +627,6 @@ int Compare(const Options& options, const Config& config, const Result& dynamic,
   std::printf("  sliding differs from dynamic within the window at row %zu token %zu: %lld vs %lld\n",
               first_row, first_token, got, want);
   return 1;
-}
-
-// ---- onnxruntime-genai model folders ---------------------------------------------
-//
-// A folder with genai_config.json (what onnxruntime-genai's model builder
-// writes): the decoder file, its input and output names (the past and present
-// names are templates with %d for the layer), the layer and head counts,
-// eos/pad ids and search.past_present_share_buffer. Prompts are token ids
-// (there is no tokenizer), right-padded with pad_token_id into one prefill;
-// attention_mask has ones over each row's real tokens, so the model's
-// seqlens_k (sum - 1) is each row's last position. A row stops at an eos id.
-//   shared   each layer's past and present are one [B, kv, max_length, D]
-//            buffer bound as both input and output: a step writes only its
-//            new rows, at each row's own offset (onnxruntime-genai's default
-//            on CPU).
-//   dynamic  past in, present out (past plus the new rows).
-
-struct GenaiConfig {
-  std::string dir, filename;
-  std::string input_ids, attention_mask, position_ids;  // position_ids empty when the model takes none
-  std::string past_key, past_value, logits, present_key, present_value;  // templates with %d
-  int64_t layers = 0, kv_heads = 0, head_size = 0, vocab = 0, context_length = 0, max_length = 0, pad = 0;
-  std::vector<int64_t> eos;
-  bool share_buffer = false;
-};
-
-bool IsGenaiFolder(const std::string& dir) { return std::ifstream(dir + "/genai_config.json").good(); }
-
-std::string LayerName(const std::string& pattern, int64_t layer) {
-  const size_t at = pattern.find("%d");
-  return pattern.substr(0, at) + std::to_string(layer) + pattern.substr(at + 2);
-}
-
-GenaiConfig ReadGenaiConfig(const std::string& dir) {
-  const std::string path = dir + "/genai_config.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  onnx_mini::JsonValue root;
-  std::string error;
-  if (!onnx_mini::ParseJson(text.str(), &root, &error)) Fail(path + ": not JSON: " + error);
-  // Walks a dotted path; a missing member or another kind is an error naming it.
-  auto at = [&](const std::string& where, onnx_mini::JsonValue::Kind kind, bool required = true)
-      -> const onnx_mini::JsonValue* {
-    const onnx_mini::JsonValue* v = &root;
-    size_t begin = 0;
-    while (v != nullptr && begin <= where.size()) {
-      const size_t dot = where.find('.', begin);
-      v = v->Find(where.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin));
-      if (dot == std::string::npos) break;
-      begin = dot + 1;
-    }
-    if (v == nullptr) {
-      if (required) Fail(path + ": no " + where);
-      return nullptr;
-    }
-    if (v->kind != kind) Fail(path + ": " + where + " has the wrong type");
-    return v;
-  };
-  auto integer = [&](const onnx_mini::JsonValue& v, const std::string& where, int64_t lo, int64_t hi) {
-    if (v.kind != onnx_mini::JsonValue::kNumber || !(v.number >= double(lo) && v.number <= double(hi)) ||
-        v.number != std::floor(v.number))
-      Fail(path + ": " + where + " is not an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
-    return int64_t(v.number);
-  };
-  auto number = [&](const std::string& where, int64_t lo, int64_t hi) {
-    return integer(*at(where, onnx_mini::JsonValue::kNumber), where, lo, hi);
-  };
-  auto name = [&](const std::string& where, bool templated, bool required = true) -> std::string {
-    const onnx_mini::JsonValue* v = at(where, onnx_mini::JsonValue::kString, required);
-    if (v == nullptr) return "";
-    const size_t first = v->string.find("%d");
-    if (templated != (first != std::string::npos) || (templated && v->string.find("%d", first + 1) != std::string::npos) ||
-        v->string.empty())
-      Fail(path + ": " + where + " is '" + v->string + "'" + (templated ? ", not a name with one %d" : ""));
-    return v->string;
-  };
-  constexpr int64_t kMax = int64_t{1} << 24;
-  GenaiConfig c;
-  c.dir = dir;
-  c.filename = name("model.decoder.filename", false);
-  if (c.filename.find('/') != std::string::npos || c.filename == "..")
-    Fail(path + ": model.decoder.filename '" + c.filename + "' is not a file in the folder");
-  c.input_ids = name("model.decoder.inputs.input_ids", false);
-  c.attention_mask = name("model.decoder.inputs.attention_mask", false);
-  c.position_ids = name("model.decoder.inputs.position_ids", false, /*required=*/false);
-  c.past_key = name("model.decoder.inputs.past_key_names", true);
-  c.past_value = name("model.decoder.inputs.past_value_names", true);
-  c.logits = name("model.decoder.outputs.logits", false);
-  c.present_key = name("model.decoder.outputs.present_key_names", true);
-  c.present_value = name("model.decoder.outputs.present_value_names", true);
-  c.layers = number("model.decoder.num_hidden_layers", 1, 4096);
-  c.kv_heads = number("model.decoder.num_key_value_heads", 1, 4096);
-  c.head_size = number("model.decoder.head_size", 1, 65536);
-  c.vocab = number("model.vocab_size", 1, kMax);
-  c.context_length = number("model.context_length", 1, kMax);
-  c.max_length = at("search.max_length", onnx_mini::JsonValue::kNumber, false) != nullptr
-                     ? number("search.max_length", 1, kMax)
-                     : c.context_length;
-  const onnx_mini::JsonValue* share = at("search.past_present_share_buffer", onnx_mini::JsonValue::kBool, false);
-  c.share_buffer = share != nullptr && share->boolean;
-  const onnx_mini::JsonValue* eos = (&root)->Find("model") ? root.Find("model")->Find("eos_token_id") : nullptr;
-  if (eos == nullptr) Fail(path + ": no model.eos_token_id");
-  if (eos->kind == onnx_mini::JsonValue::kArray) {
-    for (const auto& e : eos->array) c.eos.push_back(integer(e, "model.eos_token_id", 0, c.vocab - 1));
-  } else {
-    c.eos.push_back(integer(*eos, "model.eos_token_id", 0, c.vocab - 1));
-  }
-  c.pad = at("model.pad_token_id", onnx_mini::JsonValue::kNumber, false) != nullptr
-              ? number("model.pad_token_id", 0, c.vocab - 1)
-              : (c.eos.empty() ? 0 : c.eos[0]);
-  return c;
-}
-
-// The tokens onnxruntime generated for these prompts (tools/oracle/genai_greedy.js):
-// "prompt-ids: ...", "tokens: N" and "row B: ids" lines; '#' starts a comment.
-struct ExpectedTokens {
-  std::string prompt_ids;
-  int64_t tokens = 0;
-  std::vector<std::vector<int64_t>> rows;
-};
-
-ExpectedTokens ReadExpectedTokens(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) Fail("cannot read " + path);
-  ExpectedTokens e;
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty() || line[0] == '#') continue;
-    const std::string where = path + ":" + std::to_string(number) + ": ";
-    if (line.rfind("prompt-ids: ", 0) == 0) {
-      e.prompt_ids = line.substr(12);
-    } else if (line.rfind("tokens: ", 0) == 0) {
-      e.tokens = std::strtoll(line.c_str() + 8, nullptr, 10);
-    } else if (line.rfind("row ", 0) == 0 && line.find(':') != std::string::npos) {
-      if (std::strtoll(line.c_str() + 4, nullptr, 10) != int64_t(e.rows.size()))
-        Fail(where + "rows out of order");
-      std::istringstream ids(line.substr(line.find(':') + 1));
-      std::vector<int64_t> row;
-      long long id = 0;
-      while (ids >> id) row.push_back(id);
-      if (!ids.eof()) Fail(where + "not token ids: '" + line + "'");
-      e.rows.push_back(std::move(row));
-    } else {
-      Fail(where + "expected 'prompt-ids:', 'tokens:' or 'row N:', got '" + line + "'");
-    }
-  }
-  return e;
-}
-
-std::string JoinPrompts(const std::vector<std::vector<int64_t>>& prompts) {
-  std::string s;
-  for (size_t b = 0; b < prompts.size(); ++b) {
-    if (b) s += "|";
-    for (size_t j = 0; j < prompts[b].size(); ++j) s += (j ? " " : "") + std::to_string(prompts[b][j]);
-  }
-  return s;
-}
-
-class GenaiGenerator {
- public:
-  GenaiGenerator(const Options& options, const GenaiConfig& config)
-      : options_(options), config_(config), rows_(int64_t(options.prompt_ids.size())) {
-    progress_ = !options.quiet && isatty(fileno(stderr));
-    Check(om_session_options_create(&raw_options_));
-    session_options_.reset(raw_options_);
-    Check(om_session_options_set_intra_op_threads(raw_options_, options.threads));
-    session_ = OpenSession(config.dir + "/" + config.filename, raw_options_);
-    for (int64_t l = 0; l < config.layers; ++l) {
-      past_.push_back(LayerName(config.past_key, l));
-      past_.push_back(LayerName(config.past_value, l));
-      present_.push_back(LayerName(config.present_key, l));
-      present_.push_back(LayerName(config.present_value, l));
-    }
-    CheckCacheInputs();
-  }
-  ~GenaiGenerator() { EndProgress(); }
-  GenaiGenerator(const GenaiGenerator&) = delete;
-  GenaiGenerator& operator=(const GenaiGenerator&) = delete;
-
-  Result Generate(bool shared) {
-    try {
-      Result r = Loop(shared);
-      EndProgress();
-      return r;
-    } catch (Failure& f) {
-      f.message = std::string("[") + (shared ? "shared" : "dynamic") + "] " + f.message;
-      throw;
-    }
-  }
-
- private:
-  // The pasts must be float, [batch, kv_heads, past, head_size] as the config says.
-  void CheckCacheInputs() {
-    size_t count = 0;
-    Check(om_session_input_count(session_.get(), &count));
-    size_t found = 0;
-    for (size_t i = 0; i < count; ++i) {
-      om_value_info info;
-      Check(om_session_input_info(session_.get(), i, &info));
-      if (std::find(past_.begin(), past_.end(), info.name) == past_.end()) continue;
-      ++found;
-      if (info.elem_type != OM_FLOAT)
-        Fail(std::string("not implemented: ") + info.name + " of type " + om_elem_type_name(info.elem_type) +
-             " (onnx-decode keeps float caches)");
-      if (info.rank != 4 || (info.dims[1] >= 0 && info.dims[1] != config_.kv_heads) ||
-          (info.dims[3] >= 0 && info.dims[3] != config_.head_size))
-        Fail(std::string(info.name) + " is not [batch, " + std::to_string(config_.kv_heads) + ", past, " +
-             std::to_string(config_.head_size) + "] as genai_config.json says");
-    }
-    if (found != past_.size())
-      Fail(config_.dir + "/" + config_.filename + " lacks some of the " + std::to_string(past_.size()) +
-           " past inputs genai_config.json names (" + past_[0] + ", ...)");
-  }
-
-  void Progress(const char* what, int64_t i, int64_t n) {
-    if (!progress_) return;
-    std::fprintf(stderr, "\r%s %lld/%lld   ", what, (long long)i, (long long)n);
-    std::fflush(stderr);
-    progress_shown_ = true;
-  }
-  void EndProgress() {
-    if (!progress_shown_) return;
-    std::fprintf(stderr, "\r%*s\r", 60, "");
-    std::fflush(stderr);
-    progress_shown_ = false;
-  }
-
-  Result Loop(bool shared) {
-    const int64_t B = rows_, kv = config_.kv_heads, D = config_.head_size, V = config_.vocab;
-    std::vector<int64_t> lens;
-    for (const auto& p : options_.prompt_ids) lens.push_back(int64_t(p.size()));
-    const int64_t S = *std::max_element(lens.begin(), lens.end());
-    const int64_t M = options_.max_length > 0 ? options_.max_length : config_.max_length;
-    const size_t n_cache = past_.size();
-
-    std::vector<std::unique_ptr<CacheBuffer>> buffers;  // shared: one per cache, bound in and out
-    std::vector<Tensor> caches;                          // the pasts of the next run
-    for (size_t i = 0; i < n_cache; ++i) {
-      if (shared) {
-        buffers.push_back(std::make_unique<CacheBuffer>(size_t(B * kv * M * D)));
-        caches.push_back(WrapFloats(buffers.back()->data(), buffers.back()->count(), {B, kv, M, D}));
-      } else {
-        caches.push_back(CreateTensor(OM_FLOAT, {B, kv, 0, D}));
-      }
-    }
-
-    Result r;
-    r.tokens.assign(size_t(B), {});
-    for (int64_t len : lens) r.prefill_tokens += len;
-    std::vector<bool> done(size_t(B), false);
-    for (int64_t t = 0; t < options_.tokens; ++t) {
-      if (t > 0) Progress(shared ? "[shared] step" : "[dynamic] step", t, options_.tokens - 1);
-      const Clock::time_point start = Clock::now();
-      const int64_t seq = t == 0 ? S : 1, total = S + t;
-      std::vector<int64_t> ids(size_t(B * seq), config_.pad), mask(size_t(B * total), 0), positions(ids.size(), 0);
-      for (int64_t b = 0; b < B; ++b) {
-        if (t == 0) {
-          for (int64_t j = 0; j < S; ++j) {
-            if (j < lens[size_t(b)]) ids[size_t(b * S + j)] = options_.prompt_ids[size_t(b)][size_t(j)];
-            positions[size_t(b * S + j)] = j;
-          }
-        } else {
-          ids[size_t(b)] = done[size_t(b)] ? config_.pad : r.tokens[size_t(b)].back();
-          positions[size_t(b)] = lens[size_t(b)] + t - 1;
-        }
-        for (int64_t j = 0; j < lens[size_t(b)] + t; ++j) mask[size_t(b * total + j)] = 1;
-      }
-      Tensor input_ids = Int64Tensor({B, seq}, ids), attention_mask = Int64Tensor({B, total}, mask);
-      Tensor position_ids;
-      std::vector<Feed> feeds = {{config_.input_ids.c_str(), input_ids.get()},
-                                 {config_.attention_mask.c_str(), attention_mask.get()}};
-      if (!config_.position_ids.empty()) {
-        position_ids = Int64Tensor({B, seq}, positions);
-        feeds.push_back({config_.position_ids.c_str(), position_ids.get()});
-      }
-      std::vector<Fetch> fetches = {{config_.logits.c_str(), nullptr}};
-      for (size_t i = 0; i < n_cache; ++i) {
-        feeds.push_back({past_[i].c_str(), caches[i].get()});
-        fetches.push_back({present_[i].c_str(), shared ? caches[i].get() : nullptr});
-      }
-      std::vector<Tensor> out = Run(session_.get(), feeds, fetches);
-      if (!shared)
-        for (size_t i = 0; i < n_cache; ++i) caches[i] = std::move(out[i + 1]);  // frees the old past
-
-      const float* logits = Logits(out[0].get(), B, seq);
-      for (int64_t b = 0; b < B; ++b) {
-        if (done[size_t(b)]) continue;
-        const float* row = logits + (b * seq + (t == 0 ? lens[size_t(b)] - 1 : 0)) * V;
-        int64_t best = 0;
-        for (int64_t v = 0; v < V; ++v) {
-          if (std::isnan(row[v]))
-            Fail("the logits of row " + std::to_string(b) + " token " + std::to_string(t) + " are NaN (id " +
-                 std::to_string(v) + ")");
-          if (row[v] > row[best]) best = v;
-        }
-        r.tokens[size_t(b)].push_back(best);
-        done[size_t(b)] = std::find(config_.eos.begin(), config_.eos.end(), best) != config_.eos.end();
-      }
-      if (t == 0) r.prefill_ms = MsSince(start);
-      else r.step_ms.push_back(MsSince(start));
-      if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-    }
-    return r;
-  }
-
-  const float* Logits(om_tensor* logits, int64_t rows, int64_t seq) const {
-    const int64_t* dims = nullptr;
-    size_t rank = 0;
-    Check(om_tensor_shape(logits, &dims, &rank));
-    int32_t type = 0;
-    Check(om_tensor_elem_type(logits, &type));
-    if (type != OM_FLOAT || rank != 3 || dims[0] != rows || dims[1] != seq || dims[2] != config_.vocab) {
-      std::string got;
-      for (size_t d = 0; d < rank; ++d) got += (d ? "," : "") + std::to_string(dims[d]);
-      Fail(config_.logits + " is " + om_elem_type_name(type) + "[" + got + "], expected FLOAT[" +
-           std::to_string(rows) + "," + std::to_string(seq) + "," + std::to_string(config_.vocab) + "]");
-    }
-    void* data = nullptr;
-    Check(om_tensor_data(logits, &data));
-    return static_cast<const float*>(data);
-  }
-
-  const Options& options_;
-  const GenaiConfig& config_;
-  int64_t rows_;
-  om_session_options* raw_options_ = nullptr;  // owned by session_options_
-  SessionOptions session_options_;
-  Session session_;
-  std::vector<std::string> past_, present_;  // key_0, value_0, key_1, ...
-  bool progress_ = false, progress_shown_ = false;
-};
-
-// The first (row, token) where two token lists differ (in value or length);
-// false when they are equal.
-bool FirstTokenDifference(const std::vector<std::vector<int64_t>>& a, const std::vector<std::vector<int64_t>>& b,
-                          size_t* row, size_t* token) {
-  for (size_t r = 0; r < std::max(a.size(), b.size()); ++r) {
-    const size_t n = std::max(r < a.size() ? a[r].size() : 0, r < b.size() ? b[r].size() : 0);
-    for (size_t t = 0; t < n; ++t)
-      if (r >= a.size() || r >= b.size() || t >= a[r].size() || t >= b[r].size() || a[r][t] != b[r][t]) {
-        *row = r;
-        *token = t;
-        return true;
-      }
-  }
-  return false;
-}
-
-std::string TokenAt(const std::vector<std::vector<int64_t>>& rows, size_t r, size_t t) {
-  if (r >= rows.size() || t >= rows[r].size()) return "(none)";
-  return std::to_string(rows[r][t]);
-}
-
-int GenaiMain(Options options) {
-  const GenaiConfig config = ReadGenaiConfig(options.model_dir);
-  if (options.prompts_given && options.prompt_ids.empty())
-    Fail(options.model_dir + " has no tokenizer onnx-decode can use: give the prompts as --prompt-ids", 2);
-  if (options.prompt_ids.empty()) options.prompt_ids = ParsePromptIds(kGenaiPrompts);
-  // Modes: the config's (shared when it shares buffers) and dynamic, compared;
-  // or the one --cache names.
-  std::vector<bool> modes;  // true: shared
-  if (options.cache == "shared") modes = {true};
-  else if (options.cache == "dynamic") modes = {false};
-  else if (options.cache.empty() || options.cache == "all") modes = config.share_buffer ? std::vector<bool>{true, false} : std::vector<bool>{false};
-  else Fail("--cache takes shared, dynamic or all for an onnxruntime-genai folder, not '" + options.cache + "'", 2);
-  const int64_t M = options.max_length > 0 ? options.max_length : config.max_length;
-  size_t longest = 0;
-  for (size_t b = 0; b < options.prompt_ids.size(); ++b) {
-    const auto& p = options.prompt_ids[b];
-    longest = std::max(longest, p.size());
-    for (size_t j = 0; j < p.size(); ++j)
-      if (p[j] < 0 || p[j] >= config.vocab)
-        Fail("prompt " + std::to_string(b) + " token " + std::to_string(j) + " is " + std::to_string(p[j]) +
-                 ", outside the vocabulary of " + std::to_string(config.vocab),
-             2);
-  }
-  // The last run sees longest + tokens - 1 positions.
-  const int64_t total = int64_t(longest) + options.tokens - 1;
-  if (total > config.context_length)
-    Fail(std::to_string(longest) + " prompt tokens + " + std::to_string(options.tokens) +
-             " generated reach past the model's context_length of " + std::to_string(config.context_length),
-         2);
-  if (std::find(modes.begin(), modes.end(), true) != modes.end() && total > M)
-    Fail(std::to_string(longest) + " prompt tokens + " + std::to_string(options.tokens) +
-             " generated exceed the shared buffer of " + std::to_string(M) + " rows; pass a larger --max-length",
-         2);
-
-  std::vector<std::string> labels;
-  for (const auto& p : options.prompt_ids) labels.push_back(JoinPrompts({p}));
-  GenaiGenerator generator(options, config);
-  std::vector<Result> results;
-  for (bool shared : modes) {
-    results.push_back(generator.Generate(shared));
-    Report(shared ? "shared" : "dynamic", labels, options.step_times, results.back());
-  }
-  int status = 0;
-  size_t row = 0, token = 0;
-  if (results.size() == 2) {
-    if (FirstTokenDifference(results[0].tokens, results[1].tokens, &row, &token)) {
-      std::printf("modes agree: NO (row %zu token %zu: shared %s, dynamic %s)\n", row, token,
-                  TokenAt(results[0].tokens, row, token).c_str(), TokenAt(results[1].tokens, row, token).c_str());
-      status = 1;
-    } else {
-      std::printf("modes agree: yes\n");
-    }
-  }
-  // onnxruntime's tokens: --expect-tokens FILE, or the folder's
-  // expected_tokens.txt when it was made for these prompts and token count.
-  std::string expect = options.expect_tokens;
-  const bool forced = !expect.empty();
-  if (!forced && std::ifstream(options.model_dir + "/expected_tokens.txt").good())
-    expect = options.model_dir + "/expected_tokens.txt";
-  if (!expect.empty()) {
-    const ExpectedTokens e = ReadExpectedTokens(expect);
-    const bool same_run = e.prompt_ids == JoinPrompts(options.prompt_ids) && e.tokens == options.tokens;
-    if (!same_run && forced)
-      Fail(expect + " holds the tokens of prompt-ids \"" + e.prompt_ids + "\" with --tokens " +
-           std::to_string(e.tokens) + ", not of this run");
-    if (same_run) {
-      if (FirstTokenDifference(results[0].tokens, e.rows, &row, &token)) {
-        std::printf("onnxruntime's tokens (%s): NO (row %zu token %zu: %s, onnxruntime %s)\n", expect.c_str(), row,
-                    token, TokenAt(results[0].tokens, row, token).c_str(), TokenAt(e.rows, row, token).c_str());
-        status = 1;
-      } else {
-        std::printf("onnxruntime's tokens (%s): the same\n", expect.c_str());
-      }
-    }
-  }
-  return status;
 }
 
 // ---- Arguments -----------------------------------------------------------------------
@@ -1274,12 +766,13 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace onnx_decode
 
 int main(int argc, char** argv) {
   onnx_mini::ReexecWithOmpWaitDefault(argv);
   try {
-    return Main(argc, argv);
-  } catch (const Failure& f) {
+    return onnx_decode::Main(argc, argv);
+  } catch (const onnx_decode::Failure& f) {
     if (f.exit_code == 0) return 0;
     std::fflush(stdout);
     std::fprintf(stderr, "onnx-decode: %s\n", f.message.c_str());

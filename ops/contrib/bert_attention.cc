@@ -7,8 +7,6 @@
 // (1|B, 1|N, S, T); unidirectional, scale, mask_filter_value. The product runs
 // through the GEMM router (a constant weight prepared once), the attention
 // through the attention kernel with the masks as its additive bias.
-#include <cmath>
-
 #include "kernels/gemm/onednn.h"
 #include "kernels/gemm/prepared_matmul.h"
 #include "kernels/vec/arith.h"
@@ -35,11 +33,7 @@ struct BertAttentionPlan : OpPlan {
 class BertAttentionOp : public Op {
  public:
   static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
-    const int64_t heads = node.attr_int("num_heads", 0);
-    if (heads <= 0) return AttributeError(node, absl::StrCat("num_heads must be positive, got ", heads));
-    const float scale = node.attr_float("scale", 0);
-    if (!std::isfinite(scale) || scale < 0)
-      return AttributeError(node, absl::StrCat("scale ", scale, " must be finite and not negative (0: 1/sqrt(H))"));
+    ASSIGN_OR_RETURN(const MsAttentionAttrs attrs, ParseMsAttentionAttrs(node));
     if (node.attr_int("do_rotary", 0) != 0)
       return NotImplemented(node, "do_rotary (onnxruntime's CPU kernel has none either)");
     if (node.attr_int("past_present_share_buffer", 0) != 0 || node.has_input(kPastSeqLen))
@@ -47,16 +41,15 @@ class BertAttentionOp : public Op {
     std::vector<int64_t> sizes;
     if (const Attribute* a = node.attr("qkv_hidden_sizes")) {
       sizes = a->ints;
-      if (sizes.size() != 3 || sizes[0] <= 0 || sizes[1] != sizes[0] || sizes[2] <= 0 || sizes[0] % heads != 0 ||
-          sizes[2] % heads != 0)
+      if (sizes.size() != 3 || sizes[0] <= 0 || sizes[1] != sizes[0] || sizes[2] <= 0 || sizes[0] % attrs.heads != 0 ||
+          sizes[2] % attrs.heads != 0)
         return AttributeError(node, absl::StrCat("qkv_hidden_sizes must be three positive sizes, the first two equal, "
-                                                 "each divisible by num_heads ", heads, ", got ", a->ints.size(),
+                                                 "each divisible by num_heads ", attrs.heads, ", got ", a->ints.size(),
                                                  " values"));
     }
     if (node.has_input(kPast) && !node.has_output(kPresent))
       return AttributeError(node, "a past needs the present output (onnxruntime requires it)");
-    return std::unique_ptr<Op>(new BertAttentionOp(heads, scale, node.attr_int("unidirectional", 0) != 0,
-                                                   node.attr_float("mask_filter_value", -10000.0f), sizes));
+    return std::unique_ptr<Op>(new BertAttentionOp(attrs, sizes));
   }
 
   absl::Status Prepare(PrepareContext& ctx) override {
@@ -72,13 +65,8 @@ class BertAttentionOp : public Op {
 
   absl::Status Infer(InferContext& ctx) const override {
     const DType t = ctx.input(kInput).dtype;
-    std::vector<std::optional<Shape>> s(kPastSeqLen + 1);
-    bool known = true;
-    for (size_t i = 0; i < s.size(); ++i)
-      if (ctx.has_input(i)) {
-        s[i] = ctx.input(i).concrete_shape();
-        known = known && s[i].has_value();
-      }
+    std::vector<std::optional<Shape>> s;
+    const bool known = ConcreteInputShapes(ctx, kPastSeqLen + 1, s);
     ValueType y, present;
     y.dtype = present.dtype = t;
     if (known) {
@@ -125,13 +113,13 @@ class BertAttentionOp : public Op {
   }
 
  private:
-  BertAttentionOp(int64_t heads, float scale, bool unidirectional, float filter, std::vector<int64_t> sizes)
-      : heads_(heads), scale_(scale), unidirectional_(unidirectional), filter_(filter), sizes_(std::move(sizes)) {}
+  BertAttentionOp(const MsAttentionAttrs& attrs, std::vector<int64_t> sizes)
+      : attrs_(attrs), sizes_(std::move(sizes)) {}
 
   absl::Status Resolve(const InferContext& ctx, const std::vector<std::optional<Shape>>& s,
                        BertAttentionPlan& plan) const {
     AttentionProblem& p = plan.problem;
-    const int64_t N = heads_;
+    const int64_t N = attrs_.heads;
     p.dtype = p.softmax_dtype = ctx.input(kInput).dtype;
     const Shape& x = *s[kInput];
     const Shape& w = *s[kWeights];
@@ -180,9 +168,9 @@ class BertAttentionOp : public Op {
     p.q.stride_h = p.k.stride_h = p.head_size;
     p.v.stride_h = p.v_head_size;
     p.y = HeadView::Of3D(N, S, p.v_head_size);
-    p.scale = scale_ > 0 ? scale_ : 1.0f / std::sqrt(float(p.head_size));
-    p.causal = unidirectional_;  // as many keys as queries: onnxruntime's rule is the kernel's
-    plan.bias.filter = filter_;
+    p.scale = attrs_.ScaleFor(p.head_size);
+    p.causal = attrs_.unidirectional;  // as many keys as queries: onnxruntime's rule is the kernel's
+    plan.bias.filter = attrs_.filter;
     return ResolveMsBias(ctx, s[kMaskIndex] ? &*s[kMaskIndex] : nullptr,
                          s[kAttentionBias] ? &*s[kAttentionBias] : nullptr, false, plan.bias, p);
   }
@@ -233,10 +221,7 @@ class BertAttentionOp : public Op {
     return out;
   }
 
-  int64_t heads_;
-  float scale_;
-  bool unidirectional_;
-  float filter_;
+  MsAttentionAttrs attrs_;
   std::vector<int64_t> sizes_;
   std::unique_ptr<PackedMatMul> packed_;  // set by Prepare, read-only after
   bool released_ = false;

@@ -39,13 +39,8 @@ class EmbedLayerNormOp : public Op {
 
   absl::Status Infer(InferContext& ctx) const override {
     const DType t = ctx.input(kWord).dtype;
-    std::vector<std::optional<Shape>> s(kPositionIds + 1);
-    bool known = true;
-    for (size_t i = 0; i < s.size(); ++i)
-      if (ctx.has_input(i)) {
-        s[i] = ctx.input(i).concrete_shape();
-        known = known && s[i].has_value();
-      }
+    std::vector<std::optional<Shape>> s;
+    const bool known = ConcreteInputShapes(ctx, kPositionIds + 1, s);
     ValueType y, sum, mask_index;
     y.dtype = sum.dtype = t;
     mask_index.dtype = DType::kInt32;

@@ -13,6 +13,7 @@
 #include "kernels/gemm/onednn.h"
 #include "kernels/gemm/prepared_matmul.h"
 #include "ops/common.h"
+#include "ops/math/matmul_plan.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
@@ -52,21 +53,9 @@ SideView ViewOf(const Shape& s, bool trans, bool trans_batch) {
   return v;
 }
 
-struct FusedPlan : OpPlan {
+// MatMul's plan of the sides as the product reads them.
+struct FusedPlan : MatMulPlan {
   SideView a, b;
-  int64_t M = 0, K = 0, N = 0, batches = 0, count_a = 0, count_b = 0;
-  Shape batch;
-  std::vector<int64_t> stride_a, stride_b;
-  bool one_call = false;
-  void Offsets(int64_t t, int64_t& oa, int64_t& ob) const {
-    oa = ob = 0;
-    for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
-      const int64_t idx = t % batch[size_t(d)];
-      t /= batch[size_t(d)];
-      oa += idx * stride_a[size_t(d)];
-      ob += idx * stride_b[size_t(d)];
-    }
-  }
 };
 
 class FusedMatMulOp : public Op {
@@ -83,10 +72,8 @@ class FusedMatMulOp : public Op {
   absl::Status Prepare(PrepareContext& ctx) override {
     const Tensor* b = ctx.num_inputs() > 1 ? ctx.constant(1) : nullptr;
     if (!b || b->shape().size() != 2 || b->dtype() != DType::kFloat || b->raw() == nullptr) return absl::OkStatus();
-    std::shared_ptr<const PackedGemmB> shared = ctx.Shared<PackedGemmB>(
-        1, trans_b_ ? "gemm_f32 panels of B^T" : "gemm_f32 panels of B",
-        [&] { return PackGemmB(*b, trans_b_, ctx.budget()); });
-    packed_ = PackedMatMul::Make(*b, trans_b_, Tensor(), ctx.threads(), ctx.budget(), shared);
+    packed_ =
+        PackedMatMul::Make(*b, trans_b_, Tensor(), ctx.threads(), ctx.budget(), SharedPackedB(ctx, 1, trans_b_));
     released_ = packed_ && packed_->ReleaseB();
     if (released_) ctx.release(1);
     return absl::OkStatus();
@@ -108,32 +95,11 @@ class FusedMatMulOp : public Op {
     auto p = std::make_shared<FusedPlan>();
     p->a = ViewOf(*sa, trans_a_, trans_batch_a_);
     p->b = ViewOf(*sb, trans_b_, trans_batch_b_);
-    Shape ea = p->a.dims, eb = p->b.dims;
-    if (ea.size() == 1) ea.insert(ea.begin(), 1);
-    if (eb.size() == 1) eb.push_back(1);
-    p->M = ea[ea.size() - 2];
-    p->K = ea.back();
-    p->N = eb.back();
-    if (eb[eb.size() - 2] != p->K)
-      return ctx.Error(absl::StrCat("inner dimensions differ: A ", ShapeToString(*sa), " read as ",
-                                    ShapeToString(p->a.dims), " x B ", ShapeToString(*sb), " read as ",
-                                    ShapeToString(p->b.dims)));
-    std::vector<Dim> da, db;
-    for (size_t i = 0; i + 2 < ea.size(); ++i) da.push_back(Dim::Known(ea[i]));
-    for (size_t i = 0; i + 2 < eb.size(); ++i) db.push_back(Dim::Known(eb[i]));
-    ASSIGN_OR_RETURN(const std::vector<Dim> batch, BroadcastDims(ctx, da, db));
-    for (const Dim& d : batch) p->batch.push_back(d.value);
-    const Shape batch_a(ea.begin(), ea.end() - 2), batch_b(eb.begin(), eb.end() - 2);
-    p->stride_a = BroadcastStrides(batch_a, p->batch);
-    p->stride_b = BroadcastStrides(batch_b, p->batch);
-    p->batches = ElementCount(p->batch);
-    p->count_a = ElementCount(batch_a);
-    p->count_b = ElementCount(batch_b);
-    p->one_call = (p->count_a == 1 || batch_a == p->batch) && (p->count_b == 1 || batch_b == p->batch);
-    Shape y = p->batch;
-    if (p->a.dims.size() > 1) y.push_back(p->M);
-    if (p->b.dims.size() > 1) y.push_back(p->N);
-    ctx.set_output(0, ValueType::Of(out.dtype, y));
+    RETURN_IF_ERROR(PlanMatMul(ctx, p->a.dims, p->b.dims,
+                               absl::StrCat("A ", ShapeToString(*sa), " read as ", ShapeToString(p->a.dims), " x B ",
+                                            ShapeToString(*sb), " read as ", ShapeToString(p->b.dims)),
+                               *p));
+    ctx.set_output(0, ValueType::Of(out.dtype, p->output));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();
   }
@@ -178,24 +144,7 @@ class FusedMatMulOp : public Op {
       return absl::OkStatus();
     return Dispatch<FusedMatMulTypes>(ctx, dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using A = typename Arith<T>::type;
-      const T* ta = static_cast<const T*>(a);
-      const T* tb = static_cast<const T*>(b);
-      T* ty = y.data<T>();
-      ParallelFor(ctx.threads(), p.batches * M, WorkPerIndex{double(K) * double(N)},
-                  [&](int64_t t0, int64_t t1) { for (int64_t t = t0; t < t1; ++t) {
-        const int64_t bi = t / M, m = t % M;
-        int64_t oa, ob;
-        p.Offsets(bi, oa, ob);
-        const T* row = ta + (oa * M + m) * K;
-        const T* mat = tb + ob * K * N;
-        std::vector<A> acc(size_t(N), A(0));
-        for (int64_t k = 0; k < K; ++k) {
-          const A x = A(Widen(row[k]));
-          for (int64_t n = 0; n < N; ++n) acc[size_t(n)] += x * A(Widen(mat[k * N + n]));
-        }
-        for (int64_t n = 0; n < N; ++n) ty[t * N + n] = Narrow<T>(acc[size_t(n)]);
-      }});
+      PlainMatMul(p, static_cast<const T*>(a), static_cast<const T*>(b), y.data<T>(), ctx.threads());
     });
   }
 

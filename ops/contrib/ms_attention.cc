@@ -1,6 +1,7 @@
 #include "ops/contrib/ms_attention.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "kernels/vec/arith.h"
@@ -10,6 +11,22 @@
 namespace onnx_mini {
 
 using MsTypes = TypeList<float, Float16>;  // the T of the com.microsoft attention ops
+
+float MsAttentionAttrs::ScaleFor(int64_t head_size) const {
+  return scale > 0 ? scale : 1.0f / std::sqrt(float(head_size));
+}
+
+absl::StatusOr<MsAttentionAttrs> ParseMsAttentionAttrs(const Node& node) {
+  MsAttentionAttrs a;
+  a.heads = node.attr_int("num_heads", 0);
+  if (a.heads <= 0) return AttributeError(node, absl::StrCat("num_heads must be positive, got ", a.heads));
+  a.scale = node.attr_float("scale", 0);
+  if (!std::isfinite(a.scale) || a.scale < 0)
+    return AttributeError(node, absl::StrCat("scale ", a.scale, " must be finite and not negative (0: 1/sqrt(H))"));
+  a.unidirectional = node.attr_int("unidirectional", 0) != 0;
+  a.filter = node.attr_float("mask_filter_value", -10000.0f);
+  return a;
+}
 
 absl::Status ResolveMsBias(const InferContext& ctx, const Shape* mask, const Shape* attention_bias, bool mha,
                            MsBiasPlan& plan, AttentionProblem& p) {

@@ -1,4 +1,5 @@
 // What com.microsoft MultiHeadAttention and Attention (ops/contrib/) share:
+// their attributes (num_heads, scale, unidirectional, mask_filter_value);
 // their int32 masks (key_padding_mask, mask_index), attention_bias and the
 // rows of `unidirectional` the kernel's causal rule cannot say, made into the
 // one additive bias of AttentionProblem as onnxruntime's CPU kernels add them
@@ -12,6 +13,20 @@
 #include "runtime/op.h"
 
 namespace onnx_mini {
+
+// The attributes both ops take: num_heads, scale (0: 1/sqrt(H)),
+// unidirectional and mask_filter_value.
+struct MsAttentionAttrs {
+  int64_t heads = 0;
+  float scale = 0;
+  bool unidirectional = false;
+  float filter = -10000;
+  // The scale of the scores for heads of `head_size`.
+  float ScaleFor(int64_t head_size) const;
+};
+
+// Reads and checks them (num_heads positive, scale finite, not negative).
+absl::StatusOr<MsAttentionAttrs> ParseMsAttentionAttrs(const Node& node);
 
 enum class MsMaskKind {
   kNone,

@@ -8,8 +8,6 @@
 // present_key/present_value (B, N, P + L, H|Hv) and qk (B, N, S, T), the
 // scaled scores with the mask and bias added. Runs on the attention kernel
 // (kernels/attention/attention.h) with the masks as its additive bias.
-#include <cmath>
-
 #include "ops/common.h"
 #include "ops/contrib/ms_attention.h"
 #include "ops/ops.h"
@@ -32,28 +30,18 @@ struct MhaPlan : OpPlan {
 class MultiHeadAttentionOp : public Op {
  public:
   static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
-    const int64_t heads = node.attr_int("num_heads", 0);
-    if (heads <= 0) return AttributeError(node, absl::StrCat("num_heads must be positive, got ", heads));
-    const float scale = node.attr_float("scale", 0);
-    if (!std::isfinite(scale) || scale < 0)
-      return AttributeError(node, absl::StrCat("scale ", scale, " must be finite and not negative (0: 1/sqrt(H))"));
+    ASSIGN_OR_RETURN(const MsAttentionAttrs attrs, ParseMsAttentionAttrs(node));
     if (node.has_input(kPastSeqLen) || node.has_input(kCacheIndirection))
       return NotImplemented(node, "past_sequence_length and cache_indirection (beam search's shared buffer)");
     if (node.has_input(kPastKey) != node.has_input(kPastValue))
       return AttributeError(node, "past_key and past_value must be given together");
-    return std::unique_ptr<Op>(new MultiHeadAttentionOp(heads, scale, node.attr_int("unidirectional", 0) != 0,
-                                                        node.attr_float("mask_filter_value", -10000.0f)));
+    return std::unique_ptr<Op>(new MultiHeadAttentionOp(attrs));
   }
 
   absl::Status Infer(InferContext& ctx) const override {
     const DType t = ctx.input(kQuery).dtype;
-    std::vector<std::optional<Shape>> s(kCacheIndirection + 1);
-    bool known = true;
-    for (size_t i = 0; i < s.size(); ++i)
-      if (ctx.has_input(i)) {
-        s[i] = ctx.input(i).concrete_shape();
-        known = known && s[i].has_value();
-      }
+    std::vector<std::optional<Shape>> s;
+    const bool known = ConcreteInputShapes(ctx, kCacheIndirection + 1, s);
     ValueType y, pk, pv, qk;
     y.dtype = pk.dtype = pv.dtype = qk.dtype = t;
     if (known) {
@@ -113,12 +101,11 @@ class MultiHeadAttentionOp : public Op {
   }
 
  private:
-  MultiHeadAttentionOp(int64_t heads, float scale, bool unidirectional, float filter)
-      : heads_(heads), scale_(scale), unidirectional_(unidirectional), filter_(filter) {}
+  explicit MultiHeadAttentionOp(const MsAttentionAttrs& attrs) : attrs_(attrs) {}
 
   absl::Status Resolve(const InferContext& ctx, const std::vector<std::optional<Shape>>& s, MhaPlan& plan) const {
     AttentionProblem& p = plan.problem;
-    const int64_t N = heads_;
+    const int64_t N = attrs_.heads;
     p.dtype = p.softmax_dtype = ctx.input(kQuery).dtype;
     const Shape& q = *s[kQuery];
     if (q.size() == 5) return NotImplemented(ctx.node(), "packed QKV (B, S, N, 3, H) (onnxruntime's CPU kernel has none either)");
@@ -179,23 +166,20 @@ class MultiHeadAttentionOp : public Op {
     p.total_len = p.cache.present_capacity = *total;
     p.q = HeadView::Of3D(N, S, p.head_size);
     p.y = HeadView::Of3D(N, S, p.v_head_size);
-    p.scale = scale_ > 0 ? scale_ : 1.0f / std::sqrt(float(p.head_size));
+    p.scale = attrs_.ScaleFor(p.head_size);
     // unidirectional: query i sees keys up to P + i, but onnxruntime leaves
     // the last query row unmasked; the same as the kernel's causal rule when
     // there are as many new keys as queries, else written into the bias.
-    p.causal = unidirectional_ && p.kv_len == S;
-    plan.bias.causal_rows = unidirectional_ && p.kv_len != S;
-    plan.bias.filter = filter_;
+    p.causal = attrs_.unidirectional && p.kv_len == S;
+    plan.bias.causal_rows = attrs_.unidirectional && p.kv_len != S;
+    plan.bias.filter = attrs_.filter;
     // The scores output is the scaled product with the mask and bias added (mode 2: after the bias).
     p.qk_mode = 2;
     return ResolveMsBias(ctx, s[kPadding] ? &*s[kPadding] : nullptr, s[kAttentionBias] ? &*s[kAttentionBias] : nullptr,
                          true, plan.bias, p);
   }
 
-  int64_t heads_;
-  float scale_;
-  bool unidirectional_;
-  float filter_;
+  MsAttentionAttrs attrs_;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "kernels/quant/int8_matmul.h"
 #include "ops/common.h"
+#include "ops/math/matmul_plan.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
@@ -39,23 +40,6 @@ std::shared_ptr<const PackedInt8B> PackInt8B(const Tensor& b, const std::shared_
   Int8PackB(b.raw(), p->b_unsigned, k, n, p->data.data<int8_t>());
   return p;
 }
-
-// NumPy matmul of A (..., M, K) and B (..., K, N).
-struct QMatMulPlan : OpPlan {
-  int64_t M = 0, K = 0, N = 0, batches = 0;
-  Shape batch;
-  std::vector<int64_t> stride_a, stride_b;  // per batch dim, in matrices (0: broadcast)
-  bool b_matrix = false;                     // B 2-D (or 1-D): A's batches are rows of one product
-  void Offsets(int64_t t, int64_t& a, int64_t& b) const {
-    a = b = 0;
-    for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
-      const int64_t idx = t % batch[size_t(d)];
-      t /= batch[size_t(d)];
-      a += idx * stride_a[size_t(d)];
-      b += idx * stride_b[size_t(d)];
-    }
-  }
-};
 
 // Where the inputs are: A, B, the scales, zero points and bias (-1: none).
 struct Inputs {
@@ -90,25 +74,9 @@ class QuantizedMatMulOp : public Op {
       ctx.set_output(0, out);
       return absl::OkStatus();
     }
-    Shape sa = *sa0, sb = *sb0;
-    if (sa.empty() || sb.empty()) return ctx.Error("A and B must have rank >= 1");
-    if (sa.size() == 1) sa.insert(sa.begin(), 1);
-    if (sb.size() == 1) sb.push_back(1);
-    auto p = std::make_shared<QMatMulPlan>();
-    p->M = sa[sa.size() - 2];
-    p->K = sa.back();
-    p->N = sb.back();
-    if (sb[sb.size() - 2] != p->K)
-      return ctx.Error(absl::StrCat("inner dimensions differ: A ", ShapeToString(*sa0), " x B ", ShapeToString(*sb0)));
-    std::vector<Dim> da, db;
-    for (size_t i = 0; i + 2 < sa.size(); ++i) da.push_back(Dim::Known(sa[i]));
-    for (size_t i = 0; i + 2 < sb.size(); ++i) db.push_back(Dim::Known(sb[i]));
-    ASSIGN_OR_RETURN(const std::vector<Dim> batch, BroadcastDims(ctx, da, db));
-    for (const Dim& d : batch) p->batch.push_back(d.value);
-    p->stride_a = BroadcastStrides(Shape(sa.begin(), sa.end() - 2), p->batch);
-    p->stride_b = BroadcastStrides(Shape(sb.begin(), sb.end() - 2), p->batch);
-    p->batches = ElementCount(p->batch);
-    p->b_matrix = sb.size() == 2;
+    auto p = std::make_shared<MatMulPlan>();
+    RETURN_IF_ERROR(
+        PlanMatMul(ctx, *sa0, *sb0, absl::StrCat("A ", ShapeToString(*sa0), " x B ", ShapeToString(*sb0)), *p));
     // Scales and zero points: one value, or (B's) one per column; the bias N values.
     auto check = [&](int i, const char* what, bool per_column) -> absl::Status {
       if (i < 0 || !ctx.has_input(size_t(i))) return absl::OkStatus();
@@ -129,16 +97,13 @@ class QuantizedMatMulOp : public Op {
       if (s && (s->size() != 1 || (*s)[0] != p->N))
         return ctx.Error(absl::StrCat("the bias must be 1-D of B's ", p->N, " columns, got ", ShapeToString(*s)));
     }
-    Shape y = p->batch;
-    if (sa0->size() > 1) y.push_back(p->M);
-    if (sb0->size() > 1) y.push_back(p->N);
-    ctx.set_output(0, ValueType::Of(DType::kFloat, y));
+    ctx.set_output(0, ValueType::Of(DType::kFloat, p->output));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
-    const QMatMulPlan& p = ctx.plan<QMatMulPlan>();
+    const MatMulPlan& p = ctx.plan<MatMulPlan>();
     const Tensor& b = *ctx.input(1);
     Tensor& y = ctx.output(0);
     if (y.size() == 0) return absl::OkStatus();

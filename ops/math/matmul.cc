@@ -6,6 +6,7 @@
 #include "ops/common.h"
 #include "kernels/gemm/onednn.h"
 #include "kernels/gemm/prepared_matmul.h"
+#include "ops/math/matmul_plan.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
@@ -15,57 +16,6 @@ namespace {
 using MatMulTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>;
 // The types oneDNN runs here.
 using OneDnnTypes = TypeList<float, BFloat16>;
-
-// The problem MatMul solves: `batches` products of (M x K) by (K x N).
-struct MatMulPlan : OpPlan {
-  int64_t M = 0, K = 0, N = 0, batches = 0;
-  Shape batch;                          // the broadcast batch dims
-  std::vector<int64_t> stride_a, stride_b;  // matrix strides of A and B per batch dim (0: broadcast)
-  int64_t count_a = 0, count_b = 0;     // matrices in A and in B
-  bool one_call = false;                // each side's batch is complete or a single matrix
-
-  // The matrices of A and B that output batch t multiplies.
-  void Offsets(int64_t t, int64_t& off_a, int64_t& off_b) const {
-    off_a = off_b = 0;
-    for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
-      const int64_t idx = t % batch[size_t(d)];
-      t /= batch[size_t(d)];
-      off_a += idx * stride_a[size_t(d)];
-      off_b += idx * stride_b[size_t(d)];
-    }
-  }
-};
-
-std::shared_ptr<MatMulPlan> PlanMatMul(Shape sa, Shape sb) {
-  auto p = std::make_shared<MatMulPlan>();
-  if (sa.size() == 1) sa.insert(sa.begin(), 1);
-  if (sb.size() == 1) sb.push_back(1);
-  p->M = sa[sa.size() - 2];
-  p->K = sa.back();
-  p->N = sb.back();
-  const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-  p->batch.assign(std::max(batch_a.size(), batch_b.size()), 1);
-  for (size_t i = 0; i < p->batch.size(); ++i) {
-    const int64_t x = i + batch_a.size() >= p->batch.size() ? batch_a[i + batch_a.size() - p->batch.size()] : 1;
-    const int64_t y = i + batch_b.size() >= p->batch.size() ? batch_b[i + batch_b.size() - p->batch.size()] : 1;
-    p->batch[i] = x == 1 ? y : x;
-  }
-  p->stride_a = BroadcastStrides(batch_a, p->batch);
-  p->stride_b = BroadcastStrides(batch_b, p->batch);
-  p->batches = ElementCount(p->batch);
-  p->count_a = ElementCount(batch_a);
-  p->count_b = ElementCount(batch_b);
-  p->one_call = (p->count_a == 1 || batch_a == p->batch) && (p->count_b == 1 || batch_b == p->batch);
-  return p;
-}
-
-// B (constant input i) packed for the GEMM once per session, whichever
-// nodes read it; null where the packed GEMM does not run.
-std::shared_ptr<const PackedGemmB> SharedPackedB(PrepareContext& ctx, size_t i, bool trans_b) {
-  const Tensor& b = *ctx.constant(i);
-  return ctx.Shared<PackedGemmB>(i, trans_b ? "gemm_f32 panels of B^T" : "gemm_f32 panels of B",
-                                 [&] { return PackGemmB(b, trans_b, ctx.budget()); });
-}
 
 // A product whose B was released: the packed form is all there is.
 absl::Status RunReleased(KernelContext& ctx, const PackedMatMul& packed, const void* a, void* c, int64_t m) {
@@ -116,7 +66,11 @@ class MatMulOp : public Op {
       if (!a_vec) out.dims->push_back(da[da.size() - 2]);
       if (!b_vec) out.dims->push_back(db.back());
       const std::optional<Shape> sa = ta.concrete_shape(), sb = tb.concrete_shape();
-      if (sa && sb) ctx.set_plan(PlanMatMul(*sa, *sb));
+      if (sa && sb) {
+        auto p = std::make_shared<MatMulPlan>();
+        RETURN_IF_ERROR(PlanMatMul(ctx, *sa, *sb, absl::StrCat(ta.ToString(), " x ", tb.ToString()), *p));
+        ctx.set_plan(std::move(p));
+      }
     }
     if (ctx.has_input(2)) {  // FusedMatMul's bias: 1-D, N elements
       const ValueType& bias = ctx.input(2);
@@ -175,25 +129,7 @@ class MatMulOp : public Op {
     }
     return Dispatch<MatMulTypes>(ctx, a.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using A = typename Arith<T>::type;
-      const T* pa = a.data<T>();
-      const T* pb = b.data<T>();
-      T* po = out.data<T>();
-      ParallelFor(ctx.threads(), p.batches * M, WorkPerIndex{double(K) * double(N) / 4},
-                  [&](int64_t t_begin, int64_t t_end) { for (int64_t t = t_begin; t < t_end; ++t) {
-        const int64_t bi = t / M, m = t % M;
-        int64_t off_a, off_b;
-        p.Offsets(bi, off_a, off_b);
-        const T* row = pa + (off_a * M + m) * K;
-        const T* mat = pb + off_b * K * N;
-        std::vector<A> acc(size_t(N), A(0));
-        for (int64_t k = 0; k < K; ++k) {
-          const A x = A(Widen(row[k]));
-          const T* brow = mat + k * N;
-          for (int64_t n = 0; n < N; ++n) acc[size_t(n)] += x * A(Widen(brow[n]));
-        }
-        for (int64_t n = 0; n < N; ++n) po[(bi * M + m) * N + n] = Narrow<T>(acc[size_t(n)]);
-      }});
+      PlainMatMul(p, a.data<T>(), b.data<T>(), out.data<T>(), ctx.threads());
     });
   }
 

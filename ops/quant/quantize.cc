@@ -16,6 +16,7 @@
 #include "kernels/gemm/onednn.h"
 #include "kernels/quant/block_format.h"
 #include "kernels/vec/round.h"
+#include "ops/math/matmul_plan.h"
 #include "ops/ops.h"
 #include "runtime/element.h"
 #include "runtime/thread_pool.h"
@@ -392,28 +393,9 @@ class DynamicQuantizeLinearOp : public Op {
 
 // ---- MatMulInteger and QLinearMatMul ----
 
-// NumPy matmul of A (..., M, K) and B (..., K, N) with 1-D promotion and
-// broadcast batch dims, and the zero points and scales of each side: one,
-// or one per row of A (M) / per column of B (N).
-struct IntMatMulPlan : OpPlan {
-  int64_t M = 0, K = 0, N = 0, batches = 0;
-  Shape batch;
-  std::vector<int64_t> stride_a, stride_b;  // per batch dim, in matrices (0: broadcast)
-  int64_t count_a = 0, count_b = 0;         // matrices in A and in B
-  bool one_call = false;                    // each side's batch is complete or a single matrix
-  void Offsets(int64_t t, int64_t& a, int64_t& b) const {
-    a = b = 0;
-    for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
-      const int64_t idx = t % batch[size_t(d)];
-      t /= batch[size_t(d)];
-      a += idx * stride_a[size_t(d)];
-      b += idx * stride_b[size_t(d)];
-    }
-  }
-};
-
-// Plans the product and sets output 0 (of `dtype`); checks each listed
-// per-side input (input index, 'a' or 'b') is a scalar or one per row/column.
+// Plans the product (MatMul's plan, ops/math/matmul_plan.h) and sets output 0
+// (of `dtype`); checks each listed per-side input (input index, 'a' or 'b'),
+// a zero point or scale, is a scalar or one per row of A (M) / column of B (N).
 absl::Status PlanIntMatMul(InferContext& ctx, size_t ia, size_t ib, DType dtype,
                            std::initializer_list<std::pair<size_t, char>> sides) {
   const std::optional<Shape> sa0 = ctx.input(ia).concrete_shape(), sb0 = ctx.input(ib).concrete_shape();
@@ -423,28 +405,8 @@ absl::Status PlanIntMatMul(InferContext& ctx, size_t ia, size_t ib, DType dtype,
     ctx.set_output(0, unknown);
     return absl::OkStatus();
   }
-  Shape sa = *sa0, sb = *sb0;
-  if (sa.empty() || sb.empty()) return ctx.Error("the matrices must have rank >= 1");
-  if (sa.size() == 1) sa.insert(sa.begin(), 1);
-  if (sb.size() == 1) sb.push_back(1);
-  auto p = std::make_shared<IntMatMulPlan>();
-  p->M = sa[sa.size() - 2];
-  p->K = sa.back();
-  p->N = sb.back();
-  if (sb[sb.size() - 2] != p->K)
-    return ctx.Error(absl::StrCat("inner dimensions differ: ", ShapeToString(*sa0), " x ", ShapeToString(*sb0)));
-  std::vector<Dim> da, db;
-  for (size_t i = 0; i + 2 < sa.size(); ++i) da.push_back(Dim::Known(sa[i]));
-  for (size_t i = 0; i + 2 < sb.size(); ++i) db.push_back(Dim::Known(sb[i]));
-  ASSIGN_OR_RETURN(const std::vector<Dim> batch, BroadcastDims(ctx, da, db));
-  for (const Dim& d : batch) p->batch.push_back(d.value);
-  p->stride_a = BroadcastStrides(Shape(sa.begin(), sa.end() - 2), p->batch);
-  p->stride_b = BroadcastStrides(Shape(sb.begin(), sb.end() - 2), p->batch);
-  p->batches = ElementCount(p->batch);
-  const Shape batch_a(sa.begin(), sa.end() - 2), batch_b(sb.begin(), sb.end() - 2);
-  p->count_a = ElementCount(batch_a);
-  p->count_b = ElementCount(batch_b);
-  p->one_call = (p->count_a == 1 || batch_a == p->batch) && (p->count_b == 1 || batch_b == p->batch);
+  auto p = std::make_shared<MatMulPlan>();
+  RETURN_IF_ERROR(PlanMatMul(ctx, *sa0, *sb0, absl::StrCat(ShapeToString(*sa0), " x ", ShapeToString(*sb0)), *p));
   for (const auto& [i, side] : sides) {
     if (!ctx.has_input(i)) continue;
     const std::optional<Shape> s = ctx.input(i).concrete_shape();
@@ -454,10 +416,7 @@ absl::Status PlanIntMatMul(InferContext& ctx, size_t ia, size_t ib, DType dtype,
       return ctx.Error(absl::StrCat("input ", i, " of shape ", ShapeToString(*s), " must be a scalar or 1-D of ", want,
                                     side == 'a' ? " (one per row of A)" : " (one per column of B)"));
   }
-  Shape out = p->batch;
-  if (sa0->size() > 1) out.push_back(p->M);
-  if (sb0->size() > 1) out.push_back(p->N);
-  ctx.set_output(0, ValueType::Of(dtype, out));
+  ctx.set_output(0, ValueType::Of(dtype, p->output));
   ctx.set_plan(std::move(p));
   return absl::OkStatus();
 }
@@ -475,7 +434,7 @@ std::vector<int32_t> IntValues(const Tensor* t) {
 
 // C = (A - za) x (B - zb) in int32 (wrapping), the plain reference.
 template <class TA, class TB>
-void IntMatMulReference(const IntMatMulPlan& p, const TA* a, const TB* b, const std::vector<int32_t>& za,
+void IntMatMulReference(const MatMulPlan& p, const TA* a, const TB* b, const std::vector<int32_t>& za,
                         const std::vector<int32_t>& zb, int32_t* c, int threads) {
   const int64_t M = p.M, K = p.K, N = p.N;
   ParallelFor(threads, p.batches * M, WorkPerIndex{double(N * K)},
@@ -498,7 +457,7 @@ void IntMatMulReference(const IntMatMulPlan& p, const TA* a, const TB* b, const 
 
 // C = A x B, A uint8 or int8, B int8, on oneDNN (int32 accumulation, no
 // zero points); false, having written nothing useful, when it declines.
-bool OneDnnIntMatMul(const IntMatMulPlan& p, DType ta, const void* a, const void* b, int32_t* c, int threads) {
+bool OneDnnIntMatMul(const MatMulPlan& p, DType ta, const void* a, const void* b, int32_t* c, int threads) {
   using dnnl::memory;
   if (!p.one_call || p.batches <= 0 || p.M <= 0 || p.K <= 0 || p.N <= 0) return false;
   const int64_t M = p.M, K = p.K, N = p.N;
@@ -525,7 +484,7 @@ bool OneDnnIntMatMul(const IntMatMulPlan& p, DType ta, const void* a, const void
 // The zero points applied to a raw product C = A x B:
 // (A - za)(B - zb) = AB - za[m] colsum(B)[n] - zb[n] rowsum(A)[m] + K za[m] zb[n], modulo 2^32.
 template <class TA, class TB>
-void ApplyZeroPoints(const IntMatMulPlan& p, const TA* a, const TB* b, const std::vector<int32_t>& za,
+void ApplyZeroPoints(const MatMulPlan& p, const TA* a, const TB* b, const std::vector<int32_t>& za,
                      const std::vector<int32_t>& zb, int32_t* c) {
   const int64_t M = p.M, K = p.K, N = p.N;
   for (int64_t t = 0; t < p.batches; ++t) {
@@ -551,7 +510,7 @@ void ApplyZeroPoints(const IntMatMulPlan& p, const TA* a, const TB* b, const std
 // The int32 product of inputs ia and ib with zero points iza and izb (absent
 // when beyond the inputs or not given).
 absl::Status IntMatMul(KernelContext& ctx, size_t ia, size_t iza, size_t ib, size_t izb, int32_t* c) {
-  const IntMatMulPlan& p = ctx.plan<IntMatMulPlan>();
+  const MatMulPlan& p = ctx.plan<MatMulPlan>();
   const Tensor& a = *ctx.input(ia);
   const Tensor& b = *ctx.input(ib);
   const Tensor* za = iza < ctx.num_inputs() ? ctx.input(iza) : nullptr;
@@ -601,7 +560,7 @@ class QLinearMatMulOp : public Op {
     return PlanIntMatMul(ctx, 0, 3, ctx.input(7).dtype, {{1, 'a'}, {2, 'a'}, {4, 'b'}, {5, 'b'}});
   }
   absl::Status Compute(KernelContext& ctx) const override {
-    const IntMatMulPlan& p = ctx.plan<IntMatMulPlan>();
+    const MatMulPlan& p = ctx.plan<MatMulPlan>();
     Tensor& y = ctx.output(0);
     ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(y.size(), sizeof(int32_t), "the int32 products"));
     std::vector<int32_t> c(size_t(y.size()));

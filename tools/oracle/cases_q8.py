@@ -75,30 +75,38 @@ def gbq_int4(rng, name, shape, gather_axis, quantize_axis, block, signed, zp, id
     return Case(name, model, [{"indices": idx}], 1e-6, 1e-6, "exact: (q - z) * scale in float")
 
 
+def rand_ints(rng, dt, shape):
+    """Random uint8 or int8 values over the type's whole range."""
+    return rng.integers(0, 256, size=shape).astype(np.uint8) if dt == np.uint8 else \
+        rng.integers(-128, 128, size=shape).astype(np.int8)
+
+
+def b_input(b, b_const, feeds, inputs, inits):
+    """B as an initializer (packed at session creation) or fed at run time."""
+    if b_const:
+        inits.append(numpy_helper.from_array(b, "b"))
+    else:
+        feeds["b"] = b
+        inputs.append(value_info("b", b))
+
+
 def mmitf(rng, name, a_shape, k, n, a_dtype, b_dtype, b_const, per_column, zps, bias):
-    def ints(dt, shape):
-        return rng.integers(0, 256, size=shape).astype(np.uint8) if dt == np.uint8 else \
-            rng.integers(-128, 128, size=shape).astype(np.int8)
-    a = ints(a_dtype, a_shape)
-    b = ints(b_dtype, (k, n))
+    a = rand_ints(rng, a_dtype, a_shape)
+    b = rand_ints(rng, b_dtype, (k, n))
     a_scale = np.array(0.02, np.float32)
     b_scale = (rng.random(n if per_column else ()) * 0.05 + 0.01).astype(np.float32)
     feeds = {"a": a}
     inits = [numpy_helper.from_array(a_scale, "a_scale"), numpy_helper.from_array(b_scale, "b_scale")]
     ins = ["a", "b", "a_scale", "b_scale"]
     inputs = [value_info("a", a)]
-    if b_const:
-        inits.append(numpy_helper.from_array(b, "b"))
-    else:
-        feeds["b"] = b
-        inputs.append(value_info("b", b))
+    b_input(b, b_const, feeds, inputs, inits)
     if zps:
-        inits.append(numpy_helper.from_array(ints(a_dtype, ()), "a_zp"))
-        inits.append(numpy_helper.from_array(ints(b_dtype, n if per_column else ()), "b_zp"))
+        inits.append(numpy_helper.from_array(rand_ints(rng, a_dtype, ()), "a_zp"))
+        inits.append(numpy_helper.from_array(rand_ints(rng, b_dtype, n if per_column else ()), "b_zp"))
         ins += ["a_zp", "b_zp"]
     if bias:
         inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias"))
-        ins += ["" if not zps else None, "bias"] if False else ([] if zps else ["", ""]) + ["bias"]
+        ins += ([] if zps else ["", ""]) + ["bias"]
     node = helper.make_node("MatMulIntegerToFloat", ins, ["y"], domain="com.microsoft")
     model = ms_model([node], inputs, [value_info("y", np.float32, None)], inits)
     return Case(name, model, [feeds], 1e-5, 1e-5, "exact integer sums, one float product and add")
@@ -107,22 +115,15 @@ def mmitf(rng, name, a_shape, k, n, a_dtype, b_dtype, b_const, per_column, zps, 
 def dqmm(rng, name, a_shape, b_shape, b_dtype, b_const, per_column, zp, bias):
     n = b_shape[-1]
     a = rng.standard_normal(a_shape).astype(np.float32)
-    b = (rng.integers(0, 256, size=b_shape).astype(np.uint8) if b_dtype == np.uint8 else
-         rng.integers(-128, 128, size=b_shape).astype(np.int8))
+    b = rand_ints(rng, b_dtype, b_shape)
     b_scale = (rng.random(n if per_column else ()) * 0.05 + 0.01).astype(np.float32)
     inits = [numpy_helper.from_array(b_scale, "b_scale")]
     feeds = {"a": a}
     inputs = [value_info("a", a)]
-    if b_const:
-        inits.append(numpy_helper.from_array(b, "b"))
-    else:
-        feeds["b"] = b
-        inputs.append(value_info("b", b))
+    b_input(b, b_const, feeds, inputs, inits)
     ins = ["a", "b", "b_scale"]
     if zp:
-        z = (rng.integers(0, 256, size=n if per_column else ()).astype(np.uint8) if b_dtype == np.uint8 else
-             rng.integers(-128, 128, size=n if per_column else ()).astype(np.int8))
-        inits.append(numpy_helper.from_array(z, "b_zp"))
+        inits.append(numpy_helper.from_array(rand_ints(rng, b_dtype, n if per_column else ()), "b_zp"))
         ins.append("b_zp")
     if bias:
         inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "bias"))

@@ -14,6 +14,25 @@
 namespace onnx_mini {
 namespace {
 
+// The arguments of one call over test buffers; `with` bit 0: bias and beta,
+// bit 1: the sum, mean and inv_std outputs.
+template <class T>
+SkipNormArgs<T> ArgsOf(const std::vector<T>& x, const std::vector<T>& s, const std::vector<T>& g,
+                       const std::vector<T>& be, const std::vector<T>& bi, int with, std::vector<T>& y,
+                       std::vector<T>& sum, std::vector<float>& mean, std::vector<float>& inv) {
+  SkipNormArgs<T> a;
+  a.input = x.data();
+  a.skip = s.data();
+  a.gamma = g.data();
+  a.beta = with & 1 ? be.data() : nullptr;
+  a.bias = with & 1 ? bi.data() : nullptr;
+  a.output = y.data();
+  a.sum = with & 2 ? sum.data() : nullptr;
+  a.mean = with & 2 ? mean.data() : nullptr;
+  a.inv_std = with & 2 ? inv.data() : nullptr;
+  return a;
+}
+
 TEST(SkipNorm, FastMatchesTheReferenceOnEveryTarget) {
   for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
     if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
@@ -37,16 +56,7 @@ TEST(SkipNorm, FastMatchesTheReferenceOnEveryTarget) {
             sum[k].assign(size_t(p.rows * n), NAN);
             mean[k].assign(size_t(p.rows), NAN);
             inv[k].assign(size_t(p.rows), NAN);
-            SkipNormArgs<float> a;
-            a.input = x.data();
-            a.skip = s.data();
-            a.gamma = g.data();
-            a.beta = with & 1 ? be.data() : nullptr;
-            a.bias = with & 1 ? bi.data() : nullptr;
-            a.output = y[k].data();
-            a.sum = with & 2 ? sum[k].data() : nullptr;
-            a.mean = with & 2 ? mean[k].data() : nullptr;
-            a.inv_std = with & 2 ? inv[k].data() : nullptr;
+            const SkipNormArgs<float> a = ArgsOf(x, s, g, be, bi, with, y[k], sum[k], mean[k], inv[k]);
             // Two calls over row ranges, as the op's ParallelFor splits them.
             for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 2}, {2, 5}})
               k == 0 ? SkipNormF32(p, a, r0, r1) : SkipNormReference(p, a, r0, r1);
@@ -102,16 +112,7 @@ TEST(SkipNorm, Float16MatchesTheReferenceOnEveryTarget) {
             sum[k].assign(size_t(p.rows * n), Float16{0x7e00});
             mean[k].assign(size_t(p.rows), NAN);
             inv[k].assign(size_t(p.rows), NAN);
-            SkipNormArgs<Float16> a;
-            a.input = x.data();
-            a.skip = s.data();
-            a.gamma = g.data();
-            a.beta = with & 1 ? be.data() : nullptr;
-            a.bias = with & 1 ? bi.data() : nullptr;
-            a.output = y[k].data();
-            a.sum = with & 2 ? sum[k].data() : nullptr;
-            a.mean = with & 2 ? mean[k].data() : nullptr;
-            a.inv_std = with & 2 ? inv[k].data() : nullptr;
+            const SkipNormArgs<Float16> a = ArgsOf(x, s, g, be, bi, with, y[k], sum[k], mean[k], inv[k]);
             k == 0 ? SkipNormF16(p, a, 0, p.rows) : SkipNormReference(p, a, 0, p.rows);
           }
           const std::string where = std::string(CpuTargetName(target)) + " n=" + std::to_string(n) +
