@@ -145,15 +145,19 @@ const char* CpuTargetName(CpuTarget target) {
     case CpuTarget::kAvx2: return "avx2";
     case CpuTarget::kAvx512: return "avx512";
     case CpuTarget::kAvx512Bf16: return "avx512bf16";
+    case CpuTarget::kAvxVnni: return "avxvnni";
+    case CpuTarget::kAvx512Vnni: return "avx512vnni";
   }
   return "unknown";
 }
 
 CpuFeatures CpuTargetFeatures(CpuTarget target) {
   CpuFeatures f;
-  f.avx2 = f.f16c = target >= CpuTarget::kAvx2;
-  f.avx512 = target >= CpuTarget::kAvx512;
+  f.avx2 = f.f16c = target != CpuTarget::kBaseline;
+  f.avx512 = target == CpuTarget::kAvx512 || target == CpuTarget::kAvx512Bf16 || target == CpuTarget::kAvx512Vnni;
   f.avx512_bf16 = target == CpuTarget::kAvx512Bf16;
+  f.avx_vnni = target == CpuTarget::kAvxVnni;
+  f.avx512_vnni = target == CpuTarget::kAvx512Vnni;
   return f;
 }
 

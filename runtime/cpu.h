@@ -67,10 +67,16 @@ enum class CpuTarget : int {
   kAvx2 = 1,        // avx2 + f16c
   kAvx512 = 2,      // avx2 + f16c + avx512
   kAvx512Bf16 = 3,  // avx2 + f16c + avx512 + avx512_bf16 (only the Attention kernel has this build)
+  // The int8 dot-product targets (only MatMulNBits' int8 decode has builds for them). Not a step of the
+  // chain above (AVX-VNNI comes without AVX-512, AVX-512 without VNNI), so not in kCpuTargets:
+  // ONNX_MINI_CPU's names and the target a prepared weight records stay the chain's.
+  kAvxVnni = 4,     // avx2 + f16c + avx_vnni
+  kAvx512Vnni = 5,  // avx2 + f16c + avx512 + avx512_vnni
 };
 constexpr CpuTarget kCpuTargets[] = {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512,
                                      CpuTarget::kAvx512Bf16};
-// The one name of each target: "baseline", "avx2", "avx512", "avx512bf16".
+constexpr CpuTarget kCpuVnniTargets[] = {CpuTarget::kAvxVnni, CpuTarget::kAvx512Vnni};
+// The one name of each target: "baseline", "avx2", "avx512", "avx512bf16", "avxvnni", "avx512vnni".
 const char* CpuTargetName(CpuTarget target);
 CpuFeatures CpuTargetFeatures(CpuTarget target);
 inline bool CpuTargetUsable(CpuTarget target, const CpuFeatures& features) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -360,17 +361,252 @@ void NBitsMatMulReference(const float* a, int64_t m, const NBitsMatrix& w, const
   }
 }
 
+namespace {
+
+// Accuracy level 4's rule for one block of A (onnxruntime's): scale =
+// max |a| / 127, values nearest-even(a * 127 / max |a|), all zero for an
+// all-zero block. Returns the scale; `inv` gets the multiplier.
+float Int8BlockScale(const float* x, int64_t len, float* inv) {
+  float amax = 0;
+  for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
+  *inv = amax > 0 ? 127.0f / amax : 0.0f;
+  return amax / 127.0f;
+}
+
+}  // namespace
+
 void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, float* out) {
   for (int64_t r = 0; r < m; ++r)
     for (int64_t first = 0; first < k; first += block) {
       const float* x = a + r * k + first;
       float* y = out + r * k + first;
       const int64_t len = std::min(block, k - first);
-      float amax = 0;
-      for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
-      const float scale = amax / 127.0f, inv = amax > 0 ? 127.0f / amax : 0.0f;
+      float inv;
+      const float scale = Int8BlockScale(x, len, &inv);
       for (int64_t i = 0; i < len; ++i) y[i] = std::nearbyint(x[i] * inv) * scale;
     }
+}
+
+namespace {
+
+// ---- Accuracy level 4 with int8 products (VNNI) ----
+//
+// A chunk of 32 elements of a block is 16 bytes of 4-bit codes, element 2i
+// the low nibble of byte i: split into low and high nibbles it is 32 unsigned
+// bytes, the chunk's even elements then its odd ones. A's int8 values are
+// rearranged once per call to match (and zero-padded to whole blocks: the
+// padding's codes then add nothing), so VPDPBUSD's lanes meet lane for lane.
+constexpr int64_t kChunk = 32;
+// Bytes of codes ahead that a tile prefetches (the float GEMV's distance).
+constexpr int64_t kInt8PrefetchBytes = 1024;
+
+struct Int8Args {
+  const NBitsMatrix* w;
+  const int8_t* a;      // m rows of k_blocks * block_size rearranged values
+  const float* ascale;  // m rows of k_blocks: A's block scales sa
+  const float* azero;   // m rows of k_blocks: sa * the block's sum of values
+  const float* bias;
+  float* c;
+  int64_t m;
+};
+
+typedef uint8_t Bytes16 __attribute__((vector_size(16)));
+typedef uint8_t Bytes32 __attribute__((vector_size(32)));
+typedef int32_t Int8x32 __attribute__((vector_size(32)));
+typedef float Float8 __attribute__((vector_size(32)));
+
+#if defined(__x86_64__)
+// acc (8 int32) += the sums of 4 products of unsigned bytes u and signed
+// bytes s: the VEX form is AVX-VNNI, the EVEX form AVX-512 VNNI (VL). Inline
+// assembly (GCC 12 and clang 14 name the VEX intrinsic differently), in
+// templates of the two builds' common target, AVX2: clang checks a 256-bit
+// operand's register class where the template is written, and an
+// always-inline callee's target must be within its caller's.
+#define ONNX_MINI_INT8_TARGET gnu::target("avx2,fma"), gnu::always_inline
+template <bool kEvex>
+[[ONNX_MINI_INT8_TARGET]] inline void Dpbusd(Int8x32& acc, const Int8x32& u, const Int8x32& s) {
+  if constexpr (kEvex) asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+  else asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+}
+
+// Columns [j, j + C) for M rows: the codes of each chunk split once for all
+// rows, each row's values loaded once for all columns.
+template <bool kEvex, int M, int C>
+[[ONNX_MINI_INT8_TARGET]] inline void Int8Tile(const Int8Args& d, int64_t j) {
+  const NBitsMatrix& w = *d.w;
+  const int64_t kb = w.k_blocks, kp = kb * w.block_size, column = kb * w.blob_bytes();
+  const int64_t chunks = w.block_size / kChunk;
+  const uint8_t* q[C];
+  const float* scale[C];
+  const void* zrow[C];
+  for (int c = 0; c < C; ++c) {
+    q[c] = w.data + (j + c) * column;
+    scale[c] = w.scales + (j + c) * kb;
+    zrow[c] = w.zero_packed ? static_cast<const void*>(w.zero_packed + (j + c) * w.zero_row_bytes())
+              : w.zero_float ? static_cast<const void*>(w.zero_float + (j + c) * kb)
+                             : nullptr;
+  }
+  Float8 acc[M][C] = {};
+  float zs[M][C] = {};
+  for (int64_t b = 0; b < kb; ++b) {
+    Int8x32 dot[M][C] = {};
+    const int8_t* ab = d.a + b * w.block_size;
+    for (int64_t ch = 0; ch < chunks; ++ch, ab += kChunk) {
+      Int8x32 codes[C];
+      for (int c = 0; c < C; ++c) {
+        Bytes16 v;
+        std::memcpy(&v, q[c], sizeof(v));
+        __builtin_prefetch(q[c] + kInt8PrefetchBytes);
+        q[c] += sizeof(v);
+        const Bytes16 lo = v & 15, hi = v >> 4;
+        const Bytes32 u = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                                  17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+        std::memcpy(&codes[c], &u, sizeof(u));
+      }
+      for (int r = 0; r < M; ++r) {
+        Int8x32 x;
+        std::memcpy(&x, ab + r * kp, sizeof(x));
+        for (int c = 0; c < C; ++c) Dpbusd<kEvex>(dot[r][c], codes[c], x);
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      const float sc = scale[c][b], z = ZeroAt<4>(w, zrow[c], b) * sc;
+      for (int r = 0; r < M; ++r) {
+        acc[r][c] += __builtin_convertvector(dot[r][c], Float8) * (sc * d.ascale[r * kb + b]);
+        zs[r][c] += z * d.azero[r * kb + b];
+      }
+    }
+  }
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < C; ++c) {
+      float y = 0;
+      for (int l = 0; l < 8; ++l) y += acc[r][c][l];
+      y -= zs[r][c];
+      d.c[r * w.n + j + c] = d.bias ? y + d.bias[j + c] : y;
+    }
+}
+
+template <bool kEvex, int M>
+[[ONNX_MINI_INT8_TARGET]] inline void Int8Columns(const Int8Args& d, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  for (; j + 2 <= j1; j += 2) Int8Tile<kEvex, M, 2>(d, j);
+  if (j < j1) Int8Tile<kEvex, M, 1>(d, j);
+}
+
+template <bool kEvex>
+[[ONNX_MINI_INT8_TARGET]] inline void Int8Rows(const Int8Args& d, int64_t j0, int64_t j1) {
+  switch (d.m) {
+    case 1: return Int8Columns<kEvex, 1>(d, j0, j1);
+    case 2: return Int8Columns<kEvex, 2>(d, j0, j1);
+    case 3: return Int8Columns<kEvex, 3>(d, j0, j1);
+    default: return Int8Columns<kEvex, 4>(d, j0, j1);
+  }
+}
+
+[[gnu::target("avx2,fma,avxvnni")]] void Int8AvxVnni(const Int8Args& d, int64_t j0, int64_t j1) {
+  Int8Rows<false>(d, j0, j1);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]] void Int8Avx512Vnni(
+    const Int8Args& d, int64_t j0, int64_t j1) {
+  Int8Rows<true>(d, j0, j1);
+}
+#undef ONNX_MINI_INT8_TARGET
+#endif
+
+using Int8Entry = void (*)(const Int8Args&, int64_t, int64_t);
+
+const CpuDispatchTable<Int8Entry>::Build& ActiveInt8() {
+  static const CpuDispatchTable<Int8Entry> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512Vnni, Int8Avx512Vnni},
+      {CpuTarget::kAvxVnni, Int8AvxVnni},
+#endif
+      {CpuTarget::kBaseline, nullptr},  // none: the float path on rounded values
+  };
+  return table.ActiveBuild();
+}
+
+// A row's blocks quantized (the rule of Int8BlockScale), rearranged and
+// zero-padded as the chunks' codes are: scale and scale * sum per block.
+void QuantizeRow(const float* src, const NBitsMatrix& w, int8_t* dst, float* scale, float* zero) {
+  const int64_t kp = w.k_blocks * w.block_size;
+  std::memset(dst, 0, size_t(kp));
+  for (int64_t b = 0; b < w.k_blocks; ++b) {
+    const int64_t first = b * w.block_size, len = std::min(w.block_size, w.k - first);
+    float inv;
+    scale[b] = Int8BlockScale(src + first, len, &inv);
+    int32_t sum = 0;
+    for (int64_t e = 0; e < len; ++e) {
+      const int32_t v = int32_t(std::nearbyint(src[first + e] * inv));
+      sum += v;
+      const int64_t chunk = e / kChunk, i = e % kChunk;
+      dst[first + chunk * kChunk + (i % 2) * 16 + i / 2] = int8_t(v);
+    }
+    zero[b] = scale[b] * float(sum);
+  }
+}
+
+}  // namespace
+
+bool NBitsInt8Available(int64_t m, const NBitsMatrix& w) {
+  return w.bits == 4 && w.block_size >= kChunk && w.block_size % kChunk == 0 && w.g_idx == nullptr &&
+         m <= kNBitsDecodePassRows && ActiveInt8().entries != nullptr;
+}
+
+CpuTarget NBitsInt8Target() {
+  const auto& build = ActiveInt8();
+  return build.entries ? build.target : CpuTarget::kBaseline;
+}
+
+void NBitsMatMulInt8(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
+                     int threads) {
+  if (m <= 0 || w.n <= 0) return;
+  const Int8Entry entry = ActiveInt8().entries;
+  const int64_t kb = w.k_blocks, kp = kb * w.block_size;
+  // Per pass of up to kNBitsDecodeRows rows: their int8 values (kp bytes a
+  // row, a quarter of a float each), scales and zero terms: within
+  // NBitsMatMulWorkspace's rows * (kp + k_blocks) floats (k_blocks <= kp / 32).
+  const int64_t most = std::min(m, kNBitsDecodeRows);
+  int8_t* qa = reinterpret_cast<int8_t*>(workspace);
+  float* ascale = workspace + (most * kp + 3) / 4;
+  float* azero = ascale + most * kb;
+  for (int64_t r0 = 0; r0 < m; r0 += kNBitsDecodeRows) {
+    const int64_t rows = std::min(kNBitsDecodeRows, m - r0);
+    for (int64_t r = 0; r < rows; ++r)
+      QuantizeRow(a + (r0 + r) * w.k, w, qa + r * kp, ascale + r * kb, azero + r * kb);
+    const Int8Args d{&w, qa, ascale, azero, bias, c + r0 * w.n, rows};
+    // A column's work: its codes, a quarter of the float path's per row.
+    ParallelFor(threads, w.n, WorkPerIndex{double(kp) * double(rows) / 16},
+                [&](int64_t j0, int64_t j1) { entry(d, j0, j1); });
+  }
+}
+
+void NBitsMatMulInt8Reference(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c) {
+  const BlockFormat& f = Format(4);
+  std::vector<int32_t> qa(size_t(w.k));
+  std::vector<double> ascale(size_t(w.k_blocks));
+  for (int64_t r = 0; r < m; ++r) {
+    const float* x = a + r * w.k;
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      const int64_t first = b * w.block_size, len = std::min(w.block_size, w.k - first);
+      float inv;
+      ascale[size_t(b)] = Int8BlockScale(x + first, len, &inv);
+      for (int64_t e = first; e < first + len; ++e) qa[size_t(e)] = int32_t(std::nearbyint(x[e] * inv));
+    }
+    for (int64_t j = 0; j < w.n; ++j) {
+      const uint8_t* q = w.data + j * w.k_blocks * w.blob_bytes();
+      double y = bias ? bias[j] : 0.0;
+      for (int64_t b = 0; b < w.k_blocks; ++b) {
+        int64_t dot = 0, sum = 0;
+        for (int64_t e = b * w.block_size; e < std::min(w.k, (b + 1) * w.block_size); ++e) {
+          dot += int64_t(f.load(q, e)) * qa[size_t(e)];
+          sum += qa[size_t(e)];
+        }
+        y += ascale[size_t(b)] * double(w.scales[j * w.k_blocks + b]) * (double(dot) - double(w.Zero(j, b)) * double(sum));
+      }
+      c[r * w.n + j] = float(y);
+    }
+  }
 }
 
 bool NBitsGIdxIsTrivial(const int32_t* g_idx, int64_t k, int64_t block_size) {

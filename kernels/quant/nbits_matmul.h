@@ -18,6 +18,8 @@
 
 #include <cstdint>
 
+#include "runtime/cpu.h"
+
 namespace onnx_mini {
 
 struct NBitsMatrix {
@@ -67,9 +69,31 @@ void NBitsDequantizeColumns(const NBitsMatrix& w, int64_t j0, int64_t j1, float*
 // A's m rows of k rounded as onnxruntime's accuracy level 4 quantizes them to
 // int8 (its CPU kernel then multiplies the integers): per block of `block`
 // values of a row, scale = max |a| / 127 and a -> nearest-even(a / scale) *
-// scale. Here the product then runs in float on the rounded values (the
-// int8 product itself is issue #26).
+// scale. The product then runs in float on the rounded values where
+// NBitsMatMulInt8 does not run.
 void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, float* out);
+
+// Accuracy level 4 with the integers multiplied: each row's blocks of A
+// quantized to int8 by NBitsRoundRowsToInt8's rule (scale sa, values q), the
+// 4-bit codes times q summed exactly in int32 (VPDPBUSD: unsigned codes,
+// signed q), then
+//   y[m, n] = bias[n] + sum_b sa[b] * scale[n, b] * (sum q * code - zero[n, b] * sum q)
+// (the same value as NBitsRoundRowsToInt8 + NBitsMatMul up to float rounding).
+// Whether it runs here: 4 bits, blocks of >= 32, no g_idx, at most
+// kNBitsDecodePassRows rows, and a VNNI build for the active CPU features
+// (AVX-512 VNNI, or AVX-VNNI on 256 bits; kernels/cpu_dispatch.h).
+bool NBitsInt8Available(int64_t m, const NBitsMatrix& w);
+// The VNNI target the int8 product uses under the active features
+// (kBaseline: none, NBitsInt8Available is false).
+CpuTarget NBitsInt8Target();
+// Runs it (only where NBitsInt8Available): `workspace` holds
+// NBitsMatMulWorkspace(m, w) floats (it needs fewer), columns split over the
+// kernels' pool.
+void NBitsMatMulInt8(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
+                     int threads);
+// The same with plain loops (integer dot products per block, double
+// accumulation), for any 4-bit weight without g_idx: the reference in tests.
+void NBitsMatMulInt8Reference(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c);
 
 // Whether g_idx is k / block_size everywhere (then it changes nothing).
 bool NBitsGIdxIsTrivial(const int32_t* g_idx, int64_t k, int64_t block_size);

@@ -100,7 +100,8 @@ absl::Status InferOutput(InferContext& ctx, int64_t k, int64_t n) {
 
 // Runs the product over a packed weight: A converted to float when it is
 // not, the workspace charged to the budget.
-// With `int8_a`, A is first rounded as onnxruntime's accuracy level 4 does.
+// With `int8_a`, A is quantized as onnxruntime's accuracy level 4 does: the
+// integers multiplied where NBitsInt8Available, else rounded and multiplied in float.
 absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix& w, const float* bias, bool int8_a = false) {
   const Tensor& a = *ctx.input(0);
   Tensor& y = ctx.output(0);
@@ -117,8 +118,13 @@ absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix& w, const float* b
   float* pa = is_float && !int8_a ? const_cast<float*>(a.data<float>()) : work.data() + ws;
   float* pc = is_float ? y.data<float>() : work.data() + ws + a.size();
   if (!is_float) ToFloats(a, pa);
-  if (int8_a) NBitsRoundRowsToInt8(is_float ? a.data<float>() : pa, m, w.k, w.block_size, pa);
-  NBitsMatMul(pa, m, w, bias, pc, work.data(), ctx.threads());
+  if (int8_a && NBitsInt8Available(m, w)) {
+    // The integers multiplied (VNNI), A quantized by the same rule.
+    NBitsMatMulInt8(is_float ? a.data<float>() : pa, m, w, bias, pc, work.data(), ctx.threads());
+  } else {
+    if (int8_a) NBitsRoundRowsToInt8(is_float ? a.data<float>() : pa, m, w.k, w.block_size, pa);
+    NBitsMatMul(pa, m, w, bias, pc, work.data(), ctx.threads());
+  }
   if (!is_float) FromFloats(pc, y);
   return absl::OkStatus();
 }
