@@ -410,27 +410,90 @@ struct Int8Args {
   int64_t m;
 };
 
+// Zero-point terms and the stores of a tile: y = the dot products' sum
+// (acc, `lanes` floats each) - sum_b zero * scale * sa * sum of A.
+template <int M, int C, class V>
+[[gnu::always_inline]] inline void Int8Finish(const Int8Args& d, int64_t j, const V (&acc)[M][C], int lanes) {
+  const NBitsMatrix& w = *d.w;
+  const int64_t kb = w.k_blocks;
+  for (int c = 0; c < C; ++c) {
+    const float* scale = w.scales + (j + c) * kb;
+    const void* zrow = w.zero_packed ? static_cast<const void*>(w.zero_packed + (j + c) * w.zero_row_bytes())
+                       : w.zero_float ? static_cast<const void*>(w.zero_float + (j + c) * kb)
+                                      : nullptr;
+    for (int r = 0; r < M; ++r) {
+      const float* azero = d.azero + r * kb;
+      float zs = 0;
+      if (zrow == nullptr) {
+        for (int64_t b = 0; b < kb; ++b) zs += scale[b] * azero[b];
+        zs *= w.zero_default;
+      } else {
+        for (int64_t b = 0; b < kb; ++b) zs += ZeroAt<4>(w, zrow, b) * scale[b] * azero[b];
+      }
+      float y = 0;
+      for (int l = 0; l < lanes; ++l) y += acc[r][c][l];
+      y -= zs;
+      d.c[r * w.n + j + c] = d.bias ? y + d.bias[j + c] : y;
+    }
+  }
+}
+
 typedef uint8_t Bytes16 __attribute__((vector_size(16)));
 typedef uint8_t Bytes32 __attribute__((vector_size(32)));
+typedef uint8_t Bytes64 __attribute__((vector_size(64)));
 typedef int32_t Int8x32 __attribute__((vector_size(32)));
+typedef int32_t Int8x64 __attribute__((vector_size(64)));
 typedef float Float8 __attribute__((vector_size(32)));
+typedef float Float16 __attribute__((vector_size(64)));
 
 #if defined(__x86_64__)
-// acc (8 int32) += the sums of 4 products of unsigned bytes u and signed
-// bytes s: the VEX form is AVX-VNNI, the EVEX form AVX-512 VNNI (VL). Inline
+// acc (int32 lanes) += the sums of 4 products of unsigned bytes u and signed
+// bytes s: the VEX form is AVX-VNNI, the EVEX form AVX-512 VNNI. Inline
 // assembly (GCC 12 and clang 14 name the VEX intrinsic differently), in
-// templates of the two builds' common target, AVX2: clang checks a 256-bit
-// operand's register class where the template is written, and an
-// always-inline callee's target must be within its caller's.
+// templates of their builds' common target: clang checks a wide operand's
+// register class where the template is written, and an always-inline
+// callee's target must be within its caller's.
 #define ONNX_MINI_INT8_TARGET gnu::target("avx2,fma"), gnu::always_inline
+#define ONNX_MINI_INT8_512_TARGET gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), gnu::always_inline
 template <bool kEvex>
 [[ONNX_MINI_INT8_TARGET]] inline void Dpbusd(Int8x32& acc, const Int8x32& u, const Int8x32& s) {
   if constexpr (kEvex) asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
   else asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
 }
+[[ONNX_MINI_INT8_512_TARGET]] inline void Dpbusd512(Int8x64& acc, const Int8x64& u, const Int8x64& s) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+}
 
-// Columns [j, j + C) for M rows: the codes of each chunk split once for all
-// rows, each row's values loaded once for all columns.
+// 16 bytes of codes (a chunk) as 32 unsigned bytes: low nibbles, then high.
+[[ONNX_MINI_INT8_TARGET]] inline Int8x32 SplitChunk(const uint8_t* q) {
+  Bytes16 v;
+  std::memcpy(&v, q, sizeof(v));
+  const Bytes16 lo = v & 15, hi = v >> 4;
+  const Bytes32 u = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
+                                            19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+  Int8x32 out;
+  std::memcpy(&out, &u, sizeof(out));
+  return out;
+}
+
+// 32 bytes of codes (two chunks) as 64 unsigned bytes: both chunks' low
+// nibbles, then both chunks' high nibbles.
+[[ONNX_MINI_INT8_512_TARGET]] inline Int8x64 SplitPair(const uint8_t* q) {
+  Bytes32 v;
+  std::memcpy(&v, q, sizeof(v));
+  const Bytes32 lo = v & 15, hi = v >> 4;
+  const Bytes64 u = __builtin_shufflevector(
+      lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
+      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56,
+      57, 58, 59, 60, 61, 62, 63);
+  Int8x64 out;
+  std::memcpy(&out, &u, sizeof(out));
+  return out;
+}
+
+// 256 bits (AVX-VNNI, or AVX-512 VNNI's VL form): columns [j, j + C) for M
+// rows, a chunk at a time, the codes of each split once for all rows, each
+// row's values loaded once for all columns.
 template <bool kEvex, int M, int C>
 [[ONNX_MINI_INT8_TARGET]] inline void Int8Tile(const Int8Args& d, int64_t j) {
   const NBitsMatrix& w = *d.w;
@@ -438,30 +501,20 @@ template <bool kEvex, int M, int C>
   const int64_t chunks = w.block_size / kChunk;
   const uint8_t* q[C];
   const float* scale[C];
-  const void* zrow[C];
   for (int c = 0; c < C; ++c) {
     q[c] = w.data + (j + c) * column;
     scale[c] = w.scales + (j + c) * kb;
-    zrow[c] = w.zero_packed ? static_cast<const void*>(w.zero_packed + (j + c) * w.zero_row_bytes())
-              : w.zero_float ? static_cast<const void*>(w.zero_float + (j + c) * kb)
-                             : nullptr;
   }
   Float8 acc[M][C] = {};
-  float zs[M][C] = {};
   for (int64_t b = 0; b < kb; ++b) {
     Int8x32 dot[M][C] = {};
     const int8_t* ab = d.a + b * w.block_size;
     for (int64_t ch = 0; ch < chunks; ++ch, ab += kChunk) {
       Int8x32 codes[C];
       for (int c = 0; c < C; ++c) {
-        Bytes16 v;
-        std::memcpy(&v, q[c], sizeof(v));
         __builtin_prefetch(q[c] + kInt8PrefetchBytes);
-        q[c] += sizeof(v);
-        const Bytes16 lo = v & 15, hi = v >> 4;
-        const Bytes32 u = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-                                                  17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-        std::memcpy(&codes[c], &u, sizeof(u));
+        codes[c] = SplitChunk(q[c]);
+        q[c] += 16;
       }
       for (int r = 0; r < M; ++r) {
         Int8x32 x;
@@ -469,21 +522,93 @@ template <bool kEvex, int M, int C>
         for (int c = 0; c < C; ++c) Dpbusd<kEvex>(dot[r][c], codes[c], x);
       }
     }
-    for (int c = 0; c < C; ++c) {
-      const float sc = scale[c][b], z = ZeroAt<4>(w, zrow[c], b) * sc;
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < M; ++r)
+        acc[r][c] += __builtin_convertvector(dot[r][c], Float8) * (scale[c][b] * d.ascale[r * kb + b]);
+  }
+  Int8Finish<M, C>(d, j, acc, 8);
+}
+
+// 512 bits (AVX-512 VNNI): two chunks a step, arranged as SplitPair makes
+// them. Blocks of 32: a step is two blocks, their scales in alternate
+// quarters of the vector, and an odd last block takes the 256-bit step.
+// Larger blocks: the steps of a block summed in int32, then scaled once.
+template <int M, int C>
+[[ONNX_MINI_INT8_512_TARGET]] inline void Int8Tile512(const Int8Args& d, int64_t j) {
+  const NBitsMatrix& w = *d.w;
+  const int64_t kb = w.k_blocks, kp = kb * w.block_size, column = kb * w.blob_bytes();
+  const uint8_t* q[C];
+  const float* scale[C];
+  for (int c = 0; c < C; ++c) {
+    q[c] = w.data + (j + c) * column;
+    scale[c] = w.scales + (j + c) * kb;
+  }
+  Float16 acc[M][C] = {};
+  if (w.block_size == kChunk) {
+    const __m512i quarters = _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
+    int64_t b = 0;
+    for (; b + 2 <= kb; b += 2) {
+      Int8x64 codes[C];
+      for (int c = 0; c < C; ++c) {
+        __builtin_prefetch(q[c] + kInt8PrefetchBytes);
+        codes[c] = SplitPair(q[c]);
+        q[c] += 32;
+      }
       for (int r = 0; r < M; ++r) {
-        acc[r][c] += __builtin_convertvector(dot[r][c], Float8) * (sc * d.ascale[r * kb + b]);
-        zs[r][c] += z * d.azero[r * kb + b];
+        Int8x64 x;
+        std::memcpy(&x, d.a + r * kp + b * kChunk, sizeof(x));
+        const __m128 sa = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(d.ascale + r * kb + b)));
+        for (int c = 0; c < C; ++c) {
+          Int8x64 dot = {};
+          Dpbusd512(dot, codes[c], x);
+          // The two blocks' scales in alternate quarters (a shuffle of
+          // generic vectors goes through memory here).
+          const __m128 sc = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scale[c] + b)));
+          const Float16 fs = _mm512_permutexvar_ps(quarters, _mm512_castps128_ps512(_mm_mul_ps(sc, sa)));
+          acc[r][c] += __builtin_convertvector(dot, Float16) * fs;
+        }
       }
     }
-  }
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < C; ++c) {
-      float y = 0;
-      for (int l = 0; l < 8; ++l) y += acc[r][c][l];
-      y -= zs[r][c];
-      d.c[r * w.n + j + c] = d.bias ? y + d.bias[j + c] : y;
+    if (b < kb) {
+      Int8x32 codes[C];
+      for (int c = 0; c < C; ++c) codes[c] = SplitChunk(q[c]);
+      for (int r = 0; r < M; ++r) {
+        Int8x32 x;
+        std::memcpy(&x, d.a + r * kp + b * kChunk, sizeof(x));
+        for (int c = 0; c < C; ++c) {
+          Int8x32 dot = {};
+          Dpbusd<true>(dot, codes[c], x);
+          const Float8 part = __builtin_convertvector(dot, Float8) * (scale[c][b] * d.ascale[r * kb + b]);
+          Float16 wide = {};
+          std::memcpy(&wide, &part, sizeof(part));  // the upper half zero
+          acc[r][c] += wide;
+        }
+      }
     }
+  } else {
+    const int64_t steps = w.block_size / (2 * kChunk);
+    for (int64_t b = 0; b < kb; ++b) {
+      Int8x64 dot[M][C] = {};
+      const int8_t* ab = d.a + b * w.block_size;
+      for (int64_t st = 0; st < steps; ++st, ab += 2 * kChunk) {
+        Int8x64 codes[C];
+        for (int c = 0; c < C; ++c) {
+          __builtin_prefetch(q[c] + kInt8PrefetchBytes);
+          codes[c] = SplitPair(q[c]);
+          q[c] += 32;
+        }
+        for (int r = 0; r < M; ++r) {
+          Int8x64 x;
+          std::memcpy(&x, ab + r * kp, sizeof(x));
+          for (int c = 0; c < C; ++c) Dpbusd512(dot[r][c], codes[c], x);
+        }
+      }
+      for (int c = 0; c < C; ++c)
+        for (int r = 0; r < M; ++r)
+          acc[r][c] += __builtin_convertvector(dot[r][c], Float16) * (scale[c][b] * d.ascale[r * kb + b]);
+    }
+  }
+  Int8Finish<M, C>(d, j, acc, 16);
 }
 
 template <bool kEvex, int M>
@@ -493,54 +618,70 @@ template <bool kEvex, int M>
   if (j < j1) Int8Tile<kEvex, M, 1>(d, j);
 }
 
-template <bool kEvex>
-[[ONNX_MINI_INT8_TARGET]] inline void Int8Rows(const Int8Args& d, int64_t j0, int64_t j1) {
-  switch (d.m) {
-    case 1: return Int8Columns<kEvex, 1>(d, j0, j1);
-    case 2: return Int8Columns<kEvex, 2>(d, j0, j1);
-    case 3: return Int8Columns<kEvex, 3>(d, j0, j1);
-    default: return Int8Columns<kEvex, 4>(d, j0, j1);
-  }
+template <int M>
+[[ONNX_MINI_INT8_512_TARGET]] inline void Int8Columns512(const Int8Args& d, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  for (; j + 2 <= j1; j += 2) Int8Tile512<M, 2>(d, j);
+  if (j < j1) Int8Tile512<M, 1>(d, j);
 }
 
 [[gnu::target("avx2,fma,avxvnni")]] void Int8AvxVnni(const Int8Args& d, int64_t j0, int64_t j1) {
-  Int8Rows<false>(d, j0, j1);
+  switch (d.m) {
+    case 1: return Int8Columns<false, 1>(d, j0, j1);
+    case 2: return Int8Columns<false, 2>(d, j0, j1);
+    case 3: return Int8Columns<false, 3>(d, j0, j1);
+    default: return Int8Columns<false, 4>(d, j0, j1);
+  }
 }
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]] void Int8Avx512Vnni(
     const Int8Args& d, int64_t j0, int64_t j1) {
-  Int8Rows<true>(d, j0, j1);
+  switch (d.m) {
+    case 1: return Int8Columns512<1>(d, j0, j1);
+    case 2: return Int8Columns512<2>(d, j0, j1);
+    case 3: return Int8Columns512<3>(d, j0, j1);
+    default: return Int8Columns512<4>(d, j0, j1);
+  }
 }
 #undef ONNX_MINI_INT8_TARGET
+#undef ONNX_MINI_INT8_512_TARGET
 #endif
 
-using Int8Entry = void (*)(const Int8Args&, int64_t, int64_t);
+struct Int8Entry {
+  void (*columns)(const Int8Args&, int64_t, int64_t);
+  bool pairs;  // A arranged in pairs of chunks (SplitPair's order)
+};
 
 const CpuDispatchTable<Int8Entry>::Build& ActiveInt8() {
   static const CpuDispatchTable<Int8Entry> table{
 #if defined(__x86_64__)
-      {CpuTarget::kAvx512Vnni, Int8Avx512Vnni},
-      {CpuTarget::kAvxVnni, Int8AvxVnni},
+      {CpuTarget::kAvx512Vnni, {Int8Avx512Vnni, true}},
+      {CpuTarget::kAvxVnni, {Int8AvxVnni, false}},
 #endif
-      {CpuTarget::kBaseline, nullptr},  // none: the float path on rounded values
+      {CpuTarget::kBaseline, {nullptr, false}},  // none: the float path on rounded values
   };
   return table.ActiveBuild();
 }
 
 // A row's blocks quantized (the rule of Int8BlockScale), rearranged and
-// zero-padded as the chunks' codes are: scale and scale * sum per block.
-void QuantizeRow(const float* src, const NBitsMatrix& w, int8_t* dst, float* scale, float* zero) {
-  const int64_t kp = w.k_blocks * w.block_size;
+// zero-padded as the codes are split (a chunk's even elements, then its odd
+// ones; with `pairs`, two chunks' even elements, then their odd ones, an odd
+// last chunk alone): scale and scale * sum per block.
+void QuantizeRow(const float* src, const NBitsMatrix& w, bool pairs, int8_t* dst, float* scale, float* zero) {
+  const int64_t kp = w.k_blocks * w.block_size, chunks = kp / kChunk;
   std::memset(dst, 0, size_t(kp));
   for (int64_t b = 0; b < w.k_blocks; ++b) {
     const int64_t first = b * w.block_size, len = std::min(w.block_size, w.k - first);
     float inv;
     scale[b] = Int8BlockScale(src + first, len, &inv);
     int32_t sum = 0;
-    for (int64_t e = 0; e < len; ++e) {
-      const int32_t v = int32_t(std::nearbyint(src[first + e] * inv));
+    for (int64_t e = first; e < first + len; ++e) {
+      const int32_t v = int32_t(std::nearbyint(src[e] * inv));
       sum += v;
       const int64_t chunk = e / kChunk, i = e % kChunk;
-      dst[first + chunk * kChunk + (i % 2) * 16 + i / 2] = int8_t(v);
+      const bool paired = pairs && (chunk | 1) < chunks;
+      const int64_t at = paired ? (chunk & ~int64_t(1)) * kChunk + (i % 2) * 32 + (chunk % 2) * 16 + i / 2
+                                : chunk * kChunk + (i % 2) * 16 + i / 2;
+      dst[at] = int8_t(v);
     }
     zero[b] = scale[b] * float(sum);
   }
@@ -550,12 +691,12 @@ void QuantizeRow(const float* src, const NBitsMatrix& w, int8_t* dst, float* sca
 
 bool NBitsInt8Available(int64_t m, const NBitsMatrix& w) {
   return w.bits == 4 && w.block_size >= kChunk && w.block_size % kChunk == 0 && w.g_idx == nullptr &&
-         m <= kNBitsDecodePassRows && ActiveInt8().entries != nullptr;
+         m <= kNBitsDecodePassRows && ActiveInt8().entries.columns != nullptr;
 }
 
 CpuTarget NBitsInt8Target() {
   const auto& build = ActiveInt8();
-  return build.entries ? build.target : CpuTarget::kBaseline;
+  return build.entries.columns ? build.target : CpuTarget::kBaseline;
 }
 
 void NBitsMatMulInt8(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
@@ -573,11 +714,11 @@ void NBitsMatMulInt8(const float* a, int64_t m, const NBitsMatrix& w, const floa
   for (int64_t r0 = 0; r0 < m; r0 += kNBitsDecodeRows) {
     const int64_t rows = std::min(kNBitsDecodeRows, m - r0);
     for (int64_t r = 0; r < rows; ++r)
-      QuantizeRow(a + (r0 + r) * w.k, w, qa + r * kp, ascale + r * kb, azero + r * kb);
+      QuantizeRow(a + (r0 + r) * w.k, w, entry.pairs, qa + r * kp, ascale + r * kb, azero + r * kb);
     const Int8Args d{&w, qa, ascale, azero, bias, c + r0 * w.n, rows};
     // A column's work: its codes, a quarter of the float path's per row.
     ParallelFor(threads, w.n, WorkPerIndex{double(kp) * double(rows) / 16},
-                [&](int64_t j0, int64_t j1) { entry(d, j0, j1); });
+                [&](int64_t j0, int64_t j1) { entry.columns(d, j0, j1); });
   }
 }
 
