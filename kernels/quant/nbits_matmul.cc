@@ -397,8 +397,9 @@ namespace {
 // rearranged once per call to match (and zero-padded to whole blocks: the
 // padding's codes then add nothing), so VPDPBUSD's lanes meet lane for lane.
 constexpr int64_t kChunk = 32;
-// Bytes of codes ahead that a tile prefetches (the float GEMV's distance).
-constexpr int64_t kInt8PrefetchBytes = 1024;
+// Bytes of codes ahead that a tile prefetches (and the scales of those
+// codes): 8 KiB measured best at 1 thread (1 KiB left the loads waiting).
+constexpr int64_t kInt8PrefetchBytes = 8192;
 
 struct Int8Args {
   const NBitsMatrix* w;
@@ -410,10 +411,29 @@ struct Int8Args {
   int64_t m;
 };
 
-// Zero-point terms and the stores of a tile: y = the dot products' sum
-// (acc, `lanes` floats each) - sum_b zero * scale * sa * sum of A.
-template <int M, int C, class V>
-[[gnu::always_inline]] inline void Int8Finish(const Int8Args& d, int64_t j, const V (&acc)[M][C], int lanes) {
+// The zero-point term of a column for one row: sum_b zero * scale * (sa *
+// the sum of A's block), in independent partial sums (one chain would take
+// longer than the column's products).
+[[gnu::always_inline]] inline float Int8ZeroTerm(const NBitsMatrix& w, const void* zrow, const float* scale,
+                                                 const float* azero) {
+  const int64_t kb = w.k_blocks;
+  float part[8] = {};
+  if (zrow == nullptr) {
+    int64_t b = 0;
+    for (; b + 8 <= kb; b += 8)
+      for (int l = 0; l < 8; ++l) part[l] += scale[b + l] * azero[b + l];
+    for (; b < kb; ++b) part[0] += scale[b] * azero[b];
+    for (float& p : part) p *= w.zero_default;
+  } else {
+    for (int64_t b = 0; b < kb; ++b) part[b % 8] += ZeroAt<4>(w, zrow, b) * scale[b] * azero[b];
+  }
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+// The stores of a tile: y = the lanes of acc (`kLanes` floats each, summed
+// pairwise) - the zero-point term (+ bias).
+template <int M, int C, int kLanes, class V>
+[[gnu::always_inline]] inline void Int8Finish(const Int8Args& d, int64_t j, const V (&acc)[M][C]) {
   const NBitsMatrix& w = *d.w;
   const int64_t kb = w.k_blocks;
   for (int c = 0; c < C; ++c) {
@@ -422,17 +442,11 @@ template <int M, int C, class V>
                        : w.zero_float ? static_cast<const void*>(w.zero_float + (j + c) * kb)
                                       : nullptr;
     for (int r = 0; r < M; ++r) {
-      const float* azero = d.azero + r * kb;
-      float zs = 0;
-      if (zrow == nullptr) {
-        for (int64_t b = 0; b < kb; ++b) zs += scale[b] * azero[b];
-        zs *= w.zero_default;
-      } else {
-        for (int64_t b = 0; b < kb; ++b) zs += ZeroAt<4>(w, zrow, b) * scale[b] * azero[b];
-      }
-      float y = 0;
-      for (int l = 0; l < lanes; ++l) y += acc[r][c][l];
-      y -= zs;
+      float lanes[kLanes];
+      std::memcpy(lanes, &acc[r][c], sizeof(lanes));
+      for (int width = kLanes / 2; width > 0; width /= 2)
+        for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+      const float y = lanes[0] - Int8ZeroTerm(w, zrow, scale, d.azero + r * kb);
       d.c[r * w.n + j + c] = d.bias ? y + d.bias[j + c] : y;
     }
   }
@@ -509,6 +523,7 @@ template <bool kEvex, int M, int C>
   for (int64_t b = 0; b < kb; ++b) {
     Int8x32 dot[M][C] = {};
     const int8_t* ab = d.a + b * w.block_size;
+    for (int c = 0; c < C; ++c) __builtin_prefetch(scale[c] + b + kInt8PrefetchBytes / w.blob_bytes());
     for (int64_t ch = 0; ch < chunks; ++ch, ab += kChunk) {
       Int8x32 codes[C];
       for (int c = 0; c < C; ++c) {
@@ -526,7 +541,7 @@ template <bool kEvex, int M, int C>
       for (int r = 0; r < M; ++r)
         acc[r][c] += __builtin_convertvector(dot[r][c], Float8) * (scale[c][b] * d.ascale[r * kb + b]);
   }
-  Int8Finish<M, C>(d, j, acc, 8);
+  Int8Finish<M, C, 8>(d, j, acc);
 }
 
 // 512 bits (AVX-512 VNNI): two chunks a step, arranged as SplitPair makes
@@ -551,6 +566,7 @@ template <int M, int C>
       Int8x64 codes[C];
       for (int c = 0; c < C; ++c) {
         __builtin_prefetch(q[c] + kInt8PrefetchBytes);
+        __builtin_prefetch(scale[c] + b + kInt8PrefetchBytes / 16);  // 4 bytes of scale a 16 of codes
         codes[c] = SplitPair(q[c]);
         q[c] += 32;
       }
@@ -564,7 +580,7 @@ template <int M, int C>
           // The two blocks' scales in alternate quarters (a shuffle of
           // generic vectors goes through memory here).
           const __m128 sc = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scale[c] + b)));
-          const Float16 fs = _mm512_permutexvar_ps(quarters, _mm512_castps128_ps512(_mm_mul_ps(sc, sa)));
+          const Float16 fs = _mm512_maskz_permutexvar_ps(0xFFFF, quarters, _mm512_zextps128_ps512(_mm_mul_ps(sc, sa)));
           acc[r][c] += __builtin_convertvector(dot, Float16) * fs;
         }
       }
@@ -590,6 +606,7 @@ template <int M, int C>
     for (int64_t b = 0; b < kb; ++b) {
       Int8x64 dot[M][C] = {};
       const int8_t* ab = d.a + b * w.block_size;
+      for (int c = 0; c < C; ++c) __builtin_prefetch(scale[c] + b + kInt8PrefetchBytes / w.blob_bytes());
       for (int64_t st = 0; st < steps; ++st, ab += 2 * kChunk) {
         Int8x64 codes[C];
         for (int c = 0; c < C; ++c) {
@@ -608,7 +625,7 @@ template <int M, int C>
           acc[r][c] += __builtin_convertvector(dot[r][c], Float16) * (scale[c][b] * d.ascale[r * kb + b]);
     }
   }
-  Int8Finish<M, C>(d, j, acc, 16);
+  Int8Finish<M, C, 16>(d, j, acc);
 }
 
 template <bool kEvex, int M>
