@@ -8,6 +8,7 @@
 
 #include "kernels/attention/attention.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/quant/nbits_matmul.h"
 #include "kernels/vec/vec_math.h"
 
 namespace onnx_mini {
@@ -57,6 +58,21 @@ TEST(CpuDispatchTable, AFamilyWithoutATargetTakesTheNextBuildDown) {
   EXPECT_EQ(gemm.For(With(CpuTarget::kAvx512Bf16)).entries, 1);
 }
 
+TEST(CpuDispatchTable, TheVnniTargetsNeedTheirOwnFeature) {
+  // As MatMulNBits' int8 decode: 512-bit VNNI first, then AVX-VNNI, else none.
+  const CpuDispatchTable<int> table{{CpuTarget::kAvx512Vnni, 2}, {CpuTarget::kAvxVnni, 1}, {CpuTarget::kBaseline, 0}};
+  EXPECT_EQ(table.For(With(CpuTarget::kAvx2, false, true)).entries, 1);
+  EXPECT_EQ(table.For(With(CpuTarget::kAvx512, true)).entries, 2);
+  EXPECT_EQ(table.For(With(CpuTarget::kAvx512Bf16, true, true)).entries, 2);
+  EXPECT_EQ(table.For(With(CpuTarget::kAvx512, false, true)).entries, 1);  // AVX-512 without its VNNI
+  EXPECT_EQ(table.For(With(CpuTarget::kAvx512Bf16)).entries, 0);
+  EXPECT_EQ(table.For(CpuFeatures()).entries, 0);
+  EXPECT_STREQ(CpuTargetName(CpuTarget::kAvxVnni), "avxvnni");
+  EXPECT_STREQ(CpuTargetName(CpuTarget::kAvx512Vnni), "avx512vnni");
+  // Outside the chain: the best target of a set stays the chain's.
+  EXPECT_EQ(BestCpuTarget(With(CpuTarget::kAvx512Bf16, true, true)), CpuTarget::kAvx512Bf16);
+}
+
 TEST(CpuDispatchTable, FamiliesFollowTheActiveFeatures) {
   const CpuFeatures host = HostCpuFeatures();
   for (CpuTarget t : kCpuTargets) {
@@ -68,6 +84,7 @@ TEST(CpuDispatchTable, FamiliesFollowTheActiveFeatures) {
     // Attention's bfloat16 build only for bfloat16, and only with AVX-512 BF16 active.
     EXPECT_EQ(AttentionFastTarget(DType::kBFloat16), t);
     EXPECT_EQ(AttentionFastTarget(DType::kFloat16), t == CpuTarget::kAvx512Bf16 ? CpuTarget::kAvx512 : t);
+    EXPECT_EQ(NBitsInt8Target(), CpuTarget::kBaseline);  // the chain's targets have no VNNI
   }
   if (host.avx512_bf16) {
     CpuFeatures no_bf16 = host;  // AVX-512 (and VNNI) without BF16
@@ -83,6 +100,12 @@ TEST(CpuDispatchTable, FamiliesFollowTheActiveFeatures) {
     EXPECT_EQ(VecMathTarget(), CpuTarget::kAvx2);
     EXPECT_EQ(AttentionFastTarget(DType::kBFloat16), CpuTarget::kAvx2);
     EXPECT_FALSE(GemmPackedAvailable());
+    EXPECT_EQ(NBitsInt8Target(), CpuTarget::kAvxVnni);
+  }
+  if (host.avx512 && host.avx512_vnni) {
+    ScopedCpuFeaturesForTesting scope(CpuTarget::kAvx512Vnni);  // without AVX-VNNI or BF16
+    EXPECT_EQ(NBitsInt8Target(), CpuTarget::kAvx512Vnni);
+    EXPECT_EQ(VecMathTarget(), CpuTarget::kAvx512);
   }
   // Unrestricted (ONNX_MINI_CPU unset), the host's best builds.
   if (std::getenv("ONNX_MINI_CPU") == nullptr) {
