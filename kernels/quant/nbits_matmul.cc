@@ -411,47 +411,6 @@ struct Int8Args {
   int64_t m;
 };
 
-// The zero-point term of a column for one row: sum_b zero * scale * (sa *
-// the sum of A's block), in independent partial sums (one chain would take
-// longer than the column's products).
-[[gnu::always_inline]] inline float Int8ZeroTerm(const NBitsMatrix& w, const void* zrow, const float* scale,
-                                                 const float* azero) {
-  const int64_t kb = w.k_blocks;
-  float part[8] = {};
-  if (zrow == nullptr) {
-    int64_t b = 0;
-    for (; b + 8 <= kb; b += 8)
-      for (int l = 0; l < 8; ++l) part[l] += scale[b + l] * azero[b + l];
-    for (; b < kb; ++b) part[0] += scale[b] * azero[b];
-    for (float& p : part) p *= w.zero_default;
-  } else {
-    for (int64_t b = 0; b < kb; ++b) part[b % 8] += ZeroAt<4>(w, zrow, b) * scale[b] * azero[b];
-  }
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-}
-
-// The stores of a tile: y = the lanes of acc (`kLanes` floats each, summed
-// pairwise) - the zero-point term (+ bias).
-template <int M, int C, int kLanes, class V>
-[[gnu::always_inline]] inline void Int8Finish(const Int8Args& d, int64_t j, const V (&acc)[M][C]) {
-  const NBitsMatrix& w = *d.w;
-  const int64_t kb = w.k_blocks;
-  for (int c = 0; c < C; ++c) {
-    const float* scale = w.scales + (j + c) * kb;
-    const void* zrow = w.zero_packed ? static_cast<const void*>(w.zero_packed + (j + c) * w.zero_row_bytes())
-                       : w.zero_float ? static_cast<const void*>(w.zero_float + (j + c) * kb)
-                                      : nullptr;
-    for (int r = 0; r < M; ++r) {
-      float lanes[kLanes];
-      std::memcpy(lanes, &acc[r][c], sizeof(lanes));
-      for (int width = kLanes / 2; width > 0; width /= 2)
-        for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-      const float y = lanes[0] - Int8ZeroTerm(w, zrow, scale, d.azero + r * kb);
-      d.c[r * w.n + j + c] = d.bias ? y + d.bias[j + c] : y;
-    }
-  }
-}
-
 typedef uint8_t Bytes16 __attribute__((vector_size(16)));
 typedef uint8_t Bytes32 __attribute__((vector_size(32)));
 typedef uint8_t Bytes64 __attribute__((vector_size(64)));
@@ -476,6 +435,65 @@ template <bool kEvex>
 }
 [[ONNX_MINI_INT8_512_TARGET]] inline void Dpbusd512(Int8x64& acc, const Int8x64& u, const Int8x64& s) {
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+}
+
+// The sum of a vector's lanes (a shuffle tree).
+[[ONNX_MINI_INT8_TARGET]] inline float SumLanes(const Float8& v) {
+  __m256 x;
+  std::memcpy(&x, &v, sizeof(x));
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+// (The extract forms: GCC 12 warns of the cast's and the reduction's undefined sources.)
+[[ONNX_MINI_INT8_512_TARGET]] inline float SumLanes(const Float16& v) {
+  __m512 x;
+  std::memcpy(&x, &v, sizeof(x));
+  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(x, 0), _mm512_extractf32x8_ps(x, 1));
+  Float8 half;
+  std::memcpy(&half, &h, sizeof(half));
+  return SumLanes(half);
+}
+
+// The zero-point term of a column for one row: sum_b zero * scale * (sa *
+// the sum of A's block), in independent partial sums (one chain would take
+// longer than the column's products).
+[[ONNX_MINI_INT8_TARGET]] inline float Int8ZeroTerm(const NBitsMatrix& w, const void* zrow, const float* scale,
+                                                    const float* azero) {
+  const int64_t kb = w.k_blocks;
+  if (zrow == nullptr) {
+    Float8 part = {};
+    int64_t b = 0;
+    for (; b + 8 <= kb; b += 8) {
+      Float8 x, y;
+      std::memcpy(&x, scale + b, sizeof(x));
+      std::memcpy(&y, azero + b, sizeof(y));
+      part += x * y;
+    }
+    float sum = SumLanes(part);
+    for (; b < kb; ++b) sum += scale[b] * azero[b];
+    return sum * w.zero_default;
+  }
+  float part[4] = {};
+  for (int64_t b = 0; b < kb; ++b) part[b % 4] += ZeroAt<4>(w, zrow, b) * scale[b] * azero[b];
+  return (part[0] + part[1]) + (part[2] + part[3]);
+}
+
+// The stores of a tile: y = its products' sum - the zero-point term (+ bias).
+template <int M, int C>
+[[ONNX_MINI_INT8_TARGET]] inline void Int8Finish(const Int8Args& d, int64_t j, const float (&sums)[M][C]) {
+  const NBitsMatrix& w = *d.w;
+  const int64_t kb = w.k_blocks;
+  for (int c = 0; c < C; ++c) {
+    const float* scale = w.scales + (j + c) * kb;
+    const void* zrow = w.zero_packed ? static_cast<const void*>(w.zero_packed + (j + c) * w.zero_row_bytes())
+                       : w.zero_float ? static_cast<const void*>(w.zero_float + (j + c) * kb)
+                                      : nullptr;
+    for (int r = 0; r < M; ++r) {
+      const float y = sums[r][c] - Int8ZeroTerm(w, zrow, scale, d.azero + r * kb);
+      d.c[r * w.n + j + c] = d.bias ? y + d.bias[j + c] : y;
+    }
+  }
 }
 
 // 16 bytes of codes (a chunk) as 32 unsigned bytes: low nibbles, then high.
@@ -541,7 +559,10 @@ template <bool kEvex, int M, int C>
       for (int r = 0; r < M; ++r)
         acc[r][c] += __builtin_convertvector(dot[r][c], Float8) * (scale[c][b] * d.ascale[r * kb + b]);
   }
-  Int8Finish<M, C, 8>(d, j, acc);
+  float sums[M][C];
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < C; ++c) sums[r][c] = SumLanes(acc[r][c]);
+  Int8Finish<M, C>(d, j, sums);
 }
 
 // 512 bits (AVX-512 VNNI): two chunks a step, arranged as SplitPair makes
@@ -625,7 +646,10 @@ template <int M, int C>
           acc[r][c] += __builtin_convertvector(dot[r][c], Float16) * (scale[c][b] * d.ascale[r * kb + b]);
     }
   }
-  Int8Finish<M, C, 16>(d, j, acc);
+  float sums[M][C];
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < C; ++c) sums[r][c] = SumLanes(acc[r][c]);
+  Int8Finish<M, C>(d, j, sums);
 }
 
 template <bool kEvex, int M>
