@@ -387,6 +387,19 @@ void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, f
     }
 }
 
+float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* sum) {
+  float inv;
+  const float scale = Int8BlockScale(x, len, &inv);
+  int32_t s = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    const int32_t v = int32_t(std::nearbyint(x[i] * inv));
+    q[i] = int8_t(v);
+    s += v;
+  }
+  *sum = s;
+  return scale;
+}
+
 namespace {
 
 // ---- Accuracy level 4 with int8 products (VNNI) ----

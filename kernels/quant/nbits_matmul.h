@@ -73,6 +73,10 @@ void NBitsDequantizeColumns(const NBitsMatrix& w, int64_t j0, int64_t j1, float*
 // NBitsMatMulInt8 does not run.
 void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, float* out);
 
+// One block of A (len values) quantized by that rule: q[i] = nearest-even(x[i]
+// / scale); returns the scale, *sum gets the sum of q.
+float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* sum);
+
 // Accuracy level 4 with the integers multiplied: each row's blocks of A
 // quantized to int8 by NBitsRoundRowsToInt8's rule (scale sa, values q), the
 // 4-bit codes times q summed exactly in int32 (VPDPBUSD: unsigned codes,
