@@ -7,7 +7,7 @@
 //   float      - accuracy_level 0: codes dequantized in registers, FMA
 //   acc4-float - accuracy_level 4 before VNNI: A rounded to int8 values, then the float path
 //   int8-<t>   - accuracy_level 4 on each VNNI target the host has (NBitsMatMulInt8)
-//   bench-nbits [--threads N] [--rows M]
+//   bench-nbits [--threads N] [--rows M] [--copies C]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +22,8 @@
 #endif
 
 #include "kernels/quant/nbits_matmul.h"
+#include "kernels/quant/panel_gemv.h"
+#include "kernels/quant/quant_panels.h"
 #include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
 
@@ -75,6 +77,7 @@ struct Weights {
   std::vector<uint8_t> data;
   std::vector<float> scales;
   NBitsMatrix w;
+  QuantPanelsBuffer panels;
 };
 
 Weights Make(int64_t k, int64_t n, uint32_t seed) {
@@ -85,12 +88,14 @@ Weights Make(int64_t k, int64_t n, uint32_t seed) {
   x.w.n = n;
   x.w.block_size = 32;
   x.w.k_blocks = (k + 31) / 32;
+  x.w.zero_default = 8;
   x.data.resize(size_t(n * x.w.k_blocks * 16));
   for (uint8_t& b : x.data) b = uint8_t(rng());
   x.scales.resize(size_t(n * x.w.k_blocks));
   for (float& s : x.scales) s = 0.01f + 0.001f * float(rng() % 50);
   x.w.data = x.data.data();
   x.w.scales = x.scales.data();
+  PackNBitsPanels(x.w, &x.panels);
   return x;
 }
 
@@ -99,9 +104,11 @@ Weights Make(int64_t k, int64_t n, uint32_t seed) {
 int main(int argc, char** argv) {
   int threads = 1;
   int64_t rows = 1;
+  int copies_wanted = 0;  // 0: enough to fill ~200 MB (cold weights); 1: hot in cache (the kernels' compute)
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--copies")) copies_wanted = std::atoi(argv[i + 1]);
   }
 #if defined(__x86_64__)
   const double gbs = ReadGBs(threads);
@@ -111,42 +118,54 @@ int main(int argc, char** argv) {
   std::printf("threads %d, rows %lld, read bandwidth %.1f GB/s, CPU %s\n", threads, (long long)rows, gbs,
               HostCpuFeatures().name().c_str());
   struct Shape { int64_t k, n; };
-  for (const Shape s : {Shape{1024, 2816}, Shape{1024, 32000}}) {
+  for (const Shape s : {Shape{1024, 2816}, Shape{2816, 1024}, Shape{1024, 32000}}) {
     const int64_t bytes = s.n * (s.k / 32) * (16 + 4);
-    const int copies = int(std::max<int64_t>(2, (int64_t(200) << 20) / bytes));
+    const int copies =
+        copies_wanted > 0 ? copies_wanted : int(std::max<int64_t>(2, (int64_t(200) << 20) / bytes));
     std::vector<Weights> mats;
     for (int i = 0; i < copies; ++i) mats.push_back(Make(s.k, s.n, uint32_t(i)));
     std::vector<float> a(size_t(rows * s.k)), rounded(a.size()), c(size_t(rows * s.n));
     std::mt19937 rng(7);
     for (float& v : a) v = float(int(rng() % 2001) - 1000) / 500.0f;
-    std::vector<float> work(size_t(NBitsMatMulWorkspace(rows, mats[0].w)));
+    std::vector<float> work(size_t(std::max(NBitsMatMulWorkspace(rows, mats[0].w),
+                                            PanelGemvWorkspace(rows, mats[0].panels.view))));
+    const float zero = 8;
     const double floor_us = double(bytes) / (gbs * 1e9) * 1e6;
     std::printf("K=%lld N=%lld: %.2f MB of codes and scales, floor %.1f us (%d copies)\n", (long long)s.k,
                 (long long)s.n, double(bytes) / 1e6, floor_us, copies);
     auto time = [&](const char* name, auto&& run) {
-      for (auto& m : mats) run(m.w);  // warm: pool, pages
+      for (auto& m : mats) run(m);  // warm: pool, pages
       std::vector<double> per;
       for (int r = 0; r < 7; ++r) {
         const double start = Seconds();
-        for (auto& m : mats) run(m.w);
+        for (auto& m : mats) run(m);
         per.push_back((Seconds() - start) / double(copies) * 1e6);
       }
       std::sort(per.begin(), per.end());
       std::printf("  %-18s %8.1f us  %5.2fx floor  (c[0] = %g)\n", name, per[3], per[3] / floor_us, double(c[0]));
     };
-    time("float", [&](const NBitsMatrix& w) { NBitsMatMul(a.data(), rows, w, nullptr, c.data(), work.data(), threads); });
-    time("acc4-float", [&](const NBitsMatrix& w) {
-      NBitsRoundRowsToInt8(a.data(), rows, w.k, w.block_size, rounded.data());
-      NBitsMatMul(rounded.data(), rows, w, nullptr, c.data(), work.data(), threads);
-    });
+    auto time_panels = [&](const char* name, auto&& run) {
+      time(name, [&](const Weights& x) { run(x.panels.view); });
+    };
+    for (CpuTarget t : {CpuTarget::kAvx512, CpuTarget::kAvx2}) {
+      if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+      ScopedCpuFeaturesForTesting scope(t);
+      const std::string name = std::string("float-") + CpuTargetName(t);
+      time_panels(name.c_str(), [&](const QuantPanels& p) {
+        PanelGemvFloat(a.data(), rows, p, &zero, nullptr, c.data(), work.data(), threads);
+      });
+    }
     for (CpuTarget t : kCpuVnniTargets) {
       if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
       ScopedCpuFeaturesForTesting scope(t);
       const std::string name = std::string("int8-") + CpuTargetName(t);
-      time(name.c_str(), [&](const NBitsMatrix& w) {
-        NBitsMatMulInt8(a.data(), rows, w, nullptr, c.data(), work.data(), threads);
+      time_panels(name.c_str(), [&](const QuantPanels& p) {
+        PanelGemvInt8(a.data(), rows, p, &zero, nullptr, c.data(), work.data(), threads);
       });
     }
+    time("native-float", [&](const Weights& x) {
+      NBitsMatMul(a.data(), rows, x.w, nullptr, c.data(), work.data(), threads);
+    });
   }
   return 0;
 }

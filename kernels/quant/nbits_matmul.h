@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "kernels/quant/quant_panels.h"
 #include "runtime/cpu.h"
 
 namespace onnx_mini {
@@ -51,11 +52,12 @@ int64_t NBitsMatMulWorkspace(int64_t m, const NBitsMatrix& w);
 
 // C (m x n, row-major) = A (m x k, row-major) x dequantized B (+ bias, n
 // floats or null). `workspace` holds NBitsMatMulWorkspace(m, w) floats.
-// Few rows: each column's blocks decoded in registers and multiplied with all
-// rows, columns split over the kernels' pool (AVX-512, AVX2 and baseline
-// builds, kernels/cpu_dispatch.h). More rows, or a g_idx that is not k /
-// block_size: panels of columns dequantized to float and multiplied by the
-// GEMM.
+// Few rows of 2-bit codes: each column's blocks decoded in registers and
+// multiplied with all rows, columns split over the kernels' pool (AVX-512,
+// AVX2 and baseline builds, kernels/cpu_dispatch.h). Otherwise (more rows, a
+// g_idx that is not k / block_size, or 4 and 8 bits, which callers pack into
+// panels for PanelMatMul): columns dequantized to float and multiplied by
+// the GEMM.
 void NBitsMatMul(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
                  int threads);
 
@@ -77,27 +79,23 @@ void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, f
 // / scale); returns the scale, *sum gets the sum of q.
 float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* sum);
 
-// Accuracy level 4 with the integers multiplied: each row's blocks of A
-// quantized to int8 by NBitsRoundRowsToInt8's rule (scale sa, values q), the
-// 4-bit codes times q summed exactly in int32 (VPDPBUSD: unsigned codes,
-// signed q), then
+// Accuracy level 4's value with the integers multiplied: each row's blocks
+// of A quantized by that rule (scale sa, values q), then
 //   y[m, n] = bias[n] + sum_b sa[b] * scale[n, b] * (sum q * code - zero[n, b] * sum q)
-// (the same value as NBitsRoundRowsToInt8 + NBitsMatMul up to float rounding).
-// Whether it runs here: 4 bits, blocks of >= 32, no g_idx, at most
-// kNBitsDecodePassRows rows, and a VNNI build for the active CPU features
-// (AVX-512 VNNI, or AVX-VNNI on 256 bits; kernels/cpu_dispatch.h).
-bool NBitsInt8Available(int64_t m, const NBitsMatrix& w);
-// The VNNI target the int8 product uses under the active features
-// (kBaseline: none, NBitsInt8Available is false).
-CpuTarget NBitsInt8Target();
-// Runs it (only where NBitsInt8Available): `workspace` holds
-// NBitsMatMulWorkspace(m, w) floats (it needs fewer), columns split over the
-// kernels' pool.
-void NBitsMatMulInt8(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
-                     int threads);
-// The same with plain loops (integer dot products per block, double
-// accumulation), for any 4-bit weight without g_idx: the reference in tests.
+// (the value of NBitsRoundRowsToInt8 + NBitsMatMul up to float rounding).
+// The fast product runs over quantized panels (PanelGemvInt8, panel_gemv.h).
+// Plain loops (integer dot products per block, double accumulation), for any
+// 4-bit weight without g_idx: the reference in tests.
 void NBitsMatMulInt8Reference(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c);
+
+// The product over quantized panels (PackNBitsPanels), any rows: up to
+// kNBitsDecodePassRows rows PanelGemvFloat (passes over the panels), more
+// rows dequantize panels of columns to float for the GEMM. `workspace` holds
+// PanelMatMulWorkspace(m, w) floats (-1: overflow); `uniform_zero` as
+// PanelGemvFloat's.
+int64_t PanelMatMulWorkspace(int64_t m, const QuantPanels& w);
+void PanelMatMul(const float* a, int64_t m, const QuantPanels& w, const float* uniform_zero, const float* bias,
+                 float* c, float* workspace, int threads);
 
 // Whether g_idx is k / block_size everywhere (then it changes nothing).
 bool NBitsGIdxIsTrivial(const int32_t* g_idx, int64_t k, int64_t block_size);

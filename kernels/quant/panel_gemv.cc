@@ -146,8 +146,13 @@ template <int M, int Bits, int NA, int T>
   __m512 f;
   constexpr int s = Shift<Bits>(T);
   const __m512i x = s ? _mm512_maskz_srli_epi32(0xFFFF, v, s) : v;
-  if constexpr (Bits == 4) {
+#ifndef PG_VARIANT
+#define PG_VARIANT 0
+#endif
+  if constexpr (Bits == 4 && (PG_VARIANT == 0 || (PG_VARIANT == 2 && T % 2 == 0) || (PG_VARIANT == 3 && T % 4 != 3))) {
     f = _mm512_maskz_permutexvar_ps(0xFFFF, x, table);
+  } else if constexpr (Bits == 4) {
+    f = _mm512_maskz_cvtepi32_ps(0xFFFF, s < 28 ? _mm512_and_si512(x, _mm512_set1_epi32(15)) : x);
   } else {
     f = _mm512_maskz_cvtepi32_ps(0xFFFF, T < 3 ? _mm512_and_si512(x, _mm512_set1_epi32(255)) : x);
   }

@@ -197,6 +197,14 @@ TEST(PanelGemvInt8, MatchesItsReferenceOnEveryVnniTarget) {
   if (ran == 0) GTEST_SKIP() << "no VNNI on this CPU";
 }
 
+TEST(PanelGemvInt8, OnlyVnniTargetsRunIt) {
+  for (CpuTarget t : kCpuTargets) {
+    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(t);  // the chain's targets have no VNNI feature
+    EXPECT_EQ(PanelGemvInt8Target(), CpuTarget::kBaseline) << CpuTargetName(t);
+  }
+}
+
 // The panels' int8 reference is the native one (4 bits), and is the float
 // product of A rounded to int8 (4 and 8 bits).
 TEST(PanelGemvInt8, ReferenceIsTheNativeOneAndTheRoundedProduct) {
