@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
     auto time_panels = [&](const char* name, auto&& run) {
       time(name, [&](const Weights& x) { run(x.panels.view); });
     };
-    for (CpuTarget t : {CpuTarget::kAvx512, CpuTarget::kAvx2}) {
+    for (CpuTarget t : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx512, CpuTarget::kAvx2}) {
       if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
       ScopedCpuFeaturesForTesting scope(t);
       const std::string name = std::string("float-") + CpuTargetName(t);
@@ -163,9 +163,6 @@ int main(int argc, char** argv) {
         PanelGemvInt8(a.data(), rows, p, &zero, nullptr, c.data(), work.data(), threads);
       });
     }
-    time("native-float", [&](const Weights& x) {
-      NBitsMatMul(a.data(), rows, x.w, nullptr, c.data(), work.data(), threads);
-    });
   }
   return 0;
 }

@@ -25,6 +25,8 @@ constexpr int kCols = int(kQuantPanelCols);
 constexpr int64_t kGroup = kQuantPanelGroupBytes;
 // Bytes of codes ahead that a pass prefetches (and the scales of those codes).
 constexpr int64_t kPrefetchBytes = 8192;
+// Base-256 digits of A the float path's integer products take.
+constexpr int kDigits = 3;
 
 // One pass: A's rows prepared for the panels, and where the results go.
 struct Args {
@@ -146,13 +148,8 @@ template <int M, int Bits, int NA, int T>
   __m512 f;
   constexpr int s = Shift<Bits>(T);
   const __m512i x = s ? _mm512_maskz_srli_epi32(0xFFFF, v, s) : v;
-#ifndef PG_VARIANT
-#define PG_VARIANT 0
-#endif
-  if constexpr (Bits == 4 && (PG_VARIANT == 0 || (PG_VARIANT == 2 && T % 2 == 0) || (PG_VARIANT == 3 && T % 4 != 3))) {
+  if constexpr (Bits == 4) {
     f = _mm512_maskz_permutexvar_ps(0xFFFF, x, table);
-  } else if constexpr (Bits == 4) {
-    f = _mm512_maskz_cvtepi32_ps(0xFFFF, s < 28 ? _mm512_and_si512(x, _mm512_set1_epi32(15)) : x);
   } else {
     f = _mm512_maskz_cvtepi32_ps(0xFFFF, T < 3 ? _mm512_and_si512(x, _mm512_set1_epi32(255)) : x);
   }
@@ -228,22 +225,38 @@ template <int M>
   }
 }
 
-// ---- Int8 (VNNI). 4-bit: a group's low nibbles are k 0..3 of its 8, the
-// high nibbles k 4..7; each meets one broadcast dword of A (4 int8) ----
+// ---- Integer products (VNNI). 4-bit: a group's low nibbles are k 0..3 of
+// its 8, the high nibbles k 4..7; each meets one broadcast dword of A (4
+// int8). A is P int8 digits a value: P = 1 is accuracy level 4's int8 A; the
+// float path takes P = 3, A per (row, block) as an integer Q of 24 bits
+// (|Q| <= 127 * 2^16, scale max |a| / (127 * 2^16)) in balanced base-256
+// digits, Q = (q0 * 256 + q1) * 256 + q2: each digit's products exact in
+// int32, A within 2^-24 of its block's max (float32's own rounding of a) ----
 
 #define ONNX_MINI_PGVNNI512 \
   gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma"), gnu::always_inline
 
-// y += scale * (sa * dot - zero * sa * sum q), per block, in float.
-template <int M, int Bits>
+// Digit p of row r of the pass: rows of P digit arrays of padded_k values.
+template <int P>
+inline const int8_t* Digits(const Args& d, int r, int p) {
+  return static_cast<const int8_t*>(d.a) + (int64_t(r) * P + p) * d.w->padded_k();
+}
+
+// y += scale * (sa * dot - zero * sa * sum Q), per block, in float.
+template <int M, int Bits, int P>
 [[ONNX_MINI_PGVNNI512]] inline void Int8ZmmPanel(const Args& d, int64_t p) {
   constexpr int kPer = KPerGroup<Bits>();
+  // Accumulators a (row, digit): two (low and high nibbles, or alternate
+  // 8-bit groups) where the registers allow, for shorter chains.
+  constexpr int NS = M * P <= 8 ? 2 : 1;
   const QuantPanels& w = *d.w;
-  const int64_t kb = w.k_blocks, kp = w.padded_k(), bb = w.block_bytes(), groups = w.block / kPer;
+  const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = w.block / kPer;
   const uint8_t* q = w.codes + p * kb * bb;
   const float* sc = w.scales + p * kb * kCols;
   const float* zp = w.zeros + p * kb * kCols;
-  const int8_t* a = static_cast<const int8_t*>(d.a);
+  const int8_t* a[M][P];
+  for (int r = 0; r < M; ++r)
+    for (int i = 0; i < P; ++i) a[r][i] = Digits<P>(d, r, i);
   const __m512i low = _mm512_set1_epi8(15);
   const int64_t ahead = (kPrefetchBytes / bb) * kCols;
   __m512 acc[M];
@@ -251,38 +264,43 @@ template <int M, int Bits>
   for (int64_t b = 0; b < kb; ++b) {
     _mm_prefetch(reinterpret_cast<const char*>(sc + b * kCols + ahead), _MM_HINT_T0);
     if (!d.uniform) _mm_prefetch(reinterpret_cast<const char*>(zp + b * kCols + ahead), _MM_HINT_T0);
-    __m512i dot[M][2];
-    for (int r = 0; r < M; ++r) dot[r][0] = dot[r][1] = _mm512_setzero_si512();
-    const int8_t* ab = a + b * w.block;
-    if constexpr (Bits == 4) {
-      for (int64_t g = 0; g < groups; ++g, q += kGroup, ab += kPer) {
-        _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
+    __m512i dot[M][P][NS];
+    for (int r = 0; r < M; ++r)
+      for (int i = 0; i < P; ++i)
+        for (int h = 0; h < NS; ++h) dot[r][i][h] = _mm512_setzero_si512();
+    const int64_t k0 = b * w.block;
+    // Two 64-byte steps a pass of the loop: the low and high nibbles of one
+    // 4-bit group, or two 8-bit groups.
+    const int64_t steps = Bits == 4 ? groups : groups / 2;
+    for (int64_t g = 0; g < steps; ++g, q += 64 * (Bits == 4 ? 1 : 2)) {
+      _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
+      __m512i u0, u1;
+      if constexpr (Bits == 4) {
         const __m512i v = _mm512_loadu_si512(q);
-        const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_maskz_srli_epi16(~__mmask32(0), v, 4), low);
-        for (int r = 0; r < M; ++r) {
-          int32_t x0, x1;
-          std::memcpy(&x0, ab + r * kp, 4);
-          std::memcpy(&x1, ab + r * kp + 4, 4);
-          dot[r][0] = _mm512_dpbusd_epi32(dot[r][0], lo, _mm512_set1_epi32(x0));
-          dot[r][1] = _mm512_dpbusd_epi32(dot[r][1], hi, _mm512_set1_epi32(x1));
-        }
+        u0 = _mm512_and_si512(v, low);
+        u1 = _mm512_and_si512(_mm512_maskz_srli_epi16(~__mmask32(0), v, 4), low);
+      } else {
+        u0 = _mm512_loadu_si512(q);
+        u1 = _mm512_loadu_si512(q + kGroup);
       }
-    } else {
-      for (int64_t g = 0; g < groups; g += 2, q += 2 * kGroup, ab += 2 * kPer) {
-        _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
-        const __m512i v0 = _mm512_loadu_si512(q), v1 = _mm512_loadu_si512(q + kGroup);
-        for (int r = 0; r < M; ++r) {
+      const int64_t kk = k0 + 8 * g;
+      for (int r = 0; r < M; ++r)
+        for (int i = 0; i < P; ++i) {
           int32_t x0, x1;
-          std::memcpy(&x0, ab + r * kp, 4);
-          std::memcpy(&x1, ab + r * kp + 4, 4);
-          dot[r][0] = _mm512_dpbusd_epi32(dot[r][0], v0, _mm512_set1_epi32(x0));
-          dot[r][1] = _mm512_dpbusd_epi32(dot[r][1], v1, _mm512_set1_epi32(x1));
+          std::memcpy(&x0, a[r][i] + kk, 4);
+          std::memcpy(&x1, a[r][i] + kk + 4, 4);
+          dot[r][i][0] = _mm512_dpbusd_epi32(dot[r][i][0], u0, _mm512_set1_epi32(x0));
+          dot[r][i][NS - 1] = _mm512_dpbusd_epi32(dot[r][i][NS - 1], u1, _mm512_set1_epi32(x1));
         }
-      }
     }
     const __m512 scale = _mm512_loadu_ps(sc + b * kCols);
     for (int r = 0; r < M; ++r) {
-      const __m512 f = _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_add_epi32(dot[r][0], dot[r][1]));
+      __m512 f = _mm512_setzero_ps();
+      for (int i = 0; i < P; ++i) {
+        const __m512i di = NS == 2 ? _mm512_add_epi32(dot[r][i][0], dot[r][i][NS - 1]) : dot[r][i][0];
+        f = i == 0 ? _mm512_maskz_cvtepi32_ps(0xFFFF, di)
+                   : _mm512_fmadd_ps(f, _mm512_set1_ps(256.f), _mm512_maskz_cvtepi32_ps(0xFFFF, di));
+      }
       const __m512 sa = _mm512_set1_ps(d.s1[r * kb + b]), zq = _mm512_set1_ps(d.s2[r * kb + b]);
       const __m512 t = d.uniform ? _mm512_fmsub_ps(f, sa, zq)
                                  : _mm512_fnmadd_ps(_mm512_loadu_ps(zp + b * kCols), zq, _mm512_mul_ps(f, sa));
@@ -298,22 +316,31 @@ template <int M, int Bits>
   }
 }
 
-template <int M>
+template <int M, int P>
 [[ONNX_MINI_PGVNNI512]] inline void Int8ZmmPanels(const Args& d, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p) {
-    if (d.w->bits == 4) Int8ZmmPanel<M, 4>(d, p);
-    else Int8ZmmPanel<M, 8>(d, p);
+    if (d.w->bits == 4) Int8ZmmPanel<M, 4, P>(d, p);
+    else Int8ZmmPanel<M, 8, P>(d, p);
+  }
+}
+
+template <int P>
+[[ONNX_MINI_PGVNNI512]] inline void Int8Zmm(const Args& d, int64_t p0, int64_t p1) {
+  switch (d.m) {
+    case 1: return Int8ZmmPanels<1, P>(d, p0, p1);
+    case 2: return Int8ZmmPanels<2, P>(d, p0, p1);
+    case 3: return Int8ZmmPanels<3, P>(d, p0, p1);
+    default: return Int8ZmmPanels<4, P>(d, p0, p1);
   }
 }
 
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]] void Int8Avx512Vnni(const Args& d,
                                                                                            int64_t p0, int64_t p1) {
-  switch (d.m) {
-    case 1: return Int8ZmmPanels<1>(d, p0, p1);
-    case 2: return Int8ZmmPanels<2>(d, p0, p1);
-    case 3: return Int8ZmmPanels<3>(d, p0, p1);
-    default: return Int8ZmmPanels<4>(d, p0, p1);
-  }
+  Int8Zmm<1>(d, p0, p1);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]] void DigitsAvx512Vnni(const Args& d,
+                                                                                             int64_t p0, int64_t p1) {
+  Int8Zmm<kDigits>(d, p0, p1);
 }
 
 // AVX-VNNI (ymm): a panel two halves of 8 columns (the group's first and
@@ -325,15 +352,17 @@ template <int M>
   asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
 }
 
-template <int M, int Bits>
+template <int M, int Bits, int P>
 [[ONNX_MINI_PGVNNI256]] inline void Int8YmmPanel(const Args& d, int64_t p) {
   constexpr int kPer = KPerGroup<Bits>();
   const QuantPanels& w = *d.w;
-  const int64_t kb = w.k_blocks, kp = w.padded_k(), bb = w.block_bytes(), groups = w.block / kPer;
+  const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = w.block / kPer;
   const uint8_t* q = w.codes + p * kb * bb;
   const float* sc = w.scales + p * kb * kCols;
   const float* zp = w.zeros + p * kb * kCols;
-  const int8_t* a = static_cast<const int8_t*>(d.a);
+  const int8_t* a[M][P];
+  for (int r = 0; r < M; ++r)
+    for (int i = 0; i < P; ++i) a[r][i] = Digits<P>(d, r, i);
   const __m256i low = _mm256_set1_epi8(15);
   const int64_t ahead = (kPrefetchBytes / bb) * kCols;
   __m256 acc[M][2];
@@ -341,35 +370,40 @@ template <int M, int Bits>
   for (int64_t b = 0; b < kb; ++b) {
     _mm_prefetch(reinterpret_cast<const char*>(sc + b * kCols + ahead), _MM_HINT_T0);
     if (!d.uniform) _mm_prefetch(reinterpret_cast<const char*>(zp + b * kCols + ahead), _MM_HINT_T0);
-    __m256i dot[M][2];
-    for (int r = 0; r < M; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
-    const int8_t* ab = a + b * w.block;
-    for (int64_t g = 0; g < groups; ++g, q += kGroup, ab += kPer) {
+    __m256i dot[M][P][2];
+    for (int r = 0; r < M; ++r)
+      for (int i = 0; i < P; ++i) dot[r][i][0] = dot[r][i][1] = _mm256_setzero_si256();
+    const int64_t k0 = b * w.block;
+    for (int64_t g = 0; g < groups; ++g, q += kGroup) {
       _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
+      const int64_t kk = k0 + kPer * g;
       for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * h));
         if constexpr (Bits == 4) {
           const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-          for (int r = 0; r < M; ++r) {
-            int32_t x0, x1;
-            std::memcpy(&x0, ab + r * kp, 4);
-            std::memcpy(&x1, ab + r * kp + 4, 4);
-            DpbusdVex(dot[r][h], lo, _mm256_set1_epi32(x0));
-            DpbusdVex(dot[r][h], hi, _mm256_set1_epi32(x1));
-          }
+          for (int r = 0; r < M; ++r)
+            for (int i = 0; i < P; ++i) {
+              int32_t x0, x1;
+              std::memcpy(&x0, a[r][i] + kk, 4);
+              std::memcpy(&x1, a[r][i] + kk + 4, 4);
+              DpbusdVex(dot[r][i][h], lo, _mm256_set1_epi32(x0));
+              DpbusdVex(dot[r][i][h], hi, _mm256_set1_epi32(x1));
+            }
         } else {
-          for (int r = 0; r < M; ++r) {
-            int32_t x0;
-            std::memcpy(&x0, ab + r * kp, 4);
-            DpbusdVex(dot[r][h], v, _mm256_set1_epi32(x0));
-          }
+          for (int r = 0; r < M; ++r)
+            for (int i = 0; i < P; ++i) {
+              int32_t x0;
+              std::memcpy(&x0, a[r][i] + kk, 4);
+              DpbusdVex(dot[r][i][h], v, _mm256_set1_epi32(x0));
+            }
         }
       }
     }
     for (int h = 0; h < 2; ++h) {
       const __m256 scale = _mm256_loadu_ps(sc + b * kCols + 8 * h);
       for (int r = 0; r < M; ++r) {
-        const __m256 f = _mm256_cvtepi32_ps(dot[r][h]);
+        __m256 f = _mm256_cvtepi32_ps(dot[r][0][h]);
+        for (int i = 1; i < P; ++i) f = _mm256_fmadd_ps(f, _mm256_set1_ps(256.f), _mm256_cvtepi32_ps(dot[r][i][h]));
         const __m256 sa = _mm256_set1_ps(d.s1[r * kb + b]), zq = _mm256_set1_ps(d.s2[r * kb + b]);
         const __m256 t = d.uniform ? _mm256_fmsub_ps(f, sa, zq)
                                    : _mm256_fnmadd_ps(_mm256_loadu_ps(zp + b * kCols + 8 * h), zq, _mm256_mul_ps(f, sa));
@@ -386,21 +420,27 @@ template <int M, int Bits>
   }
 }
 
-template <int M>
+template <int M, int P>
 [[ONNX_MINI_PGVNNI256]] inline void Int8YmmPanels(const Args& d, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p) {
-    if (d.w->bits == 4) Int8YmmPanel<M, 4>(d, p);
-    else Int8YmmPanel<M, 8>(d, p);
+    if (d.w->bits == 4) Int8YmmPanel<M, 4, P>(d, p);
+    else Int8YmmPanel<M, 8, P>(d, p);
   }
 }
 
-[[gnu::target("avx2,fma,avxvnni")]] void Int8AvxVnni(const Args& d, int64_t p0, int64_t p1) {
+template <int P>
+[[ONNX_MINI_PGVNNI256]] inline void Int8Ymm(const Args& d, int64_t p0, int64_t p1) {
   switch (d.m) {
-    case 1: return Int8YmmPanels<1>(d, p0, p1);
-    case 2: return Int8YmmPanels<2>(d, p0, p1);
-    case 3: return Int8YmmPanels<3>(d, p0, p1);
-    default: return Int8YmmPanels<4>(d, p0, p1);
+    case 1: return Int8YmmPanels<1, P>(d, p0, p1);
+    case 2: return Int8YmmPanels<2, P>(d, p0, p1);
+    case 3: return Int8YmmPanels<3, P>(d, p0, p1);
+    default: return Int8YmmPanels<4, P>(d, p0, p1);
   }
+}
+
+[[gnu::target("avx2,fma,avxvnni")]] void Int8AvxVnni(const Args& d, int64_t p0, int64_t p1) { Int8Ymm<1>(d, p0, p1); }
+[[gnu::target("avx2,fma,avxvnni")]] void DigitsAvxVnni(const Args& d, int64_t p0, int64_t p1) {
+  Int8Ymm<kDigits>(d, p0, p1);
 }
 #undef ONNX_MINI_PG512
 #undef ONNX_MINI_PGVNNI512
@@ -409,13 +449,22 @@ template <int M>
 
 using PanelsFn = void (*)(const Args&, int64_t, int64_t);
 
-PanelsFn ActiveFloat() {
-  static const CpuDispatchTable<PanelsFn> table{
+// The float product's build: `parts` 0 takes A as floats (FMA), kDigits as
+// base-256 digits (integer products).
+struct FloatEntry {
+  PanelsFn fn;
+  int parts;
+};
+
+const FloatEntry& ActiveFloat() {
+  static const CpuDispatchTable<FloatEntry> table{
 #if defined(__x86_64__)
-      {CpuTarget::kAvx512, FloatAvx512},
-      {CpuTarget::kAvx2, FloatAvx2},
+      {CpuTarget::kAvx512Vnni, {DigitsAvx512Vnni, kDigits}},
+      {CpuTarget::kAvxVnni, {DigitsAvxVnni, kDigits}},
+      {CpuTarget::kAvx512, {FloatAvx512, 0}},
+      {CpuTarget::kAvx2, {FloatAvx2, 0}},
 #endif
-      {CpuTarget::kBaseline, FloatBaseline},
+      {CpuTarget::kBaseline, {FloatBaseline, 0}},
   };
   return table.Active();
 }
@@ -458,19 +507,55 @@ int64_t PanelGemvWorkspace(int64_t m, const QuantPanels& w) {
 void PanelGemvFloat(const float* a, int64_t m, const QuantPanels& w, const float* uniform_zero, const float* bias,
                     float* c, float* workspace, int threads) {
   if (m <= 0 || w.n <= 0) return;
-  const int64_t kp = w.padded_k(), kb = w.k_blocks;
-  float* pa = workspace;
-  float* sums = workspace + std::min(m, kPanelGemvRows) * kp;
+  const FloatEntry& entry = ActiveFloat();
+  const int64_t kp = w.padded_k(), kb = w.k_blocks, rows = std::min(m, kPanelGemvRows);
   const float zero = uniform_zero ? *uniform_zero : 1.0f;
-  Args d{&w, pa, sums, nullptr, nullptr, nullptr, 0, uniform_zero != nullptr};
-  Passes(a, m, w, bias, c, threads, d, ActiveFloat(), 0.25, [&](const float* row, int64_t r) {
-    float* dst = pa + r * kp;
-    std::memcpy(dst, row, size_t(w.k) * sizeof(float));
-    std::fill(dst + w.k, dst + kp, 0.0f);
+  if (entry.parts == 0) {
+    float* pa = workspace;
+    float* sums = workspace + rows * kp;
+    const Args d{&w, pa, sums, nullptr, nullptr, nullptr, 0, uniform_zero != nullptr};
+    Passes(a, m, w, bias, c, threads, d, entry.fn, 0.25, [&](const float* row, int64_t r) {
+      float* dst = pa + r * kp;
+      std::memcpy(dst, row, size_t(w.k) * sizeof(float));
+      std::fill(dst + w.k, dst + kp, 0.0f);
+      for (int64_t b = 0; b < kb; ++b) {
+        float s = 0;
+        for (int64_t e = b * w.block; e < (b + 1) * w.block; ++e) s += dst[e];
+        sums[r * kb + b] = s * zero;
+      }
+    });
+    return;
+  }
+  // A per (row, block) as Q = round(a / s), s = max |a| / (127 * 2^16), in
+  // balanced base-256 digits (the first within [-127, 127]); the digits'
+  // rows of kp int8 each.
+  constexpr int kParts = kDigits;
+  constexpr double kTop = 127.0 * 65536;
+  int8_t* digits = reinterpret_cast<int8_t*>(workspace);
+  float* scale = workspace + (rows * kParts * kp + 3) / 4;
+  float* zq = scale + rows * kb;
+  const Args d{&w, digits, scale, zq, nullptr, nullptr, 0, uniform_zero != nullptr};
+  Passes(a, m, w, bias, c, threads, d, entry.fn, 1.0 / 16, [&](const float* row, int64_t r) {
+    int8_t* dst = digits + r * kParts * kp;
+    std::memset(dst, 0, size_t(kParts * kp));
     for (int64_t b = 0; b < kb; ++b) {
-      float s = 0;
-      for (int64_t e = b * w.block; e < (b + 1) * w.block; ++e) s += dst[e];
-      sums[r * kb + b] = s * zero;
+      const int64_t first = b * w.block, len = std::min(w.block, w.k - first);
+      float amax = 0;
+      for (int64_t e = first; e < first + len; ++e) amax = std::max(amax, std::fabs(row[e]));
+      const double inv = amax > 0 ? kTop / double(amax) : 0.0;
+      int64_t sum = 0;
+      for (int64_t e = first; e < first + len; ++e) {
+        int32_t v = int32_t(std::nearbyint(double(row[e]) * inv));
+        sum += v;
+        for (int i = kParts - 1; i > 0; --i) {
+          const int32_t digit = ((v + 128) & 255) - 128;
+          dst[i * kp + e] = int8_t(digit);
+          v = (v - digit) / 256;
+        }
+        dst[e] = int8_t(v);
+      }
+      scale[r * kb + b] = float(double(amax) / kTop);
+      zq[r * kb + b] = float(double(scale[r * kb + b]) * double(sum) * double(zero));
     }
   });
 }

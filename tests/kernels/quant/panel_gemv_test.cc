@@ -129,7 +129,9 @@ void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, i
 
 TEST(PanelGemvFloat, MatchesTheReferenceOnEveryTarget) {
   uint32_t seed = 100;
-  for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+  // The VNNI targets take A as base-128 digits (integer products).
+  for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512, CpuTarget::kAvxVnni,
+                           CpuTarget::kAvx512Vnni}) {
     if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
     ScopedCpuFeaturesForTesting scope(target);
     for (int bits : {4, 8})
@@ -158,6 +160,45 @@ TEST(PanelGemvFloat, MatchesTheReferenceOnEveryTarget) {
               }
           }
         }
+  }
+}
+
+// The float product on VNNI targets takes A as 24-bit integers per block
+// (three base-256 digits): each value within 2^-24 of its block's max |a|,
+// float32's own rounding of the largest. Its error stays within that bound
+// (plus float32 accumulation), an outlier in each block included.
+TEST(PanelGemvFloat, IntegerDigitsKeepFloatAccuracy) {
+  const auto x = MakeWeight(4, 1000, 37, 32, Zero::kPacked, 77);
+  const QuantPanels& p = x->panels.view;
+  const int64_t m = 3;
+  std::vector<float> a = RandomFloats(m * p.k, 78);
+  for (int64_t i = 0; i < m * p.k; i += 29) a[size_t(i)] *= 1000;  // outliers
+  std::vector<float> want(size_t(m * p.n)), got(want.size(), NAN);
+  QuantPanelsMatMulReference(a.data(), m, p, nullptr, want.data());
+  for (CpuTarget t : kCpuVnniTargets) {
+    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(t);
+    std::vector<float> ws(size_t(PanelGemvWorkspace(m, p)));
+    PanelGemvFloat(a.data(), m, p, nullptr, nullptr, got.data(), ws.data(), 1);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t col = 0; col < p.n; ++col) {
+        // Bound: sum over blocks of 2^-24 max|a| sum |w|, and 2^-22 sum |a w|.
+        double bound = 0, mag = 0;
+        for (int64_t b = 0; b < p.k_blocks; ++b) {
+          const int64_t at = ((col / 16) * p.k_blocks + b) * 16 + col % 16;
+          double amax = 0, wsum = 0;
+          for (int64_t kk = b * p.block; kk < std::min(p.k, (b + 1) * p.block); ++kk) {
+            const double wv = std::fabs((p.Code(col, kk) - p.zeros[at]) * p.scales[at]);
+            amax = std::max(amax, std::fabs(double(a[size_t(r * p.k + kk)])));
+            wsum += wv;
+            mag += wv * std::fabs(double(a[size_t(r * p.k + kk)]));
+          }
+          bound += std::ldexp(amax * wsum, -24);
+        }
+        const size_t i = size_t(r * p.n + col);
+        ASSERT_LE(std::fabs(double(got[i]) - double(want[i])), bound + std::ldexp(mag, -22))
+            << CpuTargetName(t) << " row " << r << " col " << col;
+      }
   }
 }
 
