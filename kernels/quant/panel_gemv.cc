@@ -491,8 +491,11 @@ void Passes(const float* a, int64_t m, const QuantPanels& w, const float* bias, 
     d.bias = bias;
     d.c = c + r0 * w.n;
     d.m = rows;
-    ParallelFor(threads, w.panels, WorkPerIndex{double(w.padded_k()) * kCols * double(rows) * work_per_weight},
-                [&](int64_t p0, int64_t p1) { fn(d, p0, p1); });
+    // One contiguous range of panels a thread (the work is uniform: equal
+    // ranges finish together, each read front to back).
+    const double work = double(w.padded_k()) * kCols * double(rows) * work_per_weight * double(w.panels);
+    const int use = ThreadsForWork(threads, work);
+    ParallelFor(use, w.panels, (w.panels + use - 1) / use, [&](int64_t p0, int64_t p1) { fn(d, p0, p1); });
   }
 }
 
