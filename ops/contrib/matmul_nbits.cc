@@ -112,8 +112,11 @@ struct NBitsPanels {
   const float* uniform_zero() const { return uniform ? &zero : nullptr; }
 };
 
-// Whether the panels take w (bits 4 and 8, blocks a multiple of 8, no g_idx).
-bool PanelsTake(const NBitsMatrix& w) { return (w.bits == 4 || w.bits == 8) && w.g_idx == nullptr; }
+// Whether the panels take w: bits 4 and 8, no g_idx, blocks up to the
+// layout's 65536 (larger ones keep the native form).
+bool PanelsTake(const NBitsMatrix& w) {
+  return (w.bits == 4 || w.bits == 8) && w.g_idx == nullptr && w.block_size <= 65536;
+}
 
 // w packed into panels, the budget charged first; an error when it refuses.
 absl::StatusOr<std::shared_ptr<NBitsPanels>> PackPanels(const NBitsMatrix& w,
@@ -234,7 +237,8 @@ class MatMulNBitsOp : public Op {
     const Tensor* b = ctx.constant(1);
     const Tensor* s = ctx.constant(2);
     const Tensor* z = has_z ? ctx.constant(3) : nullptr;
-    if ((bits_ != 4 && bits_ != 8) || !b || !s || (has_z && !z) || (has_g && !g_idx_trivial_)) return absl::OkStatus();
+    if ((bits_ != 4 && bits_ != 8) || block_ > 65536 || !b || !s || (has_z && !z) || (has_g && !g_idx_trivial_))
+      return absl::OkStatus();
     const int64_t kb = k_blocks_, zb = (kb * bits_ + 7) / 8;
     // Shapes Infer refuses (it says why): nothing packed.
     if (b->dtype() != DType::kUInt8 || b->size() != n_ * kb * (block_ * bits_ / 8) || s->size() != n_ * kb)
