@@ -75,21 +75,25 @@ double ReadGBs(int threads) {
   return double(n) * 4 / times[4] / 1e9;
 }
 
-// One core's VPDPBUSD zmm rate in GOP/s (2 ops a multiply-add), 12
-// independent chains.
+// One core's VPDPBUSD zmm rate in GOP/s (2 ops a multiply-add), 24
+// independent chains (enough to cover the latency).
 [[gnu::target("avx512f,avx512bw,avx512vnni")]] double VnniPeakGops() {
-  __m512i acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_epi32(i);
+  constexpr int kChains = 24;
+  __m512i acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_epi32(i);
   const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-1);
-  const int64_t iters = 20000000;
+  const int64_t iters = 10000000;
   const double start = Seconds();
   for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], u, s);
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], u, s);
   const double t = Seconds() - start;
-  int32_t sink = 0;
-  for (int i = 0; i < 12; ++i) sink += _mm512_reduce_add_epi32(acc[i]);
+  int32_t sink = 0, lanes[16];
+  for (int i = 0; i < kChains; ++i) {
+    _mm512_storeu_si512(lanes, acc[i]);
+    for (int32_t v : lanes) sink += v;
+  }
   if (sink == 12345) std::puts("");
-  return double(iters) * 12 * 64 * 2 / t / 1e9;
+  return double(iters) * kChains * 64 * 2 / t / 1e9;
 }
 #endif
 
@@ -119,7 +123,9 @@ int main(int argc, char** argv) {
   }
 #if defined(__x86_64__)
   const double gbs = ReadGBs(threads);
-  const double peak = CpuTargetUsable(CpuTarget::kAvx512Vnni, HostCpuFeatures()) ? VnniPeakGops() * threads : 0;
+  double peak = 0;  // the best of 3 (a busy machine only lowers it)
+  if (CpuTargetUsable(CpuTarget::kAvx512Vnni, HostCpuFeatures()))
+    for (int i = 0; i < 3; ++i) peak = std::max(peak, VnniPeakGops() * threads);
 #else
   const double gbs = 0, peak = 0;
 #endif

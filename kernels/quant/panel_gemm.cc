@@ -117,11 +117,6 @@ void PlainBaseline(const TileArgs& g, int64_t r0, int rows, int64_t p0, int pane
 }
 
 #if defined(__x86_64__)
-template <bool kFloat>
-[[gnu::target("avx2,fma")]] void PlainAvx2(const TileArgs& g, int64_t r0, int rows, int64_t p0, int panels) {
-  PlainTile<kFloat>(g, r0, rows, p0, panels);
-}
-
 // ---- AVX-512 VNNI: a panel is one zmm of 16 int32 columns ----
 
 #define ONNX_MINI_PG_ZMM gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")
@@ -229,14 +224,27 @@ struct Zmm {
 
 // acc += VPDPBUSD(u, s), the VEX form (inline assembly: GCC 12 and clang 14
 // name the intrinsic differently).
-[[gnu::target("avx2,fma,avxvnni"), gnu::always_inline]] inline void DpbusdVex(__m256i& acc, const __m256i& u,
-                                                                              const __m256i& s) {
-  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void DpbusdVex(__m256i& acc, const __m256i& u,
+                                                                   const __m256i& s) {
+  __m256i x = acc;  // a local operand: an array element bound to the asm kept the array in memory
+  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(x) : "x"(u), "x"(s));
+  acc = x;
 }
 
-template <int Bits, int R, int P, bool kFloat>
-struct Ymm {
-  [[gnu::target("avx2,fma,avxvnni")]] static void Run(const TileArgs& g, int64_t r0, int, int64_t p0, int) {
+// Without VNNI (AVX2): codes and A widened to int16 and multiplied by
+// VPMADDWD (exact; VPMADDUBSW would saturate 8-bit codes), four vectors of
+// (column, pair of k) sums a panel, their pairs added when a block ends.
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256i BroadcastA16(const int8_t* p) {
+  return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(Load32(p))));
+}
+// Pair sums (lanes 2c, 2c + 1 of column c of four) to 8 columns in order.
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256i AddPairs(const __m256i& x, const __m256i& y) {
+  return _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);
+}
+
+template <bool kVnni, int Bits, int R, int P, bool kFloat>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void YmmBody(const TileArgs& g, int64_t r0, int64_t p0) {
+  {
     const QuantPanels& w = *g.w;
     const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = bb / kGroup;
     const uint8_t* q[P];
@@ -257,6 +265,36 @@ struct Ymm {
         for (int r = 0; r < R; ++r)
           for (int p = 0; p < P; ++p) dot[r][p][0] = dot[r][p][1] = _mm256_setzero_si256();
       const int64_t k0 = b * w.block;
+      if constexpr (!kVnni) {
+        __m256i pairs[R][P][4];
+        for (int r = 0; r < R; ++r)
+          for (int p = 0; p < P; ++p)
+            for (int i = 0; i < 4; ++i) pairs[r][p][i] = _mm256_setzero_si256();
+        for (int64_t gi = 0; gi < groups; ++gi) {
+          for (int half = 0; half < (Bits == 8 ? 1 : 2); ++half) {
+            __m256i v[P][4];
+            for (int p = 0; p < P; ++p)
+              for (int i = 0; i < 4; ++i) {
+                __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q[p] + 16 * i));
+                if constexpr (Bits == 4)
+                  x = _mm_and_si128(half ? _mm_srli_epi16(x, 4) : x, _mm_set1_epi8(15));
+                v[p][i] = _mm256_cvtepu8_epi16(x);
+              }
+            for (int r = 0; r < R; ++r) {
+              const __m256i x = BroadcastA16(ar[r] + k0 + (Bits == 8 ? 4 * gi : 8 * gi + 4 * half));
+              for (int p = 0; p < P; ++p)
+                for (int i = 0; i < 4; ++i)
+                  pairs[r][p][i] = _mm256_add_epi32(pairs[r][p][i], _mm256_madd_epi16(v[p][i], x));
+            }
+          }
+          for (int p = 0; p < P; ++p) q[p] += kGroup;
+        }
+        for (int r = 0; r < R; ++r)
+          for (int p = 0; p < P; ++p) {
+            dot[r][p][0] = _mm256_add_epi32(dot[r][p][0], AddPairs(pairs[r][p][0], pairs[r][p][1]));
+            dot[r][p][1] = _mm256_add_epi32(dot[r][p][1], AddPairs(pairs[r][p][2], pairs[r][p][3]));
+          }
+      } else
       for (int64_t gi = 0; gi < groups; ++gi) {
         if (g.stream)
           for (int p = 0; p < P; ++p) _mm_prefetch(reinterpret_cast<const char*>(q[p] + kPrefetchBytes), _MM_HINT_T0);
@@ -319,7 +357,13 @@ struct Ymm {
           for (int64_t c = 0; c < cols; ++c)
             g.c[(r0 + r) * w.n + col0 + c] = g.bias ? out[r][c] + g.bias[col0 + c] : out[r][c];
       } else {
+        // The sums to memory first: a register array indexed in the loop below
+        // would live in memory throughout.
         int32_t sums[R][kCols];
+        for (int r = 0; r < R; ++r) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[r]), dot[r][p][0]);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[r] + 8), dot[r][p][1]);
+        }
         for (int h = 0; h < 2; ++h) {
           __m256i corr[R];
           for (int r = 0; r < R; ++r) corr[r] = _mm256_setzero_si256();
@@ -334,8 +378,10 @@ struct Ymm {
               corr[r] = _mm256_add_epi32(
                   corr[r], _mm256_sub_epi32(t, _mm256_mullo_epi32(zu, _mm256_set1_epi32(g.asum[(r0 + r) * kb + b]))));
           }
-          for (int r = 0; r < R; ++r)
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[r] + 8 * h), _mm256_add_epi32(dot[r][p][h], corr[r]));
+          for (int r = 0; r < R; ++r) {
+            __m256i* at = reinterpret_cast<__m256i*>(sums[r] + 8 * h);
+            _mm256_storeu_si256(at, _mm256_add_epi32(_mm256_loadu_si256(at), corr[r]));
+          }
         }
         const float* sc = w.scales + (p0 + p) * kb * kCols;
         for (int r = 0; r < R; ++r)
@@ -343,6 +389,19 @@ struct Ymm {
             g.c[(r0 + r) * w.n + col0 + c] = FinishInt(uint32_t(sums[r][c]), g.a_scale * sc[c], g.bias, col0 + c);
       }
     }
+  }
+}
+
+template <int Bits, int R, int P, bool kFloat>
+struct Ymm {
+  [[gnu::target("avx2,fma,avxvnni")]] static void Run(const TileArgs& g, int64_t r0, int, int64_t p0, int) {
+    YmmBody<true, Bits, R, P, kFloat>(g, r0, p0);
+  }
+};
+template <int Bits, int R, int P, bool kFloat>
+struct YmmAvx2 {
+  [[gnu::target("avx2,fma")]] static void Run(const TileArgs& g, int64_t r0, int, int64_t p0, int) {
+    YmmBody<false, Bits, R, P, kFloat>(g, r0, p0);
   }
 };
 #undef ONNX_MINI_PG_ZMM
@@ -390,7 +449,7 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
       {CpuTarget::kAvx512Vnni, {PickTile<Zmm, 4, 8, 2>, nullptr, nullptr, 4, 8, 2}},
       // ymm: 16 registers.
       {CpuTarget::kAvxVnni, {PickTile<Ymm, 2, 4, 1>, nullptr, nullptr, 2, 4, 1}},
-      {CpuTarget::kAvx2, {nullptr, PlainAvx2<true>, PlainAvx2<false>, 4, 4, 1}},
+      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 2, 1>, nullptr, nullptr, 2, 2, 1}},
 #endif
       {CpuTarget::kBaseline, {nullptr, PlainBaseline<true>, PlainBaseline<false>, 4, 4, 1}},
   };
@@ -607,10 +666,7 @@ void QuantPanelsMatMulIntA(const QuantPanelsIntA& x, const QuantPanels& w, const
   RunTiles(g, m, false, threads);
 }
 
-CpuTarget QuantPanelsInt8Target() {
-  const auto& build = ActiveKernel();
-  return build.entries.pick ? build.target : CpuTarget::kBaseline;
-}
+CpuTarget QuantPanelsInt8Target() { return ActiveKernel().target; }
 
 void QuantPanelsMatMulInt8Reference(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c) {
   std::vector<int8_t> qa(size_t(w.padded_k()));

@@ -14,8 +14,9 @@
 //     the blocks' code_sums in int32 (wrapping as onnxruntime's int32 does), then
 //     y = float(sum) * (a_scale * scale[col]) + bias: the integer reference's
 //     value exactly (the column's scale must be the same in every block).
-// Builds: AVX-512 VNNI (zmm), AVX-VNNI (ymm, VEX), and a plain one (integer
-// loops the compiler vectorizes) for CPUs without VNNI (kernels/cpu_dispatch.h).
+// Builds: AVX-512 VNNI (zmm), AVX-VNNI (ymm, VEX), AVX2 without VNNI (codes
+// and A widened to int16, VPMADDWD: exact) and plain loops
+// (kernels/cpu_dispatch.h).
 //
 // The float path (accuracy_level 0-3) dequantizes 256 columns of panels at a
 // time to float and multiplies them with the GEMM (oneDNN), as NBitsMatMul's
@@ -53,8 +54,8 @@ int64_t QuantPanelsMatMulIntAWorkspace(int64_t m, const QuantPanels& w);
 void QuantPanelsMatMulIntA(const QuantPanelsIntA& a, const QuantPanels& w, const float* bias, float* c,
                            void* workspace, int threads);
 
-// The VNNI build the integer kernel runs under the active CPU features
-// (kBaseline: the plain one).
+// The build the integer kernel runs under the active CPU features (kAvx512Vnni,
+// kAvxVnni, kAvx2 or kBaseline).
 CpuTarget QuantPanelsInt8Target();
 
 // References (plain loops): the float-A integer product (A rounded per block,
