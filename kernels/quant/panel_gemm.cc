@@ -524,37 +524,31 @@ int64_t IntWorkspace(int64_t m, const QuantPanels& w) {
 
 constexpr int64_t kFloatChunkPanels = 16;  // 256 columns dequantized at a time
 
-// Panel p dequantized: out[c * k + kk] for its 16 columns (padding columns 0).
-void DequantizePanel(const QuantPanels& w, int64_t p, float* out) {
+// Panel p dequantized into 16 columns of a row-major K x ld matrix (padding
+// columns 0): each group of codes becomes 4 rows of 16 contiguous floats.
+void DequantizePanel(const QuantPanels& w, int64_t p, float* out, int64_t ld) {
   const int64_t kb = w.k_blocks, bb = w.block_bytes();
   for (int64_t b = 0; b < kb; ++b) {
     const uint8_t* q = w.codes + (p * kb + b) * bb;
-    const float* sc = w.scales + (p * kb + b) * kCols;
-    const float* zr = w.zeros + (p * kb + b) * kCols;
+    float sc[kCols], zs[kCols];
+    for (int64_t c = 0; c < kCols; ++c) {
+      sc[c] = w.scales[(p * kb + b) * kCols + c];
+      zs[c] = w.zeros[(p * kb + b) * kCols + c] * sc[c];
+    }
     const int64_t per = w.bits == 8 ? 4 : 8, groups = w.block / per;
     for (int64_t gi = 0; gi < groups; ++gi, q += kGroup) {
       const int64_t k0 = b * w.block + gi * per;
       if (k0 >= w.k) break;
-      if (k0 + per <= w.k) {
-        for (int64_t c = 0; c < kCols; ++c) {
-          float* o = out + c * w.k + k0;
-          const uint8_t* qc = q + c * 4;
-          if (w.bits == 8) {
-            for (int j = 0; j < 4; ++j) o[j] = (float(qc[j]) - zr[c]) * sc[c];
-          } else {
-            for (int j = 0; j < 4; ++j) {
-              o[j] = (float(qc[j] & 15) - zr[c]) * sc[c];
-              o[4 + j] = (float(qc[j] >> 4) - zr[c]) * sc[c];
-            }
-          }
+      const int64_t rows = std::min(per, w.k - k0);
+      for (int64_t j = 0; j < rows; ++j) {
+        float* o = out + (k0 + j) * ld;
+        if (w.bits == 8) {
+          for (int64_t c = 0; c < kCols; ++c) o[c] = float(q[c * 4 + j]) * sc[c] - zs[c];
+        } else if (j < 4) {
+          for (int64_t c = 0; c < kCols; ++c) o[c] = float(q[c * 4 + j] & 15) * sc[c] - zs[c];
+        } else {
+          for (int64_t c = 0; c < kCols; ++c) o[c] = float(q[c * 4 + j - 4] >> 4) * sc[c] - zs[c];
         }
-      } else {
-        for (int64_t c = 0; c < kCols; ++c)
-          for (int64_t j = 0; j < per && k0 + j < w.k; ++j) {
-            const uint8_t byte = q[c * 4 + j % 4];
-            const int code = w.bits == 8 ? byte : j < 4 ? (byte & 15) : (byte >> 4);
-            out[c * w.k + k0 + j] = (float(code) - zr[c]) * sc[c];
-          }
       }
     }
   }
@@ -566,23 +560,26 @@ void FloatPath(const float* a, int64_t m, const QuantPanels& w, const float* bia
   float* out = ws + chunk * kCols * w.k;
   for (int64_t p0 = 0; p0 < w.panels; p0 += chunk) {
     const int64_t np = std::min(chunk, w.panels - p0), j0 = p0 * kCols, nc = std::min(np * kCols, w.n - j0);
+    const int64_t ld = np * kCols;  // B is K x ld (the last panel's padding columns computed, not copied)
     ParallelFor(threads, np, WorkPerIndex{double(kCols * w.k) * 2},
                 [&](int64_t i0, int64_t i1) {
-                  for (int64_t i = i0; i < i1; ++i) DequantizePanel(w, p0 + i, panel + i * kCols * w.k);
+                  for (int64_t i = i0; i < i1; ++i) DequantizePanel(w, p0 + i, panel + i * kCols, ld);
                 });
-    const int use = ThreadsForWork(threads, double(m) * double(w.k) * double(nc), kMinOneDnnThreadWork);
-    if (!OneDnnMatMul(DType::kFloat, a, panel, out, 1, 1, 1, m, w.k, nc, false, true, use)) {
-      ParallelFor(threads, m, WorkPerIndex{double(w.k) * double(nc)}, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t j = 0; j < nc; ++j) {
-            float s = 0;
-            for (int64_t kk = 0; kk < w.k; ++kk) s += a[r * w.k + kk] * panel[j * w.k + kk];
-            out[r * nc + j] = s;
+    const int use = ThreadsForWork(threads, double(m) * double(w.k) * double(ld), kMinOneDnnThreadWork);
+    if (!OneDnnMatMul(DType::kFloat, a, panel, out, 1, 1, 1, m, w.k, ld, false, false, use)) {
+      ParallelFor(threads, m, WorkPerIndex{double(w.k) * double(ld)}, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float* o = out + r * ld;
+          std::fill(o, o + ld, 0.0f);
+          for (int64_t kk = 0; kk < w.k; ++kk) {
+            const float x = a[r * w.k + kk];
+            for (int64_t j = 0; j < ld; ++j) o[j] += x * panel[kk * ld + j];
           }
+        }
       });
     }
     for (int64_t r = 0; r < m; ++r)
-      for (int64_t j = 0; j < nc; ++j) c[r * w.n + j0 + j] = out[r * nc + j] + (bias ? bias[j0 + j] : 0.0f);
+      for (int64_t j = 0; j < nc; ++j) c[r * w.n + j0 + j] = out[r * ld + j] + (bias ? bias[j0 + j] : 0.0f);
   }
 }
 
