@@ -437,7 +437,7 @@ TileFn PickTile(int bits, bool f, int r, int p) {
 }
 
 struct Kernel {
-  TileFn (*pick)(int bits, bool f, int r, int p);  // null: the plain loops
+  TileFn (*pick)(int bits, bool f, int r, int p);  // null: the plain loops (also integer A on 4 bits)
   TileFn plain_float, plain_int;
   int rows_float, rows_int, panels;  // the tile of the build
 };
@@ -446,10 +446,10 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
   static const CpuDispatchTable<Kernel> table{
 #if defined(__x86_64__)
       // zmm: 8 + 8 accumulators of float A's tile, 16 of integer A's, of 32 registers.
-      {CpuTarget::kAvx512Vnni, {PickTile<Zmm, 4, 8, 2>, nullptr, nullptr, 4, 8, 2}},
+      {CpuTarget::kAvx512Vnni, {PickTile<Zmm, 4, 8, 2>, PlainBaseline<true>, PlainBaseline<false>, 4, 8, 2}},
       // ymm: 16 registers.
-      {CpuTarget::kAvxVnni, {PickTile<Ymm, 2, 4, 1>, nullptr, nullptr, 2, 4, 1}},
-      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 2, 1>, nullptr, nullptr, 2, 2, 1}},
+      {CpuTarget::kAvxVnni, {PickTile<Ymm, 2, 4, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 4, 1}},
+      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 2, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 2, 1}},
 #endif
       {CpuTarget::kBaseline, {nullptr, PlainBaseline<true>, PlainBaseline<false>, 4, 4, 1}},
   };
@@ -459,8 +459,9 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
 // Tiles over all of C: items of (a block of rows) x (a chunk of panels), the
 // panels of an item outer (their codes stay in cache while its rows pass).
 void RunTiles(const TileArgs& g, int64_t m, bool f, int threads) {
-  const Kernel& k = ActiveKernel().entries;
+  Kernel k = ActiveKernel().entries;
   const QuantPanels& w = *g.w;
+  if (!f && w.bits != 8) k.pick = nullptr;  // the SIMD integer-A tiles are built for 8 bits only
   const int R = f ? k.rows_float : k.rows_int, P = k.panels;
   const int64_t row_block = std::min<int64_t>(m, 24 * int64_t(R));
   const int64_t panel_chunk = 2 * int64_t(P);

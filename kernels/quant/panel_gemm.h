@@ -41,8 +41,9 @@ int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int
 void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool int8, const float* bias, float* c,
                            void* workspace, int threads);
 
-// 8-bit A with one zero point against 8-bit panels holding an integer B
-// (codes and integral zero points; PackInt8Panels).
+// 8-bit A with one zero point against panels holding an integer B (codes and
+// integral zero points, one scale a column; PackInt8Panels makes 8-bit ones,
+// the SIMD tiles' case: 4-bit panels take the plain loops).
 struct QuantPanelsIntA {
   const void* a = nullptr;  // m x k, row-major
   bool a_unsigned = true;

@@ -143,6 +143,26 @@ TEST(PanelGemm, IntegerAEqualsItsReferenceExactly) {
   }
 }
 
+// Integer A over 4-bit panels (not what PackInt8Panels makes): the plain
+// loops, still exact.
+TEST(PanelGemm, IntegerAOnFourBitPanelsIsExactToo) {
+  const QuantPanelsBuffer buf = MakePanels(4, 100, 21, 104, true, 5);
+  std::vector<uint8_t> a(size_t(3 * 100));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 37);
+  QuantPanelsIntA x;
+  x.a = a.data();
+  x.a_zero = 100;
+  x.m = 3;
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    std::vector<float> got(size_t(3 * 21), NAN), want(size_t(3 * 21));
+    std::vector<uint8_t> ws(size_t(QuantPanelsMatMulIntAWorkspace(3, buf.view)));
+    QuantPanelsMatMulIntA(x, buf.view, nullptr, got.data(), ws.data(), 1);
+    QuantPanelsMatMulIntAReference(x, buf.view, nullptr, want.data());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " at " << i;
+  }
+}
+
 // K over 65536: blocks of 4096 sharing each column's scale, the int32 sum
 // wrapping as onnxruntime's does.
 TEST(PanelGemm, IntegerAOverManyBlocksWrapsAsInt32) {
