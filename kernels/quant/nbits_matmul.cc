@@ -13,7 +13,6 @@
 #include "kernels/cpu_dispatch.h"
 #include "kernels/gemm/onednn.h"
 #include "kernels/quant/block_format.h"
-#include "kernels/quant/panel_gemv.h"
 #include "kernels/vec/float_vector.h"
 #include "runtime/thread_pool.h"
 
@@ -249,18 +248,16 @@ void Decode(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, 
 }
 
 // The many-rows path: panels of columns dequantized to float ([cols, k],
-// split over the pool, by `dequantize(j0, j1, out)`) and multiplied by
-// oneDNN's GEMM with B transposed.
-template <class W, class Dequantize>
-void Panels(const float* a, int64_t m, const W& w, const float* bias, float* c, float* workspace, int threads,
-            const Dequantize& dequantize) {
+// split over the pool) and multiplied by oneDNN's GEMM with B transposed.
+void Panels(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
+            int threads) {
   const int64_t cols = std::min(kPanelColumns, w.n);
   float* panel = workspace;
   float* out = workspace + cols * w.k;
   for (int64_t j0 = 0; j0 < w.n; j0 += cols) {
     const int64_t nc = std::min(cols, w.n - j0);
     ParallelFor(threads, nc, WorkPerIndex{double(w.k) * 2},
-                [&](int64_t c0, int64_t c1) { dequantize(j0 + c0, j0 + c1, panel + c0 * w.k); });
+                [&](int64_t c0, int64_t c1) { NBitsDequantizeColumns(w, j0 + c0, j0 + c1, panel + c0 * w.k); });
     const int use = ThreadsForWork(threads, double(m) * double(w.k) * double(nc), kMinOneDnnThreadWork);
     if (!OneDnnMatMul(DType::kFloat, a, panel, out, 1, 1, 1, m, w.k, nc, false, true, use)) {
       // oneDNN declined: plain dot products.
@@ -302,23 +299,7 @@ void NBitsMatMul(const float* a, int64_t m, const NBitsMatrix& w, const float* b
       Decode(a + r * w.k, std::min(kNBitsDecodeRows, m - r), w, bias, c + r * w.n, workspace, threads);
     return;
   }
-  Panels(a, m, w, bias, c, workspace, threads,
-         [&](int64_t j0, int64_t j1, float* out) { NBitsDequantizeColumns(w, j0, j1, out); });
-}
-
-int64_t PanelMatMulWorkspace(int64_t m, const QuantPanels& w) {
-  if (m <= kNBitsDecodePassRows) return PanelGemvWorkspace(m, w);
-  const double cols = double(std::min(kPanelColumns, w.n));
-  const double need = cols * double(w.k) + double(m) * cols;
-  return need < double(std::numeric_limits<int64_t>::max() / 8) ? int64_t(need) : -1;
-}
-
-void PanelMatMul(const float* a, int64_t m, const QuantPanels& w, const float* uniform_zero, const float* bias,
-                 float* c, float* workspace, int threads) {
-  if (m <= 0 || w.n <= 0) return;
-  if (m <= kNBitsDecodePassRows) return PanelGemvFloat(a, m, w, uniform_zero, bias, c, workspace, threads);
-  Panels(a, m, w, bias, c, workspace, threads,
-         [&](int64_t j0, int64_t j1, float* out) { QuantPanelsDequantizeColumns(w, j0, j1, out); });
+  Panels(a, m, w, bias, c, workspace, threads);
 }
 
 namespace {

@@ -18,7 +18,6 @@
 
 #include <cstdint>
 
-#include "kernels/quant/quant_panels.h"
 #include "runtime/cpu.h"
 
 namespace onnx_mini {
@@ -56,8 +55,8 @@ int64_t NBitsMatMulWorkspace(int64_t m, const NBitsMatrix& w);
 // multiplied with all rows, columns split over the kernels' pool (AVX-512,
 // AVX2 and baseline builds, kernels/cpu_dispatch.h). Otherwise (more rows, a
 // g_idx that is not k / block_size, or 4 and 8 bits, which callers pack into
-// panels for PanelMatMul): columns dequantized to float and multiplied by
-// the GEMM.
+// quantized panels for panel_gemv.h and panel_gemm.h): columns dequantized
+// to float and multiplied by the GEMM.
 void NBitsMatMul(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
                  int threads);
 
@@ -87,15 +86,6 @@ float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* su
 // Plain loops (integer dot products per block, double accumulation), for any
 // 4-bit weight without g_idx: the reference in tests.
 void NBitsMatMulInt8Reference(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c);
-
-// The product over quantized panels (PackNBitsPanels), any rows: up to
-// kNBitsDecodePassRows rows PanelGemvFloat (passes over the panels), more
-// rows dequantize panels of columns to float for the GEMM. `workspace` holds
-// PanelMatMulWorkspace(m, w) floats (-1: overflow); `uniform_zero` as
-// PanelGemvFloat's.
-int64_t PanelMatMulWorkspace(int64_t m, const QuantPanels& w);
-void PanelMatMul(const float* a, int64_t m, const QuantPanels& w, const float* uniform_zero, const float* bias,
-                 float* c, float* workspace, int threads);
 
 // Whether g_idx is k / block_size everywhere (then it changes nothing).
 bool NBitsGIdxIsTrivial(const int32_t* g_idx, int64_t k, int64_t block_size);

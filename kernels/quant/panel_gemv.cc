@@ -616,32 +616,4 @@ void PanelGemvInt8Reference(const float* a, int64_t m, const QuantPanels& w, con
   }
 }
 
-void QuantPanelsDequantizeColumns(const QuantPanels& w, int64_t j0, int64_t j1, float* out) {
-  const int64_t bb = w.block_bytes();
-  constexpr int kPer4 = 8, kPer8 = 4;
-  for (int64_t p = j0 / kCols; p * kCols < j1; ++p) {
-    const int64_t c0 = std::max(j0, p * kCols) - p * kCols, c1 = std::min(j1, (p + 1) * kCols) - p * kCols;
-    for (int64_t b = 0; b < w.k_blocks; ++b) {
-      const uint8_t* q = w.codes + (p * w.k_blocks + b) * bb;
-      const float* sc = w.scales + (p * w.k_blocks + b) * kCols;
-      const float* zp = w.zeros + (p * w.k_blocks + b) * kCols;
-      for (int64_t c = c0; c < c1; ++c) {
-        float* o = out + (p * kCols + c - j0) * w.k;
-        const float s = sc[c], z = zp[c];
-        const int64_t first = b * w.block, len = std::min(w.block, w.k - first);
-        for (int64_t e = 0; e < len; ++e) {
-          int code;
-          if (w.bits == 8) {
-            code = q[(e / kPer8) * kGroup + c * 4 + e % kPer8];
-          } else {
-            const int64_t r = e % kPer4;
-            code = (q[(e / kPer4) * kGroup + c * 4 + r % 4] >> (r < 4 ? 0 : 4)) & 15;
-          }
-          o[first + e] = (float(code) - z) * s;
-        }
-      }
-    }
-  }
-}
-
 }  // namespace onnx_mini

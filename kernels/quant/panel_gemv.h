@@ -43,8 +43,4 @@ void PanelGemvInt8(const float* a, int64_t m, const QuantPanels& w, const float*
 // accumulation): the reference in tests.
 void PanelGemvInt8Reference(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c);
 
-// Columns [j0, j1) of the panels dequantized: out[(j - j0) * k + kk] (for a
-// GEMM with B transposed).
-void QuantPanelsDequantizeColumns(const QuantPanels& w, int64_t j0, int64_t j1, float* out);
-
 }  // namespace onnx_mini

@@ -4,7 +4,7 @@
 // feeding MatMul. 4- and 8-bit weights are packed once, at Prepare, into
 // quantized panels (kernels/quant/quant_panels.h; shared by the nodes reading
 // one constant) and their originals released: decode steps run the panel
-// kernels (panel_gemv.h), more rows the GEMM over dequantized panels. 2-bit
+// kernels (panel_gemv.h), more rows panel_gemm.h's products. 2-bit
 // weights and a g_idx that reorders K run kernels/quant/nbits_matmul.h over
 // MatMulNBits' own packed form (read where it lies). Weights that are not
 // constant are packed per run.
@@ -12,6 +12,7 @@
 
 #include "kernels/quant/block_format.h"
 #include "kernels/quant/nbits_matmul.h"
+#include "kernels/quant/panel_gemm.h"
 #include "kernels/quant/panel_gemv.h"
 #include "kernels/quant/quant_panels.h"
 #include "ops/common.h"
@@ -139,8 +140,9 @@ absl::StatusOr<std::shared_ptr<NBitsPanels>> PackPanels(const NBitsMatrix& w,
 // Runs the product over a weight packed into panels (`panels`) or in
 // MatMulNBits' form (`w`): A converted to float when it is not, the
 // workspace charged to the budget. With `int8_a`, A is quantized as
-// onnxruntime's accuracy level 4 does: the integers multiplied where a VNNI
-// build runs a decode step over panels, else A rounded and multiplied in float.
+// onnxruntime's accuracy level 4 does: over panels the integers multiplied
+// where a VNNI build runs (decode kernels up to kNBitsDecodePassRows rows,
+// panel_gemm.h beyond), else A rounded and multiplied in float.
 absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix* w, const NBitsPanels* panels, const float* bias,
                         bool int8_a = false) {
   const Tensor& a = *ctx.input(0);
@@ -149,10 +151,14 @@ absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix* w, const NBitsPan
   const int64_t m = k > 0 ? a.size() / k : 0;
   if (y.size() == 0) return absl::OkStatus();
   const bool is_float = a.dtype() == DType::kFloat;
-  const bool int8_kernel =
-      int8_a && panels && m <= kNBitsDecodePassRows && PanelGemvInt8Target() != CpuTarget::kBaseline;
-  const bool rounded = int8_a && !int8_kernel;
-  const int64_t ws = panels ? PanelMatMulWorkspace(m, panels->buf.view) : NBitsMatMulWorkspace(m, *w);
+  const bool decode = panels && m <= kNBitsDecodePassRows, many = panels && !decode;
+  const bool int8_kernel = int8_a && decode && PanelGemvInt8Target() != CpuTarget::kBaseline;
+  const bool rounded = int8_a && !int8_kernel && !many;
+  int64_t ws = -1;
+  if (decode) ws = PanelGemvWorkspace(m, panels->buf.view);
+  else if (many) ws = QuantPanelsMatMulManyWorkspace(m, panels->buf.view, int8_a);
+  else ws = NBitsMatMulWorkspace(m, *w);
+  if (many && ws >= 0) ws = ws / int64_t(sizeof(float)) + 1;  // bytes, as floats
   const std::optional<int64_t> convert = CheckedAdd(is_float && !rounded ? 0 : a.size(), is_float ? 0 : y.size());
   const std::optional<int64_t> total = ws < 0 || !convert ? std::nullopt : CheckedAdd(ws, *convert);
   if (!total) return ctx.Error("the workspace's size overflows");
@@ -163,10 +169,12 @@ absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix* w, const NBitsPan
   if (!is_float) ToFloats(a, pa);
   const float* src = is_float ? a.data<float>() : pa;
   if (rounded) NBitsRoundRowsToInt8(src, m, k, panels ? panels->buf.view.block : w->block_size, pa);
-  if (int8_kernel) {
+  if (many) {
+    QuantPanelsMatMulMany(src, m, panels->buf.view, int8_a, bias, pc, work.data(), ctx.threads());
+  } else if (int8_kernel) {
     PanelGemvInt8(src, m, panels->buf.view, panels->uniform_zero(), bias, pc, work.data(), ctx.threads());
-  } else if (panels) {
-    PanelMatMul(pa, m, panels->buf.view, panels->uniform_zero(), bias, pc, work.data(), ctx.threads());
+  } else if (decode) {
+    PanelGemvFloat(pa, m, panels->buf.view, panels->uniform_zero(), bias, pc, work.data(), ctx.threads());
   } else {
     NBitsMatMul(pa, m, *w, bias, pc, work.data(), ctx.threads());
   }

@@ -287,36 +287,5 @@ TEST(PanelGemv, LmHeadShape) {
   }
 }
 
-// The product over panels at any row count: passes of decode kernels up to
-// kNBitsDecodePassRows rows, the GEMM over dequantized panels beyond.
-TEST(PanelMatMul, EveryRowCountMatchesTheReference) {
-  for (int bits : {4, 8}) {
-    const auto x = MakeWeight(bits, 300, 300, 64, Zero::kFloat, 90 + uint32_t(bits));
-    const QuantPanels& p = x->panels.view;
-    for (int64_t m : {int64_t{1}, int64_t{7}, kNBitsDecodePassRows, kNBitsDecodePassRows + 1, int64_t{40}}) {
-      const std::vector<float> a = RandomFloats(m * p.k, 91), bias = RandomFloats(p.n, 92);
-      std::vector<float> got(size_t(m * p.n), NAN), want(got.size());
-      std::vector<float> ws(size_t(PanelMatMulWorkspace(m, p)));
-      PanelMatMul(a.data(), m, p, nullptr, bias.data(), got.data(), ws.data(), 2);
-      QuantPanelsMatMulReference(a.data(), m, p, bias.data(), want.data());
-      ExpectNear(got, want, p.k, "bits=" + std::to_string(bits) + " m=" + std::to_string(m));
-    }
-  }
-}
-
-TEST(QuantPanelsDequantizeColumns, GivesEachWeight) {
-  for (int bits : {4, 8}) {
-    const auto x = MakeWeight(bits, 70, 37, 32, Zero::kPacked, 8);
-    const QuantPanels& p = x->panels.view;
-    std::vector<float> out(size_t(20 * p.k));
-    QuantPanelsDequantizeColumns(p, 10, 30, out.data());
-    for (int64_t j = 10; j < 30; ++j)
-      for (int64_t kk = 0; kk < p.k; ++kk) {
-        const int64_t at = ((j / 16) * p.k_blocks + kk / p.block) * 16 + j % 16;
-        ASSERT_EQ(out[size_t((j - 10) * p.k + kk)], (float(p.Code(j, kk)) - p.zeros[at]) * p.scales[at]);
-      }
-  }
-}
-
 }  // namespace
 }  // namespace onnx_mini
