@@ -1,12 +1,15 @@
 // bench-nbits: MatMulNBits' decode step (1 row of A, 4-bit block-32 weights
-// with no zero points, as onnxruntime-genai writes them) on the bench-decoder
-// model's shapes, each path over "cold" weights (copies filling ~200 MB, run
-// in turn, as a model's layers are), beside the floor: the bytes of codes and
-// scales over the read bandwidth measured in the same run (a vectorized
-// read-only sum, bench-gemm's). Paths:
-//   float      - accuracy_level 0: codes dequantized in registers, FMA
-//   acc4-float - accuracy_level 4 before VNNI: A rounded to int8 values, then the float path
-//   int8-<t>   - accuracy_level 4 on each VNNI target the host has (NBitsMatMulInt8)
+// with no zero points, as onnxruntime-genai writes them) over quantized
+// panels (kernels/quant/panel_gemv.h) on the bench-decoder model's shapes,
+// each path over "cold" weights (copies filling ~200 MB, run in turn, as a
+// model's layers are), beside the floor: the bytes of codes and scales over
+// the read bandwidth measured in the same run (a vectorized read-only sum,
+// bench-gemm's). Paths, each on every CPU target the host has:
+//   float-<t>  - accuracy_level 0 (PanelGemvFloat: VNNI targets take A as
+//                integer digits, the others dequantize codes in registers, FMA)
+//   int8-<t>   - accuracy_level 4 (PanelGemvInt8, VNNI targets)
+//   many-float, many-int8 - with --rows > 1: panel_gemm's many-rows product
+// --copies 1 keeps the weights in cache (the kernels' compute alone).
 //   bench-nbits [--threads N] [--rows M] [--copies C]
 #include <algorithm>
 #include <chrono>
@@ -22,6 +25,7 @@
 #endif
 
 #include "kernels/quant/nbits_matmul.h"
+#include "kernels/quant/panel_gemm.h"
 #include "kernels/quant/panel_gemv.h"
 #include "kernels/quant/quant_panels.h"
 #include "runtime/cpu.h"
@@ -162,6 +166,14 @@ int main(int argc, char** argv) {
       time_panels(name.c_str(), [&](const QuantPanels& p) {
         PanelGemvInt8(a.data(), rows, p, &zero, nullptr, c.data(), work.data(), threads);
       });
+    }
+    if (rows > 1) {  // panel_gemm's many-rows product on the same panels, for the crossover
+      std::vector<uint8_t> many(size_t(std::max(QuantPanelsMatMulManyWorkspace(rows, mats[0].panels.view, true),
+                                                QuantPanelsMatMulManyWorkspace(rows, mats[0].panels.view, false))));
+      for (bool int8 : {false, true})
+        time_panels(int8 ? "many-int8" : "many-float", [&](const QuantPanels& p) {
+          QuantPanelsMatMulMany(a.data(), rows, p, int8, nullptr, c.data(), many.data(), threads);
+        });
     }
   }
   return 0;

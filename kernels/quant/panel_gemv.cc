@@ -352,6 +352,8 @@ template <int P>
   asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
 }
 
+// A block's two halves one after the other (the second re-reads the block's
+// codes from L1): the accumulators of one half fit the 16 registers.
 template <int M, int Bits, int P>
 [[ONNX_MINI_PGVNNI256]] inline void Int8YmmPanel(const Args& d, int64_t p) {
   constexpr int kPer = KPerGroup<Bits>();
@@ -367,18 +369,18 @@ template <int M, int Bits, int P>
   const int64_t ahead = (kPrefetchBytes / bb) * kCols;
   __m256 acc[M][2];
   for (int r = 0; r < M; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < kb; ++b) {
+  for (int64_t b = 0; b < kb; ++b, q += bb) {
     _mm_prefetch(reinterpret_cast<const char*>(sc + b * kCols + ahead), _MM_HINT_T0);
     if (!d.uniform) _mm_prefetch(reinterpret_cast<const char*>(zp + b * kCols + ahead), _MM_HINT_T0);
-    __m256i dot[M][P][2];
-    for (int r = 0; r < M; ++r)
-      for (int i = 0; i < P; ++i) dot[r][i][0] = dot[r][i][1] = _mm256_setzero_si256();
     const int64_t k0 = b * w.block;
-    for (int64_t g = 0; g < groups; ++g, q += kGroup) {
-      _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
-      const int64_t kk = k0 + kPer * g;
-      for (int h = 0; h < 2; ++h) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * h));
+    for (int h = 0; h < 2; ++h) {
+      __m256i dot[M][P];
+      for (int r = 0; r < M; ++r)
+        for (int i = 0; i < P; ++i) dot[r][i] = _mm256_setzero_si256();
+      for (int64_t g = 0; g < groups; ++g) {
+        if (h == 0) _mm_prefetch(reinterpret_cast<const char*>(q + g * kGroup + kPrefetchBytes), _MM_HINT_T0);
+        const int64_t kk = k0 + kPer * g;
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * kGroup + 32 * h));
         if constexpr (Bits == 4) {
           const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
           for (int r = 0; r < M; ++r)
@@ -386,24 +388,22 @@ template <int M, int Bits, int P>
               int32_t x0, x1;
               std::memcpy(&x0, a[r][i] + kk, 4);
               std::memcpy(&x1, a[r][i] + kk + 4, 4);
-              DpbusdVex(dot[r][i][h], lo, _mm256_set1_epi32(x0));
-              DpbusdVex(dot[r][i][h], hi, _mm256_set1_epi32(x1));
+              DpbusdVex(dot[r][i], lo, _mm256_set1_epi32(x0));
+              DpbusdVex(dot[r][i], hi, _mm256_set1_epi32(x1));
             }
         } else {
           for (int r = 0; r < M; ++r)
             for (int i = 0; i < P; ++i) {
               int32_t x0;
               std::memcpy(&x0, a[r][i] + kk, 4);
-              DpbusdVex(dot[r][i][h], v, _mm256_set1_epi32(x0));
+              DpbusdVex(dot[r][i], v, _mm256_set1_epi32(x0));
             }
         }
       }
-    }
-    for (int h = 0; h < 2; ++h) {
       const __m256 scale = _mm256_loadu_ps(sc + b * kCols + 8 * h);
       for (int r = 0; r < M; ++r) {
-        __m256 f = _mm256_cvtepi32_ps(dot[r][0][h]);
-        for (int i = 1; i < P; ++i) f = _mm256_fmadd_ps(f, _mm256_set1_ps(256.f), _mm256_cvtepi32_ps(dot[r][i][h]));
+        __m256 f = _mm256_cvtepi32_ps(dot[r][0]);
+        for (int i = 1; i < P; ++i) f = _mm256_fmadd_ps(f, _mm256_set1_ps(256.f), _mm256_cvtepi32_ps(dot[r][i]));
         const __m256 sa = _mm256_set1_ps(d.s1[r * kb + b]), zq = _mm256_set1_ps(d.s2[r * kb + b]);
         const __m256 t = d.uniform ? _mm256_fmsub_ps(f, sa, zq)
                                    : _mm256_fnmadd_ps(_mm256_loadu_ps(zp + b * kCols + 8 * h), zq, _mm256_mul_ps(f, sa));
