@@ -391,7 +391,9 @@ float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* su
   const float scale = Int8BlockScale(x, len, &inv);
   int32_t s = 0;
   for (int64_t i = 0; i < len; ++i) {
-    const int32_t v = int32_t(std::nearbyint(x[i] * inv));
+    // Nearest-even by the 1.5 * 2^23 addend (|x * inv| <= 127): what
+    // std::nearbyint gives, without its libm call on the baseline target.
+    const int32_t v = int32_t((x[i] * inv + 0x1.8p23f) - 0x1.8p23f);
     q[i] = int8_t(v);
     s += v;
   }

@@ -246,6 +246,21 @@ TEST(PanelGemvInt8, OnlyVnniTargetsRunIt) {
   }
 }
 
+// The int8 quantizer the kernels share rounds as NBitsRoundRowsToInt8 does,
+// ties to even included.
+TEST(NBitsQuantizeBlockInt8, RoundsAsTheRowRule) {
+  const std::vector<float> x = {127, -2.5f, 3.5f, 0.5f, -0.5f, 1.5f, 126.5f, -126.5f, 0.4f, -63.5f};
+  std::vector<int8_t> q(x.size());
+  int32_t sum = 0;
+  const float scale = NBitsQuantizeBlockInt8(x.data(), int64_t(x.size()), q.data(), &sum);
+  EXPECT_EQ(scale, 1.0f);
+  EXPECT_EQ(q, (std::vector<int8_t>{127, -2, 4, 0, 0, 2, 126, -126, 0, -64}));
+  EXPECT_EQ(sum, 127 - 2 + 4 + 2 + 126 - 126 - 64);
+  std::vector<float> rounded(x.size());
+  NBitsRoundRowsToInt8(x.data(), 1, int64_t(x.size()), int64_t(x.size()), rounded.data());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(rounded[i], float(q[i]) * scale) << i;
+}
+
 // The panels' int8 reference is the native one (4 bits), and is the float
 // product of A rounded to int8 (4 and 8 bits).
 TEST(PanelGemvInt8, ReferenceIsTheNativeOneAndTheRoundedProduct) {
