@@ -366,8 +366,7 @@ namespace {
 // max |a| / 127, values nearest-even(a * 127 / max |a|), all zero for an
 // all-zero block. Returns the scale; `inv` gets the multiplier.
 float Int8BlockScale(const float* x, int64_t len, float* inv) {
-  float amax = 0;
-  for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float amax = NBitsMaxAbs(x, len);
   *inv = amax > 0 ? 127.0f / amax : 0.0f;
   return amax / 127.0f;
 }
@@ -384,6 +383,18 @@ void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, f
       const float scale = Int8BlockScale(x, len, &inv);
       for (int64_t i = 0; i < len; ++i) y[i] = std::nearbyint(x[i] * inv) * scale;
     }
+}
+
+float NBitsMaxAbs(const float* x, int64_t len) {
+  // Eight running maxima: the loop vectorizes (one would be a serial chain).
+  float part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] = std::max(part[j], std::fabs(x[i + j]));
+  for (; i < len; ++i) part[0] = std::max(part[0], std::fabs(x[i]));
+  float amax = 0;
+  for (float p : part) amax = std::max(amax, p);
+  return amax;
 }
 
 float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* sum) {

@@ -74,6 +74,9 @@ void NBitsDequantizeColumns(const NBitsMatrix& w, int64_t j0, int64_t j1, float*
 // NBitsMatMulInt8 does not run.
 void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, float* out);
 
+// max |x[i]| over len values (0 when len is 0).
+float NBitsMaxAbs(const float* x, int64_t len);
+
 // One block of A (len values) quantized by that rule: q[i] = nearest-even(x[i]
 // / scale); returns the scale, *sum gets the sum of q.
 float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* sum);

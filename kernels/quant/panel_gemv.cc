@@ -449,22 +449,72 @@ template <int P>
 
 using PanelsFn = void (*)(const Args&, int64_t, int64_t);
 
+// The float path's A for the integer products: per block of a row, Q =
+// round(a / s) with s = max |a| / (127 * 2^16), in balanced base-256 digits
+// (the first within [-127, 127]), each digit's row of kp int8 (zero-padded);
+// scale[b] = s, zq[b] = s * sum Q * zero. Compiled per target (the loops
+// vectorize: a few us a row of 2816 on the baseline build).
+struct DigitsRow {
+  int64_t k, block, kb, kp;
+  double zero;
+};
+[[gnu::always_inline]] inline void PrepareDigitsRow(const DigitsRow& g, const float* row, int8_t* dst, float* scale,
+                                                    float* zq) {
+  constexpr double kTop = 127.0 * 65536;
+  std::memset(dst, 0, size_t(kDigits * g.kp));
+  for (int64_t b = 0; b < g.kb; ++b) {
+    const int64_t first = b * g.block, len = std::min(g.block, g.k - first);
+    const float* x = row + first;
+    const float amax = NBitsMaxAbs(x, len);
+    const double inv = amax > 0 ? kTop / double(amax) : 0.0;
+    int64_t sum = 0;
+    int8_t* d0 = dst + first;
+    int8_t* d1 = d0 + g.kp;
+    int8_t* d2 = d1 + g.kp;
+    for (int64_t e = 0; e < len; ++e) {
+      // Nearest-even by the 1.5 * 2^52 addend (std::nearbyint is a libm call
+      // on the baseline target and keeps the loop scalar).
+      const int32_t v = int32_t((double(x[e]) * inv + 0x1.8p52) - 0x1.8p52);
+      sum += v;
+      const int32_t low = ((v + 128) & 255) - 128, rest = (v - low) >> 8;  // exact: v - low is a multiple of 256
+      const int32_t mid = ((rest + 128) & 255) - 128;
+      d2[e] = int8_t(low);
+      d1[e] = int8_t(mid);
+      d0[e] = int8_t((rest - mid) >> 8);
+    }
+    scale[b] = float(double(amax) / kTop);
+    zq[b] = float(double(scale[b]) * double(sum) * g.zero);
+  }
+}
+using DigitsFn = void (*)(const DigitsRow&, const float*, int8_t*, float*, float*);
+#if defined(__x86_64__)
+[[gnu::target("avx2,fma")]] void DigitsAvx2(const DigitsRow& g, const float* row, int8_t* dst, float* scale,
+                                            float* zq) {
+  PrepareDigitsRow(g, row, dst, scale, zq);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void DigitsAvx512(const DigitsRow& g, const float* row,
+                                                                               int8_t* dst, float* scale, float* zq) {
+  PrepareDigitsRow(g, row, dst, scale, zq);
+}
+#endif
+
 // The float product's build: `parts` 0 takes A as floats (FMA), kDigits as
 // base-256 digits (integer products).
 struct FloatEntry {
   PanelsFn fn;
   int parts;
+  DigitsFn prepare;  // with parts: A's digits
 };
 
 const FloatEntry& ActiveFloat() {
   static const CpuDispatchTable<FloatEntry> table{
 #if defined(__x86_64__)
-      {CpuTarget::kAvx512Vnni, {DigitsAvx512Vnni, kDigits}},
-      {CpuTarget::kAvxVnni, {DigitsAvxVnni, kDigits}},
-      {CpuTarget::kAvx512, {FloatAvx512, 0}},
-      {CpuTarget::kAvx2, {FloatAvx2, 0}},
+      {CpuTarget::kAvx512Vnni, {DigitsAvx512Vnni, kDigits, DigitsAvx512}},
+      {CpuTarget::kAvxVnni, {DigitsAvxVnni, kDigits, DigitsAvx2}},
+      {CpuTarget::kAvx512, {FloatAvx512, 0, nullptr}},
+      {CpuTarget::kAvx2, {FloatAvx2, 0, nullptr}},
 #endif
-      {CpuTarget::kBaseline, {FloatBaseline, 0}},
+      {CpuTarget::kBaseline, {FloatBaseline, 0, nullptr}},
   };
   return table.Active();
 }
@@ -529,39 +579,14 @@ void PanelGemvFloat(const float* a, int64_t m, const QuantPanels& w, const float
     });
     return;
   }
-  // A per (row, block) as Q = round(a / s), s = max |a| / (127 * 2^16), in
-  // balanced base-256 digits (the first within [-127, 127]); the digits'
-  // rows of kp int8 each.
-  constexpr int kParts = kDigits;
-  constexpr double kTop = 127.0 * 65536;
+  // A as digits (PrepareDigitsRow).
   int8_t* digits = reinterpret_cast<int8_t*>(workspace);
-  float* scale = workspace + (rows * kParts * kp + 3) / 4;
+  float* scale = workspace + (rows * kDigits * kp + 3) / 4;
   float* zq = scale + rows * kb;
   const Args d{&w, digits, scale, zq, nullptr, nullptr, 0, uniform_zero != nullptr};
+  const DigitsRow g{w.k, w.block, kb, kp, double(zero)};
   Passes(a, m, w, bias, c, threads, d, entry.fn, 1.0 / 16, [&](const float* row, int64_t r) {
-    int8_t* dst = digits + r * kParts * kp;
-    std::memset(dst, 0, size_t(kParts * kp));
-    for (int64_t b = 0; b < kb; ++b) {
-      const int64_t first = b * w.block, len = std::min(w.block, w.k - first);
-      float amax = 0;
-      for (int64_t e = first; e < first + len; ++e) amax = std::max(amax, std::fabs(row[e]));
-      const double inv = amax > 0 ? kTop / double(amax) : 0.0;
-      int64_t sum = 0;
-      for (int64_t e = first; e < first + len; ++e) {
-        // Nearest-even by the 1.5 * 2^52 addend (std::nearbyint is a libm
-        // call on the baseline target; the loop vectorizes this way).
-        int32_t v = int32_t((double(row[e]) * inv + 0x1.8p52) - 0x1.8p52);
-        sum += v;
-        for (int i = kParts - 1; i > 0; --i) {
-          const int32_t digit = ((v + 128) & 255) - 128;
-          dst[i * kp + e] = int8_t(digit);
-          v = (v - digit) / 256;
-        }
-        dst[e] = int8_t(v);
-      }
-      scale[r * kb + b] = float(double(amax) / kTop);
-      zq[r * kb + b] = float(double(scale[r * kb + b]) * double(sum) * double(zero));
-    }
+    entry.prepare(g, row, digits + r * kDigits * kp, scale + r * kb, zq + r * kb);
   });
 }
 
