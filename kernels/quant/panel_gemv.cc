@@ -78,7 +78,9 @@ template <int W, int M, int Bits>
     for (int64_t g = 0; g < groups; ++g, q += kGroup, ab += kPer) {
       __builtin_prefetch(q + kPrefetchBytes);
       I v[H];
-      std::memcpy(v, q, sizeof(v));
+      // One load a vector (a copy of the array goes through the stack in
+      // halves, and the wide reloads then wait for the stores).
+      for (int h = 0; h < H; ++h) std::memcpy(&v[h], q + h * W * 4, sizeof(I));
 #pragma GCC unroll 8
       for (int t = 0; t < kPer; ++t) {
         F f[H];
