@@ -10,7 +10,8 @@
 //   int8-<t>   - accuracy_level 4 (PanelGemvInt8, VNNI targets)
 //   many-float, many-int8 - with --rows > 1: panel_gemm's many-rows product
 // --copies 1 keeps the weights in cache (the kernels' compute alone).
-//   bench-nbits [--threads N] [--rows M] [--copies C]
+// --zero-points 1: packed 4-bit zero points (the floor counts their bytes).
+//   bench-nbits [--threads N] [--rows M] [--copies C] [--zero-points 0|1]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -78,13 +79,15 @@ double ReadGBs(int threads) {
 #endif
 
 struct Weights {
-  std::vector<uint8_t> data;
+  std::vector<uint8_t> data, zeros;
   std::vector<float> scales;
   NBitsMatrix w;
   QuantPanelsBuffer panels;
 };
 
-Weights Make(int64_t k, int64_t n, uint32_t seed) {
+// With zero_points: random packed 4-bit zero points (the kernels then read
+// the panels' float zero points beside the scales).
+Weights Make(int64_t k, int64_t n, uint32_t seed, bool zero_points) {
   std::mt19937 rng(seed);
   Weights x;
   x.w.bits = 4;
@@ -99,6 +102,11 @@ Weights Make(int64_t k, int64_t n, uint32_t seed) {
   for (float& s : x.scales) s = 0.01f + 0.001f * float(rng() % 50);
   x.w.data = x.data.data();
   x.w.scales = x.scales.data();
+  if (zero_points) {
+    x.zeros.resize(size_t(n * x.w.zero_row_bytes()));
+    for (uint8_t& z : x.zeros) z = uint8_t(rng());
+    x.w.zero_packed = x.zeros.data();
+  }
   PackNBitsPanels(x.w, &x.panels);
   return x;
 }
@@ -109,10 +117,12 @@ int main(int argc, char** argv) {
   int threads = 1;
   int64_t rows = 1;
   int copies_wanted = 0;  // 0: enough to fill ~200 MB (cold weights); 1: hot in cache (the kernels' compute)
+  bool zero_points = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--copies")) copies_wanted = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--zero-points")) zero_points = std::atoi(argv[i + 1]) != 0;
   }
 #if defined(__x86_64__)
   const double gbs = ReadGBs(threads);
@@ -123,11 +133,12 @@ int main(int argc, char** argv) {
               HostCpuFeatures().name().c_str());
   struct Shape { int64_t k, n; };
   for (const Shape s : {Shape{1024, 2816}, Shape{2816, 1024}, Shape{1024, 32000}}) {
-    const int64_t bytes = s.n * (s.k / 32) * (16 + 4);
+    // The model's bytes: codes and float scales (and 4-bit zero points).
+    const int64_t bytes = s.n * (s.k / 32) * (16 + 4) + (zero_points ? s.n * (s.k / 32) / 2 : 0);
     const int copies =
         copies_wanted > 0 ? copies_wanted : int(std::max<int64_t>(2, (int64_t(200) << 20) / bytes));
     std::vector<Weights> mats;
-    for (int i = 0; i < copies; ++i) mats.push_back(Make(s.k, s.n, uint32_t(i)));
+    for (int i = 0; i < copies; ++i) mats.push_back(Make(s.k, s.n, uint32_t(i), zero_points));
     std::vector<float> a(size_t(rows * s.k)), rounded(a.size()), c(size_t(rows * s.n));
     std::mt19937 rng(7);
     for (float& v : a) v = float(int(rng() % 2001) - 1000) / 500.0f;
@@ -156,7 +167,7 @@ int main(int argc, char** argv) {
       ScopedCpuFeaturesForTesting scope(t);
       const std::string name = std::string("float-") + CpuTargetName(t);
       time_panels(name.c_str(), [&](const QuantPanels& p) {
-        PanelGemvFloat(a.data(), rows, p, &zero, nullptr, c.data(), work.data(), threads);
+        PanelGemvFloat(a.data(), rows, p, zero_points ? nullptr : &zero, nullptr, c.data(), work.data(), threads);
       });
     }
     for (CpuTarget t : kCpuVnniTargets) {
@@ -164,7 +175,7 @@ int main(int argc, char** argv) {
       ScopedCpuFeaturesForTesting scope(t);
       const std::string name = std::string("int8-") + CpuTargetName(t);
       time_panels(name.c_str(), [&](const QuantPanels& p) {
-        PanelGemvInt8(a.data(), rows, p, &zero, nullptr, c.data(), work.data(), threads);
+        PanelGemvInt8(a.data(), rows, p, zero_points ? nullptr : &zero, nullptr, c.data(), work.data(), threads);
       });
     }
     if (rows > 1) {  // panel_gemm's many-rows product on the same panels, for the crossover
