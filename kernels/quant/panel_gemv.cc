@@ -547,11 +547,13 @@ void Passes(const float* a, int64_t m, const QuantPanels& w, const float* bias, 
     d.bias = bias;
     d.c = c + r0 * w.n;
     d.m = rows;
-    // One contiguous range of panels a thread (the work is uniform: equal
-    // ranges finish together, each read front to back).
+    // Four contiguous ranges of panels a thread, claimed as the threads go:
+    // long runs read front to back, and a thread slowed by another process
+    // on its core holds up at most one range.
     const double work = double(w.padded_k()) * kCols * double(rows) * work_per_weight * double(w.panels);
     const int use = ThreadsForWork(threads, work);
-    ParallelFor(use, w.panels, (w.panels + use - 1) / use, [&](int64_t p0, int64_t p1) { fn(d, p0, p1); });
+    const int64_t ranges = use > 1 ? 4 * int64_t(use) : 1;
+    ParallelFor(use, w.panels, (w.panels + ranges - 1) / ranges, [&](int64_t p0, int64_t p1) { fn(d, p0, p1); });
   }
 }
 
