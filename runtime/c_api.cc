@@ -421,7 +421,7 @@ RunOptions ToRunOptions(const om_run_options* options) {
 
 extern "C" {
 
-const char* om_version(void) { return "0.4.0"; }
+const char* om_version(void) { return "0.5.0"; }
 
 om_status* om_status_create(om_status_code code, const char* message) {
   return MakeStatus(code, message ? message : "");
@@ -559,6 +559,22 @@ om_status* om_session_options_set_graph_rewrites(om_session_options* options, in
     if (enabled != 0 && enabled != 1) return Invalid(absl::StrCat("graph rewrites must be 0 or 1, got ", enabled));
     options->options.graph_rewrites = enabled != 0;
     return nullptr;
+  });
+}
+
+om_status* om_session_options_add_config_entry(om_session_options* options, const char* key, const char* value) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(options);
+    OM_REQUIRE(key);
+    OM_REQUIRE(value);
+    const std::string k = key, v = value;
+    if (k == "session.qdq_matmulnbits_accuracy_level") {
+      if (v.size() != 1 || v[0] < '0' || v[0] > '4')
+        return Invalid(absl::StrCat("session.qdq_matmulnbits_accuracy_level must be 0 to 4, got '", v, "'"));
+      options->options.dq_matmul_accuracy_level = v[0] - '0';
+      return nullptr;
+    }
+    return MakeStatus(OM_NOT_IMPLEMENTED, absl::StrCat("not implemented: session config entry '", k, "'"));
   });
 }
 

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define OM_VERSION_MAJOR 0
-#define OM_VERSION_MINOR 4
+#define OM_VERSION_MINOR 5
 #define OM_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH" (of the library loaded, which
@@ -140,6 +140,15 @@ om_status* om_session_options_set_memory_limit(om_session_options* options, uint
  * 1 (the default) rewrites, 0 runs the graph as written; other values are
  * refused. */
 om_status* om_session_options_set_graph_rewrites(om_session_options* options, int enabled);
+/* A session configuration entry by ONNX Runtime's key (its
+ * AddSessionConfigEntry; since 0.5). Known keys:
+ *   "session.qdq_matmulnbits_accuracy_level": "0".."4", the accuracy level at
+ *   which DequantizeLinear (4/8-bit, blocked) + MatMul runs once fused: "4" (the
+ *   default, as ONNX Runtime) rounds the activations to int8 per block, lower
+ *   levels compute in float.
+ * Other keys are refused with OM_NOT_IMPLEMENTED, values out of range with
+ * OM_INVALID_ARGUMENT. */
+om_status* om_session_options_add_config_entry(om_session_options* options, const char* key, const char* value);
 /* Frees options; NULL is allowed. Sessions keep their own copy. */
 void om_session_options_free(om_session_options* options);
 

@@ -28,6 +28,10 @@ struct SessionOptions {
   // (runtime/rewrite/rewrite.h lists them). Off: the graph runs as written (to
   // debug, or to check a rewrite against the original).
   bool graph_rewrites = true;
+  // The accuracy_level of the standard spelling of 4- and 8-bit weights
+  // (DequantizeLinear + MatMul) once fused: 4 (int8 A, onnxruntime's default
+  // for its session.qdq_matmulnbits_accuracy_level) or 0 (float).
+  int dq_matmul_accuracy_level = 4;
   // Time every node of the graph (not inside subgraphs) on every run, for
   // Session::Profile(). Costs two clock reads per node.
   bool profile = false;

@@ -216,6 +216,27 @@ void MarkRandom(const Graph& g, std::set<std::string>& random) {
 
 // ---- One case, in the child ----
 
+// The session configuration entries of CASE/ort_session.json (onnxruntime-node's session
+// options, under which the oracle harness computed the expected outputs) that onnx-mini has:
+// "extra": {"session": {"qdq_matmulnbits_accuracy_level": "0".."4"}}.
+absl::Status ApplyOrtSessionOptions(const fs::path& dir, SessionOptions& options) {
+  std::ifstream in(dir / "ort_session.json");
+  if (!in) return absl::OkStatus();
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  JsonValue root;
+  std::string error;
+  if (!ParseJson(text, &root, &error)) return absl::InvalidArgumentError("ort_session.json: " + error);
+  const JsonValue* extra = root.Find("extra");
+  const JsonValue* session = extra ? extra->Find("session") : nullptr;
+  const JsonValue* level = session ? session->Find("qdq_matmulnbits_accuracy_level") : nullptr;
+  if (!level) return absl::OkStatus();
+  if (level->kind != JsonValue::kString || level->string.size() != 1 || level->string[0] < '0' ||
+      level->string[0] > '4')
+    return absl::InvalidArgumentError("ort_session.json: qdq_matmulnbits_accuracy_level must be \"0\" to \"4\"");
+  options.dq_matmul_accuracy_level = level->string[0] - '0';
+  return absl::OkStatus();
+}
+
 CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
   CaseResult r;
   r.name = dir.filename().string();
@@ -231,6 +252,11 @@ CaseResult RunCase(const fs::path& dir, const Tolerance& tol, int threads) {
   SessionOptions options;
   options.threads = threads;
   options.graph_rewrites = g_rewrites;
+  if (absl::Status st = ApplyOrtSessionOptions(dir, options); !st.ok()) {
+    r.status = "ERROR";
+    r.message = std::string(st.message());
+    return r;
+  }
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Create(*std::move(graph), BuiltinOps(), options);
   if (!session.ok()) {
     r.status = absl::IsUnimplemented(session.status()) ? "UNSUPPORTED" : "ERROR";

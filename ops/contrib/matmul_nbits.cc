@@ -388,7 +388,8 @@ class MatMulNBitsOp : public Op {
 // ---- onnx_mini::DequantizeMatMul(A, x, scale, zero_point?; block_size) ----
 // MatMul(A, DequantizeLinear(x, scale, zero_point, axis = 0, block_size)),
 // x [K, N] quantized along K in blocks; what runtime/rewrite/quant_matmul.cc
-// makes of the standard spelling.
+// makes of the standard spelling. accuracy_level as MatMulNBits' (the
+// rewrite sets 4 on 4-bit weights, as onnxruntime's fusion does).
 
 // x [K, N] with its scales and zero points in MatMulNBits' packed form, then
 // (4 and 8 bits) in panels, the first form freed.
@@ -449,6 +450,7 @@ class DequantizeMatMulOp : public Op {
     op->block_ = node.attr_int("block_size", 0);
     if (op->block_ < 16 || (op->block_ & (op->block_ - 1)) != 0 || op->block_ > (int64_t{1} << 30))
       return AttributeError(node, absl::StrCat("block_size must be a power of 2 >= 16, got ", op->block_));
+    op->accuracy_level_ = node.attr_int("accuracy_level", 0);  // 4: int8 A, as MatMulNBits
     return std::unique_ptr<Op>(std::move(op));
   }
 
@@ -498,12 +500,15 @@ class DequantizeMatMulOp : public Op {
       const Tensor* z = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
       ASSIGN_OR_RETURN(packed, PackDq(*ctx.input(1), *ctx.input(2), z, block_, ctx.budget()));
     }
-    return RunProduct(ctx, packed->panels ? nullptr : &packed->w, packed->panels.get(), nullptr);
+    // As MatMulNBits: 2-bit blocks of 16 have no int8 kernel.
+    const int bits = packed->panels ? packed->panels->buf.view.bits : packed->w.bits;
+    const bool int8_a = accuracy_level_ == 4 && !(bits == 2 && block_ == 16);
+    return RunProduct(ctx, packed->panels ? nullptr : &packed->w, packed->panels.get(), nullptr, int8_a);
   }
 
  private:
   DequantizeMatMulOp() = default;
-  int64_t block_ = 32;
+  int64_t block_ = 32, accuracy_level_ = 0;
   std::shared_ptr<const PackedDq> packed_;  // set by Prepare
 };
 

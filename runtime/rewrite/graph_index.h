@@ -13,6 +13,7 @@
 #include "runtime/element.h"
 #include "runtime/graph.h"
 #include "runtime/outer_scope.h"
+#include "runtime/rewrite/rewrite.h"
 #include "runtime/session/infer.h"
 
 namespace onnx_mini {
@@ -31,7 +32,8 @@ using Dims = std::vector<int64_t>;
 // keeps its pattern's output types.
 class Index {
  public:
-  Index(const Graph& g, const std::vector<bool>& dead, const OpRegistry& ops) : g_(g), dead_(dead), ops_(ops) {
+  Index(const Graph& g, const std::vector<bool>& dead, const OpRegistry& ops, const RewriteOptions& options = {})
+      : g_(g), dead_(dead), ops_(ops), options_(options) {
     for (const auto& [name, t] : g.initializers) constants_[name] = &t;
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       const Node& node = g.nodes[n];
@@ -76,6 +78,7 @@ class Index {
   }
   bool IsOutput(const std::string& name) const { return outputs_.count(name) > 0; }
   const Graph& graph() const { return g_; }
+  const RewriteOptions& options() const { return options_; }
   // A value known before running: an initializer, a Constant node's, or one
   // the session's folding computes.
   const Tensor* Constant(const std::string& name) const {
@@ -128,6 +131,7 @@ class Index {
   const Graph& g_;
   const std::vector<bool>& dead_;
   const OpRegistry& ops_;
+  const RewriteOptions options_;
   mutable bool inferred_ = false;
   mutable std::optional<GraphTypes> types_;
   std::map<std::string, size_t> producer_;

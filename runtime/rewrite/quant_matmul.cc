@@ -5,8 +5,10 @@
 //              power of 2 >= 16), scale [ceil(K / block), N] and zero_point
 //              constants -> onnx_mini::DequantizeMatMul(A, x, scale, zero_point?)
 //              (internal op, ops/contrib/matmul_nbits.cc: packed once at
-//              Prepare into MatMulNBits' form, its originals released, so the
-//              float weight is never made)
+//              Prepare into quantized panels, its originals released, so the
+//              float weight is never made; 4- and 8-bit weights at
+//              RewriteOptions::dq_matmul_accuracy_level, by default 4 as in
+//              onnxruntime: A rounded to int8 per block)
 
 #include "runtime/op.h"
 #include "runtime/rewrite/graph_index.h"
@@ -51,6 +53,10 @@ bool RewriteDequantizeMatMul(Graph& g, const Index& ix, size_t n, std::vector<bo
   node.opset = 1;
   node.inputs = std::move(inputs);
   node.attributes = {{"block_size", IntAttr("block_size", block)}};
+  // onnxruntime fuses 4- and 8-bit weights into MatMulNBits at its
+  // session's accuracy level; 2-bit ones it multiplies in float.
+  if (q != DType::kInt2 && q != DType::kUInt2)
+    node.attributes["accuracy_level"] = IntAttr("accuracy_level", ix.options().dq_matmul_accuracy_level);
   return true;
 }
 

@@ -18,13 +18,13 @@ constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
 
 }  // namespace
 
-int RewriteGraph(Graph& g, const OpRegistry& ops) {
+int RewriteGraph(Graph& g, const OpRegistry& ops, const RewriteOptions& options) {
   int total = 0;
   for (int pass = 0; pass < 8; ++pass) {
     std::vector<bool> dead(g.nodes.size(), false);
     int count = 0;
     {
-      Index ix(g, dead, ops);
+      Index ix(g, dead, ops, options);
       // Rule by rule over the whole graph: a pattern containing another
       // (LayerNorm holds an RMSNorm of x - mean) is taken whole first.
       std::vector<bool> changed(g.nodes.size(), false);

@@ -24,9 +24,17 @@ namespace onnx_mini {
 
 class OpRegistry;
 
+struct RewriteOptions {
+  // The accuracy_level the standard spelling DequantizeLinear (4/8-bit) +
+  // MatMul runs at once fused: 4 rounds A to int8 per block as MatMulNBits'
+  // accuracy_level 4 does (onnxruntime fuses it so, its session option
+  // session.qdq_matmulnbits_accuracy_level defaulting to 4); 0 computes in float.
+  int dq_matmul_accuracy_level = 4;
+};
+
 // Applies the rewrites to `graph` (not to its subgraphs), reading the types
 // and constants that the session's inference with `ops` gives each value
 // (InferGraphTypes). Returns how many patterns were rewritten.
-int RewriteGraph(Graph& graph, const OpRegistry& ops);
+int RewriteGraph(Graph& graph, const OpRegistry& ops, const RewriteOptions& options = {});
 
 }  // namespace onnx_mini

@@ -137,7 +137,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
   std::optional<Graph> as_written;  // dropped before Prepare, which may free initializers
   if (options.graph_rewrites) {
     Graph rewritten = graph;  // tensors share their storage
-    if (RewriteGraph(rewritten, ops) > 0) {
+    RewriteOptions rewrite;
+    rewrite.dq_matmul_accuracy_level = options.dq_matmul_accuracy_level;
+    if (RewriteGraph(rewritten, ops, rewrite) > 0) {
       as_written = std::move(graph);
       graph = std::move(rewritten);
     }

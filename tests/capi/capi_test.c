@@ -172,6 +172,12 @@ static void test_options(void) {
   OK(om_session_options_set_graph_rewrites(o, 1));
   ERR(om_session_options_set_graph_rewrites(o, 2), OM_INVALID_ARGUMENT, "must be 0 or 1, got 2");
   ERR(om_session_options_set_graph_rewrites(NULL, 0), OM_INVALID_ARGUMENT, "options is NULL");
+  OK(om_session_options_add_config_entry(o, "session.qdq_matmulnbits_accuracy_level", "0"));
+  ERR(om_session_options_add_config_entry(o, "session.qdq_matmulnbits_accuracy_level", "5"), OM_INVALID_ARGUMENT,
+      "must be 0 to 4, got '5'");
+  ERR(om_session_options_add_config_entry(o, "session.intra_op.allow_spinning", "0"), OM_NOT_IMPLEMENTED,
+      "not implemented: session config entry 'session.intra_op.allow_spinning'");
+  ERR(om_session_options_add_config_entry(o, NULL, "0"), OM_INVALID_ARGUMENT, "key is NULL");
   ERR(om_session_options_create(NULL), OM_INVALID_ARGUMENT, "out is NULL");
   om_session* s = NULL;
   OK(om_session_create(path_of("default.onnx"), o, &s));

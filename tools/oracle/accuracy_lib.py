@@ -6,6 +6,7 @@ Every expected output of the family is a float64 computation with the same dequa
 runtime's error against the exact product. Each case's tolerance comes from onnxruntime's own
 error on it (see cases_accuracy.py).
 """
+import json
 import os
 import shutil
 import subprocess
@@ -107,17 +108,21 @@ def max_abs(sets):
 # ---------------------------------------------------------------- onnxruntime
 
 def ort_run_many(jobs):
-    """jobs: [(model, [feeds dict by input name, ...]), ...]. Runs onnxruntime-node once over all
-    of them (run_ort.js: one thread, graph optimizations off) and returns, per job, its outputs per
-    set as dicts keyed by output name."""
+    """jobs: [(model, [feeds dict by input name, ...][, session options]), ...]. Runs onnxruntime-node
+    once over all of them (run_ort.js: one thread, graph optimizations off unless the job's options
+    say otherwise) and returns, per job, its outputs per set as dicts keyed by output name."""
     import onnx
     root = tempfile.mkdtemp(prefix="accuracy_")
     try:
         dirs = []
-        for j, (model, sets) in enumerate(jobs):
+        for j, job in enumerate(jobs):
+            model, sets = job[0], job[1]
             d = os.path.join(root, "case_%03d" % j)
             os.makedirs(d)
             onnx.save(model, os.path.join(d, "model.onnx"))
+            if len(job) > 2 and job[2]:
+                with open(os.path.join(d, "ort_session.json"), "w") as f:
+                    json.dump(job[2], f)
             inits = {i.name for i in model.graph.initializer}
             for s, feeds in enumerate(sets):
                 sd = os.path.join(d, "test_data_set_%d" % s)
@@ -135,7 +140,7 @@ def ort_run_many(jobs):
         subprocess.run(["node", os.path.join(ROOT, "tools", "oracle", "run_ort.js")] + dirs, check=True, env=env,
                        stdout=subprocess.DEVNULL)
         results = []
-        for (model, sets), d in zip(jobs, dirs):
+        for (model, sets, *_), d in zip(jobs, dirs):
             per_set = []
             for s in range(len(sets)):
                 out = {}

@@ -14,7 +14,8 @@ multiple of the 32 block), vocabulary 160, 2 layers) written five ways:
               DynamicQuantizeLinear + MatMulInteger + Cast + Mul, the embedding Gather on int8 then
               DequantizeLinear
   qdq_int4    the same export with opset-21 blocked DequantizeLinear weights (int4, axis 0 = K,
-              block 32) feeding MatMul; the head uint4 with zero points
+              block 32) feeding MatMul; the head uint4 with zero points; both runtimes fuse each pair
+              at accuracy level 0 (float; session.qdq_matmulnbits_accuracy_level, default 4)
 Each case is a prompt (batch 2, the second row right-padded: 4 real tokens of 6) and 2 greedy decode
 steps; each step's past is onnxruntime's presents of the step before, so each set stands alone.
 
@@ -57,13 +58,22 @@ def forms():
     }
 
 
+# onnxruntime's session options per form, where not run_ort.js's (optimizations off). qdq_int4:
+# its optimizations fuse each DequantizeLinear + MatMul into MatMulNBits, here at accuracy level 0
+# (float; its default 4 rounds A to int8, which the nbits and accuracy families cover: in a whole
+# decoder the norms onnxruntime leaves decomposed move A's last bits and so some rounded codes);
+# onnx-conformance runs the case at the same level (its ort_session.json).
+ORT_SESSION = {"qdq_int4": {"graphOptimizationLevel": "all",
+                            "extra": {"session": {"qdq_matmulnbits_accuracy_level": "0"}}}}
+
+
 def run_form(name, wseed=None, pseed=None, log=sys.stderr):
     build, form, shared, ws, ps, is_float = forms()[name]
     ws = ws if wseed is None else wseed
     ps = ps if pseed is None else pseed
     model, _ = build(ws, False)
     ids, mask = D.prompt(ps)
-    sets, outs = D.chain(model, form, ids, mask, STEPS, shared)
+    sets, outs = D.chain(model, form, ids, mask, STEPS, shared, ORT_SESSION.get(name))
     biggest = max(float(np.abs(o["logits"]).max()) for o in outs)
     margin = min(D.top1_margin(o["logits"]) for o in outs)
     if is_float == "int":
@@ -77,12 +87,13 @@ def run_form(name, wseed=None, pseed=None, log=sys.stderr):
         twin, _ = build(ws, True)
         err = 0.0
         for feeds, out in zip(sets, outs):
-            t = D.run_ort(twin, feeds)
+            t = D.run_ort(twin, feeds, ORT_SESSION.get(name))
             err = max(err, max(float(np.abs(out[k] - t[k]).max()) for k in out))
         rtol, atol = FLOAT_RTOL, FLOAT_ATOL
         why = ("A rounded to int8 per block in both, as onnxruntime's accuracy_level 4 does (that rounding alone "
                "moves onnxruntime's outputs by %.3g from its float twin); every row's top-1 margin >= %.3g"
                % (err, margin))
+
     tol = atol + rtol * biggest
     print("%s: weights seed %d, prompt seed %d, |logits| <= %.3g, min top-1 margin %.4g, tolerance %.3g "
           "(margin/tol %.1f), size %d" % (name, ws, ps, biggest, margin, tol, margin / tol, model.ByteSize()), file=log)
@@ -96,7 +107,7 @@ def cases():
         if margin < MARGIN_FACTOR * tol:
             raise ValueError("%s: top-1 margin %.4g is not %dx the tolerance %.3g: pick another seed "
                              "(tools/oracle/cases_decoders.py --search %s)" % (name, margin, MARGIN_FACTOR, tol, name))
-        out.append(Case("decoder_" + name, model, sets, rtol, atol, why))
+        out.append(Case("decoder_" + name, model, sets, rtol, atol, why, ort_session=ORT_SESSION.get(name)))
     return out
 
 

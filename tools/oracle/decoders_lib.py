@@ -10,6 +10,7 @@ Forms:
               MatMulInteger (q8, quantize_dynamic) or blocked DequantizeLinear int4 + MatMul (QDQ).
 The quantizers are ours (numpy), in the operators' documented formats.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -382,11 +383,15 @@ def build_optimum(w, mode, opset=17, lm_head_mode=None, twin=False, **lin_kw):
 
 # ---------------------------------------------------------------- running onnxruntime step by step
 
-def run_ort(model, feeds):
-    """onnxruntime-node's outputs for one set of feeds (keyed by input name), by output name."""
+def run_ort(model, feeds, ort_session=None):
+    """onnxruntime-node's outputs for one set of feeds (keyed by input name), by output name
+    (ort_session: session options other than run_ort.js's)."""
     d = tempfile.mkdtemp(prefix="decoders_")
     try:
         onnx.save(model, os.path.join(d, "model.onnx"))
+        if ort_session:
+            with open(os.path.join(d, "ort_session.json"), "w") as f:
+                json.dump(ort_session, f)
         sd = os.path.join(d, "test_data_set_0")
         os.makedirs(sd)
         for k, vi in enumerate(model.graph.input):
@@ -416,7 +421,7 @@ def prompt(seed, batch=2, seq=6, short=4):
     return ids, mask
 
 
-def chain(model, form, ids, mask, steps, shared_len=0):
+def chain(model, form, ids, mask, steps, shared_len=0, ort_session=None):
     """The prompt and `steps` greedy decode steps, each step's past being onnxruntime's presents of
     the step before. Returns the list of feeds and the list of onnxruntime's outputs."""
     c = CFG
@@ -432,7 +437,7 @@ def chain(model, form, ids, mask, steps, shared_len=0):
             pos = np.cumsum(mask, axis=1) - 1
             pos[mask == 0] = 1
             feeds["position_ids"] = pos[:, -ids.shape[1]:].astype(np.int64)
-        out = run_ort(model, feeds)
+        out = run_ort(model, feeds, ort_session)
         sets.append(feeds)
         outs.append(out)
         last = mask.sum(1) - 1 if step == 0 else np.zeros(B, np.int64)  # each row's last real token

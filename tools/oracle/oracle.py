@@ -11,6 +11,7 @@ Run with /usr/bin/python3 (it has onnx 1.12); do not call onnx.checker on
 models past opset 17 or with com.microsoft nodes: it does not know them.
 """
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -42,6 +43,8 @@ class Case:
     # Expected outputs of a case whose reference is not onnxruntime (one dict per test_data_set,
     # keyed by graph output name): written as they are, onnxruntime not run (the accuracy family).
     expected: Optional[List[Dict[str, np.ndarray]]] = None
+    # onnxruntime session options of this case (run_ort.js reads them from CASE/ort_session.json).
+    ort_session: Optional[Dict] = None
 
 
 def ms_model(nodes, inputs, outputs, initializers=(), opset=21, ms_opset=1, name="g"):
@@ -72,6 +75,9 @@ def write_family(family: str, cases: List[Case], only: Optional[str] = None):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
         onnx.save(case.model, os.path.join(d, "model.onnx"))
+        if case.ort_session:
+            with open(os.path.join(d, "ort_session.json"), "w") as f:
+                json.dump(case.ort_session, f)
         names = [i.name for i in case.model.graph.input]
         inits = {i.name for i in case.model.graph.initializer}
         for n, feeds in enumerate(case.inputs):

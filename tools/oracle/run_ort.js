@@ -1,6 +1,9 @@
 // Runs backend-test case folders (CASE/model.onnx, CASE/test_data_set_N/input_K.pb)
 // in onnxruntime-node and writes what it computes as CASE/test_data_set_N/output_K.pb:
 // the expected outputs of onnx-mini's oracle cases (see make_cases.py). Dev-time only.
+// One thread, graph optimizations off, unless CASE/ort_session.json gives other session
+// options (e.g. {"graphOptimizationLevel": "all"}: onnxruntime's default, which fuses the
+// standard spelling of 4-bit weights into MatMulNBits at accuracy level 4).
 // Usage: NODE_PATH=/tmp/ortnode/node_modules node run_ort.js CASE_DIR...
 const fs = require('fs'), path = require('path');
 const ort = require('onnxruntime-node');
@@ -28,8 +31,10 @@ function save(tensor, file) {
 }
 (async () => {
   for (const dir of process.argv.slice(2)) {
-    const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'),
-        {intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'disabled'});
+    const own = path.join(dir, 'ort_session.json');
+    const options = Object.assign({intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'disabled'},
+                                  fs.existsSync(own) ? JSON.parse(fs.readFileSync(own, 'utf8')) : {});
+    const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), options);
     for (const set of fs.readdirSync(dir).filter(n => n.startsWith('test_data_set_')).sort()) {
       const sd = path.join(dir, set), feeds = {};
       s.inputNames.forEach((n, i) => {

@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
+#include "kernels/quant/nbits_matmul.h"
 #include "tests/runtime/rewrite/rewrite_test_util.h"
 
 namespace onnx_mini {
@@ -48,18 +50,53 @@ ModelBuilder DqMatMul(DType q, DType t, int64_t k, int64_t n, int64_t block, boo
 }
 
 TEST(Rewrite, BlockedDequantizeLinearAndMatMulBecomeOnePackedProduct) {
+  // In float (accuracy level 0) for every width; 4- and 8-bit weights run
+  // at level 4 by default (the next test), 2-bit ones always in float.
+  SessionOptions float_product;
+  float_product.dq_matmul_accuracy_level = 0;
   for (DType q : {DType::kInt4, DType::kUInt4, DType::kInt8, DType::kUInt8, DType::kInt2, DType::kUInt2})
     for (DType t : {DType::kFloat, DType::kFloat16})
       for (bool zero : {false, true}) {
         const ModelBuilder m = DqMatMul(q, t, 100, 37, 32, zero);
         std::vector<std::vector<NamedTensor>> runs;
         for (int64_t rows : {1, 4, 13}) runs.push_back({{"x", RandomUniform(t, {rows, 100}, uint32_t(rows))}});
+        const bool rounds_a = q != DType::kInt2 && q != DType::kUInt2;
         // Sums of 100 terms up to ~10 that cancel to ~1; in float16 the graph
         // as written also rounds each dequantized weight to float16.
-        EXPECT_THAT(RunBothWaysMany(m, runs, t == DType::kFloat ? 1e-4 : 3e-2),
+        EXPECT_THAT(RunBothWaysMany(m, runs, t == DType::kFloat ? 1e-4 : 3e-2, rounds_a ? float_product : SessionOptions{}),
                     ::testing::ElementsAre("DequantizeMatMul"))
             << LowerName(q) << " " << LowerName(t) << " zero " << zero;
       }
+}
+
+TEST(Rewrite, FourAndEightBitDequantizeMatMulRoundsAToInt8PerBlockAsOnnxruntime) {
+  // Level 4 (the default): the product of A rounded to int8 per block of 32
+  // (NBitsRoundRowsToInt8's rule) with the dequantized weight, decode rows
+  // and prefill rows alike.
+  for (DType q : {DType::kInt4, DType::kUInt4, DType::kInt8, DType::kUInt8})
+    for (bool zero : {false, true}) {
+      const ModelBuilder m = DqMatMul(q, DType::kFloat, 100, 37, 32, zero);
+      SessionOptions off;
+      off.graph_rewrites = false;
+      auto fused = m.Build();
+      auto plain = m.Build(off);
+      ASSERT_TRUE(fused.ok() && plain.ok()) << fused.status() << plain.status();
+      EXPECT_THAT(OpTypes(**fused), ::testing::ElementsAre("DequantizeMatMul"));
+      for (int64_t rows : {1, 4, 40}) {
+        Tensor x = RandomUniform(DType::kFloat, {rows, 100}, uint32_t(rows));
+        Tensor rounded = Tensor::Zeros(DType::kFloat, {rows, 100});
+        NBitsRoundRowsToInt8(x.data<float>(), rows, 100, 32, rounded.data<float>());
+        auto y = (*fused)->Run({{"x", x}});
+        auto want = (*plain)->Run({{"x", rounded}});
+        ASSERT_TRUE(y.ok() && want.ok()) << y.status() << want.status();
+        const Tensor& a = (*y)[0];
+        const Tensor& b = (*want)[0];
+        ASSERT_EQ(a.shape(), b.shape());
+        for (int64_t i = 0; i < a.size(); ++i)
+          ASSERT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-4 * (1 + std::fabs(b.data<float>()[i])))
+              << LowerName(q) << " zero " << zero << " rows " << rows << " [" << i << "]";
+      }
+    }
 }
 
 TEST(Rewrite, DequantizeMatMulHoldsThePackedWeight) {

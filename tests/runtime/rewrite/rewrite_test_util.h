@@ -33,10 +33,12 @@ inline bool Agree(double a, double b, double tol) {
 
 // Runs `m` both ways, each way one session over every input set in `runs`
 // (shapes may change between them); checks the outputs agree within `tol`
-// and returns the rewritten session's op types.
+// and returns the rewritten session's op types. `on`: the rewritten
+// session's options (graph_rewrites is forced on).
 inline std::vector<std::string> RunBothWaysMany(const ModelBuilder& m, const std::vector<std::vector<NamedTensor>>& runs,
-                                         double tol) {
-  SessionOptions on, off;
+                                         double tol, SessionOptions on = {}) {
+  SessionOptions off = on;
+  on.graph_rewrites = true;
   off.graph_rewrites = false;
   auto a = m.Build(on);
   auto b = m.Build(off);
