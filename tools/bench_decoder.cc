@@ -17,7 +17,8 @@
 //               and a causal Where mask, Softmax, MatMul; past/present by Concat.
 // With --quant: a Qwen2-sized decoder (8 layers, hidden 1024, 16/4 heads of 64,
 // MLP 2816, vocabulary 32000, random weights) in the quantized forms users get
-// (see WriteQuantCases), each case with a bench.json: the weight bytes a step
+// (see WriteQuantCases; and the attention form in float32 for reference),
+// each case with a bench.json: the weight bytes a step
 // reads (tools/bench/compare.py prints the floor from it).
 // SiLU is x * Sigmoid(x) in every form. The prefill and decode cases of a form
 // share one model file (hard-linked).
@@ -690,16 +691,19 @@ absl::Status WriteQuantCases(const fs::path& out, const Selection& sel) {
   RETURN_IF_ERROR(WriteGenaiForm(out, "genai_int4_acc4", 4, sel));
   RETURN_IF_ERROR(WriteGenaiForm(out, "genai_int4_acc0", 0, sel));
   bool any = false;
-  for (const char* p : {"tjs_q4", "tjs_q8", "qdq_int4"})
+  for (const char* p : {"tjs_q4", "tjs_q8", "qdq_int4", "f32_attention"})
     for (const char* t : {"_prefill", "_decode"}) any = any || sel.Wants(std::string(p) + t);
   if (!any) return absl::OkStatus();
+  rng.seed(26);  // the same weights whichever cases --only picks
   const Weights weights = MakeWeights(kQwen);
   // transformers.js' decoders come from optimum's export (opset 14 for Llama and
   // Qwen2): attention decomposed as in the decomposed form.
   RETURN_IF_ERROR(WriteForm(out, "tjs_q4", Form::kDecomposed, Quant::kQ4, 14, kQwen, weights, sel, true));
   RETURN_IF_ERROR(WriteForm(out, "tjs_q8", Form::kDecomposed, Quant::kQ8, 14, kQwen, weights, sel, true));
   // The standard spelling; the rest as the attention form (opset 23).
-  return WriteForm(out, "qdq_int4", Form::kAttention, Quant::kQdq4, 23, kQwen, weights, sel, true);
+  RETURN_IF_ERROR(WriteForm(out, "qdq_int4", Form::kAttention, Quant::kQdq4, 23, kQwen, weights, sel, true));
+  // The same weights in float32, for reference (a 622 MB file).
+  return WriteForm(out, "f32_attention", Form::kAttention, Quant::kFloat, 23, kQwen, weights, sel, true);
 }
 
 }  // namespace
@@ -724,7 +728,7 @@ int main(int argc, char** argv) {
   if (dir.empty()) {
     std::cerr << "usage: bench-decoder OUT_DIR [--quant] [--only REGEX]\n"
                  "  --quant: the quantized forms at the realistic size (genai_int4_acc4, genai_int4_acc0,\n"
-                 "           tjs_q4, tjs_q8, qdq_int4) instead of the tiny float forms\n"
+                 "           tjs_q4, tjs_q8, qdq_int4; f32_attention for reference) instead of the tiny float forms\n"
                  "  --only: only the cases whose name matches REGEX\n";
     return 2;
   }
