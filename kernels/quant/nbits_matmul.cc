@@ -170,13 +170,10 @@ template <int kBytes, int B>
   }
 }
 
+// 2-bit codes only: 4 and 8 bits decode over quantized panels (panel_gemv.h).
 template <int kBytes>
 [[gnu::always_inline]] inline void DecodeWidth(const DecodeArgs& d, int64_t j0, int64_t j1) {
-  switch (d.w->bits) {
-    case 2: return DecodeRows<kBytes, 2>(d, j0, j1);
-    case 4: return DecodeRows<kBytes, 4>(d, j0, j1);
-    default: return DecodeRows<kBytes, 8>(d, j0, j1);
-  }
+  DecodeRows<kBytes, 2>(d, j0, j1);
 }
 
 void DecodeBaseline(const DecodeArgs& d, int64_t j0, int64_t j1) { DecodeWidth<16>(d, j0, j1); }
@@ -217,7 +214,9 @@ int LaneBytes(int max_bytes, int bits, int64_t block_size) {
   return bytes;
 }
 
-bool UseDecode(int64_t m, const NBitsMatrix& w) { return m <= kNBitsDecodePassRows && w.g_idx == nullptr; }
+bool UseDecode(int64_t m, const NBitsMatrix& w) {
+  return m <= kNBitsDecodePassRows && w.g_idx == nullptr && w.bits == 2;
+}
 
 void Decode(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
             int threads) {
@@ -367,8 +366,7 @@ namespace {
 // max |a| / 127, values nearest-even(a * 127 / max |a|), all zero for an
 // all-zero block. Returns the scale; `inv` gets the multiplier.
 float Int8BlockScale(const float* x, int64_t len, float* inv) {
-  float amax = 0;
-  for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float amax = NBitsMaxAbs(x, len);
   *inv = amax > 0 ? 127.0f / amax : 0.0f;
   return amax / 127.0f;
 }
@@ -387,386 +385,31 @@ void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, f
     }
 }
 
-namespace {
-
-// ---- Accuracy level 4 with int8 products (VNNI) ----
-//
-// A chunk of 32 elements of a block is 16 bytes of 4-bit codes, element 2i
-// the low nibble of byte i: split into low and high nibbles it is 32 unsigned
-// bytes, the chunk's even elements then its odd ones. A's int8 values are
-// rearranged once per call to match (and zero-padded to whole blocks: the
-// padding's codes then add nothing), so VPDPBUSD's lanes meet lane for lane.
-constexpr int64_t kChunk = 32;
-// Bytes of codes ahead that a tile prefetches (and the scales of those
-// codes): 8 KiB measured best at 1 thread (1 KiB left the loads waiting).
-constexpr int64_t kInt8PrefetchBytes = 8192;
-
-struct Int8Args {
-  const NBitsMatrix* w;
-  const int8_t* a;      // m rows of k_blocks * block_size rearranged values
-  const float* ascale;  // m rows of k_blocks: A's block scales sa
-  const float* azero;   // m rows of k_blocks: sa * the block's sum of values
-  const float* bias;
-  float* c;
-  int64_t m;
-};
-
-typedef uint8_t Bytes16 __attribute__((vector_size(16)));
-typedef uint8_t Bytes32 __attribute__((vector_size(32)));
-typedef uint8_t Bytes64 __attribute__((vector_size(64)));
-typedef int32_t Int8x32 __attribute__((vector_size(32)));
-typedef int32_t Int8x64 __attribute__((vector_size(64)));
-typedef float Float8 __attribute__((vector_size(32)));
-typedef float Float16 __attribute__((vector_size(64)));
-
-#if defined(__x86_64__)
-// acc (int32 lanes) += the sums of 4 products of unsigned bytes u and signed
-// bytes s: the VEX form is AVX-VNNI, the EVEX form AVX-512 VNNI. Inline
-// assembly (GCC 12 and clang 14 name the VEX intrinsic differently), in
-// templates of their builds' common target: clang checks a wide operand's
-// register class where the template is written, and an always-inline
-// callee's target must be within its caller's.
-#define ONNX_MINI_INT8_TARGET gnu::target("avx2,fma"), gnu::always_inline
-#define ONNX_MINI_INT8_512_TARGET gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), gnu::always_inline
-template <bool kEvex>
-[[ONNX_MINI_INT8_TARGET]] inline void Dpbusd(Int8x32& acc, const Int8x32& u, const Int8x32& s) {
-  if constexpr (kEvex) asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
-  else asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
-}
-[[ONNX_MINI_INT8_512_TARGET]] inline void Dpbusd512(Int8x64& acc, const Int8x64& u, const Int8x64& s) {
-  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+float NBitsMaxAbs(const float* x, int64_t len) {
+  // Eight running maxima: the loop vectorizes (one would be a serial chain).
+  float part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= len; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] = std::max(part[j], std::fabs(x[i + j]));
+  for (; i < len; ++i) part[0] = std::max(part[0], std::fabs(x[i]));
+  float amax = 0;
+  for (float p : part) amax = std::max(amax, p);
+  return amax;
 }
 
-// The sum of a vector's lanes (a shuffle tree).
-[[ONNX_MINI_INT8_TARGET]] inline float SumLanes(const Float8& v) {
-  __m256 x;
-  std::memcpy(&x, &v, sizeof(x));
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
-}
-// (The extract forms: GCC 12 warns of the cast's and the reduction's undefined sources.)
-[[ONNX_MINI_INT8_512_TARGET]] inline float SumLanes(const Float16& v) {
-  __m512 x;
-  std::memcpy(&x, &v, sizeof(x));
-  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(x, 0), _mm512_extractf32x8_ps(x, 1));
-  Float8 half;
-  std::memcpy(&half, &h, sizeof(half));
-  return SumLanes(half);
-}
-
-// The zero-point term of a column for one row: sum_b zero * scale * (sa *
-// the sum of A's block), in independent partial sums (one chain would take
-// longer than the column's products).
-[[ONNX_MINI_INT8_TARGET]] inline float Int8ZeroTerm(const NBitsMatrix& w, const void* zrow, const float* scale,
-                                                    const float* azero) {
-  const int64_t kb = w.k_blocks;
-  if (zrow == nullptr) {
-    Float8 part = {};
-    int64_t b = 0;
-    for (; b + 8 <= kb; b += 8) {
-      Float8 x, y;
-      std::memcpy(&x, scale + b, sizeof(x));
-      std::memcpy(&y, azero + b, sizeof(y));
-      part += x * y;
-    }
-    float sum = SumLanes(part);
-    for (; b < kb; ++b) sum += scale[b] * azero[b];
-    return sum * w.zero_default;
+float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* sum) {
+  float inv;
+  const float scale = Int8BlockScale(x, len, &inv);
+  int32_t s = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    // Nearest-even by the 1.5 * 2^23 addend (|x * inv| <= 127): what
+    // std::nearbyint gives, without its libm call on the baseline target.
+    const int32_t v = int32_t((x[i] * inv + 0x1.8p23f) - 0x1.8p23f);
+    q[i] = int8_t(v);
+    s += v;
   }
-  float part[4] = {};
-  for (int64_t b = 0; b < kb; ++b) part[b % 4] += ZeroAt<4>(w, zrow, b) * scale[b] * azero[b];
-  return (part[0] + part[1]) + (part[2] + part[3]);
-}
-
-// The stores of a tile: y = its products' sum - the zero-point term (+ bias).
-template <int M, int C>
-[[ONNX_MINI_INT8_TARGET]] inline void Int8Finish(const Int8Args& d, int64_t j, const float (&sums)[M][C]) {
-  const NBitsMatrix& w = *d.w;
-  const int64_t kb = w.k_blocks;
-  for (int c = 0; c < C; ++c) {
-    const float* scale = w.scales + (j + c) * kb;
-    const void* zrow = w.zero_packed ? static_cast<const void*>(w.zero_packed + (j + c) * w.zero_row_bytes())
-                       : w.zero_float ? static_cast<const void*>(w.zero_float + (j + c) * kb)
-                                      : nullptr;
-    for (int r = 0; r < M; ++r) {
-      const float y = sums[r][c] - Int8ZeroTerm(w, zrow, scale, d.azero + r * kb);
-      d.c[r * w.n + j + c] = d.bias ? y + d.bias[j + c] : y;
-    }
-  }
-}
-
-// 16 bytes of codes (a chunk) as 32 unsigned bytes: low nibbles, then high.
-[[ONNX_MINI_INT8_TARGET]] inline Int8x32 SplitChunk(const uint8_t* q) {
-  Bytes16 v;
-  std::memcpy(&v, q, sizeof(v));
-  const Bytes16 lo = v & 15, hi = v >> 4;
-  const Bytes32 u = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
-                                            19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-  Int8x32 out;
-  std::memcpy(&out, &u, sizeof(out));
-  return out;
-}
-
-// 32 bytes of codes (two chunks) as 64 unsigned bytes: both chunks' low
-// nibbles, then both chunks' high nibbles.
-[[ONNX_MINI_INT8_512_TARGET]] inline Int8x64 SplitPair(const uint8_t* q) {
-  Bytes32 v;
-  std::memcpy(&v, q, sizeof(v));
-  const Bytes32 lo = v & 15, hi = v >> 4;
-  const Bytes64 u = __builtin_shufflevector(
-      lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
-      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56,
-      57, 58, 59, 60, 61, 62, 63);
-  Int8x64 out;
-  std::memcpy(&out, &u, sizeof(out));
-  return out;
-}
-
-// 256 bits (AVX-VNNI, or AVX-512 VNNI's VL form): columns [j, j + C) for M
-// rows, a chunk at a time, the codes of each split once for all rows, each
-// row's values loaded once for all columns.
-template <bool kEvex, int M, int C>
-[[ONNX_MINI_INT8_TARGET]] inline void Int8Tile(const Int8Args& d, int64_t j) {
-  const NBitsMatrix& w = *d.w;
-  const int64_t kb = w.k_blocks, kp = kb * w.block_size, column = kb * w.blob_bytes();
-  const int64_t chunks = w.block_size / kChunk;
-  const uint8_t* q[C];
-  const float* scale[C];
-  for (int c = 0; c < C; ++c) {
-    q[c] = w.data + (j + c) * column;
-    scale[c] = w.scales + (j + c) * kb;
-  }
-  Float8 acc[M][C] = {};
-  for (int64_t b = 0; b < kb; ++b) {
-    Int8x32 dot[M][C] = {};
-    const int8_t* ab = d.a + b * w.block_size;
-    for (int c = 0; c < C; ++c) __builtin_prefetch(scale[c] + b + kInt8PrefetchBytes / w.blob_bytes());
-    for (int64_t ch = 0; ch < chunks; ++ch, ab += kChunk) {
-      Int8x32 codes[C];
-      for (int c = 0; c < C; ++c) {
-        __builtin_prefetch(q[c] + kInt8PrefetchBytes);
-        codes[c] = SplitChunk(q[c]);
-        q[c] += 16;
-      }
-      for (int r = 0; r < M; ++r) {
-        Int8x32 x;
-        std::memcpy(&x, ab + r * kp, sizeof(x));
-        for (int c = 0; c < C; ++c) Dpbusd<kEvex>(dot[r][c], codes[c], x);
-      }
-    }
-    for (int c = 0; c < C; ++c)
-      for (int r = 0; r < M; ++r)
-        acc[r][c] += __builtin_convertvector(dot[r][c], Float8) * (scale[c][b] * d.ascale[r * kb + b]);
-  }
-  float sums[M][C];
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < C; ++c) sums[r][c] = SumLanes(acc[r][c]);
-  Int8Finish<M, C>(d, j, sums);
-}
-
-// 512 bits (AVX-512 VNNI): two chunks a step, arranged as SplitPair makes
-// them. Blocks of 32: a step is two blocks, their scales in alternate
-// quarters of the vector, and an odd last block takes the 256-bit step.
-// Larger blocks: the steps of a block summed in int32, then scaled once.
-template <int M, int C>
-[[ONNX_MINI_INT8_512_TARGET]] inline void Int8Tile512(const Int8Args& d, int64_t j) {
-  const NBitsMatrix& w = *d.w;
-  const int64_t kb = w.k_blocks, kp = kb * w.block_size, column = kb * w.blob_bytes();
-  const uint8_t* q[C];
-  const float* scale[C];
-  for (int c = 0; c < C; ++c) {
-    q[c] = w.data + (j + c) * column;
-    scale[c] = w.scales + (j + c) * kb;
-  }
-  Float16 acc[M][C] = {};
-  if (w.block_size == kChunk) {
-    const __m512i quarters = _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
-    int64_t b = 0;
-    for (; b + 2 <= kb; b += 2) {
-      Int8x64 codes[C];
-      for (int c = 0; c < C; ++c) {
-        __builtin_prefetch(q[c] + kInt8PrefetchBytes);
-        __builtin_prefetch(scale[c] + b + kInt8PrefetchBytes / 16);  // 4 bytes of scale a 16 of codes
-        codes[c] = SplitPair(q[c]);
-        q[c] += 32;
-      }
-      for (int r = 0; r < M; ++r) {
-        Int8x64 x;
-        std::memcpy(&x, d.a + r * kp + b * kChunk, sizeof(x));
-        const __m128 sa = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(d.ascale + r * kb + b)));
-        for (int c = 0; c < C; ++c) {
-          Int8x64 dot = {};
-          Dpbusd512(dot, codes[c], x);
-          // The two blocks' scales in alternate quarters (a shuffle of
-          // generic vectors goes through memory here).
-          const __m128 sc = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scale[c] + b)));
-          const Float16 fs = _mm512_maskz_permutexvar_ps(0xFFFF, quarters, _mm512_zextps128_ps512(_mm_mul_ps(sc, sa)));
-          acc[r][c] += __builtin_convertvector(dot, Float16) * fs;
-        }
-      }
-    }
-    if (b < kb) {
-      Int8x32 codes[C];
-      for (int c = 0; c < C; ++c) codes[c] = SplitChunk(q[c]);
-      for (int r = 0; r < M; ++r) {
-        Int8x32 x;
-        std::memcpy(&x, d.a + r * kp + b * kChunk, sizeof(x));
-        for (int c = 0; c < C; ++c) {
-          Int8x32 dot = {};
-          Dpbusd<true>(dot, codes[c], x);
-          const Float8 part = __builtin_convertvector(dot, Float8) * (scale[c][b] * d.ascale[r * kb + b]);
-          Float16 wide = {};
-          std::memcpy(&wide, &part, sizeof(part));  // the upper half zero
-          acc[r][c] += wide;
-        }
-      }
-    }
-  } else {
-    const int64_t steps = w.block_size / (2 * kChunk);
-    for (int64_t b = 0; b < kb; ++b) {
-      Int8x64 dot[M][C] = {};
-      const int8_t* ab = d.a + b * w.block_size;
-      for (int c = 0; c < C; ++c) __builtin_prefetch(scale[c] + b + kInt8PrefetchBytes / w.blob_bytes());
-      for (int64_t st = 0; st < steps; ++st, ab += 2 * kChunk) {
-        Int8x64 codes[C];
-        for (int c = 0; c < C; ++c) {
-          __builtin_prefetch(q[c] + kInt8PrefetchBytes);
-          codes[c] = SplitPair(q[c]);
-          q[c] += 32;
-        }
-        for (int r = 0; r < M; ++r) {
-          Int8x64 x;
-          std::memcpy(&x, ab + r * kp, sizeof(x));
-          for (int c = 0; c < C; ++c) Dpbusd512(dot[r][c], codes[c], x);
-        }
-      }
-      for (int c = 0; c < C; ++c)
-        for (int r = 0; r < M; ++r)
-          acc[r][c] += __builtin_convertvector(dot[r][c], Float16) * (scale[c][b] * d.ascale[r * kb + b]);
-    }
-  }
-  float sums[M][C];
-  for (int r = 0; r < M; ++r)
-    for (int c = 0; c < C; ++c) sums[r][c] = SumLanes(acc[r][c]);
-  Int8Finish<M, C>(d, j, sums);
-}
-
-template <bool kEvex, int M>
-[[ONNX_MINI_INT8_TARGET]] inline void Int8Columns(const Int8Args& d, int64_t j0, int64_t j1) {
-  int64_t j = j0;
-  // Four columns a tile where the accumulators fit the registers: more
-  // loads in flight (measured: ~1.25x faster than two at 1 row).
-  if constexpr (M <= 2)
-    for (; j + 4 <= j1; j += 4) Int8Tile<kEvex, M, 4>(d, j);
-  for (; j + 2 <= j1; j += 2) Int8Tile<kEvex, M, 2>(d, j);
-  if (j < j1) Int8Tile<kEvex, M, 1>(d, j);
-}
-
-template <int M>
-[[ONNX_MINI_INT8_512_TARGET]] inline void Int8Columns512(const Int8Args& d, int64_t j0, int64_t j1) {
-  int64_t j = j0;
-  if constexpr (M <= 2)
-    for (; j + 4 <= j1; j += 4) Int8Tile512<M, 4>(d, j);
-  for (; j + 2 <= j1; j += 2) Int8Tile512<M, 2>(d, j);
-  if (j < j1) Int8Tile512<M, 1>(d, j);
-}
-
-[[gnu::target("avx2,fma,avxvnni")]] void Int8AvxVnni(const Int8Args& d, int64_t j0, int64_t j1) {
-  switch (d.m) {
-    case 1: return Int8Columns<false, 1>(d, j0, j1);
-    case 2: return Int8Columns<false, 2>(d, j0, j1);
-    case 3: return Int8Columns<false, 3>(d, j0, j1);
-    default: return Int8Columns<false, 4>(d, j0, j1);
-  }
-}
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]] void Int8Avx512Vnni(
-    const Int8Args& d, int64_t j0, int64_t j1) {
-  switch (d.m) {
-    case 1: return Int8Columns512<1>(d, j0, j1);
-    case 2: return Int8Columns512<2>(d, j0, j1);
-    case 3: return Int8Columns512<3>(d, j0, j1);
-    default: return Int8Columns512<4>(d, j0, j1);
-  }
-}
-#undef ONNX_MINI_INT8_TARGET
-#undef ONNX_MINI_INT8_512_TARGET
-#endif
-
-struct Int8Entry {
-  void (*columns)(const Int8Args&, int64_t, int64_t);
-  bool pairs;  // A arranged in pairs of chunks (SplitPair's order)
-};
-
-const CpuDispatchTable<Int8Entry>::Build& ActiveInt8() {
-  static const CpuDispatchTable<Int8Entry> table{
-#if defined(__x86_64__)
-      {CpuTarget::kAvx512Vnni, {Int8Avx512Vnni, true}},
-      {CpuTarget::kAvxVnni, {Int8AvxVnni, false}},
-#endif
-      {CpuTarget::kBaseline, {nullptr, false}},  // none: the float path on rounded values
-  };
-  return table.ActiveBuild();
-}
-
-// A row's blocks quantized (the rule of Int8BlockScale), rearranged and
-// zero-padded as the codes are split (a chunk's even elements, then its odd
-// ones; with `pairs`, two chunks' even elements, then their odd ones, an odd
-// last chunk alone): scale and scale * sum per block.
-void QuantizeRow(const float* src, const NBitsMatrix& w, bool pairs, int8_t* dst, float* scale, float* zero) {
-  const int64_t kp = w.k_blocks * w.block_size, chunks = kp / kChunk;
-  std::memset(dst, 0, size_t(kp));
-  for (int64_t b = 0; b < w.k_blocks; ++b) {
-    const int64_t first = b * w.block_size, len = std::min(w.block_size, w.k - first);
-    float inv;
-    scale[b] = Int8BlockScale(src + first, len, &inv);
-    int32_t sum = 0;
-    for (int64_t e = first; e < first + len; ++e) {
-      const int32_t v = int32_t(std::nearbyint(src[e] * inv));
-      sum += v;
-      const int64_t chunk = e / kChunk, i = e % kChunk;
-      const bool paired = pairs && (chunk | 1) < chunks;
-      const int64_t at = paired ? (chunk & ~int64_t(1)) * kChunk + (i % 2) * 32 + (chunk % 2) * 16 + i / 2
-                                : chunk * kChunk + (i % 2) * 16 + i / 2;
-      dst[at] = int8_t(v);
-    }
-    zero[b] = scale[b] * float(sum);
-  }
-}
-
-}  // namespace
-
-bool NBitsInt8Available(int64_t m, const NBitsMatrix& w) {
-  return w.bits == 4 && w.block_size >= kChunk && w.block_size % kChunk == 0 && w.g_idx == nullptr &&
-         m <= kNBitsDecodePassRows && ActiveInt8().entries.columns != nullptr;
-}
-
-CpuTarget NBitsInt8Target() {
-  const auto& build = ActiveInt8();
-  return build.entries.columns ? build.target : CpuTarget::kBaseline;
-}
-
-void NBitsMatMulInt8(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
-                     int threads) {
-  if (m <= 0 || w.n <= 0) return;
-  const Int8Entry entry = ActiveInt8().entries;
-  const int64_t kb = w.k_blocks, kp = kb * w.block_size;
-  // Per pass of up to kNBitsDecodeRows rows: their int8 values (kp bytes a
-  // row, a quarter of a float each), scales and zero terms: within
-  // NBitsMatMulWorkspace's rows * (kp + k_blocks) floats (k_blocks <= kp / 32).
-  const int64_t most = std::min(m, kNBitsDecodeRows);
-  int8_t* qa = reinterpret_cast<int8_t*>(workspace);
-  float* ascale = workspace + (most * kp + 3) / 4;
-  float* azero = ascale + most * kb;
-  for (int64_t r0 = 0; r0 < m; r0 += kNBitsDecodeRows) {
-    const int64_t rows = std::min(kNBitsDecodeRows, m - r0);
-    for (int64_t r = 0; r < rows; ++r)
-      QuantizeRow(a + (r0 + r) * w.k, w, entry.pairs, qa + r * kp, ascale + r * kb, azero + r * kb);
-    const Int8Args d{&w, qa, ascale, azero, bias, c + r0 * w.n, rows};
-    // A column's work: its codes, a quarter of the float path's per row.
-    ParallelFor(threads, w.n, WorkPerIndex{double(kp) * double(rows) / 16},
-                [&](int64_t j0, int64_t j1) { entry.columns(d, j0, j1); });
-  }
+  *sum = s;
+  return scale;
 }
 
 void NBitsMatMulInt8Reference(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c) {

@@ -51,11 +51,12 @@ int64_t NBitsMatMulWorkspace(int64_t m, const NBitsMatrix& w);
 
 // C (m x n, row-major) = A (m x k, row-major) x dequantized B (+ bias, n
 // floats or null). `workspace` holds NBitsMatMulWorkspace(m, w) floats.
-// Few rows: each column's blocks decoded in registers and multiplied with all
-// rows, columns split over the kernels' pool (AVX-512, AVX2 and baseline
-// builds, kernels/cpu_dispatch.h). More rows, or a g_idx that is not k /
-// block_size: panels of columns dequantized to float and multiplied by the
-// GEMM.
+// Few rows of 2-bit codes: each column's blocks decoded in registers and
+// multiplied with all rows, columns split over the kernels' pool (AVX-512,
+// AVX2 and baseline builds, kernels/cpu_dispatch.h). Otherwise (more rows, a
+// g_idx that is not k / block_size, or 4 and 8 bits, which callers pack into
+// quantized panels for panel_gemv.h and panel_gemm.h): columns dequantized
+// to float and multiplied by the GEMM.
 void NBitsMatMul(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
                  int threads);
 
@@ -73,26 +74,20 @@ void NBitsDequantizeColumns(const NBitsMatrix& w, int64_t j0, int64_t j1, float*
 // NBitsMatMulInt8 does not run.
 void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, float* out);
 
-// Accuracy level 4 with the integers multiplied: each row's blocks of A
-// quantized to int8 by NBitsRoundRowsToInt8's rule (scale sa, values q), the
-// 4-bit codes times q summed exactly in int32 (VPDPBUSD: unsigned codes,
-// signed q), then
+// max |x[i]| over len values (0 when len is 0).
+float NBitsMaxAbs(const float* x, int64_t len);
+
+// One block of A (len values) quantized by that rule: q[i] = nearest-even(x[i]
+// / scale); returns the scale, *sum gets the sum of q.
+float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* sum);
+
+// Accuracy level 4's value with the integers multiplied: each row's blocks
+// of A quantized by that rule (scale sa, values q), then
 //   y[m, n] = bias[n] + sum_b sa[b] * scale[n, b] * (sum q * code - zero[n, b] * sum q)
-// (the same value as NBitsRoundRowsToInt8 + NBitsMatMul up to float rounding).
-// Whether it runs here: 4 bits, blocks of >= 32, no g_idx, at most
-// kNBitsDecodePassRows rows, and a VNNI build for the active CPU features
-// (AVX-512 VNNI, or AVX-VNNI on 256 bits; kernels/cpu_dispatch.h).
-bool NBitsInt8Available(int64_t m, const NBitsMatrix& w);
-// The VNNI target the int8 product uses under the active features
-// (kBaseline: none, NBitsInt8Available is false).
-CpuTarget NBitsInt8Target();
-// Runs it (only where NBitsInt8Available): `workspace` holds
-// NBitsMatMulWorkspace(m, w) floats (it needs fewer), columns split over the
-// kernels' pool.
-void NBitsMatMulInt8(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c, float* workspace,
-                     int threads);
-// The same with plain loops (integer dot products per block, double
-// accumulation), for any 4-bit weight without g_idx: the reference in tests.
+// (the value of NBitsRoundRowsToInt8 + NBitsMatMul up to float rounding).
+// The fast product runs over quantized panels (PanelGemvInt8, panel_gemv.h).
+// Plain loops (integer dot products per block, double accumulation), for any
+// 4-bit weight without g_idx: the reference in tests.
 void NBitsMatMulInt8Reference(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c);
 
 // Whether g_idx is k / block_size everywhere (then it changes nothing).

@@ -1,7 +1,10 @@
 #include "kernels/quant/quant_panels.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
+
+#include "kernels/quant/nbits_matmul.h"
 
 namespace onnx_mini {
 
@@ -65,6 +68,57 @@ void QuantPanelsBuffer::SetCode(int64_t col, int64_t kk, int code) {
 
 int64_t QuantPanelsBuffer::bytes() const {
   return int64_t(codes.size() + 4 * (scales.size() + zeros.size() + code_sums.size()));
+}
+
+bool PackNBitsPanels(const NBitsMatrix& w, QuantPanelsBuffer* out) {
+  if ((w.bits != 4 && w.bits != 8) || w.g_idx != nullptr || w.k_blocks != (w.k + w.block_size - 1) / w.block_size)
+    return false;
+  QuantPanelsBuffer buf;
+  if (!buf.Shape(w.bits, w.k, w.n, w.block_size)) return false;
+  const QuantPanels& v = buf.view;
+  const int64_t blob = w.blob_bytes(), bb = v.block_bytes();
+  for (int64_t col = 0; col < w.n; ++col) {
+    const int64_t panel = col / kQuantPanelCols, c = col % kQuantPanelCols;
+    const uint8_t* src = w.data + col * w.k_blocks * blob;
+    for (int64_t b = 0; b < w.k_blocks; ++b, src += blob) {
+      const int64_t at = (panel * w.k_blocks + b) * kQuantPanelCols + c;
+      uint8_t* dst = buf.codes.data() + (panel * w.k_blocks + b) * bb + c * 4;
+      const int64_t len = std::min(w.block_size, w.k - b * w.block_size);
+      int32_t sum = 0;
+      for (int64_t e = 0; e < len; ++e) {
+        int code;
+        if (w.bits == 8) {
+          code = src[e];
+          dst[(e / 4) * kQuantPanelGroupBytes + e % 4] = uint8_t(code);
+        } else {
+          code = (src[e / 2] >> (4 * (e % 2))) & 15;
+          const int64_t r = e % 8;
+          dst[(e / 8) * kQuantPanelGroupBytes + r % 4] |= uint8_t(code << (r < 4 ? 0 : 4));
+        }
+        sum += code;
+      }
+      buf.scales[size_t(at)] = w.scales[col * w.k_blocks + b];
+      buf.zeros[size_t(at)] = w.Zero(col, b);
+      buf.code_sums[size_t(at)] = sum;
+    }
+  }
+  *out = std::move(buf);
+  // The moved vectors keep their storage; the view points at it again.
+  out->view.codes = out->codes.data();
+  out->view.scales = out->scales.data();
+  out->view.zeros = out->zeros.data();
+  out->view.code_sums = out->code_sums.data();
+  return true;
+}
+
+bool QuantPanelsZeroUniform(const QuantPanels& w, float* zero) {
+  const float first = w.zeros[0];
+  for (int64_t p = 0; p < w.panels; ++p)
+    for (int64_t b = 0; b < w.k_blocks; ++b)
+      for (int64_t c = 0; c < kQuantPanelCols && p * kQuantPanelCols + c < w.n; ++c)
+        if (w.zeros[(p * w.k_blocks + b) * kQuantPanelCols + c] != first) return false;
+  *zero = first;
+  return true;
 }
 
 void QuantPanelsMatMulReference(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c) {

@@ -32,6 +32,8 @@
 
 namespace onnx_mini {
 
+struct NBitsMatrix;  // kernels/quant/nbits_matmul.h
+
 constexpr int64_t kQuantPanelCols = 16;
 constexpr int64_t kQuantPanelGroupBytes = 64;
 
@@ -67,6 +69,16 @@ struct QuantPanelsBuffer {
   void SetCode(int64_t col, int64_t kk, int code);
   int64_t bytes() const;
 };
+
+// MatMulNBits' packed form (bits 4 or 8, no g_idx; zero points packed, float
+// or absent) repacked into panels: codes moved, scales copied, each block's
+// zero point as a float (zero_default where absent), code sums filled. False
+// (out untouched) when the weight is not such a form or a size overflows.
+bool PackNBitsPanels(const NBitsMatrix& w, QuantPanelsBuffer* out);
+
+// Whether every real column's every block has the same zero point (then
+// kernels may skip reading the zeros): true with it in *zero.
+bool QuantPanelsZeroUniform(const QuantPanels& w, float* zero);
 
 // The product in double with plain loops (the reference in tests): C (m x n)
 // = A (m x k, row-major, float) x dequantized B (+ bias, n floats or null).

@@ -284,8 +284,15 @@ absl::Status GroupQueryAttentionOp::Compute(KernelContext& ctx) const {
   void* present_value = ctx.output_requested(kPresentValue) ? ctx.output(kPresentValue).raw() : nullptr;
   const bool shared_k = past_key && present_key && present_key == past_key->raw();
   const bool shared_v = past_value && present_value && present_value == past_value->raw();
-  if (shared_k != shared_v || (shared_k && (!present_key || !present_value)))
-    return ctx.Error("present_key and present_value must both share the past buffers' memory, or neither");
+  // One half bound in place and the other not (the session grants an alias
+  // only where no other node still reads the past): the shared half's past
+  // is copied aside and both run the separate form.
+  Tensor past_aside;
+  if (shared_k != shared_v) {
+    const Tensor* shared = shared_k ? past_key : past_value;
+    ASSIGN_OR_RETURN(past_aside, ctx.NewTensor(shared->dtype(), shared->shape()));
+    std::memcpy(past_aside.raw(), shared->raw(), size_t(shared->size()) * size_t(Info(shared->dtype()).bits / 8));
+  }
 
   // Workspaces: the rotated Q and K, the bias as doubles, the kernel's own.
   MemoryReservation workspace;
@@ -329,6 +336,7 @@ absl::Status GroupQueryAttentionOp::Compute(KernelContext& ctx) const {
   KvCacheView& c = p.cache;
   if (past_key) {
     c.past_key = past_key->raw(), c.past_value = past_value->raw();
+    if (shared_k != shared_v) (shared_k ? c.past_key : c.past_value) = past_aside.raw();
     c.capacity = g.past_cap;
   }
   c.past_lens = past_lens.data();

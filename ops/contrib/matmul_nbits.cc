@@ -1,15 +1,20 @@
 // com.microsoft MatMulNBits (onnxruntime's CPU kernel: contrib_ops/cpu/
 // quantization/matmul_nbits.cc) and the internal onnx_mini::DequantizeMatMul
 // that runtime/rewrite/quant_matmul.cc makes of a blocked DequantizeLinear
-// feeding MatMul. Both run kernels/quant/nbits_matmul.h over the weight kept
-// packed: MatMulNBits' B is already that form and is read where it lies (no
-// copy); a DequantizeLinear weight [K, N] is transposed into it once, at
-// Prepare, and its original released. Only float copies of 16-bit scales
-// (and float zero points) are made: a 4-bit model holds about its file's bytes.
+// feeding MatMul. 4- and 8-bit weights are packed once, at Prepare, into
+// quantized panels (kernels/quant/quant_panels.h; shared by the nodes reading
+// one constant) and their originals released: decode steps run the panel
+// kernels (panel_gemv.h), more rows panel_gemm.h's products. 2-bit
+// weights and a g_idx that reorders K run kernels/quant/nbits_matmul.h over
+// MatMulNBits' own packed form (read where it lies). Weights that are not
+// constant are packed per run.
 #include <cstring>
 
 #include "kernels/quant/block_format.h"
 #include "kernels/quant/nbits_matmul.h"
+#include "kernels/quant/panel_gemm.h"
+#include "kernels/quant/panel_gemv.h"
+#include "kernels/quant/quant_panels.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
@@ -98,32 +103,80 @@ absl::Status InferOutput(InferContext& ctx, int64_t k, int64_t n) {
   return absl::OkStatus();
 }
 
-// Runs the product over a packed weight: A converted to float when it is
-// not, the workspace charged to the budget.
-// With `int8_a`, A is quantized as onnxruntime's accuracy level 4 does: the
-// integers multiplied where NBitsInt8Available, else rounded and multiplied in float.
-absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix& w, const float* bias, bool int8_a = false) {
+// A weight packed into panels, its bytes charged to the session's budget
+// while it lives.
+struct NBitsPanels {
+  QuantPanelsBuffer buf;
+  bool uniform = false;  // every block's zero point is `zero` (the kernels then skip the zeros)
+  float zero = 0;
+  MemoryReservation reserved;
+  const float* uniform_zero() const { return uniform ? &zero : nullptr; }
+};
+
+// Whether the panels take w: bits 4 and 8, no g_idx, blocks up to the
+// layout's 65536 (larger ones keep the native form).
+bool PanelsTake(const NBitsMatrix& w) {
+  return (w.bits == 4 || w.bits == 8) && w.g_idx == nullptr && w.block_size <= 65536;
+}
+
+// w packed into panels, the budget charged first; an error when it refuses.
+absl::StatusOr<std::shared_ptr<NBitsPanels>> PackPanels(const NBitsMatrix& w,
+                                                        const std::shared_ptr<MemoryBudget>& budget) {
+  auto p = std::make_shared<NBitsPanels>();
+  p->reserved = MemoryReservation(budget);
+  const int64_t panels = (w.n + kQuantPanelCols - 1) / kQuantPanelCols;
+  // Per (panel, block): the codes, then scales, zeros and code sums (4 bytes x 16 each).
+  const std::optional<int64_t> blocks = CheckedMul(panels, w.k_blocks);
+  const std::optional<int64_t> bytes =
+      blocks ? CheckedMul(*blocks, w.block_size * kQuantPanelCols * w.bits / 8 + 3 * 4 * kQuantPanelCols)
+             : std::nullopt;
+  if (!bytes) return absl::ResourceExhaustedError("the packed weight's size overflows");
+  RETURN_IF_ERROR(p->reserved.Grow(*bytes, 1, "the weight packed into quantized panels"));
+  if (!PackNBitsPanels(w, &p->buf)) return absl::InternalError("not implemented: packing this weight into panels");
+  p->uniform = QuantPanelsZeroUniform(p->buf.view, &p->zero);
+  return p;
+}
+
+// Runs the product over a weight packed into panels (`panels`) or in
+// MatMulNBits' form (`w`): A converted to float when it is not, the
+// workspace charged to the budget. With `int8_a`, A is quantized as
+// onnxruntime's accuracy level 4 does: over panels the integers multiplied
+// where a VNNI build runs (decode kernels up to kNBitsDecodePassRows rows,
+// panel_gemm.h beyond), else A rounded and multiplied in float.
+absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix* w, const NBitsPanels* panels, const float* bias,
+                        bool int8_a = false) {
   const Tensor& a = *ctx.input(0);
   Tensor& y = ctx.output(0);
-  const int64_t m = w.k > 0 ? a.size() / w.k : 0;
+  const int64_t k = panels ? panels->buf.view.k : w->k;
+  const int64_t m = k > 0 ? a.size() / k : 0;
   if (y.size() == 0) return absl::OkStatus();
   const bool is_float = a.dtype() == DType::kFloat;
-  const int64_t ws = NBitsMatMulWorkspace(m, w);
-  const std::optional<int64_t> convert =
-      CheckedAdd(is_float && !int8_a ? 0 : a.size(), is_float ? 0 : y.size());
+  const bool decode = panels && m <= kNBitsDecodePassRows, many = panels && !decode;
+  const bool int8_kernel = int8_a && decode && PanelGemvInt8Target() != CpuTarget::kBaseline;
+  const bool rounded = int8_a && !int8_kernel && !many;
+  int64_t ws = -1;
+  if (decode) ws = PanelGemvWorkspace(m, panels->buf.view);
+  else if (many) ws = QuantPanelsMatMulManyWorkspace(m, panels->buf.view, int8_a);
+  else ws = NBitsMatMulWorkspace(m, *w);
+  if (many && ws >= 0) ws = ws / int64_t(sizeof(float)) + 1;  // bytes, as floats
+  const std::optional<int64_t> convert = CheckedAdd(is_float && !rounded ? 0 : a.size(), is_float ? 0 : y.size());
   const std::optional<int64_t> total = ws < 0 || !convert ? std::nullopt : CheckedAdd(ws, *convert);
   if (!total) return ctx.Error("the workspace's size overflows");
   ASSIGN_OR_RETURN(MemoryReservation r, ctx.Reserve(*total, sizeof(float), "the packed product's workspace"));
   std::vector<float> work(static_cast<size_t>(*total));
-  float* pa = is_float && !int8_a ? const_cast<float*>(a.data<float>()) : work.data() + ws;
+  float* pa = is_float && !rounded ? const_cast<float*>(a.data<float>()) : work.data() + ws;
   float* pc = is_float ? y.data<float>() : work.data() + ws + a.size();
   if (!is_float) ToFloats(a, pa);
-  if (int8_a && NBitsInt8Available(m, w)) {
-    // The integers multiplied (VNNI), A quantized by the same rule.
-    NBitsMatMulInt8(is_float ? a.data<float>() : pa, m, w, bias, pc, work.data(), ctx.threads());
+  const float* src = is_float ? a.data<float>() : pa;
+  if (rounded) NBitsRoundRowsToInt8(src, m, k, panels ? panels->buf.view.block : w->block_size, pa);
+  if (many) {
+    QuantPanelsMatMulMany(src, m, panels->buf.view, int8_a, bias, pc, work.data(), ctx.threads());
+  } else if (int8_kernel) {
+    PanelGemvInt8(src, m, panels->buf.view, panels->uniform_zero(), bias, pc, work.data(), ctx.threads());
+  } else if (decode) {
+    PanelGemvFloat(pa, m, panels->buf.view, panels->uniform_zero(), bias, pc, work.data(), ctx.threads());
   } else {
-    if (int8_a) NBitsRoundRowsToInt8(is_float ? a.data<float>() : pa, m, w.k, w.block_size, pa);
-    NBitsMatMul(pa, m, w, bias, pc, work.data(), ctx.threads());
+    NBitsMatMul(pa, m, *w, bias, pc, work.data(), ctx.threads());
   }
   if (!is_float) FromFloats(pc, y);
   return absl::OkStatus();
@@ -179,7 +232,62 @@ class MatMulNBitsOp : public Op {
       ASSIGN_OR_RETURN(bias_, FloatCopy(*b, ctx.budget()));
       ctx.release(5);
     }
+    return PreparePanels(ctx);
+  }
+
+  // Constant 4- and 8-bit B, scales and zero points packed into panels once
+  // (shared by the nodes reading the same B the same way), their originals
+  // and float copies released.
+  absl::Status PreparePanels(PrepareContext& ctx) {
+    const Node& node = ctx.node();
+    const bool has_z = ctx.num_inputs() > 3 && !node.inputs[3].empty();
+    const bool has_g = ctx.num_inputs() > 4 && !node.inputs[4].empty();
+    const Tensor* b = ctx.constant(1);
+    const Tensor* s = ctx.constant(2);
+    const Tensor* z = has_z ? ctx.constant(3) : nullptr;
+    if ((bits_ != 4 && bits_ != 8) || block_ > 65536 || !b || !s || (has_z && !z) || (has_g && !g_idx_trivial_))
+      return absl::OkStatus();
+    const int64_t kb = k_blocks_, zb = (kb * bits_ + 7) / 8;
+    // Shapes Infer refuses (it says why): nothing packed.
+    if (b->dtype() != DType::kUInt8 || b->size() != n_ * kb * (block_ * bits_ / 8) || s->size() != n_ * kb)
+      return absl::OkStatus();
+    // onnxruntime ignores packed zero points beside a g_idx (Compute's rule).
+    if (z && z->dtype() == DType::kUInt8 && has_g) z = nullptr;
+    if (z && z->size() != (z->dtype() == DType::kUInt8 ? n_ * zb : n_ * kb)) return absl::OkStatus();
+    NBitsMatrix w = Matrix();
+    w.data = b->data<uint8_t>();
+    if (scales_.defined()) w.scales = scales_.data<float>();
+    else if (s->dtype() == DType::kFloat) w.scales = s->data<float>();
+    else return absl::OkStatus();
+    if (zeros_.defined()) w.zero_float = zeros_.data<float>();
+    else if (z && z->dtype() == DType::kUInt8) w.zero_packed = z->data<uint8_t>();
+    else if (z && z->dtype() == DType::kFloat) w.zero_float = z->data<float>();
+    else if (z) return absl::OkStatus();
+    const std::string kind = absl::StrCat("nbits panels K ", k_, " N ", n_, " bits ", bits_, " block ", block_,
+                                          " scaled by '", node.inputs[2], "', zero '", z ? node.inputs[3] : "", "'");
+    panels_ = ctx.Shared<NBitsPanels>(1, kind, [&]() -> std::shared_ptr<const NBitsPanels> {
+      absl::StatusOr<std::shared_ptr<NBitsPanels>> p = PackPanels(w, ctx.budget());
+      return p.ok() ? *p : nullptr;  // refused by the budget: the native form per run
+    });
+    if (!panels_) return absl::OkStatus();
+    ctx.release(1);
+    ctx.release(2);
+    if (has_z) ctx.release(3);
+    scales_ = Tensor();
+    zeros_ = Tensor();
     return absl::OkStatus();
+  }
+
+  // The attributes' part of the weight.
+  NBitsMatrix Matrix() const {
+    NBitsMatrix w;
+    w.bits = int(bits_);
+    w.k = k_;
+    w.n = n_;
+    w.block_size = block_;
+    w.k_blocks = k_blocks_;
+    w.zero_default = float(1 << (bits_ - 1));
+    return w;
   }
 
   absl::Status Infer(InferContext& ctx) const override {
@@ -220,16 +328,28 @@ class MatMulNBitsOp : public Op {
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
-    NBitsMatrix w;
-    w.bits = int(bits_);
-    w.k = k_;
-    w.n = n_;
-    w.block_size = block_;
-    w.k_blocks = k_blocks_;
-    w.zero_default = float(1 << (bits_ - 1));
+    const Tensor* z = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
+    const Tensor* g = ctx.num_inputs() > 4 ? ctx.input(4) : nullptr;
+    // accuracy_level 4: onnxruntime rounds A to int8 per block, unless g_idx,
+    // unpacked zero points or 2-bit blocks of 16 (no int8 kernel) send it to
+    // its float path (docs/contrib_ops.md).
+    const bool int8_a = accuracy_level_ == 4 && !g && !(z && z->dtype() != DType::kUInt8) &&
+                        !(bits_ == 2 && block_ == 16);
+    const Tensor* b = ctx.num_inputs() > 5 ? ctx.input(5) : nullptr;
+    const float* pb = nullptr;
+    Tensor bias;
+    if (bias_.defined()) pb = bias_.data<float>();
+    else if (b && b->dtype() == DType::kFloat) pb = b->data<float>();
+    else if (b) {
+      ASSIGN_OR_RETURN(bias, ctx.NewTensor(DType::kFloat, b->shape()));
+      ToFloats(*b, bias.data<float>());
+      pb = bias.data<float>();
+    }
+    if (panels_) return RunProduct(ctx, nullptr, panels_.get(), pb, int8_a);
+    NBitsMatrix w = Matrix();
     w.data = ctx.input(1)->data<uint8_t>();
     // What Prepare did not convert is converted here, per run.
-    Tensor scales, zeros, bias;
+    Tensor scales, zeros;
     if (scales_.defined()) w.scales = scales_.data<float>();
     else if (ctx.input(2)->dtype() == DType::kFloat) w.scales = ctx.input(2)->data<float>();
     else {
@@ -237,8 +357,6 @@ class MatMulNBitsOp : public Op {
       ToFloats(*ctx.input(2), scales.data<float>());
       w.scales = scales.data<float>();
     }
-    const Tensor* z = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
-    const Tensor* g = ctx.num_inputs() > 4 ? ctx.input(4) : nullptr;
     // onnxruntime's kernel ignores packed zero points when g_idx is given
     // (its reordering path dequantizes with 2^(bits-1)); so do we.
     if (g && z && z->dtype() == DType::kUInt8) z = nullptr;
@@ -251,22 +369,12 @@ class MatMulNBitsOp : public Op {
       w.zero_float = zeros.data<float>();
     }
     if (g && !g_idx_trivial_ && !NBitsGIdxIsTrivial(g->data<int32_t>(), k_, block_)) w.g_idx = g->data<int32_t>();
-    const Tensor* b = ctx.num_inputs() > 5 ? ctx.input(5) : nullptr;
-    const float* pb = nullptr;
-    if (bias_.defined()) pb = bias_.data<float>();
-    else if (b && b->dtype() == DType::kFloat) pb = b->data<float>();
-    else if (b) {
-      ASSIGN_OR_RETURN(bias, ctx.NewTensor(DType::kFloat, b->shape()));
-      ToFloats(*b, bias.data<float>());
-      pb = bias.data<float>();
+    if (PanelsTake(w)) {  // not constant: packed for this run
+      absl::StatusOr<std::shared_ptr<NBitsPanels>> p = PackPanels(w, ctx.budget());
+      if (!p.ok()) return absl::Status(p.status().code(), absl::StrCat(ctx.node().Describe(), ": ", p.status().message()));
+      return RunProduct(ctx, nullptr, p->get(), pb, int8_a);
     }
-    // accuracy_level 4: onnxruntime rounds A to int8 per block, unless g_idx,
-    // unpacked zero points or 2-bit blocks of 16 (no int8 kernel) send it to
-    // its float path; A is rounded alike and the product stays in float
-    // (docs/contrib_ops.md).
-    const bool int8_a = accuracy_level_ == 4 && !g && !(z && z->dtype() != DType::kUInt8) &&
-                        !(bits_ == 2 && block_ == 16);
-    return RunProduct(ctx, w, pb, int8_a);
+    return RunProduct(ctx, &w, nullptr, pb, int8_a);
   }
 
  private:
@@ -274,6 +382,7 @@ class MatMulNBitsOp : public Op {
   int64_t k_ = 0, n_ = 0, bits_ = 4, block_ = 32, accuracy_level_ = 0, k_blocks_ = 0;
   Tensor scales_, zeros_, bias_;  // float copies made by Prepare
   bool g_idx_trivial_ = false;
+  std::shared_ptr<const NBitsPanels> panels_;  // B packed by Prepare
 };
 
 // ---- onnx_mini::DequantizeMatMul(A, x, scale, zero_point?; block_size) ----
@@ -281,10 +390,12 @@ class MatMulNBitsOp : public Op {
 // x [K, N] quantized along K in blocks; what runtime/rewrite/quant_matmul.cc
 // makes of the standard spelling.
 
-// x [K, N] with its scales and zero points in the packed form.
+// x [K, N] with its scales and zero points in MatMulNBits' packed form, then
+// (4 and 8 bits) in panels, the first form freed.
 struct PackedDq {
   Tensor data, scales, zeros;  // uint8 [N, k_blocks, blob]; float [N, k_blocks]; uint8 [N, zero bytes] or none
   NBitsMatrix w;
+  std::shared_ptr<NBitsPanels> panels;
 };
 
 absl::StatusOr<std::shared_ptr<PackedDq>> PackDq(const Tensor& x, const Tensor& scale, const Tensor* zero,
@@ -322,6 +433,11 @@ absl::StatusOr<std::shared_ptr<PackedDq>> PackDq(const Tensor& x, const Tensor& 
       for (int64_t j = 0; j < w.n; ++j)
         SetPacked(code_type, pz + j * w.zero_row_bytes(), b, uint32_t(f.load(zero->raw(), b * w.n + j) + offset));
     w.zero_packed = pz;
+  }
+  if (PanelsTake(w)) {
+    ASSIGN_OR_RETURN(p->panels, PackPanels(w, budget));
+    p->data = p->scales = p->zeros = Tensor();
+    p->w = NBitsMatrix{};
   }
   return p;
 }
@@ -382,7 +498,7 @@ class DequantizeMatMulOp : public Op {
       const Tensor* z = ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
       ASSIGN_OR_RETURN(packed, PackDq(*ctx.input(1), *ctx.input(2), z, block_, ctx.budget()));
     }
-    return RunProduct(ctx, packed->w, nullptr);
+    return RunProduct(ctx, packed->panels ? nullptr : &packed->w, packed->panels.get(), nullptr);
   }
 
  private:

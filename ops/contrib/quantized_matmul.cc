@@ -6,10 +6,15 @@
 //     per tensor to uint8 as DynamicQuantizeLinear does, then the same product.
 // Y = float(sum (A - za)(B - zb)) * (a_scale * b_scale) + bias, NumPy matmul
 // shapes; B's scale and zero point per tensor or per column; a constant 2-D
-// B is packed once at session creation (its original released).
+// B is packed once at session creation (its original released): into 8-bit
+// QuantPanels with its scale and zero point when those are constants too
+// (the VNNI kernel of kernels/quant/panel_gemm.h), else into the int16 panels
+// of kernels/quant/int8_matmul.h.
 #include <cstring>
 
 #include "kernels/quant/int8_matmul.h"
+#include "kernels/quant/panel_gemm.h"
+#include "kernels/quant/quant_panels_int8.h"
 #include "ops/common.h"
 #include "ops/math/matmul_plan.h"
 #include "ops/ops.h"
@@ -41,6 +46,17 @@ std::shared_ptr<const PackedInt8B> PackInt8B(const Tensor& b, const std::shared_
   return p;
 }
 
+// B with its scale and zero point packed into 8-bit panels.
+struct Int8Panels {
+  QuantPanelsBuffer buf;
+  MemoryReservation charge;  // buf's bytes, against the session's budget
+};
+
+// Whether a constant t holds one value or one per column of n.
+bool OneOrPerColumn(const Tensor* t, int64_t n) {
+  return t && t->raw() && t->shape().size() <= 1 && (t->size() == 1 || t->size() == n);
+}
+
 // Where the inputs are: A, B, the scales, zero points and bias (-1: none).
 struct Inputs {
   int a_scale, b_scale, a_zero, b_zero, bias;
@@ -61,6 +77,40 @@ class QuantizedMatMulOp : public Op {
   absl::Status Prepare(PrepareContext& ctx) override {
     const Tensor* b = ctx.num_inputs() > 1 ? ctx.constant(1) : nullptr;
     if (!b || b->shape().size() != 2 || b->raw() == nullptr) return absl::OkStatus();
+    const int64_t n = b->shape()[1];
+    const Tensor* scale = ctx.num_inputs() > size_t(in_.b_scale) ? ctx.constant(size_t(in_.b_scale)) : nullptr;
+    const bool has_zero = ctx.num_inputs() > size_t(in_.b_zero) && !ctx.node().inputs[size_t(in_.b_zero)].empty();
+    const Tensor* zero = has_zero ? ctx.constant(size_t(in_.b_zero)) : nullptr;
+    if (b->shape()[0] > 0 && n > 0 && OneOrPerColumn(scale, n) && scale->dtype() == DType::kFloat &&
+        (!has_zero || (OneOrPerColumn(zero, n) && zero->dtype() == b->dtype()))) {
+      // The panels hold the scale and zero point: one blob per (B, scale, zero) triple.
+      const std::string kind = absl::StrCat("int8 quant panels of B, scale ", reinterpret_cast<uintptr_t>(scale),
+                                            ", zero ", reinterpret_cast<uintptr_t>(zero));
+      panels_ = ctx.Shared<Int8Panels>(1, kind, [&]() -> std::shared_ptr<const Int8Panels> {
+        Int8PanelsSource src;
+        src.b = b->raw();
+        src.b_unsigned = b->dtype() == DType::kUInt8;
+        src.k = b->shape()[0];
+        src.n = n;
+        src.zero = zero ? zero->raw() : nullptr;
+        src.zero_per_column = zero && zero->size() > 1;
+        src.scale = scale->data<float>();
+        src.scale_per_column = scale->size() > 1;
+        auto p = std::make_shared<Int8Panels>();
+        const int64_t block = Int8PanelsBlock(src.k), kb = (src.k + block - 1) / block;
+        const double bytes = double(kb) * double((n + kQuantPanelCols - 1) / kQuantPanelCols) * kQuantPanelCols *
+                             (double(block) + 12);
+        if (!(bytes < 1e18)) return nullptr;
+        p->charge = MemoryReservation(ctx.budget());
+        if (!p->charge.Grow(int64_t(bytes), 1, "int8 panels of B").ok()) return nullptr;
+        if (!PackInt8Panels(src, &p->buf)) return nullptr;
+        return p;
+      });
+      if (panels_) {
+        ctx.release(1);
+        return absl::OkStatus();
+      }
+    }
     packed_ = ctx.Shared<PackedInt8B>(1, "int8 panels of B", [&] { return PackInt8B(*b, ctx.budget()); });
     if (packed_) ctx.release(1);
     return absl::OkStatus();
@@ -156,6 +206,20 @@ class QuantizedMatMulOp : public Op {
       return absl::OkStatus();
     }
     MemoryReservation reserved;
+    if (panels_) {
+      QuantPanelsIntA x;
+      x.a = args.a;
+      x.a_unsigned = args.a_unsigned;
+      x.a_zero = args.a_zero;
+      x.a_scale = a_scale;
+      x.m = rows;
+      const int64_t bytes = QuantPanelsMatMulIntAWorkspace(rows, panels_->buf.view);
+      if (bytes < 0) return ctx.Error(absl::StrCat("A of ", rows, " rows of ", p.K, " is too large"));
+      RETURN_IF_ERROR(ctx.Grow(reserved, bytes, 1, "A in int8"));
+      std::vector<uint8_t> workspace(static_cast<size_t>(bytes));
+      QuantPanelsMatMulIntA(x, panels_->buf.view, args.bias, y.data<float>(), workspace.data(), ctx.threads());
+      return absl::OkStatus();
+    }
     RETURN_IF_ERROR(ctx.Grow(reserved, Int8MatMulWorkspaceSize(rows, p.K), sizeof(int16_t), "A in int16"));
     std::vector<int16_t> workspace(size_t(Int8MatMulWorkspaceSize(rows, p.K)));
     const size_t a_elem = 1;
@@ -192,7 +256,8 @@ class QuantizedMatMulOp : public Op {
  private:
   bool dynamic_;
   Inputs in_;
-  std::shared_ptr<const PackedInt8B> packed_;  // set by Prepare (a constant 2-D B)
+  std::shared_ptr<const PackedInt8B> packed_;  // set by Prepare (a constant 2-D B, its scale or zero not)
+  std::shared_ptr<const Int8Panels> panels_;   // set by Prepare (B, its scale and zero point constants)
 };
 
 }  // namespace

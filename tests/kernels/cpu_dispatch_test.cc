@@ -9,6 +9,7 @@
 #include "kernels/attention/attention.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/quant/nbits_matmul.h"
+#include "kernels/quant/panel_gemv.h"
 #include "kernels/vec/vec_math.h"
 
 namespace onnx_mini {
@@ -84,7 +85,7 @@ TEST(CpuDispatchTable, FamiliesFollowTheActiveFeatures) {
     // Attention's bfloat16 build only for bfloat16, and only with AVX-512 BF16 active.
     EXPECT_EQ(AttentionFastTarget(DType::kBFloat16), t);
     EXPECT_EQ(AttentionFastTarget(DType::kFloat16), t == CpuTarget::kAvx512Bf16 ? CpuTarget::kAvx512 : t);
-    EXPECT_EQ(NBitsInt8Target(), CpuTarget::kBaseline);  // the chain's targets have no VNNI
+    EXPECT_EQ(PanelGemvInt8Target(), CpuTarget::kBaseline);  // the chain's targets have no VNNI
   }
   if (host.avx512_bf16) {
     CpuFeatures no_bf16 = host;  // AVX-512 (and VNNI) without BF16
@@ -100,11 +101,11 @@ TEST(CpuDispatchTable, FamiliesFollowTheActiveFeatures) {
     EXPECT_EQ(VecMathTarget(), CpuTarget::kAvx2);
     EXPECT_EQ(AttentionFastTarget(DType::kBFloat16), CpuTarget::kAvx2);
     EXPECT_FALSE(GemmPackedAvailable());
-    EXPECT_EQ(NBitsInt8Target(), CpuTarget::kAvxVnni);
+    EXPECT_EQ(PanelGemvInt8Target(), CpuTarget::kAvxVnni);
   }
   if (host.avx512 && host.avx512_vnni) {
     ScopedCpuFeaturesForTesting scope(CpuTarget::kAvx512Vnni);  // without AVX-VNNI or BF16
-    EXPECT_EQ(NBitsInt8Target(), CpuTarget::kAvx512Vnni);
+    EXPECT_EQ(PanelGemvInt8Target(), CpuTarget::kAvx512Vnni);
     EXPECT_EQ(VecMathTarget(), CpuTarget::kAvx512);
   }
   // Unrestricted (ONNX_MINI_CPU unset), the host's best builds.

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "kernels/quant/gather_blocks.h"
+#include "kernels/quant/panel_gemm.h"
+#include "kernels/quant/quant_panels_int8.h"
 #include "runtime/cpu.h"
 #include "runtime/dtype.h"
 
@@ -72,6 +74,88 @@ TEST(Int8MatMul, PackedMatchesTheReferenceOnEveryTarget) {
                                            << " per_column=" << per_column << " at " << i;
             }
   }
+}
+
+// B packed into 8-bit QuantPanels (PackInt8Panels) and multiplied by the
+// integer-A panel kernel: exactly the integer reference, on every target
+// (the VNNI ones too), int8 and uint8 on both sides, per-tensor and
+// per-column scales and zero points, absent zero points, 1-4 rows and more.
+TEST(Int8MatMul, PanelsEqualTheReferenceOnEveryTarget) {
+  struct Case { int64_t m, k, n; };
+  const std::vector<Case> cases = {{1, 1, 1}, {1, 7, 15}, {2, 17, 16}, {3, 32, 33}, {4, 33, 47}, {9, 100, 70},
+                                   {1, 513, 300}, {130, 64, 40}};
+  std::vector<CpuTarget> targets(std::begin(kCpuVnniTargets), std::end(kCpuVnniTargets));
+  targets.insert(targets.end(), {CpuTarget::kAvx2, CpuTarget::kBaseline});
+  for (CpuTarget target : targets) {
+    if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(target);
+    std::mt19937 rng(11);
+    for (const Case& c : cases)
+      for (bool a_unsigned : {true, false})
+        for (bool b_unsigned : {true, false})
+          for (int zero_form : {0, 1, 2}) {  // absent, per tensor, per column
+            const bool per_column = zero_form == 2;
+            const std::vector<uint8_t> a = RandomBytes(c.m * c.k, rng), b = RandomBytes(c.k * c.n, rng);
+            std::vector<uint8_t> zb;
+            std::vector<int32_t> zb32;
+            std::vector<float> bscale, scale, bias;
+            const float a_scale = 0.37f;
+            std::uniform_real_distribution<float> u(0.001f, 0.05f);
+            for (int64_t j = 0; j < (per_column ? c.n : 1); ++j) {
+              zb.push_back(uint8_t(rng()));
+              zb32.push_back(b_unsigned ? int32_t(zb.back()) : int32_t(int8_t(zb.back())));
+              bscale.push_back(u(rng));
+              scale.push_back(a_scale * bscale.back());
+            }
+            for (int64_t j = 0; j < c.n; ++j) bias.push_back(u(rng) - 0.02f);
+            Int8MatMulArgs x;
+            x.a = a.data();
+            x.a_unsigned = a_unsigned;
+            x.a_zero = a_unsigned ? 131 : -5;
+            x.b_unsigned = b_unsigned;
+            x.b_zero = zero_form ? zb32.data() : nullptr;
+            x.b_zero_per_column = per_column;
+            x.scale = scale.data();
+            x.scale_per_column = per_column;
+            x.bias = c.m % 2 ? bias.data() : nullptr;
+            x.m = c.m;
+            x.k = c.k;
+            x.n = c.n;
+            std::vector<float> want(size_t(c.m * c.n)), got(size_t(c.m * c.n), NAN);
+            x.c = want.data();
+            Int8MatMulReference(x, b.data());
+            Int8PanelsSource src;
+            src.b = b.data();
+            src.b_unsigned = b_unsigned;
+            src.k = c.k;
+            src.n = c.n;
+            src.zero = zero_form ? zb.data() : nullptr;
+            src.zero_per_column = per_column;
+            src.scale = bscale.data();
+            src.scale_per_column = per_column;
+            QuantPanelsBuffer panels;
+            ASSERT_TRUE(PackInt8Panels(src, &panels));
+            QuantPanelsIntA qa;
+            qa.a = a.data();
+            qa.a_unsigned = a_unsigned;
+            qa.a_zero = x.a_zero;
+            qa.a_scale = a_scale;
+            qa.m = c.m;
+            std::vector<uint8_t> work(size_t(QuantPanelsMatMulIntAWorkspace(c.m, panels.view)));
+            QuantPanelsMatMulIntA(qa, panels.view, x.bias, got.data(), work.data(), c.m > 4 ? 2 : 1);
+            for (size_t i = 0; i < want.size(); ++i)
+              ASSERT_EQ(got[i], want[i]) << CpuTargetName(target) << " m=" << c.m << " k=" << c.k << " n=" << c.n
+                                         << " a_unsigned=" << a_unsigned << " b_unsigned=" << b_unsigned
+                                         << " zero_form=" << zero_form << " at " << i;
+          }
+  }
+}
+
+TEST(Int8MatMul, PanelBlocksAreKRoundedUpToEightUntil65536) {
+  EXPECT_EQ(Int8PanelsBlock(1), 8);
+  EXPECT_EQ(Int8PanelsBlock(1001), 1008);
+  EXPECT_EQ(Int8PanelsBlock(65536), 65536);
+  EXPECT_EQ(Int8PanelsBlock(65537), 4096);
 }
 
 TEST(Int8MatMul, DynamicQuantizationFollowsDynamicQuantizeLinear) {

@@ -1,7 +1,8 @@
-// kernels/quant/nbits_matmul.cc: the packed-weight product (few-rows decode in
-// registers, many-rows panels through the GEMM) against its double-accumulating
-// reference, on every CPU target, bits 2/4/8, every zero-point form, g_idx,
-// bias, odd K and N and K not a multiple of the block size.
+// kernels/quant/nbits_matmul.cc: the native packed-weight product (2-bit
+// decode in registers, many rows and g_idx through the GEMM over dequantized
+// columns) against its double-accumulating reference, on every CPU target,
+// bits 2/4/8, every zero-point form, g_idx, bias, odd K and N and K not a
+// multiple of the block size. The panels' kernels: panel_gemv_test.cc.
 #include "kernels/quant/nbits_matmul.h"
 
 #include <gtest/gtest.h>
@@ -152,63 +153,6 @@ TEST(NBitsMatMul, AccuracyLevelFourRoundsABlockToInt8) {
   const float s = 0.5f / 127;
   EXPECT_FLOAT_EQ(rounded[4], std::nearbyint(0.25f * (127 / 0.5f)) * s);
   EXPECT_FLOAT_EQ(rounded[5], 0.001f);  // alone in its block: its own max
-}
-
-// Accuracy level 4's integer product (VNNI) against its reference on each
-// VNNI target the host has: blocks of 32..128, K short of a block and not a
-// multiple of it, odd N, every zero-point form, 1-16 rows, bias, threads.
-TEST(NBitsMatMulInt8, MatchesItsReferenceOnEveryVnniTarget) {
-  struct Shape { int64_t k, n, block; };
-  const std::vector<Shape> shapes = {{32, 1, 32}, {7, 3, 32}, {33, 17, 32}, {100, 9, 32},
-                                     {130, 65, 64}, {256, 40, 128}, {1024, 37, 32}};
-  const CpuFeatures host = HostCpuFeatures();
-  int ran = 0;
-  for (CpuTarget t : kCpuVnniTargets) {
-    if (!CpuTargetUsable(t, host)) continue;
-    ScopedCpuFeaturesForTesting scope(t);
-    ASSERT_EQ(NBitsInt8Target(), t) << CpuTargetName(t);
-    ++ran;
-    uint32_t seed = 500;
-    for (const Shape& s : shapes)
-      for (Zero zero : {Zero::kAbsent, Zero::kPacked, Zero::kFloat}) {
-        const Weight x = MakeWeight(4, s.k, s.n, s.block, zero, false, ++seed);
-        for (int64_t m : {1, 2, 3, 4, 5, 16}) {
-          ASSERT_TRUE(NBitsInt8Available(m, x.w));
-          const std::vector<float> a = RandomFloats(m * s.k, seed + 7), bias = RandomFloats(s.n, seed + 8);
-          for (bool with_bias : {false, true}) {
-            const float* pb = with_bias ? bias.data() : nullptr;
-            std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
-            std::vector<float> workspace(size_t(NBitsMatMulWorkspace(m, x.w)));
-            NBitsMatMulInt8(a.data(), m, x.w, pb, got.data(), workspace.data(), m == 5 ? 3 : 1);
-            NBitsMatMulInt8Reference(a.data(), m, x.w, pb, want.data());
-            for (size_t i = 0; i < want.size(); ++i)
-              ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
-                  << CpuTargetName(t) << " k=" << s.k << " n=" << s.n << " block=" << s.block << " m=" << m
-                  << " zero=" << int(zero) << " at " << i;
-          }
-        }
-      }
-  }
-  if (ran == 0) GTEST_SKIP() << "no VNNI on this CPU";
-}
-
-TEST(NBitsMatMulInt8, OnlyVnniTargetsAndItsShapesRunIt) {
-  const Weight x = MakeWeight(4, 64, 8, 32, Zero::kAbsent, false, 3);
-  for (CpuTarget t : kCpuTargets) {
-    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
-    ScopedCpuFeaturesForTesting scope(t);  // the chain's targets have no VNNI feature
-    EXPECT_EQ(NBitsInt8Target(), CpuTarget::kBaseline) << CpuTargetName(t);
-    EXPECT_FALSE(NBitsInt8Available(1, x.w)) << CpuTargetName(t);
-  }
-  if (NBitsInt8Target() == CpuTarget::kBaseline) GTEST_SKIP() << "no VNNI on this CPU";
-  EXPECT_TRUE(NBitsInt8Available(1, x.w));
-  EXPECT_FALSE(NBitsInt8Available(kNBitsDecodePassRows + 1, x.w));  // a prefill: the panels
-  const Weight small = MakeWeight(4, 64, 8, 16, Zero::kAbsent, false, 3);
-  EXPECT_FALSE(NBitsInt8Available(1, small.w));  // blocks of 16: half a chunk
-  const Weight eight = MakeWeight(8, 64, 8, 32, Zero::kAbsent, false, 3);
-  EXPECT_FALSE(NBitsInt8Available(1, eight.w));
-  const Weight gidx = MakeWeight(4, 64, 8, 32, Zero::kAbsent, true, 3);
-  EXPECT_FALSE(NBitsInt8Available(1, gidx.w));
 }
 
 // The integer product's value is the float path's on rounded A (up to float

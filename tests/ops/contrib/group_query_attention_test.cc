@@ -279,5 +279,40 @@ TEST(GroupQueryAttention, BadAttributesAreRefusedAtCreation) {
   EXPECT_EQ(build(2, 1, none), "");
 }
 
+TEST(GroupQueryAttention, AnotherReaderOfTheCacheSeesItBeforeTheBoundPresentOverwritesIt) {
+  // present_key is bound over past_key's buffer, and Flatten(past_key) is read too: it must see
+  // the cache as it was given: the session grants only present_value's alias, and the op then runs
+  // both halves in the separate form (present_key's past copied aside).
+  ModelBuilder m(21);
+  m.Opset(kMsDomain, 1);
+  m.Input("q", DType::kFloat, {1, 1, 4}).Input("k", DType::kFloat, {1, 1, 4}).Input("v", DType::kFloat, {1, 1, 4});
+  m.Input("pk", DType::kFloat, {1, 1, 3, 4}).Input("pv", DType::kFloat, {1, 1, 3, 4});
+  m.Input("seqlens_k", DType::kInt32, {1}).Input("total", DType::kInt32, {1});
+  m.Output("y", DType::kFloat, {1, 1, 4}).Output("present_key", DType::kFloat, {1, 1, 3, 4});
+  m.Output("present_value", DType::kFloat, {1, 1, 3, 4}).Output("flat", DType::kFloat, {1, 12});
+  onnx::NodeProto& n = m.Node("GroupQueryAttention", {"q", "k", "v", "pk", "pv", "seqlens_k", "total"},
+                              {"y", "present_key", "present_value"}, kMsDomain);
+  SetAttr(n, "num_heads", int64_t(1));
+  SetAttr(n, "kv_num_heads", int64_t(1));
+  m.Node("Flatten", {"pk"}, {"flat"});
+  std::unique_ptr<Session> s = *m.Build();
+  float pk[12] = {1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0}, pv[12] = {0};
+  const std::vector<float> given(pk, pk + 12);
+  std::vector<Tensor> outputs = {Tensor(), Tensor::Borrow(DType::kFloat, {1, 1, 3, 4}, pk),
+                                 Tensor::Borrow(DType::kFloat, {1, 1, 3, 4}, pv), Tensor()};
+  absl::Status st = s->Run({{"q", Tensor::FromVector<float>({1, 0, 0, 0}, {1, 1, 4})},
+                            {"k", Tensor::FromVector<float>({9, 9, 9, 9}, {1, 1, 4})},
+                            {"v", Tensor::FromVector<float>({1, 1, 1, 1}, {1, 1, 4})},
+                            {"pk", Tensor::Borrow(DType::kFloat, {1, 1, 3, 4}, pk)},
+                            {"pv", Tensor::Borrow(DType::kFloat, {1, 1, 3, 4}, pv)},
+                            {"seqlens_k", Tensor::FromVector<int32_t>({2}, {1})},
+                            {"total", Tensor::FromVector<int32_t>({3}, {1})}},
+                           &outputs);
+  ASSERT_TRUE(st.ok()) << st;
+  const float* flat = outputs[3].data<float>();
+  EXPECT_EQ(std::vector<float>(flat, flat + 12), given);
+  EXPECT_EQ(std::vector<float>(pk, pk + 12), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 9}));
+}
+
 }  // namespace
 }  // namespace onnx_mini

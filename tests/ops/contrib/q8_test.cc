@@ -78,13 +78,14 @@ TEST(MatMulIntegerToFloat, Int8AAndPerColumnZeroPoints) {
   const Tensor za = Bytes(DType::kInt8, {-2}, {});
   const Tensor zb = Bytes(DType::kUInt8, {10, 100}, {2});
   const Tensor as = F({0.5f}, {}), bs = F({0.25f, 2.0f}, {2}), bias = F({1.0f, -1.0f}, {2});
-  for (bool constant_b : {false, true}) {
+  // B at run time; B constant (int16 panels); B, its scale and zero point constant (8-bit QuantPanels).
+  for (int constant : {0, 1, 2}) {
     OpTester t;
     t.op = "MatMulIntegerToFloat";
     t.opset = 1;
     t.domain = kMsDomain;
     t.inputs = {a, b, as, bs, za, zb, bias};
-    t.constant = {false, constant_b};
+    t.constant = {false, constant > 0, false, constant > 1, false, constant > 1};
     auto y = t.RunOne();
     ASSERT_TRUE(y.ok()) << y.status();
     const int av[2][3] = {{-3, 5, 127}, {-128, 0, 7}}, bv[3][2] = {{1, 200}, {30, 4}, {255, 6}};

@@ -63,13 +63,14 @@ TEST(Rewrite, BlockedDequantizeLinearAndMatMulBecomeOnePackedProduct) {
 }
 
 TEST(Rewrite, DequantizeMatMulHoldsThePackedWeight) {
-  // int4 [K = 512, N = 256] in blocks of 32: 64 KiB of codes, 16 KiB of
-  // scales; the float weight would be 512 KiB.
+  // int4 [K = 512, N = 256] in blocks of 32, packed into quantized panels:
+  // 64 KiB of codes, 16 KiB each of float scales, zero points and code sums;
+  // the float weight would be 512 KiB.
   const ModelBuilder m = DqMatMul(DType::kInt4, DType::kFloat, 512, 256, 32, true);
   auto s = m.Build();
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(OpTypes(**s), ::testing::ElementsAre("DequantizeMatMul"));
-  const size_t packed = 512 * 256 / 2 + 16 * 256 * 4 + 256 * 8;  // codes, float scales, packed zero points
+  const size_t packed = 512 * 256 / 2 + 3 * 16 * 256 * 4;  // codes; scales, zero points, code sums
   EXPECT_EQ((*s)->MemoryUsed(), packed);
   for (const char* name : {"w", "scale", "zero"})
     EXPECT_EQ((*s)->graph().initializers.at(name).raw(), nullptr) << name << " released";
@@ -86,7 +87,7 @@ TEST(Rewrite, DequantizeMatMulsOfOneWeightPackItOnce) {
   auto s = m.Build();
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(OpTypes(**s), ::testing::ElementsAre("DequantizeMatMul", "DequantizeMatMul"));
-  EXPECT_EQ((*s)->MemoryUsed(), size_t(128 * 64 / 2 + 4 * 64 * 4 + 64 * 2));  // one packing
+  EXPECT_EQ((*s)->MemoryUsed(), size_t(128 * 64 / 2 + 3 * 4 * 64 * 4));  // one packing into panels
   auto y = (*s)->Run({{"x", RandomUniform(DType::kFloat, {3, 128}, 5)}});
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_EQ(Values((*y)[0]), Values((*y)[1]));

@@ -1,0 +1,707 @@
+#include "kernels/quant/panel_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/cpu_dispatch.h"
+#include "kernels/gemm/onednn.h"
+#include "runtime/thread_pool.h"
+
+// Vectors pass by value only between always-inlined functions.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace onnx_mini {
+namespace {
+
+constexpr int64_t kCols = kQuantPanelCols;
+constexpr int64_t kGroup = kQuantPanelGroupBytes;
+
+// What a tile reads besides the codes.
+struct TileArgs {
+  const QuantPanels* w;
+  const int8_t* qa;     // rows of lda int8 values (padded_k, zero-padded)
+  int64_t lda;
+  const float* ascale;  // float A: m x k_blocks, sa
+  const float* azero;   // float A: m x k_blocks, sa * sum qa
+  const int32_t* asum;  // integer A: m x k_blocks, sum qa
+  int32_t a_shift;      // integer A: d with a - za = qa + d
+  float a_scale;        // integer A
+  const float* bias;
+  float* c;             // rows of w->n
+  bool stream;          // few rows: prefetch the codes ahead (a pass over memory)
+};
+
+// Rows [r0, r0 + rows) x panels [p0, p0 + panels) of C. The SIMD builds'
+// tiles take their sizes from the template and ignore rows and panels.
+using TileFn = void (*)(const TileArgs&, int64_t r0, int rows, int64_t p0, int panels);
+
+inline int32_t Load32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// The real k of block b (the last may be short).
+inline int32_t BlockLen(const QuantPanels& w, int64_t b) { return int32_t(std::min(w.block, w.k - b * w.block)); }
+
+// Bytes of code ahead a streaming tile prefetches in each panel.
+constexpr int64_t kPrefetchBytes = 2048;
+
+// ---- The plain build: integer loops, one (row, panel) at a time ----
+
+// y = float(sum) * s + bias in two roundings (no fused multiply-add: the
+// integer reference's and onnxruntime's value).
+inline float FinishInt(uint32_t sum, float s, const float* bias, int64_t col) {
+  float y = float(int32_t(sum)) * s;
+#if defined(__x86_64__)
+  asm("" : "+x"(y));
+#endif
+  return bias ? y + bias[col] : y;
+}
+
+template <bool kFloat>
+[[gnu::always_inline]] inline void PlainTile(const TileArgs& g, int64_t r0, int rows, int64_t p0, int panels) {
+  const QuantPanels& w = *g.w;
+  const int64_t kb = w.k_blocks, bb = w.block_bytes();
+  for (int64_t p = p0; p < p0 + panels; ++p)
+    for (int64_t r = r0; r < r0 + rows; ++r) {
+      const int8_t* ar = g.qa + r * g.lda;
+      float acc[kCols] = {};
+      uint32_t isum[kCols] = {};
+      for (int64_t b = 0; b < kb; ++b) {
+        const uint8_t* q = w.codes + (p * kb + b) * bb;
+        const int8_t* ab = ar + b * w.block;
+        int32_t dot[kCols] = {};
+        if (w.bits == 8) {
+          for (int64_t gi = 0; gi < w.block / 4; ++gi, q += kGroup)
+            for (int c = 0; c < kCols; ++c)
+              for (int j = 0; j < 4; ++j) dot[c] += int32_t(q[c * 4 + j]) * ab[4 * gi + j];
+        } else {
+          for (int64_t gi = 0; gi < w.block / 8; ++gi, q += kGroup)
+            for (int c = 0; c < kCols; ++c)
+              for (int j = 0; j < 4; ++j)
+                dot[c] += int32_t(q[c * 4 + j] & 15) * ab[8 * gi + j] + int32_t(q[c * 4 + j] >> 4) * ab[8 * gi + 4 + j];
+        }
+        const int64_t at = (p * kb + b) * kCols;
+        if constexpr (kFloat) {
+          const float sa = g.ascale[r * kb + b], az = g.azero[r * kb + b];
+          for (int c = 0; c < kCols; ++c)
+            acc[c] += float(dot[c]) * (w.scales[at + c] * sa) - w.scales[at + c] * w.zeros[at + c] * az;
+        } else {
+          const uint32_t as = uint32_t(g.asum[r * kb + b]), len = uint32_t(BlockLen(w, b));
+          for (int c = 0; c < kCols; ++c) {
+            const uint32_t zu = uint32_t(int32_t(w.zeros[at + c]));
+            isum[c] += uint32_t(dot[c]) + uint32_t(g.a_shift) * (uint32_t(w.code_sums[at + c]) - len * zu) - zu * as;
+          }
+        }
+      }
+      const int64_t col0 = p * kCols, cols = std::min(kCols, w.n - col0);
+      float* y = g.c + r * w.n + col0;
+      for (int64_t c = 0; c < cols; ++c) {
+        if constexpr (kFloat) y[c] = g.bias ? acc[c] + g.bias[col0 + c] : acc[c];
+        else y[c] = FinishInt(isum[c], g.a_scale * w.scales[p * kb * kCols + c], g.bias, col0 + c);
+      }
+    }
+}
+
+template <bool kFloat>
+void PlainBaseline(const TileArgs& g, int64_t r0, int rows, int64_t p0, int panels) {
+  PlainTile<kFloat>(g, r0, rows, p0, panels);
+}
+
+#if defined(__x86_64__)
+// ---- AVX-512 VNNI: a panel is one zmm of 16 int32 columns ----
+
+#define ONNX_MINI_PG_ZMM gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")
+
+template <int Bits, int R, int P, bool kFloat>
+struct Zmm {
+  [[ONNX_MINI_PG_ZMM]] static void Run(const TileArgs& g, int64_t r0, int, int64_t p0, int) {
+    const QuantPanels& w = *g.w;
+    const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = bb / kGroup;
+    const uint8_t* q[P];
+    for (int p = 0; p < P; ++p) q[p] = w.codes + (p0 + p) * kb * bb;
+    const int8_t* ar[R];
+    for (int r = 0; r < R; ++r) ar[r] = g.qa + (r0 + r) * g.lda;
+    const __m512i low = _mm512_set1_epi8(15);
+    __m512i dot[R][P];
+    __m512 acc[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) {
+        dot[r][p] = _mm512_setzero_si512();
+        acc[r][p] = _mm512_setzero_ps();
+      }
+    for (int64_t b = 0; b < kb; ++b) {
+      if constexpr (kFloat)
+        for (int r = 0; r < R; ++r)
+          for (int p = 0; p < P; ++p) dot[r][p] = _mm512_setzero_si512();
+      const int64_t k0 = b * w.block;
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        if (g.stream)
+          for (int p = 0; p < P; ++p) _mm_prefetch(reinterpret_cast<const char*>(q[p] + kPrefetchBytes), _MM_HINT_T0);
+        if constexpr (Bits == 8) {
+          __m512i v[P];
+          for (int p = 0; p < P; ++p) {
+            v[p] = _mm512_loadu_si512(q[p]);
+            q[p] += kGroup;
+          }
+          for (int r = 0; r < R; ++r) {
+            const __m512i x = _mm512_set1_epi32(Load32(ar[r] + k0 + 4 * gi));
+            for (int p = 0; p < P; ++p) dot[r][p] = _mm512_dpbusd_epi32(dot[r][p], v[p], x);
+          }
+        } else {
+          __m512i lo[P], hi[P];
+          for (int p = 0; p < P; ++p) {
+            const __m512i v = _mm512_loadu_si512(q[p]);
+            lo[p] = _mm512_and_si512(v, low);
+            hi[p] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+            q[p] += kGroup;
+          }
+          for (int r = 0; r < R; ++r) {
+            const __m512i x0 = _mm512_set1_epi32(Load32(ar[r] + k0 + 8 * gi));
+            const __m512i x1 = _mm512_set1_epi32(Load32(ar[r] + k0 + 8 * gi + 4));
+            for (int p = 0; p < P; ++p) {
+              dot[r][p] = _mm512_dpbusd_epi32(dot[r][p], lo[p], x0);
+              dot[r][p] = _mm512_dpbusd_epi32(dot[r][p], hi[p], x1);
+            }
+          }
+        }
+      }
+      if constexpr (kFloat) {
+        for (int p = 0; p < P; ++p) {
+          const int64_t at = ((p0 + p) * kb + b) * kCols;
+          const __m512 sc = _mm512_loadu_ps(w.scales + at);
+          const __m512 zs = _mm512_mul_ps(sc, _mm512_loadu_ps(w.zeros + at));
+          for (int r = 0; r < R; ++r) {
+            const __m512 sa = _mm512_set1_ps(g.ascale[(r0 + r) * kb + b]);
+            const __m512 az = _mm512_set1_ps(g.azero[(r0 + r) * kb + b]);
+            acc[r][p] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, dot[r][p]), _mm512_mul_ps(sc, sa), acc[r][p]);
+            acc[r][p] = _mm512_fnmadd_ps(zs, az, acc[r][p]);
+          }
+        }
+      }
+    }
+    for (int p = 0; p < P; ++p) {
+      const int64_t col0 = (p0 + p) * kCols, cols = std::min(kCols, w.n - col0);
+      const __mmask16 mask = __mmask16((1u << cols) - 1);
+      const __m512 bias = g.bias ? _mm512_maskz_loadu_ps(mask, g.bias + col0) : _mm512_setzero_ps();
+      if constexpr (kFloat) {
+        for (int r = 0; r < R; ++r)
+          _mm512_mask_storeu_ps(g.c + (r0 + r) * w.n + col0, mask, _mm512_add_ps(acc[r][p], bias));
+      } else {
+        __m512i corr[R];
+        for (int r = 0; r < R; ++r) corr[r] = _mm512_setzero_si512();
+        for (int64_t b = 0; b < kb; ++b) {
+          const int64_t at = ((p0 + p) * kb + b) * kCols;
+          const __m512i zu = _mm512_maskz_cvtps_epi32(0xFFFF, _mm512_loadu_ps(w.zeros + at));
+          const __m512i cs = _mm512_loadu_si512(w.code_sums + at);
+          const __m512i t = _mm512_mullo_epi32(
+              _mm512_set1_epi32(g.a_shift), _mm512_sub_epi32(cs, _mm512_mullo_epi32(_mm512_set1_epi32(BlockLen(w, b)), zu)));
+          for (int r = 0; r < R; ++r)
+            corr[r] = _mm512_add_epi32(
+                corr[r], _mm512_sub_epi32(t, _mm512_mullo_epi32(zu, _mm512_set1_epi32(g.asum[(r0 + r) * kb + b]))));
+        }
+        const __m512 s = _mm512_mul_ps(_mm512_set1_ps(g.a_scale), _mm512_loadu_ps(w.scales + (p0 + p) * kb * kCols));
+        for (int r = 0; r < R; ++r) {
+          __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_add_epi32(dot[r][p], corr[r])), s);
+          asm("" : "+v"(y));  // no fused multiply-add: two roundings, as the reference
+          if (g.bias) y = _mm512_add_ps(y, bias);
+          _mm512_mask_storeu_ps(g.c + (r0 + r) * w.n + col0, mask, y);
+        }
+      }
+    }
+  }
+};
+
+// ---- AVX-VNNI: a panel is two ymm of 8 int32 columns ----
+
+// acc += VPDPBUSD(u, s), the VEX form (inline assembly: GCC 12 and clang 14
+// name the intrinsic differently).
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void DpbusdVex(__m256i& acc, const __m256i& u,
+                                                                   const __m256i& s) {
+  __m256i x = acc;  // a local operand: an array element bound to the asm kept the array in memory
+  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(x) : "x"(u), "x"(s));
+  acc = x;
+}
+
+// Without VNNI (AVX2): codes and A widened to int16 and multiplied by
+// VPMADDWD (exact; VPMADDUBSW would saturate 8-bit codes), four vectors of
+// (column, pair of k) sums a panel, their pairs added when a block ends.
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256i BroadcastA16(const int8_t* p) {
+  return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(Load32(p))));
+}
+// Pair sums (lanes 2c, 2c + 1 of column c of four) to 8 columns in order.
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256i AddPairs(const __m256i& x, const __m256i& y) {
+  return _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);
+}
+
+template <bool kVnni, int Bits, int R, int P, bool kFloat>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void YmmBody(const TileArgs& g, int64_t r0, int64_t p0) {
+  {
+    const QuantPanels& w = *g.w;
+    const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = bb / kGroup;
+    const uint8_t* q[P];
+    for (int p = 0; p < P; ++p) q[p] = w.codes + (p0 + p) * kb * bb;
+    const int8_t* ar[R];
+    for (int r = 0; r < R; ++r) ar[r] = g.qa + (r0 + r) * g.lda;
+    const __m256i low = _mm256_set1_epi8(15);
+    __m256i dot[R][P][2];
+    __m256 acc[R][P][2];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p)
+        for (int h = 0; h < 2; ++h) {
+          dot[r][p][h] = _mm256_setzero_si256();
+          acc[r][p][h] = _mm256_setzero_ps();
+        }
+    for (int64_t b = 0; b < kb; ++b) {
+      if constexpr (kFloat)
+        for (int r = 0; r < R; ++r)
+          for (int p = 0; p < P; ++p) dot[r][p][0] = dot[r][p][1] = _mm256_setzero_si256();
+      const int64_t k0 = b * w.block;
+      if constexpr (!kVnni) {
+        __m256i pairs[R][P][4];
+        for (int r = 0; r < R; ++r)
+          for (int p = 0; p < P; ++p)
+            for (int i = 0; i < 4; ++i) pairs[r][p][i] = _mm256_setzero_si256();
+        for (int64_t gi = 0; gi < groups; ++gi) {
+          for (int half = 0; half < (Bits == 8 ? 1 : 2); ++half) {
+            __m256i v[P][4];
+            for (int p = 0; p < P; ++p)
+              for (int i = 0; i < 4; ++i) {
+                __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q[p] + 16 * i));
+                if constexpr (Bits == 4)
+                  x = _mm_and_si128(half ? _mm_srli_epi16(x, 4) : x, _mm_set1_epi8(15));
+                v[p][i] = _mm256_cvtepu8_epi16(x);
+              }
+            for (int r = 0; r < R; ++r) {
+              const __m256i x = BroadcastA16(ar[r] + k0 + (Bits == 8 ? 4 * gi : 8 * gi + 4 * half));
+              for (int p = 0; p < P; ++p)
+                for (int i = 0; i < 4; ++i)
+                  pairs[r][p][i] = _mm256_add_epi32(pairs[r][p][i], _mm256_madd_epi16(v[p][i], x));
+            }
+          }
+          for (int p = 0; p < P; ++p) q[p] += kGroup;
+        }
+        for (int r = 0; r < R; ++r)
+          for (int p = 0; p < P; ++p) {
+            dot[r][p][0] = _mm256_add_epi32(dot[r][p][0], AddPairs(pairs[r][p][0], pairs[r][p][1]));
+            dot[r][p][1] = _mm256_add_epi32(dot[r][p][1], AddPairs(pairs[r][p][2], pairs[r][p][3]));
+          }
+      } else
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        if (g.stream)
+          for (int p = 0; p < P; ++p) _mm_prefetch(reinterpret_cast<const char*>(q[p] + kPrefetchBytes), _MM_HINT_T0);
+        if constexpr (Bits == 8) {
+          __m256i v[P][2];
+          for (int p = 0; p < P; ++p) {
+            v[p][0] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[p]));
+            v[p][1] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[p] + 32));
+            q[p] += kGroup;
+          }
+          for (int r = 0; r < R; ++r) {
+            const __m256i x = _mm256_set1_epi32(Load32(ar[r] + k0 + 4 * gi));
+            for (int p = 0; p < P; ++p)
+              for (int h = 0; h < 2; ++h) DpbusdVex(dot[r][p][h], v[p][h], x);
+          }
+        } else {
+          __m256i lo[P][2], hi[P][2];
+          for (int p = 0; p < P; ++p) {
+            for (int h = 0; h < 2; ++h) {
+              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[p] + 32 * h));
+              lo[p][h] = _mm256_and_si256(v, low);
+              hi[p][h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+            }
+            q[p] += kGroup;
+          }
+          for (int r = 0; r < R; ++r) {
+            const __m256i x0 = _mm256_set1_epi32(Load32(ar[r] + k0 + 8 * gi));
+            const __m256i x1 = _mm256_set1_epi32(Load32(ar[r] + k0 + 8 * gi + 4));
+            for (int p = 0; p < P; ++p)
+              for (int h = 0; h < 2; ++h) {
+                DpbusdVex(dot[r][p][h], lo[p][h], x0);
+                DpbusdVex(dot[r][p][h], hi[p][h], x1);
+              }
+          }
+        }
+      }
+      if constexpr (kFloat) {
+        for (int p = 0; p < P; ++p)
+          for (int h = 0; h < 2; ++h) {
+            const int64_t at = ((p0 + p) * kb + b) * kCols + 8 * h;
+            const __m256 sc = _mm256_loadu_ps(w.scales + at);
+            const __m256 zs = _mm256_mul_ps(sc, _mm256_loadu_ps(w.zeros + at));
+            for (int r = 0; r < R; ++r) {
+              const __m256 sa = _mm256_set1_ps(g.ascale[(r0 + r) * kb + b]);
+              const __m256 az = _mm256_set1_ps(g.azero[(r0 + r) * kb + b]);
+              acc[r][p][h] =
+                  _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][p][h]), _mm256_mul_ps(sc, sa), acc[r][p][h]);
+              acc[r][p][h] = _mm256_fnmadd_ps(zs, az, acc[r][p][h]);
+            }
+          }
+      }
+    }
+    for (int p = 0; p < P; ++p) {
+      const int64_t col0 = (p0 + p) * kCols, cols = std::min(kCols, w.n - col0);
+      float out[R][kCols];
+      if constexpr (kFloat) {
+        for (int r = 0; r < R; ++r)
+          for (int h = 0; h < 2; ++h) _mm256_storeu_ps(out[r] + 8 * h, acc[r][p][h]);
+        for (int r = 0; r < R; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            g.c[(r0 + r) * w.n + col0 + c] = g.bias ? out[r][c] + g.bias[col0 + c] : out[r][c];
+      } else {
+        // The sums to memory first: a register array indexed in the loop below
+        // would live in memory throughout.
+        int32_t sums[R][kCols];
+        for (int r = 0; r < R; ++r) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[r]), dot[r][p][0]);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[r] + 8), dot[r][p][1]);
+        }
+        for (int h = 0; h < 2; ++h) {
+          __m256i corr[R];
+          for (int r = 0; r < R; ++r) corr[r] = _mm256_setzero_si256();
+          for (int64_t b = 0; b < kb; ++b) {
+            const int64_t at = ((p0 + p) * kb + b) * kCols + 8 * h;
+            const __m256i zu = _mm256_cvtps_epi32(_mm256_loadu_ps(w.zeros + at));
+            const __m256i cs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.code_sums + at));
+            const __m256i t = _mm256_mullo_epi32(
+                _mm256_set1_epi32(g.a_shift),
+                _mm256_sub_epi32(cs, _mm256_mullo_epi32(_mm256_set1_epi32(BlockLen(w, b)), zu)));
+            for (int r = 0; r < R; ++r)
+              corr[r] = _mm256_add_epi32(
+                  corr[r], _mm256_sub_epi32(t, _mm256_mullo_epi32(zu, _mm256_set1_epi32(g.asum[(r0 + r) * kb + b]))));
+          }
+          for (int r = 0; r < R; ++r) {
+            __m256i* at = reinterpret_cast<__m256i*>(sums[r] + 8 * h);
+            _mm256_storeu_si256(at, _mm256_add_epi32(_mm256_loadu_si256(at), corr[r]));
+          }
+        }
+        const float* sc = w.scales + (p0 + p) * kb * kCols;
+        for (int r = 0; r < R; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            g.c[(r0 + r) * w.n + col0 + c] = FinishInt(uint32_t(sums[r][c]), g.a_scale * sc[c], g.bias, col0 + c);
+      }
+    }
+  }
+}
+
+template <int Bits, int R, int P, bool kFloat>
+struct Ymm {
+  [[gnu::target("avx2,fma,avxvnni")]] static void Run(const TileArgs& g, int64_t r0, int, int64_t p0, int) {
+    YmmBody<true, Bits, R, P, kFloat>(g, r0, p0);
+  }
+};
+template <int Bits, int R, int P, bool kFloat>
+struct YmmAvx2 {
+  [[gnu::target("avx2,fma")]] static void Run(const TileArgs& g, int64_t r0, int, int64_t p0, int) {
+    YmmBody<false, Bits, R, P, kFloat>(g, r0, p0);
+  }
+};
+#undef ONNX_MINI_PG_ZMM
+#endif  // __x86_64__
+
+// A tile of r rows (1..kMax) of the build's kernel K.
+template <template <int, int, int, bool> class K, int Bits, bool F, int P, int kMax>
+TileFn PickRows(int r) {
+  static_assert(kMax >= 1 && kMax <= 8, "tile rows");
+  switch (std::min(r, kMax)) {
+    case 1: return K<Bits, 1, P, F>::Run;
+    case 2: if constexpr (kMax >= 2) return K<Bits, 2, P, F>::Run; break;
+    case 3: if constexpr (kMax >= 3) return K<Bits, 3, P, F>::Run; break;
+    case 4: if constexpr (kMax >= 4) return K<Bits, 4, P, F>::Run; break;
+    case 5: if constexpr (kMax >= 5) return K<Bits, 5, P, F>::Run; break;
+    case 6: if constexpr (kMax >= 6) return K<Bits, 6, P, F>::Run; break;
+    case 7: if constexpr (kMax >= 7) return K<Bits, 7, P, F>::Run; break;
+    default: if constexpr (kMax >= 8) return K<Bits, 8, P, F>::Run; break;
+  }
+  return nullptr;
+}
+
+// A tile of r rows x p panels (p = 1 or kPanels); the integer-A form only for
+// 8 bits (what PackInt8Panels makes).
+template <template <int, int, int, bool> class K, int kRowsFloat, int kRowsInt, int kPanels>
+TileFn PickTile(int bits, bool f, int r, int p) {
+  const bool wide = p >= kPanels;
+  if (f) {
+    if (bits == 8) return wide ? PickRows<K, 8, true, kPanels, kRowsFloat>(r) : PickRows<K, 8, true, 1, kRowsFloat>(r);
+    return wide ? PickRows<K, 4, true, kPanels, kRowsFloat>(r) : PickRows<K, 4, true, 1, kRowsFloat>(r);
+  }
+  return wide ? PickRows<K, 8, false, kPanels, kRowsInt>(r) : PickRows<K, 8, false, 1, kRowsInt>(r);
+}
+
+struct Kernel {
+  TileFn (*pick)(int bits, bool f, int r, int p);  // null: the plain loops (also integer A on 4 bits)
+  TileFn plain_float, plain_int;
+  int rows_float, rows_int, panels;  // the tile of the build
+};
+
+const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
+  static const CpuDispatchTable<Kernel> table{
+#if defined(__x86_64__)
+      // zmm: 8 + 8 accumulators of float A's tile, 16 of integer A's, of 32 registers.
+      {CpuTarget::kAvx512Vnni, {PickTile<Zmm, 4, 8, 2>, PlainBaseline<true>, PlainBaseline<false>, 4, 8, 2}},
+      // ymm: 16 registers.
+      {CpuTarget::kAvxVnni, {PickTile<Ymm, 2, 4, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 4, 1}},
+      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 2, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 2, 1}},
+#endif
+      {CpuTarget::kBaseline, {nullptr, PlainBaseline<true>, PlainBaseline<false>, 4, 4, 1}},
+  };
+  return table.ActiveBuild();
+}
+
+// Tiles over all of C: items of (a block of rows) x (a chunk of panels), the
+// panels of an item outer (their codes stay in cache while its rows pass).
+void RunTiles(const TileArgs& g, int64_t m, bool f, int threads) {
+  Kernel k = ActiveKernel().entries;
+  const QuantPanels& w = *g.w;
+  if (!f && w.bits != 8) k.pick = nullptr;  // the SIMD integer-A tiles are built for 8 bits only
+  const int R = f ? k.rows_float : k.rows_int, P = k.panels;
+  const int64_t row_block = std::min<int64_t>(m, 24 * int64_t(R));
+  const int64_t panel_chunk = 2 * int64_t(P);
+  const int64_t row_blocks = (m + row_block - 1) / row_block;
+  const int64_t chunks = (w.panels + panel_chunk - 1) / panel_chunk;
+  TileArgs args = g;
+  args.stream = m <= 4;
+  // An item's work: its multiply-adds, 64 a VPDPBUSD.
+  const double per = double(row_block) * double(w.padded_k()) * double(panel_chunk * kCols) / 16;
+  ParallelFor(threads, row_blocks * chunks, WorkPerIndex{per}, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t rb = i / chunks, pc = i % chunks;
+      const int64_t r_begin = rb * row_block, r_end = std::min(m, r_begin + row_block);
+      const int64_t p_begin = pc * panel_chunk, p_end = std::min(w.panels, p_begin + panel_chunk);
+      for (int64_t p = p_begin; p < p_end;) {
+        // A narrower SIMD tile takes one panel; the plain loops take the rest.
+        const int np = k.pick ? (p_end - p >= P ? P : 1) : int(p_end - p);
+        for (int64_t r = r_begin; r < r_end;) {
+          const int nr = int(std::min<int64_t>(R, r_end - r));
+          if (k.pick) {
+            k.pick(w.bits, f, nr, np)(args, r, nr, p, np);
+          } else {
+            (f ? k.plain_float : k.plain_int)(args, r, nr, p, np);
+          }
+          r += nr;
+        }
+        p += np;
+      }
+    }
+  });
+}
+
+// ---- A's preparation ----
+
+// NBitsRoundRowsToInt8's rule for one block: scale = max |a| / 127, values
+// nearest-even(a * 127 / max |a|), all zero for an all-zero block.
+float QuantizeBlock(const float* x, int64_t len, int8_t* q, int32_t* sum) {
+  float amax = 0;
+  for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+  int32_t s = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    const int32_t v = int32_t(std::nearbyint(x[i] * inv));
+    q[i] = int8_t(v);
+    s += v;
+  }
+  *sum = s;
+  return amax / 127.0f;
+}
+
+int64_t Align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The integer workspace: qa (m x padded_k bytes), then two m x k_blocks
+// arrays of 4 bytes.
+int64_t IntWorkspace(int64_t m, const QuantPanels& w) {
+  const double bytes = double(m) * double(w.padded_k()) + 64 + 8.0 * double(m) * double(w.k_blocks) + 64;
+  return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
+}
+
+// ---- The float path ----
+
+constexpr int64_t kFloatChunkPanels = 16;  // 256 columns dequantized at a time
+
+// Panel p dequantized into 16 columns of a row-major K x ld matrix (padding
+// columns 0): each group of codes becomes 4 rows of 16 contiguous floats.
+void DequantizePanel(const QuantPanels& w, int64_t p, float* out, int64_t ld) {
+  const int64_t kb = w.k_blocks, bb = w.block_bytes();
+  for (int64_t b = 0; b < kb; ++b) {
+    const uint8_t* q = w.codes + (p * kb + b) * bb;
+    float sc[kCols], zs[kCols];
+    for (int64_t c = 0; c < kCols; ++c) {
+      sc[c] = w.scales[(p * kb + b) * kCols + c];
+      zs[c] = w.zeros[(p * kb + b) * kCols + c] * sc[c];
+    }
+    const int64_t per = w.bits == 8 ? 4 : 8, groups = w.block / per;
+    for (int64_t gi = 0; gi < groups; ++gi, q += kGroup) {
+      const int64_t k0 = b * w.block + gi * per;
+      if (k0 >= w.k) break;
+      const int64_t rows = std::min(per, w.k - k0);
+      for (int64_t j = 0; j < rows; ++j) {
+        float* o = out + (k0 + j) * ld;
+        if (w.bits == 8) {
+          for (int64_t c = 0; c < kCols; ++c) o[c] = float(q[c * 4 + j]) * sc[c] - zs[c];
+        } else if (j < 4) {
+          for (int64_t c = 0; c < kCols; ++c) o[c] = float(q[c * 4 + j] & 15) * sc[c] - zs[c];
+        } else {
+          for (int64_t c = 0; c < kCols; ++c) o[c] = float(q[c * 4 + j - 4] >> 4) * sc[c] - zs[c];
+        }
+      }
+    }
+  }
+}
+
+void FloatPath(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c, float* ws, int threads) {
+  const int64_t chunk = std::min(kFloatChunkPanels, w.panels);
+  float* panel = ws;
+  float* out = ws + chunk * kCols * w.k;
+  for (int64_t p0 = 0; p0 < w.panels; p0 += chunk) {
+    const int64_t np = std::min(chunk, w.panels - p0), j0 = p0 * kCols, nc = std::min(np * kCols, w.n - j0);
+    const int64_t ld = np * kCols;  // B is K x ld (the last panel's padding columns computed, not copied)
+    ParallelFor(threads, np, WorkPerIndex{double(kCols * w.k) * 2},
+                [&](int64_t i0, int64_t i1) {
+                  for (int64_t i = i0; i < i1; ++i) DequantizePanel(w, p0 + i, panel + i * kCols, ld);
+                });
+    const int use = ThreadsForWork(threads, double(m) * double(w.k) * double(ld), kMinOneDnnThreadWork);
+    if (!OneDnnMatMul(DType::kFloat, a, panel, out, 1, 1, 1, m, w.k, ld, false, false, use)) {
+      ParallelFor(threads, m, WorkPerIndex{double(w.k) * double(ld)}, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float* o = out + r * ld;
+          std::fill(o, o + ld, 0.0f);
+          for (int64_t kk = 0; kk < w.k; ++kk) {
+            const float x = a[r * w.k + kk];
+            for (int64_t j = 0; j < ld; ++j) o[j] += x * panel[kk * ld + j];
+          }
+        }
+      });
+    }
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < nc; ++j) c[r * w.n + j0 + j] = out[r * ld + j] + (bias ? bias[j0 + j] : 0.0f);
+  }
+}
+
+}  // namespace
+
+int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8) {
+  if (int8) return IntWorkspace(m, w);
+  const double cols = double(std::min(kFloatChunkPanels, w.panels) * kCols);
+  const double floats = cols * double(w.k) + double(m) * cols;
+  return floats < double(std::numeric_limits<int64_t>::max() / 8) ? int64_t(floats) * 4 : -1;
+}
+
+void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool int8, const float* bias, float* c,
+                           void* workspace, int threads) {
+  if (m <= 0 || w.n <= 0) return;
+  if (!int8) return FloatPath(a, m, w, bias, c, static_cast<float*>(workspace), threads);
+  const int64_t kb = w.k_blocks, kp = w.padded_k();
+  int8_t* qa = static_cast<int8_t*>(workspace);
+  float* ascale = reinterpret_cast<float*>(qa + Align64(m * kp));
+  float* azero = ascale + m * kb;
+  ParallelFor(threads, m, WorkPerIndex{double(w.k) * 4}, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int8_t* row = qa + r * kp;
+      std::memset(row, 0, size_t(kp));
+      for (int64_t b = 0; b < kb; ++b) {
+        int32_t sum;
+        const int64_t first = b * w.block;
+        const float sa = QuantizeBlock(a + r * w.k + first, BlockLen(w, b), row + first, &sum);
+        ascale[r * kb + b] = sa;
+        azero[r * kb + b] = sa * float(sum);
+      }
+    }
+  });
+  TileArgs g{};
+  g.w = &w;
+  g.qa = qa;
+  g.lda = kp;
+  g.ascale = ascale;
+  g.azero = azero;
+  g.bias = bias;
+  g.c = c;
+  RunTiles(g, m, true, threads);
+}
+
+int64_t QuantPanelsMatMulIntAWorkspace(int64_t m, const QuantPanels& w) { return IntWorkspace(m, w); }
+
+void QuantPanelsMatMulIntA(const QuantPanelsIntA& x, const QuantPanels& w, const float* bias, float* c,
+                           void* workspace, int threads) {
+  const int64_t m = x.m;
+  if (m <= 0 || w.n <= 0) return;
+  const int64_t kb = w.k_blocks, kp = w.padded_k();
+  int8_t* qa = static_cast<int8_t*>(workspace);
+  int32_t* asum = reinterpret_cast<int32_t*>(qa + Align64(m * kp));
+  const int shift = x.a_unsigned ? 128 : 0;  // qa = a - shift, so a - za = qa + (shift - za)
+  ParallelFor(threads, m, WorkPerIndex{double(w.k)}, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int8_t* row = qa + r * kp;
+      if (x.a_unsigned) {
+        const uint8_t* src = static_cast<const uint8_t*>(x.a) + r * w.k;
+        for (int64_t i = 0; i < w.k; ++i) row[i] = int8_t(int32_t(src[i]) - 128);
+      } else {
+        std::memcpy(row, static_cast<const int8_t*>(x.a) + r * w.k, size_t(w.k));
+      }
+      std::memset(row + w.k, 0, size_t(kp - w.k));
+      for (int64_t b = 0; b < kb; ++b) {
+        int32_t s = 0;
+        for (int64_t i = b * w.block; i < (b + 1) * w.block; ++i) s += row[i];
+        asum[r * kb + b] = s;
+      }
+    }
+  });
+  TileArgs g{};
+  g.w = &w;
+  g.qa = qa;
+  g.lda = kp;
+  g.asum = asum;
+  g.a_shift = shift - x.a_zero;
+  g.a_scale = x.a_scale;
+  g.bias = bias;
+  g.c = c;
+  RunTiles(g, m, false, threads);
+}
+
+CpuTarget QuantPanelsInt8Target() { return ActiveKernel().target; }
+
+void QuantPanelsMatMulInt8Reference(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c) {
+  std::vector<int8_t> qa(size_t(w.padded_k()));
+  std::vector<float> sa(size_t(w.k_blocks));
+  std::vector<int32_t> sum(size_t(w.k_blocks));
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t b = 0; b < w.k_blocks; ++b)
+      sa[size_t(b)] = QuantizeBlock(a + r * w.k + b * w.block, BlockLen(w, b), qa.data() + b * w.block, &sum[size_t(b)]);
+    for (int64_t col = 0; col < w.n; ++col) {
+      const int64_t at = (col / kCols) * w.k_blocks * kCols + col % kCols;
+      double y = bias ? bias[col] : 0.0;
+      for (int64_t b = 0; b < w.k_blocks; ++b) {
+        int64_t dot = 0;
+        for (int64_t kk = b * w.block; kk < b * w.block + BlockLen(w, b); ++kk)
+          dot += int64_t(w.Code(col, kk)) * qa[size_t(kk)];
+        y += double(sa[size_t(b)]) * double(w.scales[at + b * kCols]) *
+             (double(dot) - double(w.zeros[at + b * kCols]) * double(sum[size_t(b)]));
+      }
+      c[r * w.n + col] = float(y);
+    }
+  }
+}
+
+void QuantPanelsMatMulIntAReference(const QuantPanelsIntA& x, const QuantPanels& w, const float* bias, float* c) {
+  for (int64_t r = 0; r < x.m; ++r)
+    for (int64_t col = 0; col < w.n; ++col) {
+      const int64_t at = (col / kCols) * w.k_blocks * kCols + col % kCols;
+      int64_t sum = 0;
+      for (int64_t kk = 0; kk < w.k; ++kk) {
+        const int64_t i = r * w.k + kk;
+        const int32_t a = x.a_unsigned ? int32_t(static_cast<const uint8_t*>(x.a)[i])
+                                       : int32_t(static_cast<const int8_t*>(x.a)[i]);
+        const int32_t zero = int32_t(w.zeros[at + (kk / w.block) * kCols]);
+        sum += int64_t(a - x.a_zero) * int64_t(w.Code(col, kk) - zero);
+      }
+      c[r * w.n + col] = FinishInt(uint32_t(uint64_t(sum)), x.a_scale * w.scales[at], bias, col);
+    }
+}
+
+}  // namespace onnx_mini

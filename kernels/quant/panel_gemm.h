@@ -1,0 +1,68 @@
+// Products of many rows of A with weights packed as QuantPanels
+// (kernels/quant/quant_panels.h): the prefill of MatMulNBits and the q8
+// products (DynamicQuantizeMatMul, MatMulIntegerToFloat) at any row count.
+//
+// The integer kernel: a register tile of R rows x P panels (16 columns each)
+// of int32 accumulators, one VPDPBUSD per (row, panel, 4 k): a panel's 64-byte
+// group of codes (unsigned) against a broadcast dword of A's int8 values. Two
+// ways to finish:
+//   float A (MatMulNBits accuracy_level 4): A quantized per (row, block) to
+//     int8 (scale sa = max |a| / 127, nearest-even, NBitsRoundRowsToInt8's
+//     rule); per block y += scale * sa * (dot - zero * sum qa), in float.
+//   8-bit integer A with one zero point za (q8): A shifted into int8 (uint8 - 128),
+//     the exact sum sum_k (a - za) (code - zero) from the dot, the rows' sums and
+//     the blocks' code_sums in int32 (wrapping as onnxruntime's int32 does), then
+//     y = float(sum) * (a_scale * scale[col]) + bias: the integer reference's
+//     value exactly (the column's scale must be the same in every block).
+// Builds: AVX-512 VNNI (zmm), AVX-VNNI (ymm, VEX), AVX2 without VNNI (codes
+// and A widened to int16, VPMADDWD: exact) and plain loops
+// (kernels/cpu_dispatch.h).
+//
+// The float path (accuracy_level 0-3) dequantizes 256 columns of panels at a
+// time to float and multiplies them with the GEMM (oneDNN), as NBitsMatMul's
+// many-rows path does.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/quant/quant_panels.h"
+#include "runtime/cpu.h"
+
+namespace onnx_mini {
+
+// Bytes of workspace QuantPanelsMatMulMany needs for m rows (-1 when the
+// count overflows).
+int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8);
+
+// C (m x n, row-major) = A (m x k, row-major float) x dequantized panels
+// (+ bias, n floats or null). int8: A rounded to int8 per (row, block of
+// w.block) and the integers multiplied (VNNI where the CPU has it); else the
+// float path. Rows split over threads (panels too when the rows are few).
+void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool int8, const float* bias, float* c,
+                           void* workspace, int threads);
+
+// 8-bit A with one zero point against panels holding an integer B (codes and
+// integral zero points, one scale a column; PackInt8Panels makes 8-bit ones,
+// the SIMD tiles' case: 4-bit panels take the plain loops).
+struct QuantPanelsIntA {
+  const void* a = nullptr;  // m x k, row-major
+  bool a_unsigned = true;
+  int32_t a_zero = 0;
+  float a_scale = 1;        // y = float(sum) * (a_scale * scale[col]) + bias
+  int64_t m = 0;
+};
+int64_t QuantPanelsMatMulIntAWorkspace(int64_t m, const QuantPanels& w);
+void QuantPanelsMatMulIntA(const QuantPanelsIntA& a, const QuantPanels& w, const float* bias, float* c,
+                           void* workspace, int threads);
+
+// The build the integer kernel runs under the active CPU features (kAvx512Vnni,
+// kAvxVnni, kAvx2 or kBaseline).
+CpuTarget QuantPanelsInt8Target();
+
+// References (plain loops): the float-A integer product (A rounded per block,
+// integer dots per block, double accumulation), and the integer-A product
+// (int64 sums truncated to int32, then the same float steps as onnxruntime).
+void QuantPanelsMatMulInt8Reference(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c);
+void QuantPanelsMatMulIntAReference(const QuantPanelsIntA& a, const QuantPanels& w, const float* bias, float* c);
+
+}  // namespace onnx_mini

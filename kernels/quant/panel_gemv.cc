@@ -1,0 +1,654 @@
+#include "kernels/quant/panel_gemv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/cpu_dispatch.h"
+#include "kernels/quant/nbits_matmul.h"
+#include "runtime/thread_pool.h"
+
+// Vectors pass by value only between always-inlined functions.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace onnx_mini {
+namespace {
+
+constexpr int kCols = int(kQuantPanelCols);
+constexpr int64_t kGroup = kQuantPanelGroupBytes;
+// Bytes of codes ahead that a pass prefetches (and the scales of those codes).
+constexpr int64_t kPrefetchBytes = 8192;
+// Base-256 digits of A the float path's integer products take.
+constexpr int kDigits = 3;
+
+// One pass: A's rows prepared for the panels, and where the results go.
+struct Args {
+  const QuantPanels* w;
+  const void* a;    // float: m rows of padded_k floats; int8: m rows of padded_k int8 (zero-padded)
+  const float* s1;  // m x k_blocks. float: sum of a over the block; int8: the block's scale sa
+  const float* s2;  // int8: m x k_blocks, sa * the block's sum of q
+  const float* bias;
+  float* c;
+  int64_t m;
+  bool uniform;  // s1 (float) or s2 (int8) already times the uniform zero point: zeros unread
+};
+
+// K values per 64-byte group of codes.
+template <int Bits>
+constexpr int KPerGroup() {
+  return Bits == 4 ? 8 : 4;
+}
+// Bit offset, within a column's dword of a group, of the t-th k's code.
+template <int Bits>
+constexpr int Shift(int t) {
+  return Bits == 8 ? 8 * t : t < 4 ? 8 * t : 8 * (t - 4) + 4;
+}
+
+// ---- Float: generic vectors of W lanes (AVX2: 8, baseline: 4), 16 / W of them a panel ----
+
+template <int W>
+struct GV {
+  typedef float F __attribute__((vector_size(W * 4)));
+  typedef int32_t I __attribute__((vector_size(W * 4)));
+};
+
+template <int W, int M, int Bits>
+[[gnu::always_inline]] inline void FloatGenericPanel(const Args& d, int64_t p) {
+  using F = typename GV<W>::F;
+  using I = typename GV<W>::I;
+  constexpr int H = kCols / W, kPer = KPerGroup<Bits>();
+  // Independent accumulators a row (k by turns): shorter FMA chains, and
+  // sums of a quarter of a block each (rounding error as the AVX-512 build's).
+  constexpr int NA = M * H <= 2 ? 4 : M * H <= 4 ? 2 : 1;
+  const QuantPanels& w = *d.w;
+  const int64_t kb = w.k_blocks, kp = w.padded_k(), bb = w.block_bytes(), groups = w.block / kPer;
+  const uint8_t* q = w.codes + p * kb * bb;
+  const float* sc = w.scales + p * kb * kCols;
+  const float* zp = w.zeros + p * kb * kCols;
+  const float* a = static_cast<const float*>(d.a);
+  F acc[M][H] = {};
+  for (int64_t b = 0; b < kb; ++b) {
+    __builtin_prefetch(sc + (b + kPrefetchBytes / bb) * kCols);
+    F part[M][NA][H] = {};
+    const float* ab = a + b * w.block;
+    for (int64_t g = 0; g < groups; ++g, q += kGroup, ab += kPer) {
+      __builtin_prefetch(q + kPrefetchBytes);
+      I v[H];
+      // One load a vector (a copy of the array goes through the stack in
+      // halves, and the wide reloads then wait for the stores).
+      for (int h = 0; h < H; ++h) std::memcpy(&v[h], q + h * W * 4, sizeof(I));
+#pragma GCC unroll 8
+      for (int t = 0; t < kPer; ++t) {
+        F f[H];
+        for (int h = 0; h < H; ++h) f[h] = __builtin_convertvector((v[h] >> Shift<Bits>(t)) & ((1 << Bits) - 1), F);
+        for (int r = 0; r < M; ++r) {
+          const float x = ab[r * kp + t];
+          for (int h = 0; h < H; ++h) part[r][t % NA][h] += f[h] * x;
+        }
+      }
+    }
+    for (int r = 0; r < M; ++r) {
+      const float zs = d.s1[r * kb + b];
+      for (int h = 0; h < H; ++h) {
+        F s = part[r][0][h], scale, zero;
+        for (int i = 1; i < NA; ++i) s += part[r][i][h];
+        std::memcpy(&scale, sc + b * kCols + h * W, sizeof(F));
+        if (d.uniform) {
+          s -= zs;
+        } else {
+          std::memcpy(&zero, zp + b * kCols + h * W, sizeof(F));
+          s -= zero * zs;
+        }
+        acc[r][h] += s * scale;
+      }
+    }
+  }
+  const int64_t col0 = p * kCols, left = std::min<int64_t>(kCols, w.n - col0);
+  for (int r = 0; r < M; ++r) {
+    float y[kCols];
+    std::memcpy(y, acc[r], sizeof(y));
+    for (int64_t i = 0; i < left; ++i) d.c[r * w.n + col0 + i] = d.bias ? y[i] + d.bias[col0 + i] : y[i];
+  }
+}
+
+template <int W, int M>
+[[gnu::always_inline]] inline void FloatGenericPanels(const Args& d, int64_t p0, int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    if (d.w->bits == 4) FloatGenericPanel<W, M, 4>(d, p);
+    else FloatGenericPanel<W, M, 8>(d, p);
+  }
+}
+
+template <int W>
+[[gnu::always_inline]] inline void FloatGeneric(const Args& d, int64_t p0, int64_t p1) {
+  switch (d.m) {
+    case 1: return FloatGenericPanels<W, 1>(d, p0, p1);
+    case 2: return FloatGenericPanels<W, 2>(d, p0, p1);
+    case 3: return FloatGenericPanels<W, 3>(d, p0, p1);
+    default: return FloatGenericPanels<W, 4>(d, p0, p1);
+  }
+}
+
+void FloatBaseline(const Args& d, int64_t p0, int64_t p1) { FloatGeneric<4>(d, p0, p1); }
+
+#if defined(__x86_64__)
+[[gnu::target("avx2,fma")]] void FloatAvx2(const Args& d, int64_t p0, int64_t p1) { FloatGeneric<8>(d, p0, p1); }
+
+#define ONNX_MINI_PG512 gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"), gnu::always_inline
+
+// ---- Float, AVX-512: a panel's 16 columns one zmm; a 4-bit code picked by
+// a shift and a permute of the 16 values 0..15 (its index is the dword's low
+// 4 bits: no mask), 8-bit by a shift, a mask and a conversion ----
+
+// acc[t % NA] += code(t) * a[t] for row r, the t-th k of a group.
+template <int M, int Bits, int NA, int T>
+[[ONNX_MINI_PG512]] inline void Float512Step(__m512i v, __m512 table, const float* ab, int64_t kp,
+                                            __m512 (&part)[M][NA]) {
+  __m512 f;
+  constexpr int s = Shift<Bits>(T);
+  const __m512i x = s ? _mm512_maskz_srli_epi32(0xFFFF, v, s) : v;
+  if constexpr (Bits == 4) {
+    f = _mm512_maskz_permutexvar_ps(0xFFFF, x, table);
+  } else {
+    f = _mm512_maskz_cvtepi32_ps(0xFFFF, T < 3 ? _mm512_and_si512(x, _mm512_set1_epi32(255)) : x);
+  }
+  for (int r = 0; r < M; ++r) part[r][T % NA] = _mm512_fmadd_ps(f, _mm512_set1_ps(ab[r * kp + T]), part[r][T % NA]);
+}
+
+template <int M, int Bits, int NA, int... T>
+[[ONNX_MINI_PG512]] inline void Float512Group(__m512i v, __m512 table, const float* ab, int64_t kp,
+                                             __m512 (&part)[M][NA], std::integer_sequence<int, T...>) {
+  (Float512Step<M, Bits, NA, T>(v, table, ab, kp, part), ...);
+}
+
+template <int M, int Bits>
+[[ONNX_MINI_PG512]] inline void Float512Panel(const Args& d, int64_t p) {
+  constexpr int kPer = KPerGroup<Bits>();
+  // Independent accumulators a row: FMA chains short enough to overlap.
+  constexpr int NA = std::min(kPer, M == 1 ? 8 : M == 2 ? 4 : 2);
+  const QuantPanels& w = *d.w;
+  const int64_t kb = w.k_blocks, kp = w.padded_k(), bb = w.block_bytes(), groups = w.block / kPer;
+  const uint8_t* q = w.codes + p * kb * bb;
+  const float* sc = w.scales + p * kb * kCols;
+  const float* zp = w.zeros + p * kb * kCols;
+  const float* a = static_cast<const float*>(d.a);
+  const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const int64_t ahead = (kPrefetchBytes / bb) * kCols;
+  __m512 acc[M];
+  for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < kb; ++b) {
+    _mm_prefetch(reinterpret_cast<const char*>(sc + b * kCols + ahead), _MM_HINT_T0);
+    if (!d.uniform) _mm_prefetch(reinterpret_cast<const char*>(zp + b * kCols + ahead), _MM_HINT_T0);
+    __m512 part[M][NA];
+    for (int r = 0; r < M; ++r)
+      for (int i = 0; i < NA; ++i) part[r][i] = _mm512_setzero_ps();
+    const float* ab = a + b * w.block;
+    for (int64_t g = 0; g < groups; ++g, q += kGroup, ab += kPer) {
+      _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
+      Float512Group<M, Bits, NA>(_mm512_loadu_si512(q), table, ab, kp, part,
+                                 std::make_integer_sequence<int, kPer>{});
+    }
+    const __m512 scale = _mm512_loadu_ps(sc + b * kCols);
+    for (int r = 0; r < M; ++r) {
+      __m512 s = part[r][0];
+      for (int i = 1; i < NA; ++i) s = _mm512_add_ps(s, part[r][i]);
+      const __m512 zs = _mm512_set1_ps(d.s1[r * kb + b]);
+      s = d.uniform ? _mm512_sub_ps(s, zs) : _mm512_fnmadd_ps(_mm512_loadu_ps(zp + b * kCols), zs, s);
+      acc[r] = _mm512_fmadd_ps(s, scale, acc[r]);
+    }
+  }
+  const int64_t col0 = p * kCols, left = std::min<int64_t>(kCols, w.n - col0);
+  const __mmask16 mask = __mmask16((1u << left) - 1);
+  for (int r = 0; r < M; ++r) {
+    __m512 y = acc[r];
+    if (d.bias) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, d.bias + col0));
+    _mm512_mask_storeu_ps(d.c + r * w.n + col0, mask, y);
+  }
+}
+
+template <int M>
+[[ONNX_MINI_PG512]] inline void Float512Panels(const Args& d, int64_t p0, int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    if (d.w->bits == 4) Float512Panel<M, 4>(d, p);
+    else Float512Panel<M, 8>(d, p);
+  }
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void FloatAvx512(const Args& d, int64_t p0,
+                                                                              int64_t p1) {
+  switch (d.m) {
+    case 1: return Float512Panels<1>(d, p0, p1);
+    case 2: return Float512Panels<2>(d, p0, p1);
+    case 3: return Float512Panels<3>(d, p0, p1);
+    default: return Float512Panels<4>(d, p0, p1);
+  }
+}
+
+// ---- Integer products (VNNI). 4-bit: a group's low nibbles are k 0..3 of
+// its 8, the high nibbles k 4..7; each meets one broadcast dword of A (4
+// int8). A is P int8 digits a value: P = 1 is accuracy level 4's int8 A; the
+// float path takes P = 3, A per (row, block) as an integer Q of 24 bits
+// (|Q| <= 127 * 2^16, scale max |a| / (127 * 2^16)) in balanced base-256
+// digits, Q = (q0 * 256 + q1) * 256 + q2: each digit's products exact in
+// int32, A within 2^-24 of its block's max (float32's own rounding of a) ----
+
+#define ONNX_MINI_PGVNNI512 \
+  gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma"), gnu::always_inline
+
+// Digit p of row r of the pass: rows of P digit arrays of padded_k values.
+template <int P>
+inline const int8_t* Digits(const Args& d, int r, int p) {
+  return static_cast<const int8_t*>(d.a) + (int64_t(r) * P + p) * d.w->padded_k();
+}
+
+// y += scale * (sa * dot - zero * sa * sum Q), per block, in float.
+template <int M, int Bits, int P>
+[[ONNX_MINI_PGVNNI512]] inline void Int8ZmmPanel(const Args& d, int64_t p) {
+  constexpr int kPer = KPerGroup<Bits>();
+  // Accumulators a (row, digit): two (low and high nibbles, or alternate
+  // 8-bit groups) where the registers allow, for shorter chains.
+  constexpr int NS = M * P <= 8 ? 2 : 1;
+  const QuantPanels& w = *d.w;
+  const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = w.block / kPer;
+  const uint8_t* q = w.codes + p * kb * bb;
+  const float* sc = w.scales + p * kb * kCols;
+  const float* zp = w.zeros + p * kb * kCols;
+  const int8_t* a[M][P];
+  for (int r = 0; r < M; ++r)
+    for (int i = 0; i < P; ++i) a[r][i] = Digits<P>(d, r, i);
+  const __m512i low = _mm512_set1_epi8(15);
+  const int64_t ahead = (kPrefetchBytes / bb) * kCols;
+  __m512 acc[M];
+  for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < kb; ++b) {
+    _mm_prefetch(reinterpret_cast<const char*>(sc + b * kCols + ahead), _MM_HINT_T0);
+    if (!d.uniform) _mm_prefetch(reinterpret_cast<const char*>(zp + b * kCols + ahead), _MM_HINT_T0);
+    __m512i dot[M][P][NS];
+    for (int r = 0; r < M; ++r)
+      for (int i = 0; i < P; ++i)
+        for (int h = 0; h < NS; ++h) dot[r][i][h] = _mm512_setzero_si512();
+    const int64_t k0 = b * w.block;
+    // Two 64-byte steps a pass of the loop: the low and high nibbles of one
+    // 4-bit group, or two 8-bit groups.
+    const int64_t steps = Bits == 4 ? groups : groups / 2;
+    for (int64_t g = 0; g < steps; ++g, q += 64 * (Bits == 4 ? 1 : 2)) {
+      _mm_prefetch(reinterpret_cast<const char*>(q + kPrefetchBytes), _MM_HINT_T0);
+      __m512i u0, u1;
+      if constexpr (Bits == 4) {
+        const __m512i v = _mm512_loadu_si512(q);
+        u0 = _mm512_and_si512(v, low);
+        u1 = _mm512_and_si512(_mm512_maskz_srli_epi16(~__mmask32(0), v, 4), low);
+      } else {
+        u0 = _mm512_loadu_si512(q);
+        u1 = _mm512_loadu_si512(q + kGroup);
+      }
+      const int64_t kk = k0 + 8 * g;
+      for (int r = 0; r < M; ++r)
+        for (int i = 0; i < P; ++i) {
+          int32_t x0, x1;
+          std::memcpy(&x0, a[r][i] + kk, 4);
+          std::memcpy(&x1, a[r][i] + kk + 4, 4);
+          dot[r][i][0] = _mm512_dpbusd_epi32(dot[r][i][0], u0, _mm512_set1_epi32(x0));
+          dot[r][i][NS - 1] = _mm512_dpbusd_epi32(dot[r][i][NS - 1], u1, _mm512_set1_epi32(x1));
+        }
+    }
+    const __m512 scale = _mm512_loadu_ps(sc + b * kCols);
+    for (int r = 0; r < M; ++r) {
+      __m512 f = _mm512_setzero_ps();
+      for (int i = 0; i < P; ++i) {
+        const __m512i di = NS == 2 ? _mm512_add_epi32(dot[r][i][0], dot[r][i][NS - 1]) : dot[r][i][0];
+        f = i == 0 ? _mm512_maskz_cvtepi32_ps(0xFFFF, di)
+                   : _mm512_fmadd_ps(f, _mm512_set1_ps(256.f), _mm512_maskz_cvtepi32_ps(0xFFFF, di));
+      }
+      const __m512 sa = _mm512_set1_ps(d.s1[r * kb + b]), zq = _mm512_set1_ps(d.s2[r * kb + b]);
+      const __m512 t = d.uniform ? _mm512_fmsub_ps(f, sa, zq)
+                                 : _mm512_fnmadd_ps(_mm512_loadu_ps(zp + b * kCols), zq, _mm512_mul_ps(f, sa));
+      acc[r] = _mm512_fmadd_ps(t, scale, acc[r]);
+    }
+  }
+  const int64_t col0 = p * kCols, left = std::min<int64_t>(kCols, w.n - col0);
+  const __mmask16 mask = __mmask16((1u << left) - 1);
+  for (int r = 0; r < M; ++r) {
+    __m512 y = acc[r];
+    if (d.bias) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, d.bias + col0));
+    _mm512_mask_storeu_ps(d.c + r * w.n + col0, mask, y);
+  }
+}
+
+template <int M, int P>
+[[ONNX_MINI_PGVNNI512]] inline void Int8ZmmPanels(const Args& d, int64_t p0, int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    if (d.w->bits == 4) Int8ZmmPanel<M, 4, P>(d, p);
+    else Int8ZmmPanel<M, 8, P>(d, p);
+  }
+}
+
+template <int P>
+[[ONNX_MINI_PGVNNI512]] inline void Int8Zmm(const Args& d, int64_t p0, int64_t p1) {
+  switch (d.m) {
+    case 1: return Int8ZmmPanels<1, P>(d, p0, p1);
+    case 2: return Int8ZmmPanels<2, P>(d, p0, p1);
+    case 3: return Int8ZmmPanels<3, P>(d, p0, p1);
+    default: return Int8ZmmPanels<4, P>(d, p0, p1);
+  }
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]] void Int8Avx512Vnni(const Args& d,
+                                                                                           int64_t p0, int64_t p1) {
+  Int8Zmm<1>(d, p0, p1);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]] void DigitsAvx512Vnni(const Args& d,
+                                                                                             int64_t p0, int64_t p1) {
+  Int8Zmm<kDigits>(d, p0, p1);
+}
+
+// AVX-VNNI (ymm): a panel two halves of 8 columns (the group's first and
+// second 32 bytes). The VEX instruction in inline assembly: GCC 12 and clang
+// 14 name its intrinsic differently.
+#define ONNX_MINI_PGVNNI256 gnu::target("avx2,fma,avxvnni"), gnu::always_inline
+
+[[ONNX_MINI_PGVNNI256]] inline void DpbusdVex(__m256i& acc, __m256i u, __m256i s) {
+  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+}
+
+// A block's two halves one after the other (the second re-reads the block's
+// codes from L1): the accumulators of one half fit the 16 registers.
+template <int M, int Bits, int P>
+[[ONNX_MINI_PGVNNI256]] inline void Int8YmmPanel(const Args& d, int64_t p) {
+  constexpr int kPer = KPerGroup<Bits>();
+  const QuantPanels& w = *d.w;
+  const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = w.block / kPer;
+  const uint8_t* q = w.codes + p * kb * bb;
+  const float* sc = w.scales + p * kb * kCols;
+  const float* zp = w.zeros + p * kb * kCols;
+  const int8_t* a[M][P];
+  for (int r = 0; r < M; ++r)
+    for (int i = 0; i < P; ++i) a[r][i] = Digits<P>(d, r, i);
+  const __m256i low = _mm256_set1_epi8(15);
+  const int64_t ahead = (kPrefetchBytes / bb) * kCols;
+  __m256 acc[M][2];
+  for (int r = 0; r < M; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < kb; ++b, q += bb) {
+    _mm_prefetch(reinterpret_cast<const char*>(sc + b * kCols + ahead), _MM_HINT_T0);
+    if (!d.uniform) _mm_prefetch(reinterpret_cast<const char*>(zp + b * kCols + ahead), _MM_HINT_T0);
+    const int64_t k0 = b * w.block;
+    for (int h = 0; h < 2; ++h) {
+      __m256i dot[M][P];
+      for (int r = 0; r < M; ++r)
+        for (int i = 0; i < P; ++i) dot[r][i] = _mm256_setzero_si256();
+      for (int64_t g = 0; g < groups; ++g) {
+        if (h == 0) _mm_prefetch(reinterpret_cast<const char*>(q + g * kGroup + kPrefetchBytes), _MM_HINT_T0);
+        const int64_t kk = k0 + kPer * g;
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * kGroup + 32 * h));
+        if constexpr (Bits == 4) {
+          const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+          for (int r = 0; r < M; ++r)
+            for (int i = 0; i < P; ++i) {
+              int32_t x0, x1;
+              std::memcpy(&x0, a[r][i] + kk, 4);
+              std::memcpy(&x1, a[r][i] + kk + 4, 4);
+              DpbusdVex(dot[r][i], lo, _mm256_set1_epi32(x0));
+              DpbusdVex(dot[r][i], hi, _mm256_set1_epi32(x1));
+            }
+        } else {
+          for (int r = 0; r < M; ++r)
+            for (int i = 0; i < P; ++i) {
+              int32_t x0;
+              std::memcpy(&x0, a[r][i] + kk, 4);
+              DpbusdVex(dot[r][i], v, _mm256_set1_epi32(x0));
+            }
+        }
+      }
+      const __m256 scale = _mm256_loadu_ps(sc + b * kCols + 8 * h);
+      for (int r = 0; r < M; ++r) {
+        __m256 f = _mm256_cvtepi32_ps(dot[r][0]);
+        for (int i = 1; i < P; ++i) f = _mm256_fmadd_ps(f, _mm256_set1_ps(256.f), _mm256_cvtepi32_ps(dot[r][i]));
+        const __m256 sa = _mm256_set1_ps(d.s1[r * kb + b]), zq = _mm256_set1_ps(d.s2[r * kb + b]);
+        const __m256 t = d.uniform ? _mm256_fmsub_ps(f, sa, zq)
+                                   : _mm256_fnmadd_ps(_mm256_loadu_ps(zp + b * kCols + 8 * h), zq, _mm256_mul_ps(f, sa));
+        acc[r][h] = _mm256_fmadd_ps(t, scale, acc[r][h]);
+      }
+    }
+  }
+  const int64_t col0 = p * kCols, left = std::min<int64_t>(kCols, w.n - col0);
+  for (int r = 0; r < M; ++r) {
+    float y[kCols];
+    _mm256_storeu_ps(y, acc[r][0]);
+    _mm256_storeu_ps(y + 8, acc[r][1]);
+    for (int64_t i = 0; i < left; ++i) d.c[r * w.n + col0 + i] = d.bias ? y[i] + d.bias[col0 + i] : y[i];
+  }
+}
+
+template <int M, int P>
+[[ONNX_MINI_PGVNNI256]] inline void Int8YmmPanels(const Args& d, int64_t p0, int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    if (d.w->bits == 4) Int8YmmPanel<M, 4, P>(d, p);
+    else Int8YmmPanel<M, 8, P>(d, p);
+  }
+}
+
+template <int P>
+[[ONNX_MINI_PGVNNI256]] inline void Int8Ymm(const Args& d, int64_t p0, int64_t p1) {
+  switch (d.m) {
+    case 1: return Int8YmmPanels<1, P>(d, p0, p1);
+    case 2: return Int8YmmPanels<2, P>(d, p0, p1);
+    case 3: return Int8YmmPanels<3, P>(d, p0, p1);
+    default: return Int8YmmPanels<4, P>(d, p0, p1);
+  }
+}
+
+[[gnu::target("avx2,fma,avxvnni")]] void Int8AvxVnni(const Args& d, int64_t p0, int64_t p1) { Int8Ymm<1>(d, p0, p1); }
+[[gnu::target("avx2,fma,avxvnni")]] void DigitsAvxVnni(const Args& d, int64_t p0, int64_t p1) {
+  Int8Ymm<kDigits>(d, p0, p1);
+}
+#undef ONNX_MINI_PG512
+#undef ONNX_MINI_PGVNNI512
+#undef ONNX_MINI_PGVNNI256
+#endif
+
+using PanelsFn = void (*)(const Args&, int64_t, int64_t);
+
+// The float path's A for the integer products: per block of a row, Q =
+// round(a / s) with s = max |a| / (127 * 2^16), in balanced base-256 digits
+// (the first within [-127, 127]), each digit's row of kp int8 (zero-padded);
+// scale[b] = s, zq[b] = s * sum Q * zero. Compiled per target (the loops
+// vectorize: a few us a row of 2816 on the baseline build).
+struct DigitsRow {
+  int64_t k, block, kb, kp;
+  double zero;
+};
+[[gnu::always_inline]] inline void PrepareDigitsRow(const DigitsRow& g, const float* row, int8_t* dst, float* scale,
+                                                    float* zq) {
+  constexpr double kTop = 127.0 * 65536;
+  std::memset(dst, 0, size_t(kDigits * g.kp));
+  for (int64_t b = 0; b < g.kb; ++b) {
+    const int64_t first = b * g.block, len = std::min(g.block, g.k - first);
+    const float* x = row + first;
+    const float amax = NBitsMaxAbs(x, len);
+    const double inv = amax > 0 ? kTop / double(amax) : 0.0;
+    int64_t sum = 0;
+    int8_t* d0 = dst + first;
+    int8_t* d1 = d0 + g.kp;
+    int8_t* d2 = d1 + g.kp;
+    for (int64_t e = 0; e < len; ++e) {
+      // Nearest-even by the 1.5 * 2^52 addend (std::nearbyint is a libm call
+      // on the baseline target and keeps the loop scalar).
+      const int32_t v = int32_t((double(x[e]) * inv + 0x1.8p52) - 0x1.8p52);
+      sum += v;
+      const int32_t low = ((v + 128) & 255) - 128, rest = (v - low) >> 8;  // exact: v - low is a multiple of 256
+      const int32_t mid = ((rest + 128) & 255) - 128;
+      d2[e] = int8_t(low);
+      d1[e] = int8_t(mid);
+      d0[e] = int8_t((rest - mid) >> 8);
+    }
+    scale[b] = float(double(amax) / kTop);
+    zq[b] = float(double(scale[b]) * double(sum) * g.zero);
+  }
+}
+using DigitsFn = void (*)(const DigitsRow&, const float*, int8_t*, float*, float*);
+#if defined(__x86_64__)
+[[gnu::target("avx2,fma")]] void DigitsAvx2(const DigitsRow& g, const float* row, int8_t* dst, float* scale,
+                                            float* zq) {
+  PrepareDigitsRow(g, row, dst, scale, zq);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void DigitsAvx512(const DigitsRow& g, const float* row,
+                                                                               int8_t* dst, float* scale, float* zq) {
+  PrepareDigitsRow(g, row, dst, scale, zq);
+}
+#endif
+
+// The float product's build: `parts` 0 takes A as floats (FMA), kDigits as
+// base-256 digits (integer products).
+struct FloatEntry {
+  PanelsFn fn;
+  int parts;
+  DigitsFn prepare;  // with parts: A's digits
+};
+
+const FloatEntry& ActiveFloat() {
+  static const CpuDispatchTable<FloatEntry> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512Vnni, {DigitsAvx512Vnni, kDigits, DigitsAvx512}},
+      {CpuTarget::kAvxVnni, {DigitsAvxVnni, kDigits, DigitsAvx2}},
+      {CpuTarget::kAvx512, {FloatAvx512, 0, nullptr}},
+      {CpuTarget::kAvx2, {FloatAvx2, 0, nullptr}},
+#endif
+      {CpuTarget::kBaseline, {FloatBaseline, 0, nullptr}},
+  };
+  return table.Active();
+}
+
+const CpuDispatchTable<PanelsFn>::Build& ActiveInt8() {
+  static const CpuDispatchTable<PanelsFn> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512Vnni, Int8Avx512Vnni},
+      {CpuTarget::kAvxVnni, Int8AvxVnni},
+#endif
+      {CpuTarget::kBaseline, nullptr},
+  };
+  return table.ActiveBuild();
+}
+
+// Passes of up to kPanelGemvRows rows: `prepare(row, r)` fills pass row r's
+// part of the workspace, then the panels are split over the threads.
+template <class Prepare>
+void Passes(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c, int threads, Args d,
+            PanelsFn fn, double work_per_weight, const Prepare& prepare) {
+  for (int64_t r0 = 0; r0 < m; r0 += kPanelGemvRows) {
+    const int64_t rows = std::min(kPanelGemvRows, m - r0);
+    for (int64_t r = 0; r < rows; ++r) prepare(a + (r0 + r) * w.k, r);
+    d.bias = bias;
+    d.c = c + r0 * w.n;
+    d.m = rows;
+    // Four contiguous ranges of panels a thread, claimed as the threads go:
+    // long runs read front to back, and a thread slowed by another process
+    // on its core holds up at most one range.
+    const double work = double(w.padded_k()) * kCols * double(rows) * work_per_weight * double(w.panels);
+    const int use = ThreadsForWork(threads, work);
+    const int64_t ranges = use > 1 ? 4 * int64_t(use) : 1;
+    ParallelFor(use, w.panels, (w.panels + ranges - 1) / ranges, [&](int64_t p0, int64_t p1) { fn(d, p0, p1); });
+  }
+}
+
+}  // namespace
+
+int64_t PanelGemvWorkspace(int64_t m, const QuantPanels& w) {
+  const double rows = double(std::min(m, kPanelGemvRows));
+  const double need = rows * (double(w.padded_k()) + 2 * double(w.k_blocks)) + 16;
+  return need < double(std::numeric_limits<int64_t>::max() / 8) ? int64_t(need) : -1;
+}
+
+void PanelGemvFloat(const float* a, int64_t m, const QuantPanels& w, const float* uniform_zero, const float* bias,
+                    float* c, float* workspace, int threads) {
+  if (m <= 0 || w.n <= 0) return;
+  const FloatEntry& entry = ActiveFloat();
+  const int64_t kp = w.padded_k(), kb = w.k_blocks, rows = std::min(m, kPanelGemvRows);
+  const float zero = uniform_zero ? *uniform_zero : 1.0f;
+  if (entry.parts == 0) {
+    float* pa = workspace;
+    float* sums = workspace + rows * kp;
+    const Args d{&w, pa, sums, nullptr, nullptr, nullptr, 0, uniform_zero != nullptr};
+    Passes(a, m, w, bias, c, threads, d, entry.fn, 0.25, [&](const float* row, int64_t r) {
+      float* dst = pa + r * kp;
+      std::memcpy(dst, row, size_t(w.k) * sizeof(float));
+      std::fill(dst + w.k, dst + kp, 0.0f);
+      for (int64_t b = 0; b < kb; ++b) {
+        float s = 0;
+        for (int64_t e = b * w.block; e < (b + 1) * w.block; ++e) s += dst[e];
+        sums[r * kb + b] = s * zero;
+      }
+    });
+    return;
+  }
+  // A as digits (PrepareDigitsRow).
+  int8_t* digits = reinterpret_cast<int8_t*>(workspace);
+  float* scale = workspace + (rows * kDigits * kp + 3) / 4;
+  float* zq = scale + rows * kb;
+  const Args d{&w, digits, scale, zq, nullptr, nullptr, 0, uniform_zero != nullptr};
+  const DigitsRow g{w.k, w.block, kb, kp, double(zero)};
+  Passes(a, m, w, bias, c, threads, d, entry.fn, 1.0 / 16, [&](const float* row, int64_t r) {
+    entry.prepare(g, row, digits + r * kDigits * kp, scale + r * kb, zq + r * kb);
+  });
+}
+
+CpuTarget PanelGemvInt8Target() {
+  const auto& build = ActiveInt8();
+  return build.entries ? build.target : CpuTarget::kBaseline;
+}
+
+void PanelGemvInt8(const float* a, int64_t m, const QuantPanels& w, const float* uniform_zero, const float* bias,
+                   float* c, float* workspace, int threads) {
+  if (m <= 0 || w.n <= 0) return;
+  const PanelsFn fn = ActiveInt8().entries;
+  if (fn == nullptr) return;  // callers ask PanelGemvInt8Target first
+  const int64_t kp = w.padded_k(), kb = w.k_blocks, rows = std::min(m, kPanelGemvRows);
+  int8_t* qa = reinterpret_cast<int8_t*>(workspace);
+  float* sa = workspace + (rows * kp + 3) / 4;
+  float* sq = sa + rows * kb;
+  const float zero = uniform_zero ? *uniform_zero : 1.0f;
+  Args d{&w, qa, sa, sq, nullptr, nullptr, 0, uniform_zero != nullptr};
+  Passes(a, m, w, bias, c, threads, d, fn, 1.0 / 16, [&](const float* row, int64_t r) {
+    int8_t* dst = qa + r * kp;
+    std::memset(dst, 0, size_t(kp));
+    for (int64_t b = 0; b < kb; ++b) {
+      const int64_t first = b * w.block, len = std::min(w.block, w.k - first);
+      int32_t sum = 0;
+      sa[r * kb + b] = NBitsQuantizeBlockInt8(row + first, len, dst + first, &sum);
+      sq[r * kb + b] = sa[r * kb + b] * float(sum) * zero;
+    }
+  });
+}
+
+void PanelGemvInt8Reference(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c) {
+  std::vector<int8_t> qa(size_t(w.k));
+  std::vector<double> sa(size_t(w.k_blocks));
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      const int64_t first = b * w.block, len = std::min(w.block, w.k - first);
+      int32_t sum;
+      sa[size_t(b)] = NBitsQuantizeBlockInt8(a + r * w.k + first, len, qa.data() + first, &sum);
+    }
+    for (int64_t col = 0; col < w.n; ++col) {
+      const int64_t at = (col / kCols) * w.k_blocks * kCols + col % kCols;
+      double y = bias ? bias[col] : 0.0;
+      for (int64_t b = 0; b < w.k_blocks; ++b) {
+        int64_t dot = 0, sum = 0;
+        for (int64_t kk = b * w.block; kk < std::min(w.k, (b + 1) * w.block); ++kk) {
+          dot += int64_t(w.Code(col, kk)) * qa[size_t(kk)];
+          sum += qa[size_t(kk)];
+        }
+        y += sa[size_t(b)] * double(w.scales[at + b * kCols]) * (double(dot) - double(w.zeros[at + b * kCols]) * double(sum));
+      }
+      c[r * w.n + col] = float(y);
+    }
+  }
+}
+
+}  // namespace onnx_mini

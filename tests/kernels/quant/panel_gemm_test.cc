@@ -1,0 +1,200 @@
+// kernels/quant/panel_gemm.cc: the many-rows products over QuantPanels
+// (int8 through VNNI or the plain loops, the float path through the GEMM, the
+// integer-A q8 form) against their references, on every CPU target the host
+// has, 4- and 8-bit panels made with SetCode, odd K and N, blocks 16..256,
+// zero points, 5..200 rows, bias, threads.
+#include "kernels/quant/panel_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/quant/nbits_matmul.h"
+#include "runtime/cpu.h"
+#include "tests/ops/random_values.h"
+
+namespace onnx_mini {
+namespace {
+
+// Random panels: codes, scales, zero points (fractional unless `integral`),
+// code sums as a packer fills them.
+QuantPanelsBuffer MakePanels(int bits, int64_t k, int64_t n, int64_t block, bool integral, uint32_t seed) {
+  std::mt19937 rng(seed);
+  QuantPanelsBuffer buf;
+  EXPECT_TRUE(buf.Shape(bits, k, n, block));
+  const QuantPanels& w = buf.view;
+  const int top = (1 << bits) - 1;
+  for (int64_t col = 0; col < n; ++col) {
+    const int64_t at = (col / kQuantPanelCols) * w.k_blocks * kQuantPanelCols + col % kQuantPanelCols;
+    const float col_scale = 0.002f + 0.001f * float(rng() % 50);
+    for (int64_t b = 0; b < w.k_blocks; ++b) {
+      int32_t sum = 0;
+      for (int64_t kk = b * block; kk < std::min(k, (b + 1) * block); ++kk) {
+        const int code = int(rng() % uint32_t(top + 1));
+        buf.SetCode(col, kk, code);
+        sum += code;
+      }
+      const size_t i = size_t(at + b * kQuantPanelCols);
+      buf.code_sums[i] = sum;
+      // Integer B (q8): one scale a column; else one a block.
+      buf.scales[i] = integral ? col_scale : 0.002f + 0.001f * float(rng() % 50);
+      buf.zeros[i] = integral ? float(rng() % uint32_t(top + 1)) : float(rng() % uint32_t(top + 1)) + 0.25f;
+    }
+  }
+  return buf;
+}
+
+std::vector<CpuTarget> HostTargets() {
+  std::vector<CpuTarget> out;
+  for (CpuTarget t : kCpuVnniTargets)
+    if (CpuTargetUsable(t, HostCpuFeatures())) out.push_back(t);
+  for (CpuTarget t : {CpuTarget::kAvx2, CpuTarget::kBaseline})
+    if (CpuTargetUsable(t, HostCpuFeatures())) out.push_back(t);
+  return out;
+}
+
+struct Shape {
+  int64_t k, n, block;
+};
+const std::vector<Shape> kShapes = {{16, 16, 16}, {37, 19, 16}, {100, 33, 32}, {129, 47, 64}, {256, 17, 256},
+                                    {300, 50, 128}, {520, 31, 256}};
+
+TEST(PanelGemm, Int8MatchesItsReferenceOnEveryTarget) {
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    EXPECT_EQ(QuantPanelsInt8Target(), t);
+    uint32_t seed = 100;
+    for (int bits : {4, 8})
+      for (const Shape& s : kShapes) {
+        const QuantPanelsBuffer buf = MakePanels(bits, s.k, s.n, s.block, false, ++seed);
+        for (int64_t m : {5, 17, 128, 200}) {
+          if (m > 17 && s.k > 256) continue;  // the plain reference's time
+          const std::vector<float> a = RandomFloats(m * s.k, seed + 7), bias = RandomFloats(s.n, seed + 8);
+          const float* pb = m % 2 ? bias.data() : nullptr;
+          std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
+          std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, true)));
+          QuantPanelsMatMulMany(a.data(), m, buf.view, true, pb, got.data(), ws.data(), m == 17 ? 2 : 1);
+          QuantPanelsMatMulInt8Reference(a.data(), m, buf.view, pb, want.data());
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
+                << CpuTargetName(t) << " bits=" << bits << " k=" << s.k << " n=" << s.n << " block=" << s.block
+                << " m=" << m << " at " << i;
+        }
+      }
+  }
+}
+
+TEST(PanelGemm, FloatPathMatchesTheReference) {
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    uint32_t seed = 200;
+    for (int bits : {4, 8})
+      for (const Shape& s : kShapes) {
+        const QuantPanelsBuffer buf = MakePanels(bits, s.k, s.n, s.block, false, ++seed);
+        for (int64_t m : {5, 128}) {
+          const std::vector<float> a = RandomFloats(m * s.k, seed + 7), bias = RandomFloats(s.n, seed + 8);
+          std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
+          std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, false)));
+          QuantPanelsMatMulMany(a.data(), m, buf.view, false, bias.data(), got.data(), ws.data(), 2);
+          QuantPanelsMatMulReference(a.data(), m, buf.view, bias.data(), want.data());
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
+                << CpuTargetName(t) << " bits=" << bits << " k=" << s.k << " n=" << s.n << " m=" << m << " at " << i;
+        }
+      }
+  }
+}
+
+// The integer-A form's sums are exact: equal to its reference, every target,
+// uint8 and int8 A with zero points, 1-4 rows (decode) and many.
+TEST(PanelGemm, IntegerAEqualsItsReferenceExactly) {
+  const std::vector<Shape> shapes = {{8, 16, 8}, {37, 19, 40}, {100, 33, 104}, {1000, 45, 1000}};
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    uint32_t seed = 300;
+    for (const Shape& s : shapes) {
+      const QuantPanelsBuffer buf = MakePanels(8, s.k, s.n, s.block, true, ++seed);
+      std::mt19937 rng(seed);
+      for (int64_t m : {1, 2, 3, 4, 5, 17, 128}) {
+        for (bool a_unsigned : {true, false}) {
+          std::vector<uint8_t> a(size_t(m * s.k));
+          for (uint8_t& v : a) v = uint8_t(rng());
+          QuantPanelsIntA x;
+          x.a = a.data();
+          x.a_unsigned = a_unsigned;
+          x.a_zero = a_unsigned ? int32_t(rng() % 256) : int32_t(rng() % 256) - 128;
+          x.a_scale = 0.0123f;
+          x.m = m;
+          const std::vector<float> bias = RandomFloats(s.n, seed + 8);
+          const float* pb = m % 2 ? bias.data() : nullptr;
+          std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
+          std::vector<uint8_t> ws(size_t(QuantPanelsMatMulIntAWorkspace(m, buf.view)));
+          QuantPanelsMatMulIntA(x, buf.view, pb, got.data(), ws.data(), m == 17 ? 2 : 1);
+          QuantPanelsMatMulIntAReference(x, buf.view, pb, want.data());
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " k=" << s.k << " n=" << s.n << " m=" << m
+                                       << " unsigned=" << a_unsigned << " at " << i;
+        }
+      }
+    }
+  }
+}
+
+// Integer A over 4-bit panels (not what PackInt8Panels makes): the plain
+// loops, still exact.
+TEST(PanelGemm, IntegerAOnFourBitPanelsIsExactToo) {
+  const QuantPanelsBuffer buf = MakePanels(4, 100, 21, 104, true, 5);
+  std::vector<uint8_t> a(size_t(3 * 100));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 37);
+  QuantPanelsIntA x;
+  x.a = a.data();
+  x.a_zero = 100;
+  x.m = 3;
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    std::vector<float> got(size_t(3 * 21), NAN), want(size_t(3 * 21));
+    std::vector<uint8_t> ws(size_t(QuantPanelsMatMulIntAWorkspace(3, buf.view)));
+    QuantPanelsMatMulIntA(x, buf.view, nullptr, got.data(), ws.data(), 1);
+    QuantPanelsMatMulIntAReference(x, buf.view, nullptr, want.data());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " at " << i;
+  }
+}
+
+// K over 65536: blocks of 4096 sharing each column's scale, the int32 sum
+// wrapping as onnxruntime's does.
+TEST(PanelGemm, IntegerAOverManyBlocksWrapsAsInt32) {
+  const int64_t k = 70000, n = 17, m = 2;
+  QuantPanelsBuffer buf = MakePanels(8, k, n, 4096, true, 7);
+  for (size_t i = 0; i < buf.zeros.size(); ++i) buf.zeros[i] = 0;  // large sums
+  std::vector<uint8_t> a(size_t(m * k), 255);
+  QuantPanelsIntA x;
+  x.a = a.data();
+  x.m = m;
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    std::vector<float> got(size_t(m * n), NAN), want(size_t(m * n));
+    std::vector<uint8_t> ws(size_t(QuantPanelsMatMulIntAWorkspace(m, buf.view)));
+    QuantPanelsMatMulIntA(x, buf.view, nullptr, got.data(), ws.data(), 1);
+    QuantPanelsMatMulIntAReference(x, buf.view, nullptr, want.data());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " at " << i;
+  }
+}
+
+// The int8 reference is the double product of A rounded by
+// NBitsRoundRowsToInt8 (the rule MatMulNBits' accuracy level 4 uses).
+TEST(PanelGemm, Int8ReferenceIsTheProductOfTheRoundedRows) {
+  const QuantPanelsBuffer buf = MakePanels(4, 70, 21, 32, false, 9);
+  const int64_t m = 3;
+  const std::vector<float> a = RandomFloats(m * 70, 10);
+  std::vector<float> rounded(a.size()), got(size_t(m * 21)), want(size_t(m * 21));
+  NBitsRoundRowsToInt8(a.data(), m, 70, 32, rounded.data());
+  QuantPanelsMatMulInt8Reference(a.data(), m, buf.view, nullptr, got.data());
+  QuantPanelsMatMulReference(rounded.data(), m, buf.view, nullptr, want.data());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::fabs(want[i])) << i;
+}
+
+}  // namespace
+}  // namespace onnx_mini

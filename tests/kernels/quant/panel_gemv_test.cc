@@ -1,0 +1,306 @@
+// kernels/quant/panel_gemv.cc and PackNBitsPanels: MatMulNBits' weights
+// packed into panels give the native reference's product; the decode
+// kernels (float on every CPU target, int8 on every VNNI target) match their
+// references: bits 4 and 8, blocks 16..128, odd K (not a multiple of the
+// block), N not a multiple of 16, every zero-point form, rows 1..5 and 16, an
+// LM-head shape, threads 1 and 2.
+#include "kernels/quant/panel_gemv.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/quant/nbits_matmul.h"
+#include "runtime/cpu.h"
+#include "tests/ops/random_values.h"
+
+namespace onnx_mini {
+namespace {
+
+enum class Zero { kAbsent, kPacked, kFloat };
+
+struct Weight {
+  std::vector<uint8_t> data, zero_packed;
+  std::vector<float> scales, zero_float;
+  NBitsMatrix w;
+  QuantPanelsBuffer panels;
+};
+
+// A random MatMulNBits weight and its panels.
+std::unique_ptr<Weight> MakeWeight(int bits, int64_t k, int64_t n, int64_t block, Zero zero, uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto x = std::make_unique<Weight>();
+  NBitsMatrix& w = x->w;
+  w.bits = bits;
+  w.k = k;
+  w.n = n;
+  w.block_size = block;
+  w.k_blocks = (k + block - 1) / block;
+  x->data.resize(size_t(n * w.k_blocks * w.blob_bytes()));
+  for (uint8_t& b : x->data) b = uint8_t(rng());
+  x->scales = RandomFloats(n * w.k_blocks, seed + 1);
+  for (float& s : x->scales) s = 0.01f + 0.05f * std::fabs(s);
+  w.zero_default = float(1 << (bits - 1));
+  if (zero == Zero::kPacked) {
+    x->zero_packed.resize(size_t(n * w.zero_row_bytes()));
+    for (uint8_t& b : x->zero_packed) b = uint8_t(rng());
+    w.zero_packed = x->zero_packed.data();
+  } else if (zero == Zero::kFloat) {
+    x->zero_float = RandomFloats(n * w.k_blocks, seed + 2);
+    for (float& z : x->zero_float) z = float(1 << (bits - 1)) + 2 * z;
+    w.zero_float = x->zero_float.data();
+  }
+  w.data = x->data.data();
+  w.scales = x->scales.data();
+  EXPECT_TRUE(PackNBitsPanels(w, &x->panels));
+  return x;
+}
+
+std::string Name(const NBitsMatrix& w, Zero zero) {
+  return "bits=" + std::to_string(w.bits) + " k=" + std::to_string(w.k) + " n=" + std::to_string(w.n) +
+         " block=" + std::to_string(w.block_size) + " zero=" + std::to_string(int(zero));
+}
+
+struct Shape {
+  int64_t k, n, block;
+};
+// Odd K short of a block and not a multiple of it, N not a multiple of 16.
+const std::vector<Shape> kShapes = {{16, 1, 16}, {7, 3, 16}, {33, 17, 16}, {100, 9, 32},
+                                    {130, 65, 64}, {256, 40, 128}, {300, 31, 32}, {1000, 33, 32}};
+
+TEST(PackNBitsPanels, PanelsHoldTheNativeWeight) {
+  uint32_t seed = 1;
+  for (int bits : {4, 8})
+    for (const Shape& s : kShapes)
+      for (Zero zero : {Zero::kAbsent, Zero::kPacked, Zero::kFloat}) {
+        const auto x = MakeWeight(bits, s.k, s.n, s.block, zero, seed++);
+        const QuantPanels& p = x->panels.view;
+        const NBitsMatrix& w = x->w;
+        for (int64_t col = 0; col < w.n; ++col)
+          for (int64_t b = 0; b < w.k_blocks; ++b) {
+            const int64_t at = ((col / 16) * w.k_blocks + b) * 16 + col % 16;
+            int32_t sum = 0;
+            for (int64_t kk = b * w.block_size; kk < std::min(w.k, (b + 1) * w.block_size); ++kk) {
+              const uint8_t* q = w.data + (col * w.k_blocks + b) * w.blob_bytes();
+              const int64_t e = kk - b * w.block_size;
+              const int code = bits == 8 ? q[e] : (q[e / 2] >> (4 * (e % 2))) & 15;
+              ASSERT_EQ(p.Code(col, kk), code) << Name(w, zero) << " col " << col << " k " << kk;
+              sum += code;
+            }
+            ASSERT_EQ(p.code_sums[at], sum);
+            ASSERT_EQ(p.scales[at], w.scales[col * w.k_blocks + b]);
+            ASSERT_EQ(p.zeros[at], w.Zero(col, b));
+          }
+        // And the products agree.
+        const int64_t m = 2;
+        const std::vector<float> a = RandomFloats(m * s.k, seed);
+        std::vector<float> want(size_t(m * s.n)), got(want.size());
+        NBitsMatMulReference(a.data(), m, w, nullptr, want.data());
+        QuantPanelsMatMulReference(a.data(), m, p, nullptr, got.data());
+        for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 + 1e-5 * std::fabs(want[i]));
+      }
+}
+
+TEST(PackNBitsPanels, RefusesTwoBitsAndGIdx) {
+  const auto x = MakeWeight(4, 64, 5, 32, Zero::kAbsent, 3);
+  NBitsMatrix w = x->w;
+  QuantPanelsBuffer out;
+  std::vector<int32_t> g_idx(64, 0);
+  w.g_idx = g_idx.data();
+  EXPECT_FALSE(PackNBitsPanels(w, &out));
+  w.g_idx = nullptr;
+  w.bits = 2;
+  EXPECT_FALSE(PackNBitsPanels(w, &out));
+  float zero = 0;
+  EXPECT_TRUE(QuantPanelsZeroUniform(x->panels.view, &zero));
+  EXPECT_EQ(zero, 8.f);
+  const auto y = MakeWeight(4, 64, 5, 32, Zero::kPacked, 4);
+  EXPECT_FALSE(QuantPanelsZeroUniform(y->panels.view, &zero));
+}
+
+// got against want, with a tolerance growing with K.
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, int64_t k, const std::string& what) {
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 2e-5 * (double(k) + 1) + 1e-5 * std::fabs(want[i])) << what << " at " << i;
+}
+
+TEST(PanelGemvFloat, MatchesTheReferenceOnEveryTarget) {
+  uint32_t seed = 100;
+  // The VNNI targets take A as base-128 digits (integer products).
+  for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512, CpuTarget::kAvxVnni,
+                           CpuTarget::kAvx512Vnni}) {
+    if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(target);
+    for (int bits : {4, 8})
+      for (const Shape& s : kShapes)
+        for (Zero zero : {Zero::kAbsent, Zero::kPacked, Zero::kFloat}) {
+          const auto x = MakeWeight(bits, s.k, s.n, s.block, zero, seed++);
+          const QuantPanels& p = x->panels.view;
+          float uniform = 0;
+          const bool is_uniform = QuantPanelsZeroUniform(p, &uniform);
+          for (int64_t m : {1, 2, 3, 4, 5, 16}) {
+            const std::vector<float> a = RandomFloats(m * s.k, seed), bias = RandomFloats(s.n, seed + 1);
+            for (bool with_bias : {false, true})
+              for (int threads : {1, 2}) {
+                const float* pb = with_bias ? bias.data() : nullptr;
+                std::vector<float> got(size_t(m * s.n), NAN), want(got.size());
+                std::vector<float> ws(size_t(PanelGemvWorkspace(m, p)));
+                PanelGemvFloat(a.data(), m, p, is_uniform ? &uniform : nullptr, pb, got.data(), ws.data(), threads);
+                QuantPanelsMatMulReference(a.data(), m, p, pb, want.data());
+                ExpectNear(got, want, s.k,
+                           std::string(CpuTargetName(target)) + " " + Name(x->w, zero) + " m=" + std::to_string(m));
+                if (is_uniform) {  // the zeros array read instead: the same
+                  std::vector<float> read(got.size(), NAN);
+                  PanelGemvFloat(a.data(), m, p, nullptr, pb, read.data(), ws.data(), threads);
+                  ExpectNear(read, want, s.k, "zeros read");
+                }
+              }
+          }
+        }
+  }
+}
+
+// The float product on VNNI targets takes A as 24-bit integers per block
+// (three base-256 digits): each value within 2^-24 of its block's max |a|,
+// float32's own rounding of the largest. Its error stays within that bound
+// (plus float32 accumulation), an outlier in each block included.
+TEST(PanelGemvFloat, IntegerDigitsKeepFloatAccuracy) {
+  const auto x = MakeWeight(4, 1000, 37, 32, Zero::kPacked, 77);
+  const QuantPanels& p = x->panels.view;
+  const int64_t m = 3;
+  std::vector<float> a = RandomFloats(m * p.k, 78);
+  for (int64_t i = 0; i < m * p.k; i += 29) a[size_t(i)] *= 1000;  // outliers
+  std::vector<float> want(size_t(m * p.n)), got(want.size(), NAN);
+  QuantPanelsMatMulReference(a.data(), m, p, nullptr, want.data());
+  for (CpuTarget t : kCpuVnniTargets) {
+    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(t);
+    std::vector<float> ws(size_t(PanelGemvWorkspace(m, p)));
+    PanelGemvFloat(a.data(), m, p, nullptr, nullptr, got.data(), ws.data(), 1);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t col = 0; col < p.n; ++col) {
+        // Bound: sum over blocks of 2^-24 max|a| sum |w|, and 2^-22 sum |a w|.
+        double bound = 0, mag = 0;
+        for (int64_t b = 0; b < p.k_blocks; ++b) {
+          const int64_t at = ((col / 16) * p.k_blocks + b) * 16 + col % 16;
+          double amax = 0, wsum = 0;
+          for (int64_t kk = b * p.block; kk < std::min(p.k, (b + 1) * p.block); ++kk) {
+            const double wv = std::fabs((p.Code(col, kk) - p.zeros[at]) * p.scales[at]);
+            amax = std::max(amax, std::fabs(double(a[size_t(r * p.k + kk)])));
+            wsum += wv;
+            mag += wv * std::fabs(double(a[size_t(r * p.k + kk)]));
+          }
+          bound += std::ldexp(amax * wsum, -24);
+        }
+        const size_t i = size_t(r * p.n + col);
+        ASSERT_LE(std::fabs(double(got[i]) - double(want[i])), bound + std::ldexp(mag, -22))
+            << CpuTargetName(t) << " row " << r << " col " << col;
+      }
+  }
+}
+
+TEST(PanelGemvInt8, MatchesItsReferenceOnEveryVnniTarget) {
+  const CpuFeatures host = HostCpuFeatures();
+  int ran = 0;
+  for (CpuTarget t : kCpuVnniTargets) {
+    if (!CpuTargetUsable(t, host)) continue;
+    ScopedCpuFeaturesForTesting scope(t);
+    ASSERT_EQ(PanelGemvInt8Target(), t) << CpuTargetName(t);
+    ++ran;
+    uint32_t seed = 500;
+    for (int bits : {4, 8})
+      for (const Shape& s : kShapes)
+        for (Zero zero : {Zero::kAbsent, Zero::kPacked, Zero::kFloat}) {
+          const auto x = MakeWeight(bits, s.k, s.n, s.block, zero, ++seed);
+          const QuantPanels& p = x->panels.view;
+          float uniform = 0;
+          const bool is_uniform = QuantPanelsZeroUniform(p, &uniform);
+          for (int64_t m : {1, 2, 3, 4, 5, 16}) {
+            const std::vector<float> a = RandomFloats(m * s.k, seed + 7), bias = RandomFloats(s.n, seed + 8);
+            for (bool with_bias : {false, true})
+              for (int threads : {1, 2}) {
+                const float* pb = with_bias ? bias.data() : nullptr;
+                std::vector<float> got(size_t(m * s.n), NAN), want(got.size()), read(got.size(), NAN);
+                std::vector<float> ws(size_t(PanelGemvWorkspace(m, p)));
+                PanelGemvInt8(a.data(), m, p, is_uniform ? &uniform : nullptr, pb, got.data(), ws.data(), threads);
+                PanelGemvInt8Reference(a.data(), m, p, pb, want.data());
+                const std::string what = std::string(CpuTargetName(t)) + " " + Name(x->w, zero) + " m=" + std::to_string(m);
+                ExpectNear(got, want, s.k, what);
+                PanelGemvInt8(a.data(), m, p, nullptr, pb, read.data(), ws.data(), threads);
+                ExpectNear(read, want, s.k, what + " zeros read");
+              }
+          }
+        }
+  }
+  if (ran == 0) GTEST_SKIP() << "no VNNI on this CPU";
+}
+
+TEST(PanelGemvInt8, OnlyVnniTargetsRunIt) {
+  for (CpuTarget t : kCpuTargets) {
+    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(t);  // the chain's targets have no VNNI feature
+    EXPECT_EQ(PanelGemvInt8Target(), CpuTarget::kBaseline) << CpuTargetName(t);
+  }
+}
+
+// The int8 quantizer the kernels share rounds as NBitsRoundRowsToInt8 does,
+// ties to even included.
+TEST(NBitsQuantizeBlockInt8, RoundsAsTheRowRule) {
+  const std::vector<float> x = {127, -2.5f, 3.5f, 0.5f, -0.5f, 1.5f, 126.5f, -126.5f, 0.4f, -63.5f};
+  std::vector<int8_t> q(x.size());
+  int32_t sum = 0;
+  const float scale = NBitsQuantizeBlockInt8(x.data(), int64_t(x.size()), q.data(), &sum);
+  EXPECT_EQ(scale, 1.0f);
+  EXPECT_EQ(q, (std::vector<int8_t>{127, -2, 4, 0, 0, 2, 126, -126, 0, -64}));
+  EXPECT_EQ(sum, 127 - 2 + 4 + 2 + 126 - 126 - 64);
+  std::vector<float> rounded(x.size());
+  NBitsRoundRowsToInt8(x.data(), 1, int64_t(x.size()), int64_t(x.size()), rounded.data());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(rounded[i], float(q[i]) * scale) << i;
+}
+
+// The panels' int8 reference is the native one (4 bits), and is the float
+// product of A rounded to int8 (4 and 8 bits).
+TEST(PanelGemvInt8, ReferenceIsTheNativeOneAndTheRoundedProduct) {
+  for (int bits : {4, 8})
+    for (Zero zero : {Zero::kAbsent, Zero::kPacked, Zero::kFloat}) {
+      const auto x = MakeWeight(bits, 200, 19, 64, zero, 41 + int(zero));
+      const int64_t m = 3;
+      const std::vector<float> a = RandomFloats(m * x->w.k, 9);
+      std::vector<float> rounded(a.size()), want(size_t(m * x->w.n)), got(want.size()), native(want.size());
+      NBitsRoundRowsToInt8(a.data(), m, x->w.k, x->w.block_size, rounded.data());
+      NBitsMatMulReference(rounded.data(), m, x->w, nullptr, want.data());
+      PanelGemvInt8Reference(a.data(), m, x->panels.view, nullptr, got.data());
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-5 * std::fabs(want[i])) << i;
+      if (bits == 4) {
+        NBitsMatMulInt8Reference(a.data(), m, x->w, nullptr, native.data());
+        for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], native[i], 1e-5 + 1e-6 * std::fabs(want[i])) << i;
+      }
+    }
+}
+
+TEST(PanelGemv, LmHeadShape) {
+  // A long N at a real K: panels split over the threads.
+  const auto x = MakeWeight(4, 1024, 32000 + 7, 32, Zero::kAbsent, 5);
+  const QuantPanels& p = x->panels.view;
+  float uniform = 0;
+  ASSERT_TRUE(QuantPanelsZeroUniform(p, &uniform));
+  for (int64_t m : {1, 3}) {
+    const std::vector<float> a = RandomFloats(m * p.k, 17), bias = RandomFloats(p.n, 18);
+    std::vector<float> got(size_t(m * p.n), NAN), want(got.size());
+    std::vector<float> ws(size_t(PanelGemvWorkspace(m, p)));
+    QuantPanelsMatMulReference(a.data(), m, p, bias.data(), want.data());
+    PanelGemvFloat(a.data(), m, p, &uniform, bias.data(), got.data(), ws.data(), 2);
+    ExpectNear(got, want, p.k, "float lm head");
+    if (PanelGemvInt8Target() != CpuTarget::kBaseline) {
+      PanelGemvInt8Reference(a.data(), m, p, bias.data(), want.data());
+      PanelGemvInt8(a.data(), m, p, &uniform, bias.data(), got.data(), ws.data(), 2);
+      ExpectNear(got, want, p.k, "int8 lm head");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnx_mini
