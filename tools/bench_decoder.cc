@@ -18,13 +18,12 @@
 // With --quant: a Qwen2-sized decoder (8 layers, hidden 1024, 16/4 heads of 64,
 // MLP 2816, vocabulary 32000, random weights) in the quantized forms users get
 // (see WriteQuantCases; and the attention form in float32 for reference),
-// each case with a bench.json: the weight bytes a step
-// reads (tools/bench/compare.py prints the floor from it).
+// each case with a bench.json: the weight bytes a step reads (from which
+// tools/bench/compare.py prints the floor).
 // SiLU is x * Sigmoid(x) in every form. The prefill and decode cases of a form
 // share one model file (hard-linked).
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -311,7 +310,8 @@ ModelBuilder BuildModel(Form form, Quant quant, int64_t opset, const Dims& d, co
           packed[size_t(i / 2)] |= uint8_t((uint8_t(q.codes[size_t(i)]) & 0xF) << (i % 2 == 0 ? 0 : 4));
         RawInitializer(m, wname + "_DQ_Q4", DType::kInt4, {K, N}, packed.data(), packed.size());
         RawInitializer(m, wname + "_DQ_scales", DType::kFloat, {q.blocks, N}, q.scales.data(), q.scales.size() * 4);
-        onnx::NodeProto& dq = m.Node("DequantizeLinear", {wname + "_DQ_Q4", wname + "_DQ_scales"}, {wname + "_DQ_Q4_output"});
+        onnx::NodeProto& dq =
+            m.Node("DequantizeLinear", {wname + "_DQ_Q4", wname + "_DQ_scales"}, {wname + "_DQ_Q4_output"});
         SetAttr(dq, "axis", int64_t{0});
         SetAttr(dq, "block_size", kBlock);
         m.Node("MatMul", {x, wname + "_DQ_Q4_output"}, {y});
