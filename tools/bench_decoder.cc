@@ -1,11 +1,12 @@
-// bench-decoder: writes a tiny Llama-style decoder (4 layers, hidden 512,
-// GQA with 8 query and 2 KV heads of 64, SiLU MLP of 1408, vocabulary 8192,
-// random weights) in three export forms, each with a prefill case (128 tokens,
-// empty cache) and a decode-step case (one token after 512), in the
-// backend-test layout, so onnx-run and onnxruntime time the same files:
-//   bench-decoder OUT_DIR
+// bench-decoder: writes Llama-style decoders in several export forms, each
+// with a prefill case (128 tokens, empty cache) and a decode-step case (one
+// token after 512), in the backend-test layout, so onnx-run and onnxruntime
+// time the same files:
+//   bench-decoder OUT_DIR [--quant] [--only REGEX]
 //   onnx-run OUT_DIR/CASE/model.onnx --input-dir OUT_DIR/CASE/test_data_set_0 --repeat 10 --json
-// The forms compute the same function with the same weights:
+// Without --quant: a tiny decoder (4 layers, hidden 512, GQA with 8 query and
+// 2 KV heads of 64, SiLU MLP of 1408, vocabulary 8192, random float weights)
+// in three forms that compute the same function with the same weights:
 //   attention   Attention-23 with past/present (a dynamic cache), RMSNormalization
 //               and RotaryEmbedding ops (opset 23);
 //   static      a static cache of 1024 slots written by TensorScatter-24,
@@ -14,20 +15,31 @@
 //               Pow/ReduceMean/Add/Sqrt/Div/Mul, rotary as Slice/Neg/Concat/Mul/Add,
 //               the GQA repeat as Unsqueeze/Expand/Reshape, scores by MatMul, Div
 //               and a causal Where mask, Softmax, MatMul; past/present by Concat.
+// With --quant: a Qwen2-sized decoder (8 layers, hidden 1024, 16/4 heads of 64,
+// MLP 2816, vocabulary 32000, random weights) in the quantized forms users get
+// (see WriteQuantCases; and the attention form in float32 for reference),
+// each case with a bench.json: the weight bytes a step reads (from which
+// tools/bench/compare.py prints the floor).
 // SiLU is x * Sigmoid(x) in every form. The prefill and decode cases of a form
 // share one model file (hard-linked).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <random>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/status_macros.h"
 #include "runtime/tensor_io.h"
+#include "tools/genai_model.h"
 #include "tools/model_builder.h"
 
 namespace fs = std::filesystem;
@@ -35,17 +47,18 @@ using namespace onnx_mini;
 
 namespace {
 
-constexpr int64_t kVocab = 8192;
-constexpr int64_t kHidden = 512;
-constexpr int64_t kLayers = 4;
-constexpr int64_t kQHeads = 8;
-constexpr int64_t kKvHeads = 2;
-constexpr int64_t kHeadDim = kHidden / kQHeads;
-constexpr int64_t kIntermediate = 1408;
-constexpr int64_t kMaxPosition = 2048;
-constexpr int64_t kStaticCache = 1024;  // slots of the static cache
+// The decoder's sizes.
+struct Dims {
+  int64_t vocab, hidden, layers, q_heads, kv_heads, head_dim, intermediate;
+  int64_t max_position;  // rows of the rotary caches
+  int64_t static_cache;  // slots of the static cache; the shared buffer's length
+};
+constexpr Dims kTiny{8192, 512, 4, 8, 2, 64, 1408, 2048, 1024};
+// Qwen2-0.5B-like: the realistic size.
+constexpr Dims kQwen{32000, 1024, 8, 16, 4, 64, 2816, 2048, 1024};
 constexpr int64_t kPrefill = 128;
 constexpr int64_t kPast = 512;  // tokens in the cache before the decode step
+constexpr int64_t kBlock = 32;  // 4-bit block size of every quantized form
 constexpr double kRopeTheta = 10000.0;
 constexpr float kEpsilon = 1e-5f;
 
@@ -53,6 +66,20 @@ enum class Form { kAttention, kStatic, kDecomposed };
 const char* FormName(Form f) {
   return f == Form::kAttention ? "attention" : f == Form::kStatic ? "static" : "decomposed";
 }
+
+// How the projections' weights (and, for q8, the embedding) are spelled.
+enum class Quant {
+  kFloat,  // MatMul over float32 weights
+  kQ4,     // transformers.js model_q4.onnx: onnxruntime's MatMul4BitsQuantizer(block_size 32,
+           // is_symmetric, accuracy_level unset): MatMulNBits, no zero points, 1-D scales,
+           // no accuracy_level attribute (0); the embedding stays a float Gather
+  kQ8,     // transformers.js model_quantized.onnx: onnxruntime's dynamic quantizer
+           // (IntegerOps, QInt8 weights as for a graph without Conv/GQA/MHA, per tensor,
+           // symmetric, no reduce_range): DynamicQuantizeLinear + MatMulInteger + Cast + Mul
+           // + Mul; the embedding an int8 table, Gather then DequantizeLinear
+  kQdq4,   // the standard spelling: DequantizeLinear (int4 [K, N], blocks of 32 along
+           // axis 0, symmetric: no zero point) + MatMul
+};
 
 std::mt19937 rng(11);
 
@@ -70,48 +97,50 @@ Tensor Normal(const Shape& shape) {
   return t;
 }
 
-// The weights, shared by the three forms. Projections are [in, out] with
+// The weights, shared by the forms. Projections are [in, out] with
 // standard deviation 1/sqrt(in).
 struct Weights {
   std::vector<std::pair<std::string, Tensor>> tensors;
+  std::set<std::string> projections;  // the MatMul weights among `tensors`
   Tensor cos_half, sin_half;  // [positions, head_dim / 2]: RotaryEmbedding's caches
   Tensor cos_full, sin_full;  // [positions, head_dim]: the halves repeated, for the decomposed form
 };
 
-Weights MakeWeights() {
+Weights MakeWeights(const Dims& d) {
   Weights w;
   auto projection = [&](const std::string& name, int64_t in, int64_t out) {
     w.tensors.push_back({name, Uniform({in, out}, 0.0f, std::sqrt(3.0f / float(in)))});
+    w.projections.insert(name);
   };
-  w.tensors.push_back({"embed_tokens", Uniform({kVocab, kHidden}, 0.0f, std::sqrt(3.0f))});
-  for (int64_t l = 0; l < kLayers; ++l) {
+  w.tensors.push_back({"embed_tokens", Uniform({d.vocab, d.hidden}, 0.0f, std::sqrt(3.0f))});
+  for (int64_t l = 0; l < d.layers; ++l) {
     const std::string p = absl::StrCat("layers.", l, ".");
-    w.tensors.push_back({p + "attn_norm", Uniform({kHidden}, 1.0f, 0.1f)});
-    projection(p + "wq", kHidden, kQHeads * kHeadDim);
-    projection(p + "wk", kHidden, kKvHeads * kHeadDim);
-    projection(p + "wv", kHidden, kKvHeads * kHeadDim);
-    projection(p + "wo", kQHeads * kHeadDim, kHidden);
-    w.tensors.push_back({p + "mlp_norm", Uniform({kHidden}, 1.0f, 0.1f)});
-    projection(p + "wgate", kHidden, kIntermediate);
-    projection(p + "wup", kHidden, kIntermediate);
-    projection(p + "wdown", kIntermediate, kHidden);
+    w.tensors.push_back({p + "attn_norm", Uniform({d.hidden}, 1.0f, 0.1f)});
+    projection(p + "wq", d.hidden, d.q_heads * d.head_dim);
+    projection(p + "wk", d.hidden, d.kv_heads * d.head_dim);
+    projection(p + "wv", d.hidden, d.kv_heads * d.head_dim);
+    projection(p + "wo", d.q_heads * d.head_dim, d.hidden);
+    w.tensors.push_back({p + "mlp_norm", Uniform({d.hidden}, 1.0f, 0.1f)});
+    projection(p + "wgate", d.hidden, d.intermediate);
+    projection(p + "wup", d.hidden, d.intermediate);
+    projection(p + "wdown", d.intermediate, d.hidden);
   }
-  w.tensors.push_back({"final_norm", Uniform({kHidden}, 1.0f, 0.1f)});
-  projection("lm_head", kHidden, kVocab);
-  const int64_t half = kHeadDim / 2;
-  w.cos_half = Tensor::Zeros(DType::kFloat, {kMaxPosition, half});
-  w.sin_half = Tensor::Zeros(DType::kFloat, {kMaxPosition, half});
-  w.cos_full = Tensor::Zeros(DType::kFloat, {kMaxPosition, kHeadDim});
-  w.sin_full = Tensor::Zeros(DType::kFloat, {kMaxPosition, kHeadDim});
-  for (int64_t p = 0; p < kMaxPosition; ++p)
+  w.tensors.push_back({"final_norm", Uniform({d.hidden}, 1.0f, 0.1f)});
+  projection("lm_head", d.hidden, d.vocab);
+  const int64_t half = d.head_dim / 2;
+  w.cos_half = Tensor::Zeros(DType::kFloat, {d.max_position, half});
+  w.sin_half = Tensor::Zeros(DType::kFloat, {d.max_position, half});
+  w.cos_full = Tensor::Zeros(DType::kFloat, {d.max_position, d.head_dim});
+  w.sin_full = Tensor::Zeros(DType::kFloat, {d.max_position, d.head_dim});
+  for (int64_t p = 0; p < d.max_position; ++p)
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = double(p) * std::pow(kRopeTheta, -2.0 * double(i) / double(kHeadDim));
+      const double angle = double(p) * std::pow(kRopeTheta, -2.0 * double(i) / double(d.head_dim));
       const float c = float(std::cos(angle)), s = float(std::sin(angle));
       w.cos_half.data<float>()[p * half + i] = c;
       w.sin_half.data<float>()[p * half + i] = s;
       for (int64_t j : {i, i + half}) {
-        w.cos_full.data<float>()[p * kHeadDim + j] = c;
-        w.sin_full.data<float>()[p * kHeadDim + j] = s;
+        w.cos_full.data<float>()[p * d.head_dim + j] = c;
+        w.sin_full.data<float>()[p * d.head_dim + j] = s;
       }
     }
   return w;
@@ -120,10 +149,72 @@ Weights MakeWeights() {
 Tensor Int64s(const std::vector<int64_t>& v) { return Tensor::FromVector(v, {int64_t(v.size())}); }
 Tensor Scalar(float v) { return Tensor::FromVector(std::vector<float>{v}, {}); }
 
-ModelBuilder BuildModel(Form form, const Weights& w) {
-  const int64_t opset = form == Form::kAttention ? 23 : form == Form::kStatic ? 24 : 17;
+// An initializer from raw little-endian bytes (int4, packed codes).
+void RawInitializer(ModelBuilder& m, const std::string& name, DType dtype, const std::vector<int64_t>& dims,
+                    const void* bytes, size_t size) {
+  onnx::TensorProto* t = m.graph().add_initializer();
+  t->set_name(name);
+  t->set_data_type(int32_t(dtype));
+  for (int64_t dim : dims) t->add_dims(dim);
+  t->set_raw_data(bytes, size);
+}
+
+// A [K, N] weight in symmetric 4-bit blocks of kBlock along K, as
+// onnxruntime's quantizers write it with is_symmetric: a block's scale is its
+// largest-magnitude value over -8 (which maps to -8 exactly), codes
+// round(w / scale) clamped to [-8, 7].
+struct Blocks4 {
+  int64_t k = 0, n = 0, blocks = 0;
+  std::vector<int8_t> codes;  // [K, N]
+  std::vector<float> scales;  // [blocks, N]
+};
+
+Blocks4 QuantizeBlocks4(const Tensor& w) {
+  Blocks4 q;
+  q.k = w.shape()[0];
+  q.n = w.shape()[1];
+  q.blocks = (q.k + kBlock - 1) / kBlock;
+  q.codes.assign(size_t(q.k * q.n), 0);
+  q.scales.assign(size_t(q.blocks * q.n), 0.0f);
+  const float* x = w.data<float>();
+  for (int64_t b = 0; b < q.blocks; ++b)
+    for (int64_t n = 0; n < q.n; ++n) {
+      const int64_t end = std::min(q.k, (b + 1) * kBlock);
+      float extreme = 0.0f;
+      for (int64_t k = b * kBlock; k < end; ++k)
+        if (std::fabs(x[k * q.n + n]) > std::fabs(extreme)) extreme = x[k * q.n + n];
+      const float scale = extreme / -8.0f;
+      q.scales[size_t(b * q.n + n)] = scale;
+      for (int64_t k = b * kBlock; k < end; ++k)
+        q.codes[size_t(k * q.n + n)] =
+            int8_t(scale == 0.0f ? 0 : std::clamp<long>(std::lround(x[k * q.n + n] / scale), -8, 7));
+    }
+  return q;
+}
+
+// A weight in int8 per tensor, symmetric (onnxruntime's QInt8 weights: scale
+// max|w| / 127, zero point 0, codes in [-127, 127], ties to even).
+struct Int8Tensor {
+  std::vector<int8_t> codes;
+  float scale = 1.0f;
+};
+
+Int8Tensor QuantizeInt8(const Tensor& w) {
+  Int8Tensor q;
+  float absmax = 0.0f;
+  for (int64_t i = 0; i < w.size(); ++i) absmax = std::max(absmax, std::fabs(w.data<float>()[i]));
+  q.scale = absmax > 0.0f ? absmax / 127.0f : 1.0f;
+  q.codes.resize(size_t(w.size()));
+  for (int64_t i = 0; i < w.size(); ++i)
+    q.codes[size_t(i)] = int8_t(std::clamp(std::nearbyint(w.data<float>()[i] / q.scale), -127.0f, 127.0f));
+  return q;
+}
+
+ModelBuilder BuildModel(Form form, Quant quant, int64_t opset, const Dims& d, const Weights& w,
+                        const std::string& name) {
   ModelBuilder m(opset, form == Form::kDecomposed ? 8 : 10);
-  m.graph().set_name(absl::StrCat("decoder_", FormName(form)));
+  if (quant == Quant::kQ4) m.Opset("com.microsoft", 1);
+  m.graph().set_name(name);
   // -1 dims are symbols (N0, N1, ...), as the builder writes them.
   m.Input("input_ids", DType::kInt64, {1, -1});
   m.Input("position_ids", DType::kInt64, {1, -1});
@@ -133,11 +224,11 @@ ModelBuilder BuildModel(Form form, const Weights& w) {
     m.Input("nonpad_kv_seqlen", DType::kInt64, {1});
   }
   const std::string cache_in = is_static ? "cache_" : "past_";
-  const std::vector<int64_t> cache_dims = {1, kKvHeads, is_static ? kStaticCache : -1, kHeadDim};
-  for (int64_t l = 0; l < kLayers; ++l)
+  const std::vector<int64_t> cache_dims = {1, d.kv_heads, is_static ? d.static_cache : -1, d.head_dim};
+  for (int64_t l = 0; l < d.layers; ++l)
     for (const char* kv : {"key_", "value_"}) m.Input(absl::StrCat(cache_in, kv, l), DType::kFloat, cache_dims);
-  m.Output("logits", DType::kFloat, {1, -1, kVocab});
-  for (int64_t l = 0; l < kLayers; ++l)
+  m.Output("logits", DType::kFloat, {1, -1, d.vocab});
+  for (int64_t l = 0; l < d.layers; ++l)
     for (const char* kv : {"key_", "value_"}) {
       m.Output(absl::StrCat("present_", kv, l), DType::kFloat, cache_dims);
       // A dynamic cache grows: present's length is its own symbol, not past's.
@@ -146,22 +237,31 @@ ModelBuilder BuildModel(Form form, const Weights& w) {
             ->mutable_dim(2)->set_dim_param("total");
     }
 
-  for (const auto& [name, t] : w.tensors) m.Initializer(name, t);
+  for (const auto& [tname, t] : w.tensors) {
+    if (quant != Quant::kFloat && w.projections.count(tname)) continue;  // written by `matmul`
+    if (quant == Quant::kQ8 && tname == "embed_tokens") continue;
+    m.Initializer(tname, t);
+  }
+  auto weight = [&](const std::string& tname) -> const Tensor& {
+    for (const auto& [n, t] : w.tensors)
+      if (n == tname) return t;
+    std::abort();
+  };
   const bool decomposed = form == Form::kDecomposed;
-  m.Initializer("shape_q_heads", Int64s({0, 0, kQHeads, kHeadDim}));
-  m.Initializer("shape_kv_heads", Int64s({0, 0, kKvHeads, kHeadDim}));
-  m.Initializer("shape_hidden", Int64s({0, 0, kQHeads * kHeadDim}));
+  m.Initializer("shape_q_heads", Int64s({0, 0, d.q_heads, d.head_dim}));
+  m.Initializer("shape_kv_heads", Int64s({0, 0, d.kv_heads, d.head_dim}));
+  m.Initializer("shape_hidden", Int64s({0, 0, d.q_heads * d.head_dim}));
   if (decomposed) {
     m.Initializer("cos_cache", w.cos_full).Initializer("sin_cache", w.sin_full);
     m.Initializer("two", Scalar(2.0f)).Initializer("epsilon", Scalar(kEpsilon));
-    m.Initializer("sqrt_head_dim", Scalar(std::sqrt(float(kHeadDim))));
+    m.Initializer("sqrt_head_dim", Scalar(std::sqrt(float(d.head_dim))));
     m.Initializer("mask_value", Scalar(std::numeric_limits<float>::lowest()));
-    m.Initializer("gqa_expand", Int64s({1, 1, kQHeads / kKvHeads, 1, 1}));
-    m.Initializer("shape_q_heads_4d", Int64s({0, kQHeads, -1, kHeadDim}));
+    m.Initializer("gqa_expand", Int64s({1, 1, d.q_heads / d.kv_heads, 1, 1}));
+    m.Initializer("shape_q_heads_4d", Int64s({0, d.q_heads, -1, d.head_dim}));
     m.Initializer("zero", Tensor::FromVector(std::vector<int64_t>{0}, {}));
     m.Initializer("one", Tensor::FromVector(std::vector<int64_t>{1}, {}));
-    m.Initializer("half_starts", Int64s({0})).Initializer("half_mid", Int64s({kHeadDim / 2}));
-    m.Initializer("half_ends", Int64s({kHeadDim})).Initializer("axis_3", Int64s({3}));
+    m.Initializer("half_starts", Int64s({0})).Initializer("half_mid", Int64s({d.head_dim / 2}));
+    m.Initializer("half_ends", Int64s({d.head_dim})).Initializer("axis_3", Int64s({3}));
     m.Initializer("axis_0", Int64s({0})).Initializer("axes_1", Int64s({1}));
     m.Initializer("axes_1_3", Int64s({1, 3})).Initializer("axis_2", Int64s({2}));
   } else {
@@ -169,9 +269,76 @@ ModelBuilder BuildModel(Form form, const Weights& w) {
   }
   const std::vector<int64_t> to_heads = {0, 2, 1, 3};
 
-  auto rms_norm = [&](const std::string& x, const std::string& weight, const std::string& y) {
+  // y = x @ W in the form's spelling (node and initializer names as the
+  // quantizers write them).
+  std::set<std::string> quantized_activations;  // q8: one DynamicQuantizeLinear per activation
+  auto matmul = [&](const std::string& x, const std::string& wname, const std::string& y) {
+    const Tensor& wt = weight(wname);
+    const int64_t K = wt.shape()[0], N = wt.shape()[1];
+    switch (quant) {
+      case Quant::kFloat:
+        m.Node("MatMul", {x, wname}, {y});
+        return;
+      case Quant::kQ4: {
+        const Blocks4 q = QuantizeBlocks4(wt);
+        // B [N, blocks, kBlock / 2]: element 2i of a block in the low nibble, codes + 8.
+        std::vector<uint8_t> packed(size_t(N * q.blocks * kBlock / 2), 0);
+        std::vector<float> scales(size_t(N * q.blocks));
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t k = 0; k < K; ++k) {
+            const int code = q.codes[size_t(k * N + n)] + 8;
+            uint8_t& byte = packed[size_t((n * q.blocks + k / kBlock) * (kBlock / 2) + (k % kBlock) / 2)];
+            byte = uint8_t(byte | (k % 2 == 0 ? code : code << 4));
+          }
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t b = 0; b < q.blocks; ++b) scales[size_t(n * q.blocks + b)] = q.scales[size_t(b * N + n)];
+        RawInitializer(m, wname + "_Q4", DType::kUInt8, {N, q.blocks, kBlock / 2}, packed.data(), packed.size());
+        RawInitializer(m, wname + "_scales", DType::kFloat, {N * q.blocks}, scales.data(), scales.size() * 4);
+        onnx::NodeProto& n = m.Node("MatMulNBits", {x, wname + "_Q4", wname + "_scales"}, {y}, "com.microsoft");
+        n.set_name(y + "_MatMul_Q4");
+        SetAttr(n, "K", K);
+        SetAttr(n, "N", N);
+        SetAttr(n, "bits", int64_t{4});
+        SetAttr(n, "block_size", kBlock);
+        return;
+      }
+      case Quant::kQdq4: {
+        const Blocks4 q = QuantizeBlocks4(wt);
+        // int4 [K, N] in element order, two a byte, the first in the low nibble.
+        std::vector<uint8_t> packed(size_t((K * N + 1) / 2), 0);
+        for (int64_t i = 0; i < K * N; ++i)
+          packed[size_t(i / 2)] |= uint8_t((uint8_t(q.codes[size_t(i)]) & 0xF) << (i % 2 == 0 ? 0 : 4));
+        RawInitializer(m, wname + "_DQ_Q4", DType::kInt4, {K, N}, packed.data(), packed.size());
+        RawInitializer(m, wname + "_DQ_scales", DType::kFloat, {q.blocks, N}, q.scales.data(), q.scales.size() * 4);
+        onnx::NodeProto& dq =
+            m.Node("DequantizeLinear", {wname + "_DQ_Q4", wname + "_DQ_scales"}, {wname + "_DQ_Q4_output"});
+        SetAttr(dq, "axis", int64_t{0});
+        SetAttr(dq, "block_size", kBlock);
+        m.Node("MatMul", {x, wname + "_DQ_Q4_output"}, {y});
+        return;
+      }
+      case Quant::kQ8: {
+        const Int8Tensor q = QuantizeInt8(wt);
+        RawInitializer(m, wname + "_quantized", DType::kInt8, {K, N}, q.codes.data(), q.codes.size());
+        RawInitializer(m, wname + "_scale", DType::kFloat, {}, &q.scale, 4);
+        const int8_t zero = 0;
+        RawInitializer(m, wname + "_zero_point", DType::kInt8, {}, &zero, 1);
+        if (quantized_activations.insert(x).second)
+          m.Node("DynamicQuantizeLinear", {x}, {x + "_quantized", x + "_scale", x + "_zero_point"});
+        m.Node("MatMulInteger", {x + "_quantized", wname + "_quantized", x + "_zero_point", wname + "_zero_point"},
+               {y + "_output_quantized"});
+        SetAttr(m.Node("Cast", {y + "_output_quantized"}, {y + "_output_quantized_cast_output"}), "to",
+                int64_t(DType::kFloat));
+        m.Node("Mul", {x + "_scale", wname + "_scale"}, {y + "_scales_mul"});
+        m.Node("Mul", {y + "_output_quantized_cast_output", y + "_scales_mul"}, {y});
+        return;
+      }
+    }
+  };
+
+  auto rms_norm = [&](const std::string& x, const std::string& weight_name, const std::string& y) {
     if (!decomposed) {
-      onnx::NodeProto& n = m.Node("RMSNormalization", {x, weight}, {y});
+      onnx::NodeProto& n = m.Node("RMSNormalization", {x, weight_name}, {y});
       SetAttr(n, "axis", int64_t{-1});
       SetAttr(n, "epsilon", kEpsilon);
       return;
@@ -183,11 +350,11 @@ ModelBuilder BuildModel(Form form, const Weights& w) {
     m.Node("Add", {y + "_ms", "epsilon"}, {y + "_mse"});
     m.Node("Sqrt", {y + "_mse"}, {y + "_rms"});
     m.Node("Div", {x, y + "_rms"}, {y + "_normed"});
-    m.Node("Mul", {y + "_normed", weight}, {y});
+    m.Node("Mul", {y + "_normed", weight_name}, {y});
   };
   // MatMul, split into heads: [1, S, heads * head_dim] -> [1, heads, S, head_dim].
-  auto heads = [&](const std::string& h, const std::string& weight, const std::string& shape, const std::string& y) {
-    m.Node("MatMul", {h, weight}, {y + "_proj"});
+  auto heads = [&](const std::string& h, const std::string& wname, const std::string& shape, const std::string& y) {
+    matmul(h, wname, y + "_proj");
     m.Node("Reshape", {y + "_proj", shape}, {y + "_split"});
     SetAttr(m.Node("Transpose", {y + "_split"}, {y}), "perm", to_heads);
   };
@@ -226,8 +393,19 @@ ModelBuilder BuildModel(Form form, const Weights& w) {
   }
 
   std::string x = "embedded";
-  m.Node("Gather", {"embed_tokens", "input_ids"}, {x});
-  for (int64_t l = 0; l < kLayers; ++l) {
+  if (quant == Quant::kQ8) {
+    // The embedding table in int8 (the quantizer's Gather rule), dequantized after the gather.
+    const Int8Tensor q = QuantizeInt8(weight("embed_tokens"));
+    RawInitializer(m, "embed_tokens_quantized", DType::kInt8, {d.vocab, d.hidden}, q.codes.data(), q.codes.size());
+    RawInitializer(m, "embed_tokens_scale", DType::kFloat, {}, &q.scale, 4);
+    const int8_t zero = 0;
+    RawInitializer(m, "embed_tokens_zero_point", DType::kInt8, {}, &zero, 1);
+    m.Node("Gather", {"embed_tokens_quantized", "input_ids"}, {x + "_quantized"});
+    m.Node("DequantizeLinear", {x + "_quantized", "embed_tokens_scale", "embed_tokens_zero_point"}, {x});
+  } else {
+    m.Node("Gather", {"embed_tokens", "input_ids"}, {x});
+  }
+  for (int64_t l = 0; l < d.layers; ++l) {
     const std::string p = absl::StrCat("layers.", l, ".");
     const std::string key_in = absl::StrCat(cache_in, "key_", l), value_in = absl::StrCat(cache_in, "value_", l);
     const std::string present_key = absl::StrCat("present_key_", l);
@@ -272,28 +450,28 @@ ModelBuilder BuildModel(Form form, const Weights& w) {
     }
     SetAttr(m.Node("Transpose", {y}, {p + "attn_t"}), "perm", to_heads);
     m.Node("Reshape", {p + "attn_t", "shape_hidden"}, {p + "attn_merged"});
-    m.Node("MatMul", {p + "attn_merged", p + "wo"}, {p + "attn_out"});
+    matmul(p + "attn_merged", p + "wo", p + "attn_out");
     m.Node("Add", {x, p + "attn_out"}, {p + "resid_attn"});
     x = p + "resid_attn";
 
     rms_norm(x, p + "mlp_norm", p + "mlp_in");
-    m.Node("MatMul", {p + "mlp_in", p + "wgate"}, {p + "gate"});
-    m.Node("MatMul", {p + "mlp_in", p + "wup"}, {p + "up"});
+    matmul(p + "mlp_in", p + "wgate", p + "gate");
+    matmul(p + "mlp_in", p + "wup", p + "up");
     m.Node("Sigmoid", {p + "gate"}, {p + "gate_sigmoid"});
     m.Node("Mul", {p + "gate", p + "gate_sigmoid"}, {p + "gate_silu"});
     m.Node("Mul", {p + "gate_silu", p + "up"}, {p + "mlp_hidden"});
-    m.Node("MatMul", {p + "mlp_hidden", p + "wdown"}, {p + "mlp_out"});
+    matmul(p + "mlp_hidden", p + "wdown", p + "mlp_out");
     m.Node("Add", {x, p + "mlp_out"}, {p + "resid_mlp"});
     x = p + "resid_mlp";
   }
   rms_norm(x, "final_norm", "final_hidden");
-  m.Node("MatMul", {"final_hidden", "lm_head"}, {"logits"});
+  matmul("final_hidden", "lm_head", "logits");
   return m;
 }
 
 // The inputs of one case: `seq` new tokens after `past` cached ones.
-std::vector<std::pair<std::string, Tensor>> CaseInputs(Form form, int64_t seq, int64_t past) {
-  std::uniform_int_distribution<int64_t> token(0, kVocab - 1);
+std::vector<std::pair<std::string, Tensor>> CaseInputs(Form form, const Dims& d, int64_t seq, int64_t past) {
+  std::uniform_int_distribution<int64_t> token(0, d.vocab - 1);
   std::vector<int64_t> ids(static_cast<size_t>(seq)), positions(ids.size());
   for (int64_t i = 0; i < seq; ++i) {
     ids[size_t(i)] = token(rng);
@@ -306,53 +484,255 @@ std::vector<std::pair<std::string, Tensor>> CaseInputs(Form form, int64_t seq, i
     in.push_back({"write_indices", Int64s({past})});
     in.push_back({"nonpad_kv_seqlen", Int64s({past + seq})});
   }
-  for (int64_t l = 0; l < kLayers; ++l)
+  for (int64_t l = 0; l < d.layers; ++l)
     for (const char* kv : {"key_", "value_"}) {
       // The cached tokens hold random values; a static cache's free slots are zeros.
-      Tensor cache = Normal({1, kKvHeads, is_static ? kStaticCache : past, kHeadDim});
+      Tensor cache = Normal({1, d.kv_heads, is_static ? d.static_cache : past, d.head_dim});
       if (is_static)
-        for (int64_t h = 0; h < kKvHeads; ++h)
-          for (int64_t i = past * kHeadDim; i < kStaticCache * kHeadDim; ++i)
-            cache.data<float>()[(h * kStaticCache) * kHeadDim + i] = 0.0f;
+        for (int64_t h = 0; h < d.kv_heads; ++h)
+          for (int64_t i = past * d.head_dim; i < d.static_cache * d.head_dim; ++i)
+            cache.data<float>()[(h * d.static_cache) * d.head_dim + i] = 0.0f;
       in.push_back({absl::StrCat(is_static ? "cache_" : "past_", kv, l), std::move(cache)});
     }
   return in;
 }
 
-absl::Status WriteCases(const fs::path& out) {
-  const Weights weights = MakeWeights();
-  for (Form form : {Form::kAttention, Form::kStatic, Form::kDecomposed}) {
-    const std::string model_bytes = BuildModel(form, weights).Serialize();
-    fs::path first_model;
-    for (const auto& [tag, seq, past] : {std::tuple{"prefill", kPrefill, int64_t{0}}, {"decode", int64_t{1}, kPast}}) {
-      const std::string name = absl::StrCat("decoder_", FormName(form), "_", tag);
-      const fs::path dir = out / name, data = dir / "test_data_set_0";
-      std::error_code ec;
-      fs::create_directories(data, ec);
-      if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create '", data.string(), "': ", ec.message()));
-      const fs::path model = dir / "model.onnx";
-      fs::remove(model, ec);
-      if (first_model.empty() || (fs::create_hard_link(first_model, model, ec), ec))
-        RETURN_IF_ERROR(WriteFileAtomically(model.string(), model_bytes));
-      if (first_model.empty()) first_model = model;
-      const auto inputs = CaseInputs(form, seq, past);
-      for (size_t k = 0; k < inputs.size(); ++k)
-        RETURN_IF_ERROR(WriteFileAtomically((data / absl::StrCat("input_", k, ".pb")).string(),
-                                            SerializeTensorProto(inputs[k].second, inputs[k].first)));
-      std::cout << "wrote " << name << "\n";
+// Bytes of an initializer's elements (sub-byte types packed).
+int64_t TensorBytes(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t dim : t.dims()) n *= dim;
+  switch (DType(t.data_type())) {
+    case DType::kInt4:
+    case DType::kUInt4: return (n + 1) / 2;
+    case DType::kInt8:
+    case DType::kUInt8:
+    case DType::kBool: return n;
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2 * n;
+    case DType::kDouble:
+    case DType::kInt64: return 8 * n;
+    default: return 4 * n;
+  }
+}
+
+// The weight bytes of the graph, and what one token's step reads of them:
+// every initializer whole, except tables only gathered by rows (the
+// embedding: one row, unless something else, a tied LM head, reads it whole;
+// the rotary caches: one row, as Gather, RotaryEmbedding and
+// GroupQueryAttention read them).
+std::pair<int64_t, int64_t> WeightBytes(const onnx::GraphProto& g) {
+  std::map<std::string, bool> row_read;  // initializer -> every reader reads rows of it
+  for (const auto& t : g.initializer()) row_read[t.name()] = true;
+  std::map<std::string, int> readers;
+  for (const auto& n : g.node())
+    for (int i = 0; i < n.input_size(); ++i) {
+      auto it = row_read.find(n.input(i));
+      if (it == row_read.end()) continue;
+      ++readers[n.input(i)];
+      const std::string& op = n.op_type();
+      const bool rows = (op == "Gather" && i == 0) || (op == "GatherBlockQuantized" && i == 0) ||
+                        (op == "RotaryEmbedding" && (i == 1 || i == 2) && n.domain().empty()) ||
+                        (op == "RotaryEmbedding" && (i == 2 || i == 3) && !n.domain().empty()) ||
+                        (op == "GroupQueryAttention" && (i == 7 || i == 8));
+      if (!rows) it->second = false;
     }
+  int64_t total = 0, read = 0;
+  for (const auto& t : g.initializer()) {
+    const int64_t bytes = TensorBytes(t);
+    total += bytes;
+    const bool rows = row_read[t.name()] && readers[t.name()] > 0 && t.dims_size() >= 1 && t.dims(0) > 0;
+    read += rows ? bytes / t.dims(0) : bytes;
+  }
+  return {total, read};
+}
+
+absl::Status MakeDirs(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create '", dir.string(), "': ", ec.message()));
+  return absl::OkStatus();
+}
+
+// `to` as a hard link of `from` (a copy where links fail).
+absl::Status LinkOrCopy(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::remove(to, ec);
+  fs::create_hard_link(from, to, ec);
+  if (!ec) return absl::OkStatus();
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot copy '", from.string(), "': ", ec.message()));
+  return absl::OkStatus();
+}
+
+absl::Status WriteInputs(const fs::path& dir, const std::vector<std::pair<std::string, Tensor>>& inputs) {
+  const fs::path data = dir / "test_data_set_0";
+  RETURN_IF_ERROR(MakeDirs(data));
+  for (size_t k = 0; k < inputs.size(); ++k)
+    RETURN_IF_ERROR(WriteFileAtomically((data / absl::StrCat("input_", k, ".pb")).string(),
+                                        SerializeTensorProto(inputs[k].second, inputs[k].first)));
+  return absl::OkStatus();
+}
+
+// CASE/bench.json: what compare.py reads beside the timings.
+absl::Status WriteBenchJson(const fs::path& dir, const std::string& form, const char* step, int64_t tokens,
+                            int64_t past, std::pair<int64_t, int64_t> bytes, bool bind) {
+  return WriteFileAtomically(
+      (dir / "bench.json").string(),
+      absl::StrCat("{\"form\": \"", form, "\", \"step\": \"", step, "\", \"tokens\": ", tokens, ", \"past\": ", past,
+                   ", \"weight_bytes\": ", bytes.first, ", \"weight_bytes_read\": ", bytes.second,
+                   ", \"bind\": ", bind ? "true" : "false", "}\n"));
+}
+
+struct Selection {
+  std::regex only{".*"};
+  bool Wants(const std::string& name) const { return std::regex_search(name, only); }
+};
+
+// One form: its model once, hard-linked into the prefill and decode cases.
+absl::Status WriteForm(const fs::path& out, const std::string& prefix, Form form, Quant quant, int64_t opset,
+                       const Dims& d, const Weights& weights, const Selection& sel, bool bench_json) {
+  const std::string pre = prefix + "_prefill", dec = prefix + "_decode";
+  if (!sel.Wants(pre) && !sel.Wants(dec)) return absl::OkStatus();
+  const ModelBuilder model = BuildModel(form, quant, opset, d, weights, prefix);
+  const std::string model_bytes = model.Serialize();
+  const auto bytes = WeightBytes(model.graph());
+  fs::path first_model;
+  for (const auto& [tag, seq, past] : {std::tuple{"prefill", kPrefill, int64_t{0}}, {"decode", int64_t{1}, kPast}}) {
+    const std::string name = absl::StrCat(prefix, "_", tag);
+    const fs::path dir = out / name;
+    RETURN_IF_ERROR(MakeDirs(dir));
+    const fs::path model_path = dir / "model.onnx";
+    if (first_model.empty()) {
+      RETURN_IF_ERROR(WriteFileAtomically(model_path.string(), model_bytes));
+      first_model = model_path;
+    } else {
+      RETURN_IF_ERROR(LinkOrCopy(first_model, model_path));
+    }
+    RETURN_IF_ERROR(WriteInputs(dir, CaseInputs(form, d, seq, past)));
+    if (bench_json) RETURN_IF_ERROR(WriteBenchJson(dir, prefix, tag, seq, past, bytes, false));
+    std::cout << "wrote " << name << " (" << model_bytes.size() / 1000000 << " MB file; a step reads "
+              << bytes.second / 1000000.0 << " MB of weights)\n";
   }
   return absl::OkStatus();
+}
+
+absl::Status WriteCases(const fs::path& out, const Selection& sel) {
+  const Weights weights = MakeWeights(kTiny);
+  for (Form form : {Form::kAttention, Form::kStatic, Form::kDecomposed}) {
+    const int64_t opset = form == Form::kAttention ? 23 : form == Form::kStatic ? 24 : 17;
+    RETURN_IF_ERROR(WriteForm(out, absl::StrCat("decoder_", FormName(form)), form, Quant::kFloat, opset, kTiny,
+                              weights, sel, /*bench_json=*/false));
+  }
+  return absl::OkStatus();
+}
+
+// onnxruntime-genai's int4 CPU folder (tools/genai_model.h) at kQwen's size:
+// a prefill, a decode step with a growing cache (past 512, present 513), and
+// the shared-buffer step (past_present_share_buffer: the cache a max-length
+// buffer, present bound over past: bench.json says "bind").
+absl::Status WriteGenaiForm(const fs::path& out, const std::string& prefix, int64_t accuracy_level,
+                            const Selection& sel) {
+  const std::vector<std::string> tags = {"prefill", "decode", "decode_shared"};
+  bool any = false;
+  for (const std::string& tag : tags) any = any || sel.Wants(prefix + "_" + tag);
+  if (!any) return absl::OkStatus();
+  const Dims& d = kQwen;
+  GenaiModelOptions o;
+  o.vocab = d.vocab;
+  o.hidden = d.hidden;
+  o.layers = d.layers;
+  o.q_heads = d.q_heads;
+  o.kv_heads = d.kv_heads;
+  o.intermediate = d.intermediate;
+  o.context_length = d.static_cache;
+  o.block_size = kBlock;
+  o.accuracy_level = accuracy_level;
+  const fs::path first = out / (prefix + "_" + tags[0]);
+  RETURN_IF_ERROR(WriteGenaiModel(first, o));
+  onnx::ModelProto proto;
+  {
+    std::ifstream f(first / "model.onnx", std::ios::binary);
+    if (!proto.ParseFromIstream(&f)) return absl::DataLossError("cannot parse the genai model just written");
+  }
+  const auto bytes = WeightBytes(proto.graph());
+  for (const std::string& tag : tags) {
+    const fs::path dir = out / (prefix + "_" + tag);
+    RETURN_IF_ERROR(MakeDirs(dir));
+    if (dir != first)
+      for (const char* f : {"model.onnx", "model.onnx.data", "genai_config.json"})
+        RETURN_IF_ERROR(LinkOrCopy(first / f, dir / f));
+    const int64_t seq = tag == "prefill" ? kPrefill : 1, past = tag == "prefill" ? 0 : kPast;
+    const int64_t cache_len = tag == "decode_shared" ? d.static_cache : past;
+    std::uniform_int_distribution<int64_t> token(0, d.vocab - 1);
+    std::vector<int64_t> ids(static_cast<size_t>(seq));
+    for (int64_t& id : ids) id = token(rng);
+    std::vector<std::pair<std::string, Tensor>> in = {
+        {"input_ids", Tensor::FromVector(ids, {1, seq})},
+        {"attention_mask", Tensor::FromVector(std::vector<int64_t>(size_t(past + seq), 1), {1, past + seq})}};
+    for (int64_t l = 0; l < d.layers; ++l)
+      for (const char* kind : {"key", "value"}) {
+        Tensor cache = Normal({1, d.kv_heads, cache_len, d.head_dim});
+        for (int64_t h = 0; h < d.kv_heads; ++h)  // a shared buffer's free slots are zeros
+          for (int64_t i = past * d.head_dim; i < cache_len * d.head_dim; ++i)
+            cache.data<float>()[h * cache_len * d.head_dim + i] = 0.0f;
+        in.push_back({absl::StrCat("past_key_values.", l, ".", kind), std::move(cache)});
+      }
+    RETURN_IF_ERROR(WriteInputs(dir, in));
+    RETURN_IF_ERROR(WriteBenchJson(dir, prefix, tag == "prefill" ? "prefill" : "decode", seq, past, bytes,
+                                   tag == "decode_shared"));
+    std::cout << "wrote " << dir.filename().string() << " (a step reads " << bytes.second / 1000000.0
+              << " MB of weights)\n";
+  }
+  return absl::OkStatus();
+}
+
+// The quantized forms at kQwen's size (see Quant for each spelling).
+absl::Status WriteQuantCases(const fs::path& out, const Selection& sel) {
+  RETURN_IF_ERROR(WriteGenaiForm(out, "genai_int4_acc4", 4, sel));
+  RETURN_IF_ERROR(WriteGenaiForm(out, "genai_int4_acc0", 0, sel));
+  bool any = false;
+  for (const char* p : {"tjs_q4", "tjs_q8", "qdq_int4", "f32_attention"})
+    for (const char* t : {"_prefill", "_decode"}) any = any || sel.Wants(std::string(p) + t);
+  if (!any) return absl::OkStatus();
+  rng.seed(26);  // the same weights whichever cases --only picks
+  const Weights weights = MakeWeights(kQwen);
+  // transformers.js' decoders come from optimum's export (opset 14 for Llama and
+  // Qwen2): attention decomposed as in the decomposed form.
+  RETURN_IF_ERROR(WriteForm(out, "tjs_q4", Form::kDecomposed, Quant::kQ4, 14, kQwen, weights, sel, true));
+  RETURN_IF_ERROR(WriteForm(out, "tjs_q8", Form::kDecomposed, Quant::kQ8, 14, kQwen, weights, sel, true));
+  // The standard spelling; the rest as the attention form (opset 23).
+  RETURN_IF_ERROR(WriteForm(out, "qdq_int4", Form::kAttention, Quant::kQdq4, 23, kQwen, weights, sel, true));
+  // The same weights in float32, for reference (a 622 MB file).
+  return WriteForm(out, "f32_attention", Form::kAttention, Quant::kFloat, 23, kQwen, weights, sel, true);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || argv[1][0] == '-') {  // a flag (--help) is not a folder to write into
-    std::cerr << "usage: bench-decoder OUT_DIR\n";
+  std::string dir;
+  bool quant = false;
+  Selection sel;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quant") {
+      quant = true;
+    } else if (arg == "--only" && i + 1 < argc) {
+      sel.only = std::regex(argv[++i]);
+    } else if (arg[0] != '-' && dir.empty()) {  // a flag (--help) is not a folder to write into
+      dir = arg;
+    } else {
+      dir.clear();
+      break;
+    }
+  }
+  if (dir.empty()) {
+    std::cerr << "usage: bench-decoder OUT_DIR [--quant] [--only REGEX]\n"
+                 "  --quant: the quantized forms at the realistic size (genai_int4_acc4, genai_int4_acc0,\n"
+                 "           tjs_q4, tjs_q8, qdq_int4; f32_attention for reference) instead of the tiny float forms\n"
+                 "  --only: only the cases whose name matches REGEX\n";
     return 2;
   }
-  absl::Status s = WriteCases(argv[1]);
+  absl::Status s = quant ? WriteQuantCases(dir, sel) : WriteCases(dir, sel);
   if (!s.ok()) {
     std::cerr << "bench-decoder: " << s.message() << "\n";
     return 1;

@@ -28,6 +28,7 @@
 #include "runtime/cpu.h"
 #include "runtime/tensor.h"
 #include "runtime/thread_pool.h"
+#include "tools/read_bandwidth.h"
 
 using namespace onnx_mini;
 
@@ -57,47 +58,6 @@ double Seconds() {
 }
 #endif
 
-#if defined(__x86_64__)
-// The sum of x[begin, end) (multiples of 64), four vectors at a time.
-[[gnu::target("avx512f")]] float SumFloats(const float* x, int64_t begin, int64_t end) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = begin; i < end; i += 64) {
-    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
-    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
-    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
-    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + i + 48));
-  }
-  float lanes[16];
-  _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-  float sum = 0;
-  for (float v : lanes) sum += v;
-  return sum;
-}
-
-// GB/s of reading `bytes` in order on `threads` threads of the kernels' pool
-// (median of 9 reads, three buffers in turn).
-double ReadGBs(int64_t bytes, int threads) {
-  const int64_t n = bytes / 4 / 64 * 64;
-  std::vector<Tensor> buffers;
-  for (int i = 0; i < 3; ++i) buffers.push_back(Tensor::Zeros(DType::kFloat, {n}));
-  std::vector<double> times;
-  float total = 0;
-  for (int round = 0; round < 9; ++round) {
-    const float* x = buffers[size_t(round % 3)].data<float>();
-    std::vector<float> sums(size_t(threads), 0.0f);
-    const int64_t per = (n / 64 + threads - 1) / threads * 64;
-    const double start = Seconds();
-    ParallelFor(threads, threads, 1, [&](int64_t t, int64_t) {
-      sums[size_t(t)] = SumFloats(x, t * per, std::min(n, (t + 1) * per));
-    });
-    times.push_back(Seconds() - start);
-    for (float v : sums) total += v;
-  }
-  if (total == 12345.f) std::puts("");  // keeps the reads
-  std::sort(times.begin(), times.end());
-  return double(n) * 4 / times[4] / 1e9;
-}
-#endif
 
 struct Shape2 {
   int64_t k, n, per_model;  // per_model: how many the decoder's prefill runs
@@ -136,8 +96,8 @@ int main(int argc, char** argv) {
   }
 #if defined(__x86_64__)
   std::printf("one core's float32 FMA peak: %.0f GFLOP/s\n", PeakGflops());
-  std::printf("memory read bandwidth (84 MB in order): 1 thread %.1f GB/s", ReadGBs(84 << 20, 1));
-  if (threads > 1) std::printf(", %d threads %.1f GB/s", threads, ReadGBs(84 << 20, threads));
+  std::printf("memory read bandwidth (84 MB in order): 1 thread %.1f GB/s", bench::ReadBandwidthGBs(84 << 20, 1, 3));
+  if (threads > 1) std::printf(", %d threads %.1f GB/s", threads, bench::ReadBandwidthGBs(84 << 20, threads, 3));
   std::printf("\n");
 #endif
   std::printf("%lld rows of A, %d thread(s); GFLOP/s (median of 5)\n\n", static_cast<long long>(m), threads);

@@ -21,16 +21,13 @@
 #include <string>
 #include <vector>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include "kernels/quant/nbits_matmul.h"
 #include "kernels/quant/panel_gemm.h"
 #include "kernels/quant/panel_gemv.h"
 #include "kernels/quant/quant_panels.h"
 #include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
+#include "tools/read_bandwidth.h"
 
 using namespace onnx_mini;
 
@@ -40,43 +37,6 @@ double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-#if defined(__x86_64__)
-[[gnu::target("avx512f")]] float SumFloats(const float* x, int64_t begin, int64_t end) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = begin; i < end; i += 64) {
-    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
-    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
-    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
-    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + i + 48));
-  }
-  float lanes[16];
-  _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-  float sum = 0;
-  for (float v : lanes) sum += v;
-  return sum;
-}
-
-// GB/s reading 256 MiB in order on `threads` threads (median of 9 reads).
-double ReadGBs(int threads) {
-  const int64_t n = (int64_t(256) << 20) / 4;
-  std::vector<float> x(size_t(n), 1.0f);
-  std::vector<double> times;
-  float total = 0;
-  for (int round = 0; round < 9; ++round) {
-    std::vector<float> sums(size_t(threads), 0.0f);
-    const int64_t per = (n / 64 + threads - 1) / threads * 64;
-    const double start = Seconds();
-    ParallelFor(threads, threads, 1, [&](int64_t t, int64_t) {
-      sums[size_t(t)] = SumFloats(x.data(), t * per, std::min(n, (t + 1) * per));
-    });
-    times.push_back(Seconds() - start);
-    for (float v : sums) total += v;
-  }
-  if (total == 12345.f) std::puts("");
-  std::sort(times.begin(), times.end());
-  return double(n) * 4 / times[4] / 1e9;
-}
-#endif
 
 struct Weights {
   std::vector<uint8_t> data, zeros;
@@ -124,11 +84,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--copies")) copies_wanted = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--zero-points")) zero_points = std::atoi(argv[i + 1]) != 0;
   }
-#if defined(__x86_64__)
-  const double gbs = ReadGBs(threads);
-#else
-  const double gbs = 0;
-#endif
+  const double gbs = bench::ReadBandwidthGBs(int64_t(256) << 20, threads);
   std::printf("threads %d, rows %lld, read bandwidth %.1f GB/s, CPU %s\n", threads, (long long)rows, gbs,
               HostCpuFeatures().name().c_str());
   struct Shape { int64_t k, n; };

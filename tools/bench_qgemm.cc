@@ -29,6 +29,7 @@
 #include "kernels/quant/quant_panels_int8.h"
 #include "runtime/cpu.h"
 #include "runtime/thread_pool.h"
+#include "tools/read_bandwidth.h"
 
 using namespace onnx_mini;
 
@@ -39,42 +40,6 @@ double Seconds() {
 }
 
 #if defined(__x86_64__)
-[[gnu::target("avx512f")]] float SumFloats(const float* x, int64_t begin, int64_t end) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = begin; i < end; i += 64) {
-    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
-    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
-    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
-    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + i + 48));
-  }
-  float lanes[16];
-  _mm512_storeu_ps(lanes, _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-  float sum = 0;
-  for (float v : lanes) sum += v;
-  return sum;
-}
-
-// GB/s reading 256 MiB in order on `threads` threads (median of 9 reads).
-double ReadGBs(int threads) {
-  const int64_t n = (int64_t(256) << 20) / 4;
-  std::vector<float> x(size_t(n), 1.0f);
-  std::vector<double> times;
-  float total = 0;
-  for (int round = 0; round < 9; ++round) {
-    std::vector<float> sums(size_t(threads), 0.0f);
-    const int64_t per = (n / 64 + threads - 1) / threads * 64;
-    const double start = Seconds();
-    ParallelFor(threads, threads, 1, [&](int64_t t, int64_t) {
-      sums[size_t(t)] = SumFloats(x.data(), t * per, std::min(n, (t + 1) * per));
-    });
-    times.push_back(Seconds() - start);
-    for (float v : sums) total += v;
-  }
-  if (total == 12345.f) std::puts("");
-  std::sort(times.begin(), times.end());
-  return double(n) * 4 / times[4] / 1e9;
-}
-
 // One core's VPDPBUSD zmm rate in GOP/s (2 ops a multiply-add), 24
 // independent chains (enough to cover the latency).
 [[gnu::target("avx512f,avx512bw,avx512vnni")]] double VnniPeakGops() {
@@ -122,7 +87,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
   }
 #if defined(__x86_64__)
-  const double gbs = ReadGBs(threads);
+  const double gbs = bench::ReadBandwidthGBs(int64_t(256) << 20, threads);
   double peak = 0;  // the best of 3 (a busy machine only lowers it)
   if (CpuTargetUsable(CpuTarget::kAvx512Vnni, HostCpuFeatures()))
     for (int i = 0; i < 3; ++i) peak = std::max(peak, VnniPeakGops() * threads);

@@ -1,6 +1,7 @@
 // onnx-run: runs an ONNX model on given, stored or random inputs and reports
 // its outputs and timing.
 #include <algorithm>
+#include <regex>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -32,7 +33,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
     "                [--output-dir DIR] [--repeat N] [--warmup N] [--threads N] [--memory-limit BYTES]\n"
-    "                [--timeout SECONDS] [--json] [--no-rewrites] [--profile]\n"
+    "                [--timeout SECONDS] [--json] [--no-rewrites] [--profile] [--bind]\n"
     "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ", with random inputs).\n"
     "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
     "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
@@ -43,13 +44,16 @@ constexpr char kUsage[] =
     "--timeout stops any run that takes longer than SECONDS (fractions allowed), with an error.\n"
     "--json prints one JSON object.\n"
     "--no-rewrites runs the graph as written (no fused-pattern rewrites).\n"
-    "--profile prints the time per run spent in each op type (timed runs; not with --json).\n";
+    "--profile prints the time per run spent in each op type (timed runs; not with --json).\n"
+    "--bind gives the timed runs caller buffers for the outputs, made after the warm-up: an\n"
+    "output of a past/cache input's dtype and shape is bound to that input's memory (a KV\n"
+    "cache updated in place, as onnxruntime-genai's shared buffer), the others preallocated.\n";
 
 struct Options {
   std::string model = ONNX_MINI_DEFAULT_MODEL;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string input_dir, output_dir;
-  bool random_inputs = false, json = false, rewrites = true, profile = false;
+  bool random_inputs = false, json = false, rewrites = true, profile = false, bind = false;
   bool random_default = true;  // the bundled model runs on random inputs unless given some
   int repeat = 1, threads = 0;
   int warmup = -1;  // -1: one untimed run when repeat > 1, none otherwise
@@ -133,6 +137,8 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       o.random_inputs = true;
     } else if (arg == "--profile") {
       o.profile = true;
+    } else if (arg == "--bind") {
+      o.bind = true;
     } else if (arg == "--no-rewrites") {
       o.rewrites = false;
     } else if (arg == "--json") {
@@ -281,16 +287,33 @@ int Main(int argc, char** argv) {
   std::vector<Tensor> outputs;
   RunOptions run_options;
   run_options.timeout_ms = o.timeout_ms;
-  const int warmup = o.warmup >= 0 ? o.warmup : o.repeat > 1 ? 1 : 0;
+  const int warmup = std::max(o.warmup >= 0 ? o.warmup : o.repeat > 1 ? 1 : 0, o.bind ? 1 : 0);
   for (int r = 0; r < warmup; ++r) {
     outputs.clear();
     absl::Status s = (*session)->Run(feeds, &outputs, run_options);
     if (!s.ok()) return Fail(std::string(s.message()));
   }
+  // --bind: the warm-up's output shapes give the buffers (a KV-cache input
+  // whose output matches it in place, each input at most once).
+  std::vector<Tensor> bound;
+  if (o.bind) {
+    std::vector<bool> used(feeds.size(), false);
+    const std::regex cache_name("past|cache|pk|pv");
+    for (const Tensor& out : outputs) {
+      Tensor buffer;
+      for (size_t i = 0; i < feeds.size() && !buffer.defined(); ++i)
+        if (!used[i] && std::regex_search(feeds[i].name, cache_name) && feeds[i].tensor.dtype() == out.dtype() &&
+            feeds[i].tensor.shape() == out.shape()) {
+          used[i] = true;
+          buffer = feeds[i].tensor;
+        }
+      bound.push_back(buffer.defined() ? buffer : Tensor::Zeros(out.dtype(), out.shape()));
+    }
+  }
   (*session)->ResetProfile();
   std::vector<double> times;
   for (int r = 0; r < o.repeat; ++r) {
-    outputs.clear();
+    outputs = bound;
     auto start = std::chrono::steady_clock::now();
     absl::Status s = (*session)->Run(feeds, &outputs, run_options);
     auto end = std::chrono::steady_clock::now();

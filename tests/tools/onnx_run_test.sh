@@ -41,6 +41,7 @@ printf '\x93NUMPY\x01\x00\x76\x00' >"$tmp/x.npy"
 printf "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }" | awk '{printf "%-117s\n", $0}' >>"$tmp/x.npy"
 head -c 32 /dev/zero >>"$tmp/x.npy"
 check npy_input 0 "output y: float \[4,2\] \[0.5, 0.5, -0.5" -- "$run" "$case_dir/model.onnx" --input "x=$tmp/x.npy"
+check bind 0 "output y: float \[4,2\] \[0.5, 0.5, -0.5" -- "$run" "$case_dir/model.onnx" --input "x=$tmp/x.npy" --repeat 2 --bind
 
 head -c 20 "$case_dir/model.onnx" >"$tmp/truncated.onnx"
 check truncated 1 "onnx-run: .*" -- "$run" "$tmp/truncated.onnx" --random-inputs --output-dir "$tmp/bad1"

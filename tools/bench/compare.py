@@ -17,7 +17,18 @@ bench-decoder write them). Several --onnx-run give one column each (e.g. a
 previous build). --busy N measures every case quiet and again with N competing
 busy processes (each a `yes > /dev/null` loop), in the same rounds, and adds
 the slowdown columns. --check compares the outputs of the two runtimes once
-per case before timing. Standard library only.
+per case before timing.
+
+Both runtimes run with MALLOC_MMAP_THRESHOLD_=33554432 and
+MALLOC_TRIM_THRESHOLD_=4294967296 (glibc keeps large freed blocks instead of
+unmapping them after every run) unless the environment sets them.
+
+A case folder may hold a bench.json (bench-decoder --quant writes them):
+"bind": true times both runtimes with the outputs bound (a KV cache updated
+in place: onnx-run --bind, ort_bench.js --bind); "weight_bytes_read" of a
+"decode" step adds the floor: those bytes over the read bandwidth that
+bench-bandwidth measures at each thread count in every round (median over
+rounds), and each runtime's time over it. Standard library only.
 """
 import argparse
 import json
@@ -30,6 +41,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
 
 
 def parse_args():
@@ -47,6 +59,8 @@ def parse_args():
     p.add_argument("--check", action="store_true", help="compare the runtimes' outputs first")
     p.add_argument("--filter", default="", help="regex on case names")
     p.add_argument("--timeout", type=float, default=600, help="seconds per measurement")
+    p.add_argument("--bandwidth", default="",
+                   help="bench-bandwidth to measure the floors with (default: beside the first onnx-run)")
     p.add_argument("--verbose", action="store_true", help="print every measurement on stderr")
     return p.parse_args()
 
@@ -59,6 +73,15 @@ def find_cases(dirs, pattern):
             if os.path.isfile(os.path.join(c, "model.onnx")) and re.search(pattern, name):
                 cases.append(c)
     return cases
+
+
+def bench_info(case):
+    """CASE/bench.json, or {}."""
+    try:
+        with open(os.path.join(case, "bench.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
 
 
 def run_json(cmd, env, timeout):
@@ -76,26 +99,36 @@ def run_json(cmd, env, timeout):
 class Runner:
     def __init__(self, args):
         self.args = args
-        self.env = dict(os.environ)
-        self.node_env = dict(os.environ, NODE_PATH=args.node_path)
+        self.env = dict(MALLOC_ENV, **os.environ)
+        self.node_env = dict(self.env, NODE_PATH=args.node_path)
         self.ort_script = os.path.join(HERE, "ort_bench.js")
         self.minis = []
         for spec in args.onnx_run or [os.path.join(ROOT, "build", "tools", "onnx-run")]:
             label, _, path = spec.rpartition("=")
             self.minis.append((label or "onnx-mini", path))
+        self.bandwidth = args.bandwidth or os.path.join(os.path.dirname(self.minis[0][1]), "bench-bandwidth")
 
     def mini(self, path, case, threads, output_dir=None):
         cmd = [path, os.path.join(case, "model.onnx"), "--input-dir", os.path.join(case, "test_data_set_0"),
                "--threads", str(threads), "--json"]
         # The warm-up matches ort_bench.js's three untimed runs.
         cmd += ["--output-dir", output_dir] if output_dir else ["--repeat", str(self.args.iters), "--warmup", "3"]
+        if bench_info(case).get("bind") and not output_dir:
+            cmd.append("--bind")
         return run_json(cmd, self.env, self.args.timeout)
 
     def ort(self, case, threads, check_dir=None):
         cmd = ["node", self.ort_script, case, str(self.args.iters), "--threads", str(threads)]
         if check_dir:
             cmd = ["node", self.ort_script, case, "1", "--threads", str(threads), "--check", check_dir]
+        elif bench_info(case).get("bind"):
+            cmd.append("--bind")
         return run_json(cmd, self.node_env, self.args.timeout)
+
+    def read_gbs(self, threads):
+        """{threads: GB/s} from bench-bandwidth, or {} when it cannot run."""
+        r = run_json([self.bandwidth, "--threads", ",".join(str(t) for t in threads)], self.env, self.args.timeout)
+        return {int(t): v for t, v in r.get("read_gbs", {}).items()}
 
 
 class Busy:
@@ -143,7 +176,13 @@ def main():
 
     # times[(case, threads, load, column)] = [median of each round]
     times, errors = {}, {}
+    infos = {case: bench_info(case) for case in cases}
+    floors_wanted = any(i.get("step") == "decode" and i.get("weight_bytes_read") for i in infos.values())
+    gbs = {}  # threads -> [GB/s of each round]
     for rnd in range(args.rounds):
+        if floors_wanted:
+            for t, v in runner.read_gbs(threads).items():
+                gbs.setdefault(t, []).append(v)
         for t in threads:
             for case in cases:
                 for load in (loads if rnd % 2 == 0 else loads[::-1]):
@@ -168,7 +207,13 @@ def main():
         return statistics.median(v) if v else None
 
     print(f"Medians in ms over {args.rounds} rounds of {args.iters} timed runs "
-          f"(each after warm-up), runtimes alternating.")
+          f"(each after warm-up), runtimes alternating, both with "
+          + " ".join(f"{k}={runner.env[k]}" for k in MALLOC_ENV) + ".")
+    bandwidth = {t: statistics.median(v) for t, v in gbs.items()}
+    if floors_wanted:
+        print("Read bandwidth (bench-bandwidth, 256 MiB read-only sum, median over rounds): " + (", ".join(
+            f"{t} thread{'s' if t > 1 else ''} {bandwidth[t]:.1f} GB/s" for t in threads if t in bandwidth)
+            or "not measured (no bench-bandwidth at " + runner.bandwidth + ")") + ".")
     if args.check and checks:
         print("\nOutputs, onnxruntime against onnx-mini: " + "; ".join(
             f"{os.path.basename(c)} " + (r["error"] if "error" in r else
@@ -184,6 +229,8 @@ def main():
             head.append(f"onnxruntime / {ref}{tag}")
     if args.busy:
         head += [f"{c} busy/quiet" for c in columns]
+    if floors_wanted:
+        head += ["MB read", "floor"] + [f"{c} / floor" for c in columns]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for case in cases:
@@ -200,6 +247,14 @@ def main():
                 for c in columns:
                     q, b = med(case, t, 0, c), med(case, t, args.busy, c)
                     row.append(f"{b / q:.2f}" if q and b else "—")
+            if floors_wanted:
+                info = infos[case]
+                read = info.get("weight_bytes_read") if info.get("step") == "decode" else None
+                floor = read / (bandwidth[t] * 1e6) if read and bandwidth.get(t) else None
+                row += [f"{read / 1e6:.1f}" if read else "—", fmt(floor)]
+                for c in columns:
+                    v = med(case, t, 0, c)
+                    row.append(f"{v / floor:.2f}" if v and floor else "—")
             print("| " + " | ".join(row) + " |")
     for key, e in sorted(errors.items()):
         print(f"\nerror: {os.path.basename(key[0])} threads {key[1]} busy {key[2]} {key[3]}: {e}", file=sys.stderr)
