@@ -5,11 +5,14 @@
 //     beside MatMulNBits' many-rows path of today (NBitsMatMul), in GOP/s
 //     (2 m k n) and against the VNNI peak measured here (independent
 //     VPDPBUSD zmm chains, one core, times the threads).
-//   q8 decode: 1 row of uint8 A against 8-bit panels of an int8 B
-//     (PackInt8Panels), over "cold" copies filling ~200 MB, beside the floor
-//     (bytes of codes over the read bandwidth measured in this run) and the
-//     int16 panels of kernels/quant/int8_matmul.h.
-//   bench-qgemm [--threads N] [--rows M]
+//   q8 decode: 1, 2 and 4 rows of uint8 A against 8-bit panels of an int8 B
+//     (PackInt8Panels; QuantPanelsMatMulIntA takes the decode passes of
+//     panel_gemv), over "cold" copies filling ~200 MB, beside the floor: a
+//     read-only vectorized sum over the same copies' codes, timed in the same
+//     rounds as the kernels (the ratio is the median of per-round ratios, so
+//     that a busy machine slows both sides of it), and the int16 panels of
+//     kernels/quant/int8_matmul.h.
+//   bench-qgemm [--threads N] [--rows M] [--q8-decode-only 1]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -82,9 +85,11 @@ double Median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int threads = 1;
   int64_t rows = 128;
+  bool q8_decode_only = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rows")) rows = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--q8-decode-only")) q8_decode_only = std::atoi(argv[i + 1]) != 0;
   }
 #if defined(__x86_64__)
   const double gbs = bench::ReadBandwidthGBs(int64_t(256) << 20, threads);
@@ -115,6 +120,7 @@ int main(int argc, char** argv) {
                   ops / t / 1e9, peak > 0 ? 100 * ops / t / 1e9 / peak : 0.0, double(c[0]));
     };
     for (int bits : {4, 8}) {
+      if (q8_decode_only) break;
       std::printf("prefill K=%lld N=%lld bits=%d block 32\n", (long long)k, (long long)n, bits);
       const QuantPanelsBuffer buf = MakePanels(bits, k, n, 32, uint32_t(bits));
       std::vector<uint8_t> ws8(size_t(QuantPanelsMatMulManyWorkspace(rows, buf.view, true)));
@@ -157,9 +163,11 @@ int main(int argc, char** argv) {
     std::vector<int8_t> packed16(size_t(Int8PackedBSize(k, n)));
     Int8PackB(b.data(), false, k, n, packed16.data());
     std::vector<float> scale(1, 0.02f * bscale);
-    for (int64_t m : {rows, int64_t{1}}) {
+    for (int64_t m : {rows, int64_t{1}, int64_t{2}, int64_t{4}}) {
+      const bool decode = m <= 4;
+      if (q8_decode_only && !decode) continue;
       const int64_t bytes = k * n;  // one byte a weight (scales: 3 x 4 bytes a column)
-      const int copies = m == 1 ? int(std::max<int64_t>(2, (int64_t(200) << 20) / bytes)) : 1;
+      const int copies = decode ? int(std::max<int64_t>(2, (int64_t(200) << 20) / bytes)) : 1;
       std::vector<QuantPanelsBuffer> mats(static_cast<size_t>(copies));
       for (auto& p : mats) PackInt8Panels(src, &p);
       std::vector<std::vector<int8_t>> olds(size_t(copies), packed16);
@@ -178,23 +186,48 @@ int main(int argc, char** argv) {
       old.k = k;
       old.n = n;
       old.c = c.data();
-      const double floor_ms = double(bytes) / (gbs * 1e9) * 1e3;
-      if (m == 1)
-        std::printf("q8 decode K=%lld N=%lld: %.2f MB of codes, floor %.3f ms (%d copies)\n", (long long)k,
-                    (long long)n, double(bytes) / 1e6, floor_ms, copies);
+      // The floor's read: copy i's codes summed as floats, split over the threads.
+      float read_sink = 0;
+      auto read = [&](int i) {
+        const QuantPanels& v = mats[size_t(i)].view;
+        const float* x = reinterpret_cast<const float*>(v.codes);
+        const int64_t floats = v.panels * v.k_blocks * v.block_bytes() / 4 / 64 * 64;
+        const int64_t per = (floats / 64 + threads - 1) / threads * 64;
+        std::vector<float> sums(static_cast<size_t>(threads), 0.0f);
+        ParallelFor(threads, threads, 1, [&](int64_t t, int64_t) {
+          const int64_t begin = std::min(floats, t * per), end = std::min(floats, (t + 1) * per);
+#if defined(__x86_64__)
+          if (CpuTargetUsable(CpuTarget::kAvx512, HostCpuFeatures())) {
+            sums[size_t(t)] = bench::SumFloatsAvx512(x, begin, end);
+            return;
+          }
+#endif
+          sums[size_t(t)] = bench::SumFloatsPlain(x, begin, end);
+        });
+        for (float f : sums) read_sink += f;
+      };
+      if (decode)
+        std::printf("q8 decode K=%lld N=%lld rows=%lld: %.2f MB of codes (%d copies)\n", (long long)k, (long long)n,
+                    (long long)m, double(bytes) / 1e6, copies);
       else
         std::printf("q8 prefill K=%lld N=%lld rows=%lld\n", (long long)k, (long long)n, (long long)m);
       auto time_q8 = [&](const std::string& name, auto&& run) {
         for (int i = 0; i < copies; ++i) run(i);
-        std::vector<double> per;
-        for (int r = 0; r < 5; ++r) {
-          const double start = Seconds();
+        std::vector<double> per, ratio, floor;
+        for (int r = 0; r < (decode ? 9 : 5); ++r) {
+          double start = Seconds();
           for (int i = 0; i < copies; ++i) run(i);
           per.push_back((Seconds() - start) / copies);
+          if (!decode) continue;
+          start = Seconds();
+          for (int i = 0; i < copies; ++i) read(i);
+          floor.push_back((Seconds() - start) / copies);
+          ratio.push_back(per.back() / floor.back());
         }
         const double t = Median(per);
-        if (m == 1)
-          std::printf("  %-26s %9.3f ms  %5.2fx floor\n", name.c_str(), t * 1e3, t * 1e3 / floor_ms);
+        if (decode)
+          std::printf("  %-26s %9.3f ms  floor %.3f ms (%.1f GB/s)  %5.2fx floor\n", name.c_str(), t * 1e3,
+                      Median(floor) * 1e3, double(bytes) / Median(floor) / 1e9, Median(ratio));
         else
           std::printf("  %-26s %9.2f ms %7.0f GOP/s  %4.0f%% of peak\n", name.c_str(), t * 1e3,
                       2.0 * double(m) * double(k) * double(n) / t / 1e9,
@@ -207,9 +240,10 @@ int main(int argc, char** argv) {
           QuantPanelsMatMulIntA(x, mats[size_t(i)].view, nullptr, c.data(), ws.data(), threads);
         });
       }
-      time_q8("int16 panels (today)", [&](int i) {
+      time_q8("int16 panels (before)", [&](int i) {
         Int8MatMulPacked(old, olds[size_t(i)].data(), ws16.data(), threads);
       });
+      if (read_sink == 12345.f) std::puts("");
     }
   }
   return 0;

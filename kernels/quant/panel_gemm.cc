@@ -12,6 +12,7 @@
 
 #include "kernels/cpu_dispatch.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/quant/panel_gemv.h"
 #include "runtime/thread_pool.h"
 
 // Vectors pass by value only between always-inlined functions.
@@ -628,9 +629,10 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
 int64_t QuantPanelsMatMulIntAWorkspace(int64_t m, const QuantPanels& w) { return IntWorkspace(m, w); }
 
 void QuantPanelsMatMulIntA(const QuantPanelsIntA& x, const QuantPanels& w, const float* bias, float* c,
-                           void* workspace, int threads) {
+                           void* workspace, int threads, const float* uniform_zero) {
   const int64_t m = x.m;
   if (m <= 0 || w.n <= 0) return;
+  if (m <= kIntADecodeRows) return PanelGemvIntA(x, w, uniform_zero, bias, c, workspace, threads);
   const int64_t kb = w.k_blocks, kp = w.padded_k();
   int8_t* qa = static_cast<int8_t*>(workspace);
   int32_t* asum = reinterpret_cast<int32_t*>(qa + Align64(m * kp));

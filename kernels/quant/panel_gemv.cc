@@ -38,6 +38,11 @@ struct Args {
   float* c;
   int64_t m;
   bool uniform;  // s1 (float) or s2 (int8) already times the uniform zero point: zeros unread
+  // Integer A (PanelGemvIntA): a holds qa (int8), a - za = qa + a_shift.
+  const int32_t* asum;  // m x k_blocks, sum of qa over the block
+  int32_t a_shift;
+  int32_t b_zero;       // the uniform zero point (with `uniform`)
+  float a_scale;
 };
 
 // K values per 64-byte group of codes.
@@ -49,6 +54,89 @@ constexpr int KPerGroup() {
 template <int Bits>
 constexpr int Shift(int t) {
   return Bits == 8 ? 8 * t : t < 4 ? 8 * t : 8 * (t - 4) + 4;
+}
+
+// Integer A's exact correction for rows [0, M) of panel p: per column, the
+// sum over blocks of a_shift * (code_sums - len * zero) - zero * sum qa, so
+// that dot + correction = sum (a - za) (code - zero), wrapping in int32 as
+// onnxruntime's sums do.
+template <int M>
+[[gnu::always_inline]] inline void IntACorrection(const Args& d, int64_t p, int32_t (*corr)[kCols]) {
+  const QuantPanels& w = *d.w;
+  const int64_t kb = w.k_blocks;
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < kCols; ++c) corr[r][c] = 0;
+  for (int64_t b = 0; b < kb; ++b) {
+    const int64_t at = (p * kb + b) * kCols;
+    const uint32_t len = uint32_t(std::min(w.block, w.k - b * w.block));
+    for (int c = 0; c < kCols; ++c) {
+      const uint32_t zu = uint32_t(d.uniform ? d.b_zero : int32_t(w.zeros[at + c]));
+      const uint32_t t = uint32_t(d.a_shift) * (uint32_t(w.code_sums[at + c]) - len * zu);
+      for (int r = 0; r < M; ++r) corr[r][c] = int32_t(uint32_t(corr[r][c]) + t - zu * uint32_t(d.asum[r * kb + b]));
+    }
+  }
+}
+
+// y = float(sum) * (a_scale * scale) + bias in two roundings (no fused
+// multiply-add: the integer reference's and onnxruntime's value), for
+// columns [col, col + left) of pass row r; scale: block 0's of the panel.
+[[gnu::always_inline]] inline void IntAStore(const Args& d, int r, int64_t col, int64_t left, const int32_t* sum,
+                                             const float* scale) {
+  for (int64_t i = 0; i < left; ++i) {
+    float y = float(sum[i]) * (d.a_scale * scale[i]);
+#if defined(__x86_64__)
+    asm("" : "+x"(y));
+#endif
+    d.c[r * d.w->n + col + i] = d.bias ? y + d.bias[col + i] : y;
+  }
+}
+
+// Integer A with plain loops (the baseline build): a (row, panel) of int32
+// dots over the panel's blocks, then the same finish.
+template <int M, int Bits>
+void IntAPlainPanel(const Args& d, int64_t p) {
+  constexpr int kPer = KPerGroup<Bits>();
+  const QuantPanels& w = *d.w;
+  const int64_t kb = w.k_blocks, kp = w.padded_k(), groups = w.block / kPer;
+  const uint8_t* q = w.codes + p * kb * w.block_bytes();
+  const int8_t* a = static_cast<const int8_t*>(d.a);
+  int32_t sum[M][kCols];
+  IntACorrection<M>(d, p, sum);
+  for (int64_t b = 0; b < kb; ++b) {
+    __builtin_prefetch(w.code_sums + (p * kb + b) * kCols + (kPrefetchBytes / w.block_bytes()) * kCols);
+    for (int64_t g = 0; g < groups; ++g, q += kGroup) {
+      __builtin_prefetch(q + kPrefetchBytes);
+      const int64_t kk = b * w.block + g * kPer;
+      for (int r = 0; r < M; ++r)
+        for (int c = 0; c < kCols; ++c) {
+          uint32_t t = 0;
+          for (int j = 0; j < kPer; ++j) {
+            const int code = Bits == 8 ? q[c * 4 + j] : j < 4 ? q[c * 4 + j] & 15 : q[c * 4 + j - 4] >> 4;
+            t += uint32_t(code * int32_t(a[r * kp + kk + j]));
+          }
+          sum[r][c] = int32_t(uint32_t(sum[r][c]) + t);
+        }
+    }
+  }
+  const int64_t col0 = p * kCols, left = std::min<int64_t>(kCols, w.n - col0);
+  for (int r = 0; r < M; ++r) IntAStore(d, r, col0, left, sum[r], w.scales + p * kb * kCols);
+}
+
+template <int M>
+void IntAPlainPanels(const Args& d, int64_t p0, int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    if (d.w->bits == 4) IntAPlainPanel<M, 4>(d, p);
+    else IntAPlainPanel<M, 8>(d, p);
+  }
+}
+
+void IntABaseline(const Args& d, int64_t p0, int64_t p1) {
+  switch (d.m) {
+    case 1: return IntAPlainPanels<1>(d, p0, p1);
+    case 2: return IntAPlainPanels<2>(d, p0, p1);
+    case 3: return IntAPlainPanels<3>(d, p0, p1);
+    default: return IntAPlainPanels<4>(d, p0, p1);
+  }
 }
 
 // ---- Float: generic vectors of W lanes (AVX2: 8, baseline: 4), 16 / W of them a panel ----
@@ -248,8 +336,10 @@ inline const int8_t* Digits(const Args& d, int r, int p) {
   return static_cast<const int8_t*>(d.a) + (int64_t(r) * P + p) * d.w->padded_k();
 }
 
-// y += scale * (sa * dot - zero * sa * sum Q), per block, in float.
-template <int M, int Bits, int P>
+// y += scale * (sa * dot - zero * sa * sum Q), per block, in float; with
+// kInt (integer A, P = 1) the dots summed over blocks in int32 and finished
+// once (IntACorrection, IntAStore).
+template <int M, int Bits, int P, bool kInt = false>
 [[ONNX_MINI_PGVNNI512]] inline void Int8ZmmPanel(const Args& d, int64_t p) {
   constexpr int kPer = KPerGroup<Bits>();
   // Accumulators a (row, digit): two (low and high nibbles, or alternate
@@ -260,15 +350,22 @@ template <int M, int Bits, int P>
   const uint8_t* q = w.codes + p * kb * bb;
   const float* sc = w.scales + p * kb * kCols;
   const float* zp = w.zeros + p * kb * kCols;
+  const int32_t* cs = w.code_sums + p * kb * kCols;
   const int8_t* a[M][P];
   for (int r = 0; r < M; ++r)
     for (int i = 0; i < P; ++i) a[r][i] = Digits<P>(d, r, i);
   const __m512i low = _mm512_set1_epi8(15);
   const int64_t ahead = (kPrefetchBytes / bb) * kCols;
   __m512 acc[M];
-  for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
+  __m512i isum[M];
+  for (int r = 0; r < M; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    isum[r] = _mm512_setzero_si512();
+  }
   for (int64_t b = 0; b < kb; ++b) {
-    _mm_prefetch(reinterpret_cast<const char*>(sc + b * kCols + ahead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(kInt ? static_cast<const void*>(cs + b * kCols + ahead)
+                                                    : static_cast<const void*>(sc + b * kCols + ahead)),
+                 _MM_HINT_T0);
     if (!d.uniform) _mm_prefetch(reinterpret_cast<const char*>(zp + b * kCols + ahead), _MM_HINT_T0);
     __m512i dot[M][P][NS];
     for (int r = 0; r < M; ++r)
@@ -299,6 +396,11 @@ template <int M, int Bits, int P>
           dot[r][i][NS - 1] = _mm512_dpbusd_epi32(dot[r][i][NS - 1], u1, _mm512_set1_epi32(x1));
         }
     }
+    if constexpr (kInt) {
+      for (int r = 0; r < M; ++r)
+        isum[r] = _mm512_add_epi32(isum[r], NS == 2 ? _mm512_add_epi32(dot[r][0][0], dot[r][0][NS - 1]) : dot[r][0][0]);
+      continue;
+    }
     const __m512 scale = _mm512_loadu_ps(sc + b * kCols);
     for (int r = 0; r < M; ++r) {
       __m512 f = _mm512_setzero_ps();
@@ -314,6 +416,15 @@ template <int M, int Bits, int P>
     }
   }
   const int64_t col0 = p * kCols, left = std::min<int64_t>(kCols, w.n - col0);
+  if constexpr (kInt) {
+    int32_t sum[M][kCols];
+    IntACorrection<M>(d, p, sum);
+    for (int r = 0; r < M; ++r) {
+      _mm512_storeu_si512(sum[r], _mm512_add_epi32(isum[r], _mm512_loadu_si512(sum[r])));
+      IntAStore(d, r, col0, left, sum[r], sc);
+    }
+    return;
+  }
   const __mmask16 mask = __mmask16((1u << left) - 1);
   for (int r = 0; r < M; ++r) {
     __m512 y = acc[r];
@@ -322,21 +433,21 @@ template <int M, int Bits, int P>
   }
 }
 
-template <int M, int P>
+template <int M, int P, bool kInt = false>
 [[ONNX_MINI_PGVNNI512]] inline void Int8ZmmPanels(const Args& d, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p) {
-    if (d.w->bits == 4) Int8ZmmPanel<M, 4, P>(d, p);
-    else Int8ZmmPanel<M, 8, P>(d, p);
+    if (d.w->bits == 4) Int8ZmmPanel<M, 4, P, kInt>(d, p);
+    else Int8ZmmPanel<M, 8, P, kInt>(d, p);
   }
 }
 
-template <int P>
+template <int P, bool kInt = false>
 [[ONNX_MINI_PGVNNI512]] inline void Int8Zmm(const Args& d, int64_t p0, int64_t p1) {
   switch (d.m) {
-    case 1: return Int8ZmmPanels<1, P>(d, p0, p1);
-    case 2: return Int8ZmmPanels<2, P>(d, p0, p1);
-    case 3: return Int8ZmmPanels<3, P>(d, p0, p1);
-    default: return Int8ZmmPanels<4, P>(d, p0, p1);
+    case 1: return Int8ZmmPanels<1, P, kInt>(d, p0, p1);
+    case 2: return Int8ZmmPanels<2, P, kInt>(d, p0, p1);
+    case 3: return Int8ZmmPanels<3, P, kInt>(d, p0, p1);
+    default: return Int8ZmmPanels<4, P, kInt>(d, p0, p1);
   }
 }
 
@@ -348,68 +459,109 @@ template <int P>
                                                                                              int64_t p0, int64_t p1) {
   Int8Zmm<kDigits>(d, p0, p1);
 }
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")]] void IntAAvx512Vnni(const Args& d, int64_t p0,
+                                                                                           int64_t p1) {
+  Int8Zmm<1, true>(d, p0, p1);
+}
 
 // AVX-VNNI (ymm): a panel two halves of 8 columns (the group's first and
 // second 32 bytes). The VEX instruction in inline assembly: GCC 12 and clang
-// 14 name its intrinsic differently.
-#define ONNX_MINI_PGVNNI256 gnu::target("avx2,fma,avxvnni"), gnu::always_inline
+// 14 name its intrinsic differently. Without VNNI (AVX2, integer A) the same
+// loops with VPDPBUSD made of VPMADDWD: codes and A split into their even
+// and odd bytes as int16 (exact: |code * a| <= 255 * 128).
+#define ONNX_MINI_PGYMM gnu::target("avx2,fma"), gnu::always_inline
 
-[[ONNX_MINI_PGVNNI256]] inline void DpbusdVex(__m256i& acc, __m256i u, __m256i s) {
-  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+template <bool kVnni>
+[[ONNX_MINI_PGYMM]] inline void Dpbusd256(__m256i& acc, __m256i u, __m256i s) {
+  if constexpr (kVnni) {
+    asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+  } else {
+    const __m256i ue = _mm256_and_si256(u, _mm256_set1_epi16(255)), uo = _mm256_srli_epi16(u, 8);
+    const __m256i se = _mm256_srai_epi16(_mm256_slli_epi16(s, 8), 8), so = _mm256_srai_epi16(s, 8);
+    acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(ue, se), _mm256_madd_epi16(uo, so)));
+  }
 }
 
 // A block's two halves one after the other (the second re-reads the block's
-// codes from L1): the accumulators of one half fit the 16 registers.
-template <int M, int Bits, int P>
-[[ONNX_MINI_PGVNNI256]] inline void Int8YmmPanel(const Args& d, int64_t p) {
+// codes from L1): the accumulators of one half fit the 16 registers. 8-bit
+// codes: two accumulators a (row, digit) where the registers allow (one
+// VPDPBUSD chain of 32 bytes would bound a row's pass below the bandwidth).
+template <int M, int Bits, int P, bool kInt = false, bool kVnni = true>
+[[ONNX_MINI_PGYMM]] inline void Int8YmmPanel(const Args& d, int64_t p) {
   constexpr int kPer = KPerGroup<Bits>();
+  constexpr int NS = Bits == 8 && M * P <= 4 ? 2 : 1;
   const QuantPanels& w = *d.w;
   const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = w.block / kPer;
   const uint8_t* q = w.codes + p * kb * bb;
   const float* sc = w.scales + p * kb * kCols;
   const float* zp = w.zeros + p * kb * kCols;
+  const int32_t* cs = w.code_sums + p * kb * kCols;
   const int8_t* a[M][P];
   for (int r = 0; r < M; ++r)
     for (int i = 0; i < P; ++i) a[r][i] = Digits<P>(d, r, i);
   const __m256i low = _mm256_set1_epi8(15);
   const int64_t ahead = (kPrefetchBytes / bb) * kCols;
   __m256 acc[M][2];
-  for (int r = 0; r < M; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  __m256i isum[M][2];
+  for (int r = 0; r < M; ++r) {
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    isum[r][0] = isum[r][1] = _mm256_setzero_si256();
+  }
   for (int64_t b = 0; b < kb; ++b, q += bb) {
-    _mm_prefetch(reinterpret_cast<const char*>(sc + b * kCols + ahead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(kInt ? static_cast<const void*>(cs + b * kCols + ahead)
+                                                    : static_cast<const void*>(sc + b * kCols + ahead)),
+                 _MM_HINT_T0);
     if (!d.uniform) _mm_prefetch(reinterpret_cast<const char*>(zp + b * kCols + ahead), _MM_HINT_T0);
     const int64_t k0 = b * w.block;
     for (int h = 0; h < 2; ++h) {
-      __m256i dot[M][P];
+      __m256i dot[M][P][NS];
       for (int r = 0; r < M; ++r)
-        for (int i = 0; i < P; ++i) dot[r][i] = _mm256_setzero_si256();
-      for (int64_t g = 0; g < groups; ++g) {
-        if (h == 0) _mm_prefetch(reinterpret_cast<const char*>(q + g * kGroup + kPrefetchBytes), _MM_HINT_T0);
+        for (int i = 0; i < P; ++i)
+          for (int j = 0; j < NS; ++j) dot[r][i][j] = _mm256_setzero_si256();
+      // 8-bit codes: NS groups a pass (groups is even: block is a multiple of 8).
+      for (int64_t g = 0; g < groups; g += (Bits == 8 ? NS : 1)) {
+        if (h == 0) {
+          _mm_prefetch(reinterpret_cast<const char*>(q + g * kGroup + kPrefetchBytes), _MM_HINT_T0);
+          if (Bits == 8 && NS == 2)
+            _mm_prefetch(reinterpret_cast<const char*>(q + (g + 1) * kGroup + kPrefetchBytes), _MM_HINT_T0);
+        }
         const int64_t kk = k0 + kPer * g;
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * kGroup + 32 * h));
         if constexpr (Bits == 4) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * kGroup + 32 * h));
           const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
           for (int r = 0; r < M; ++r)
             for (int i = 0; i < P; ++i) {
               int32_t x0, x1;
               std::memcpy(&x0, a[r][i] + kk, 4);
               std::memcpy(&x1, a[r][i] + kk + 4, 4);
-              DpbusdVex(dot[r][i], lo, _mm256_set1_epi32(x0));
-              DpbusdVex(dot[r][i], hi, _mm256_set1_epi32(x1));
+              Dpbusd256<kVnni>(dot[r][i][0], lo, _mm256_set1_epi32(x0));
+              Dpbusd256<kVnni>(dot[r][i][0], hi, _mm256_set1_epi32(x1));
             }
         } else {
+          __m256i v[NS];
+          for (int j = 0; j < NS; ++j)
+            v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (g + j) * kGroup + 32 * h));
           for (int r = 0; r < M; ++r)
-            for (int i = 0; i < P; ++i) {
-              int32_t x0;
-              std::memcpy(&x0, a[r][i] + kk, 4);
-              DpbusdVex(dot[r][i], v, _mm256_set1_epi32(x0));
-            }
+            for (int i = 0; i < P; ++i)
+              for (int j = 0; j < NS; ++j) {
+                int32_t x0;
+                std::memcpy(&x0, a[r][i] + kk + 4 * j, 4);
+                Dpbusd256<kVnni>(dot[r][i][j], v[j], _mm256_set1_epi32(x0));
+              }
         }
+      }
+      if constexpr (NS == 2)
+        for (int r = 0; r < M; ++r)
+          for (int i = 0; i < P; ++i) dot[r][i][0] = _mm256_add_epi32(dot[r][i][0], dot[r][i][1]);
+      if constexpr (kInt) {
+        for (int r = 0; r < M; ++r) isum[r][h] = _mm256_add_epi32(isum[r][h], dot[r][0][0]);
+        continue;
       }
       const __m256 scale = _mm256_loadu_ps(sc + b * kCols + 8 * h);
       for (int r = 0; r < M; ++r) {
-        __m256 f = _mm256_cvtepi32_ps(dot[r][0]);
-        for (int i = 1; i < P; ++i) f = _mm256_fmadd_ps(f, _mm256_set1_ps(256.f), _mm256_cvtepi32_ps(dot[r][i]));
+        __m256 f = _mm256_cvtepi32_ps(dot[r][0][0]);
+        for (int i = 1; i < P; ++i)
+          f = _mm256_fmadd_ps(f, _mm256_set1_ps(256.f), _mm256_cvtepi32_ps(dot[r][i][0]));
         const __m256 sa = _mm256_set1_ps(d.s1[r * kb + b]), zq = _mm256_set1_ps(d.s2[r * kb + b]);
         const __m256 t = d.uniform ? _mm256_fmsub_ps(f, sa, zq)
                                    : _mm256_fnmadd_ps(_mm256_loadu_ps(zp + b * kCols + 8 * h), zq, _mm256_mul_ps(f, sa));
@@ -418,6 +570,18 @@ template <int M, int Bits, int P>
     }
   }
   const int64_t col0 = p * kCols, left = std::min<int64_t>(kCols, w.n - col0);
+  if constexpr (kInt) {
+    int32_t sum[M][kCols];
+    IntACorrection<M>(d, p, sum);
+    for (int r = 0; r < M; ++r) {
+      for (int h = 0; h < 2; ++h) {
+        __m256i* at = reinterpret_cast<__m256i*>(sum[r] + 8 * h);
+        _mm256_storeu_si256(at, _mm256_add_epi32(isum[r][h], _mm256_loadu_si256(at)));
+      }
+      IntAStore(d, r, col0, left, sum[r], sc);
+    }
+    return;
+  }
   for (int r = 0; r < M; ++r) {
     float y[kCols];
     _mm256_storeu_ps(y, acc[r][0]);
@@ -426,21 +590,21 @@ template <int M, int Bits, int P>
   }
 }
 
-template <int M, int P>
-[[ONNX_MINI_PGVNNI256]] inline void Int8YmmPanels(const Args& d, int64_t p0, int64_t p1) {
+template <int M, int P, bool kInt, bool kVnni>
+[[ONNX_MINI_PGYMM]] inline void Int8YmmPanels(const Args& d, int64_t p0, int64_t p1) {
   for (int64_t p = p0; p < p1; ++p) {
-    if (d.w->bits == 4) Int8YmmPanel<M, 4, P>(d, p);
-    else Int8YmmPanel<M, 8, P>(d, p);
+    if (d.w->bits == 4) Int8YmmPanel<M, 4, P, kInt, kVnni>(d, p);
+    else Int8YmmPanel<M, 8, P, kInt, kVnni>(d, p);
   }
 }
 
-template <int P>
-[[ONNX_MINI_PGVNNI256]] inline void Int8Ymm(const Args& d, int64_t p0, int64_t p1) {
+template <int P, bool kInt = false, bool kVnni = true>
+[[ONNX_MINI_PGYMM]] inline void Int8Ymm(const Args& d, int64_t p0, int64_t p1) {
   switch (d.m) {
-    case 1: return Int8YmmPanels<1, P>(d, p0, p1);
-    case 2: return Int8YmmPanels<2, P>(d, p0, p1);
-    case 3: return Int8YmmPanels<3, P>(d, p0, p1);
-    default: return Int8YmmPanels<4, P>(d, p0, p1);
+    case 1: return Int8YmmPanels<1, P, kInt, kVnni>(d, p0, p1);
+    case 2: return Int8YmmPanels<2, P, kInt, kVnni>(d, p0, p1);
+    case 3: return Int8YmmPanels<3, P, kInt, kVnni>(d, p0, p1);
+    default: return Int8YmmPanels<4, P, kInt, kVnni>(d, p0, p1);
   }
 }
 
@@ -448,9 +612,13 @@ template <int P>
 [[gnu::target("avx2,fma,avxvnni")]] void DigitsAvxVnni(const Args& d, int64_t p0, int64_t p1) {
   Int8Ymm<kDigits>(d, p0, p1);
 }
+[[gnu::target("avx2,fma,avxvnni")]] void IntAAvxVnni(const Args& d, int64_t p0, int64_t p1) {
+  Int8Ymm<1, true>(d, p0, p1);
+}
+[[gnu::target("avx2,fma")]] void IntAAvx2(const Args& d, int64_t p0, int64_t p1) { Int8Ymm<1, true, false>(d, p0, p1); }
+#undef ONNX_MINI_PGYMM
 #undef ONNX_MINI_PG512
 #undef ONNX_MINI_PGVNNI512
-#undef ONNX_MINI_PGVNNI256
 #endif
 
 using PanelsFn = void (*)(const Args&, int64_t, int64_t);
@@ -536,14 +704,27 @@ const CpuDispatchTable<PanelsFn>::Build& ActiveInt8() {
   return table.ActiveBuild();
 }
 
-// Passes of up to kPanelGemvRows rows: `prepare(row, r)` fills pass row r's
-// part of the workspace, then the panels are split over the threads.
+const CpuDispatchTable<PanelsFn>::Build& ActiveIntA() {
+  static const CpuDispatchTable<PanelsFn> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512Vnni, IntAAvx512Vnni},
+      {CpuTarget::kAvxVnni, IntAAvxVnni},
+      {CpuTarget::kAvx2, IntAAvx2},
+#endif
+      {CpuTarget::kBaseline, IntABaseline},
+  };
+  return table.ActiveBuild();
+}
+
+// Passes of up to kPanelGemvRows rows: `prepare(i, r)` fills pass row r's
+// part of the workspace from A's row i, then the panels are split over the
+// threads.
 template <class Prepare>
-void Passes(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c, int threads, Args d,
-            PanelsFn fn, double work_per_weight, const Prepare& prepare) {
+void Passes(int64_t m, const QuantPanels& w, const float* bias, float* c, int threads, Args d, PanelsFn fn,
+            double work_per_weight, const Prepare& prepare) {
   for (int64_t r0 = 0; r0 < m; r0 += kPanelGemvRows) {
     const int64_t rows = std::min(kPanelGemvRows, m - r0);
-    for (int64_t r = 0; r < rows; ++r) prepare(a + (r0 + r) * w.k, r);
+    for (int64_t r = 0; r < rows; ++r) prepare(r0 + r, r);
     d.bias = bias;
     d.c = c + r0 * w.n;
     d.m = rows;
@@ -574,8 +755,13 @@ void PanelGemvFloat(const float* a, int64_t m, const QuantPanels& w, const float
   if (entry.parts == 0) {
     float* pa = workspace;
     float* sums = workspace + rows * kp;
-    const Args d{&w, pa, sums, nullptr, nullptr, nullptr, 0, uniform_zero != nullptr};
-    Passes(a, m, w, bias, c, threads, d, entry.fn, 0.25, [&](const float* row, int64_t r) {
+    Args d{};
+    d.w = &w;
+    d.a = pa;
+    d.s1 = sums;
+    d.uniform = uniform_zero != nullptr;
+    Passes(m, w, bias, c, threads, d, entry.fn, 0.25, [&](int64_t i, int64_t r) {
+      const float* row = a + i * w.k;
       float* dst = pa + r * kp;
       std::memcpy(dst, row, size_t(w.k) * sizeof(float));
       std::fill(dst + w.k, dst + kp, 0.0f);
@@ -591,10 +777,15 @@ void PanelGemvFloat(const float* a, int64_t m, const QuantPanels& w, const float
   int8_t* digits = reinterpret_cast<int8_t*>(workspace);
   float* scale = workspace + (rows * kDigits * kp + 3) / 4;
   float* zq = scale + rows * kb;
-  const Args d{&w, digits, scale, zq, nullptr, nullptr, 0, uniform_zero != nullptr};
+  Args d{};
+  d.w = &w;
+  d.a = digits;
+  d.s1 = scale;
+  d.s2 = zq;
+  d.uniform = uniform_zero != nullptr;
   const DigitsRow g{w.k, w.block, kb, kp, double(zero)};
-  Passes(a, m, w, bias, c, threads, d, entry.fn, 1.0 / 16, [&](const float* row, int64_t r) {
-    entry.prepare(g, row, digits + r * kDigits * kp, scale + r * kb, zq + r * kb);
+  Passes(m, w, bias, c, threads, d, entry.fn, 1.0 / 16, [&](int64_t i, int64_t r) {
+    entry.prepare(g, a + i * w.k, digits + r * kDigits * kp, scale + r * kb, zq + r * kb);
   });
 }
 
@@ -613,8 +804,14 @@ void PanelGemvInt8(const float* a, int64_t m, const QuantPanels& w, const float*
   float* sa = workspace + (rows * kp + 3) / 4;
   float* sq = sa + rows * kb;
   const float zero = uniform_zero ? *uniform_zero : 1.0f;
-  Args d{&w, qa, sa, sq, nullptr, nullptr, 0, uniform_zero != nullptr};
-  Passes(a, m, w, bias, c, threads, d, fn, 1.0 / 16, [&](const float* row, int64_t r) {
+  Args d{};
+  d.w = &w;
+  d.a = qa;
+  d.s1 = sa;
+  d.s2 = sq;
+  d.uniform = uniform_zero != nullptr;
+  Passes(m, w, bias, c, threads, d, fn, 1.0 / 16, [&](int64_t i, int64_t r) {
+    const float* row = a + i * w.k;
     int8_t* dst = qa + r * kp;
     std::memset(dst, 0, size_t(kp));
     for (int64_t b = 0; b < kb; ++b) {
@@ -622,6 +819,46 @@ void PanelGemvInt8(const float* a, int64_t m, const QuantPanels& w, const float*
       int32_t sum = 0;
       sa[r * kb + b] = NBitsQuantizeBlockInt8(row + first, len, dst + first, &sum);
       sq[r * kb + b] = sa[r * kb + b] * float(sum) * zero;
+    }
+  });
+}
+
+CpuTarget PanelGemvIntATarget() { return ActiveIntA().target; }
+
+int64_t PanelGemvIntAWorkspace(int64_t m, const QuantPanels& w) {
+  const double rows = double(std::min(m, kPanelGemvRows));
+  const double bytes = rows * (double(w.padded_k()) + 4 * double(w.k_blocks)) + 64;
+  return bytes < double(std::numeric_limits<int64_t>::max() / 8) ? int64_t(bytes) : -1;
+}
+
+void PanelGemvIntA(const QuantPanelsIntA& x, const QuantPanels& w, const float* uniform_zero, const float* bias,
+                   float* c, void* workspace, int threads) {
+  if (x.m <= 0 || w.n <= 0) return;
+  const int64_t kp = w.padded_k(), kb = w.k_blocks, rows = std::min(x.m, kPanelGemvRows);
+  int8_t* qa = static_cast<int8_t*>(workspace);
+  int32_t* asum = reinterpret_cast<int32_t*>(qa + (rows * kp + 3) / 4 * 4);
+  const int shift = x.a_unsigned ? 128 : 0;  // qa = a - shift, so a - za = qa + (shift - za)
+  Args d{};
+  d.w = &w;
+  d.a = qa;
+  d.asum = asum;
+  d.a_shift = shift - x.a_zero;
+  d.a_scale = x.a_scale;
+  d.uniform = uniform_zero != nullptr;
+  d.b_zero = uniform_zero ? int32_t(*uniform_zero) : 0;
+  Passes(x.m, w, bias, c, threads, d, ActiveIntA().entries, 1.0 / 16, [&](int64_t i, int64_t r) {
+    int8_t* dst = qa + r * kp;
+    if (x.a_unsigned) {
+      const uint8_t* src = static_cast<const uint8_t*>(x.a) + i * w.k;
+      for (int64_t e = 0; e < w.k; ++e) dst[e] = int8_t(int32_t(src[e]) - 128);
+    } else {
+      std::memcpy(dst, static_cast<const int8_t*>(x.a) + i * w.k, size_t(w.k));
+    }
+    std::memset(dst + w.k, 0, size_t(kp - w.k));
+    for (int64_t b = 0; b < kb; ++b) {
+      int32_t s = 0;
+      for (int64_t e = b * w.block; e < (b + 1) * w.block; ++e) s += dst[e];
+      asum[r * kb + b] = s;
     }
   });
 }

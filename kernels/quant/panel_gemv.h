@@ -9,10 +9,16 @@
 //   int8:  A quantized per (row, block) to int8 by NBitsRoundRowsToInt8's
 //          rule, codes times a broadcast dword of A through VPDPBUSD, per
 //          block y += scale * sa * (dot - zero * sum q) in float.
+//   integer A (q8: DynamicQuantizeMatMul, MatMulIntegerToFloat): uint8 or
+//          int8 A with one zero point, the int8 loops' dots summed over the
+//          blocks in int32 and corrected exactly (code sums, zero points),
+//          then y = float(sum) * (a_scale * scale) + bias: the integer
+//          reference's value (QuantPanelsMatMulIntAReference).
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/quant/panel_gemm.h"
 #include "kernels/quant/quant_panels.h"
 #include "runtime/cpu.h"
 
@@ -42,5 +48,15 @@ void PanelGemvInt8(const float* a, int64_t m, const QuantPanels& w, const float*
 // The same with plain loops (integer dot products per block, double
 // accumulation): the reference in tests.
 void PanelGemvInt8Reference(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c);
+
+// Integer A (QuantPanelsIntA, panel_gemm.h) against panels holding an
+// integer B (integral zero points, one scale a column: PackInt8Panels), in
+// passes of kPanelGemvRows rows. Builds: AVX-512 VNNI, AVX-VNNI, AVX2
+// (VPMADDWD) and plain loops; PanelGemvIntATarget names the active one.
+// `uniform_zero` as above. Workspace in bytes.
+int64_t PanelGemvIntAWorkspace(int64_t m, const QuantPanels& w);
+CpuTarget PanelGemvIntATarget();
+void PanelGemvIntA(const QuantPanelsIntA& a, const QuantPanels& w, const float* uniform_zero, const float* bias,
+                   float* c, void* workspace, int threads);
 
 }  // namespace onnx_mini

@@ -3,7 +3,8 @@
 // kernels (float on every CPU target, int8 on every VNNI target) match their
 // references: bits 4 and 8, blocks 16..128, odd K (not a multiple of the
 // block), N not a multiple of 16, every zero-point form, rows 1..5 and 16, an
-// LM-head shape, threads 1 and 2.
+// LM-head shape, threads 1 and 2; integer A (q8) exactly equal to the
+// integer product of the raw B on every target.
 #include "kernels/quant/panel_gemv.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kernels/quant/nbits_matmul.h"
+#include "kernels/quant/quant_panels_int8.h"
 #include "runtime/cpu.h"
 #include "tests/ops/random_values.h"
 
@@ -298,6 +300,149 @@ TEST(PanelGemv, LmHeadShape) {
       PanelGemvInt8Reference(a.data(), m, p, bias.data(), want.data());
       PanelGemvInt8(a.data(), m, p, &uniform, bias.data(), got.data(), ws.data(), 2);
       ExpectNear(got, want, p.k, "int8 lm head");
+    }
+  }
+}
+
+// Integer A (q8): the decode passes on every target the host has (AVX-512
+// VNNI, AVX-VNNI, AVX2 without VNNI, plain loops) equal, bit for bit, the
+// integer product of the unpacked B (int64 sums wrapped to int32, then
+// float(sum) * (a_scale * b_scale) + bias in two roundings): rows 1..5 (the
+// fifth a second pass), odd K and N, uint8 and int8 A and B, zero points per
+// tensor (passed as uniform or read) and per column, threads 1 and 2.
+TEST(PanelGemvIntA, EqualsTheIntegerProductOnEveryTarget) {
+  struct Case {
+    int64_t k, n;
+  };
+  const std::vector<Case> cases = {{4, 3}, {37, 19}, {100, 33}, {1000, 45}, {1024, 260}};
+  std::vector<CpuTarget> targets;
+  for (CpuTarget t : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx2, CpuTarget::kBaseline})
+    if (CpuTargetUsable(t, HostCpuFeatures())) targets.push_back(t);
+  ASSERT_FALSE(targets.empty());
+  uint32_t seed = 900;
+  for (const Case& cs : cases)
+    for (bool b_unsigned : {false, true})
+      for (bool zero_per_column : {false, true}) {
+        std::mt19937 rng(++seed);
+        const int64_t k = cs.k, n = cs.n;
+        std::vector<uint8_t> b(size_t(k * n)), zb(size_t(zero_per_column ? n : 1));
+        for (uint8_t& v : b) v = uint8_t(rng());
+        for (uint8_t& v : zb) v = uint8_t(rng());
+        std::vector<float> bs(size_t(zero_per_column ? n : 1));
+        for (float& v : bs) v = 0.001f + float(rng() % 1000) * 1e-5f;
+        Int8PanelsSource src;
+        src.b = b.data();
+        src.b_unsigned = b_unsigned;
+        src.k = k;
+        src.n = n;
+        src.zero = zb.data();
+        src.zero_per_column = zero_per_column;
+        src.scale = bs.data();
+        src.scale_per_column = zero_per_column;
+        QuantPanelsBuffer buf;
+        ASSERT_TRUE(PackInt8Panels(src, &buf));
+        const QuantPanels& p = buf.view;
+        float uniform = 0;
+        const bool is_uniform = QuantPanelsZeroUniform(p, &uniform);
+        ASSERT_EQ(is_uniform, !zero_per_column || n == 1);
+        for (bool a_unsigned : {true, false})
+          for (int64_t m : {1, 2, 3, 4, 5}) {
+            std::vector<uint8_t> a(size_t(m * k));
+            for (uint8_t& v : a) v = uint8_t(rng());
+            QuantPanelsIntA x;
+            x.a = a.data();
+            x.a_unsigned = a_unsigned;
+            x.a_zero = a_unsigned ? int32_t(rng() % 256) : int32_t(rng() % 256) - 128;
+            x.a_scale = 0.0123f;
+            x.m = m;
+            const std::vector<float> bias = RandomFloats(n, seed + 8);
+            const float* pb = m % 2 ? bias.data() : nullptr;
+            // The integer product of the raw B.
+            std::vector<float> want(size_t(m * n));
+            for (int64_t r = 0; r < m; ++r)
+              for (int64_t col = 0; col < n; ++col) {
+                const auto value = [&](const uint8_t* v, int64_t i, bool u) {
+                  return u ? int32_t(v[i]) : int32_t(int8_t(v[i]));
+                };
+                const int32_t za = x.a_zero, z = value(zb.data(), zero_per_column ? col : 0, b_unsigned);
+                int64_t sum = 0;
+                for (int64_t kk = 0; kk < k; ++kk)
+                  sum += int64_t(value(a.data(), r * k + kk, a_unsigned) - za) *
+                         int64_t(value(b.data(), kk * n + col, b_unsigned) - z);
+                float y = float(int32_t(uint32_t(uint64_t(sum)))) * (x.a_scale * bs[zero_per_column ? size_t(col) : 0]);
+                volatile float keep = y;  // two roundings, as the kernels
+                y = keep;
+                want[size_t(r * n + col)] = pb ? y + pb[col] : y;
+              }
+            std::vector<float> ref(want.size());
+            QuantPanelsMatMulIntAReference(x, p, pb, ref.data());
+            for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(ref[i], want[i]) << "reference at " << i;
+            for (CpuTarget t : targets) {
+              ScopedCpuFeaturesForTesting scope(t);
+              ASSERT_EQ(PanelGemvIntATarget(), t);
+              std::vector<uint8_t> ws(size_t(PanelGemvIntAWorkspace(m, p)));
+              for (int threads : {1, 2})
+                for (bool pass_uniform : {true, false}) {
+                  if (pass_uniform && !is_uniform) continue;
+                  std::vector<float> got(want.size(), NAN);
+                  PanelGemvIntA(x, p, pass_uniform ? &uniform : nullptr, pb, got.data(), ws.data(), threads);
+                  for (size_t i = 0; i < want.size(); ++i)
+                    ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " k=" << k << " n=" << n << " m=" << m
+                                               << " a_unsigned=" << a_unsigned << " b_unsigned=" << b_unsigned
+                                               << " zero_per_column=" << zero_per_column << " threads=" << threads
+                                               << " uniform=" << pass_uniform << " at " << i;
+                }
+            }
+          }
+      }
+}
+
+// 4-bit panels and blocks: the same loops (shared with the int8 decode),
+// exact against the panels' integer reference.
+TEST(PanelGemvIntA, FourBitPanelsAndManyBlocks) {
+  std::vector<CpuTarget> targets;
+  for (CpuTarget t : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx2, CpuTarget::kBaseline})
+    if (CpuTargetUsable(t, HostCpuFeatures())) targets.push_back(t);
+  for (int bits : {4, 8}) {
+    // Integral zero points and one scale a column (what the integer-A product requires).
+    QuantPanelsBuffer buf;
+    const int64_t k = 300, n = 37, block = 64;
+    ASSERT_TRUE(buf.Shape(bits, k, n, block));
+    std::mt19937 rng{uint32_t(bits)};
+    const QuantPanels& p = buf.view;
+    for (int64_t col = 0; col < n; ++col) {
+      const float scale = 0.01f + float(col) * 1e-4f, zero = float(rng() % (1u << bits));
+      for (int64_t b = 0; b < p.k_blocks; ++b) {
+        const int64_t at = ((col / 16) * p.k_blocks + b) * 16 + col % 16;
+        int32_t sum = 0;
+        for (int64_t kk = b * block; kk < std::min(k, (b + 1) * block); ++kk) {
+          const int code = int(rng() % (1u << bits));
+          buf.SetCode(col, kk, code);
+          sum += code;
+        }
+        buf.scales[size_t(at)] = scale;
+        buf.zeros[size_t(at)] = zero;
+        buf.code_sums[size_t(at)] = sum;
+      }
+    }
+    for (int64_t m : {1, 4, 5}) {
+      std::vector<uint8_t> a(size_t(m * k));
+      for (uint8_t& v : a) v = uint8_t(rng());
+      QuantPanelsIntA x;
+      x.a = a.data();
+      x.a_zero = 77;
+      x.a_scale = 0.5f;
+      x.m = m;
+      std::vector<float> want(size_t(m * n));
+      QuantPanelsMatMulIntAReference(x, p, nullptr, want.data());
+      for (CpuTarget t : targets) {
+        ScopedCpuFeaturesForTesting scope(t);
+        std::vector<uint8_t> ws(size_t(PanelGemvIntAWorkspace(m, p)));
+        std::vector<float> got(want.size(), NAN);
+        PanelGemvIntA(x, p, nullptr, nullptr, got.data(), ws.data(), 2);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " bits=" << bits << " m=" << m << " at " << i;
+      }
     }
   }
 }
