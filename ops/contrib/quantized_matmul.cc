@@ -11,6 +11,8 @@
 // (the VNNI kernel of kernels/quant/panel_gemm.h), else into the int16 panels
 // of kernels/quant/int8_matmul.h.
 #include <cstring>
+#include <limits>
+#include <memory>
 
 #include "kernels/quant/int8_matmul.h"
 #include "kernels/quant/panel_gemm.h"
@@ -50,6 +52,9 @@ std::shared_ptr<const PackedInt8B> PackInt8B(const Tensor& b, const std::shared_
 struct Int8Panels {
   QuantPanelsBuffer buf;
   MemoryReservation charge;  // buf's bytes, against the session's budget
+  bool uniform = false;      // one zero point for every column (the kernels then skip reading them)
+  float zero = 0;
+  const float* uniform_zero() const { return uniform ? &zero : nullptr; }
 };
 
 // Whether a constant t holds one value or one per column of n.
@@ -104,6 +109,7 @@ class QuantizedMatMulOp : public Op {
         p->charge = MemoryReservation(ctx.budget());
         if (!p->charge.Grow(int64_t(bytes), 1, "int8 panels of B").ok()) return nullptr;
         if (!PackInt8Panels(src, &p->buf)) return nullptr;
+        p->uniform = QuantPanelsZeroUniform(p->buf.view, &p->zero);
         return p;
       });
       if (panels_) {
@@ -166,6 +172,9 @@ class QuantizedMatMulOp : public Op {
     args.b_unsigned = b.dtype() == DType::kUInt8;
     // A: as given, or quantized here (DynamicQuantizeLinear's rule).
     const Tensor& a = *ctx.input(0);
+    // The rows of one call: all of A's when B is one matrix.
+    const int64_t rows = p.b_matrix ? ElementCount(a.shape()) / std::max<int64_t>(p.K, 1) : p.M;
+    if (panels_ && p.K > 0) return ComputePanels(ctx, a, rows, y);
     std::vector<uint8_t> aq;
     MemoryReservation aq_reserved;
     float a_scale = 1;
@@ -199,27 +208,11 @@ class QuantizedMatMulOp : public Op {
     args.scale = scale.data();
     args.scale_per_column = scale.size() > 1;
     if (const Tensor* bias = input(in_.bias)) args.bias = bias->data<float>();
-    // The rows of one call: all of A's when B is one matrix.
-    const int64_t rows = p.b_matrix ? ElementCount(a.shape()) / std::max<int64_t>(p.K, 1) : p.M;
     if (p.K == 0) {  // an empty sum: the bias alone
       for (int64_t i = 0; i < y.size(); ++i) y.data<float>()[i] = args.bias ? args.bias[i % p.N] : 0.0f;
       return absl::OkStatus();
     }
     MemoryReservation reserved;
-    if (panels_) {
-      QuantPanelsIntA x;
-      x.a = args.a;
-      x.a_unsigned = args.a_unsigned;
-      x.a_zero = args.a_zero;
-      x.a_scale = a_scale;
-      x.m = rows;
-      const int64_t bytes = QuantPanelsMatMulIntAWorkspace(rows, panels_->buf.view);
-      if (bytes < 0) return ctx.Error(absl::StrCat("A of ", rows, " rows of ", p.K, " is too large"));
-      RETURN_IF_ERROR(ctx.Grow(reserved, bytes, 1, "A in int8"));
-      std::vector<uint8_t> workspace(static_cast<size_t>(bytes));
-      QuantPanelsMatMulIntA(x, panels_->buf.view, args.bias, y.data<float>(), workspace.data(), ctx.threads());
-      return absl::OkStatus();
-    }
     RETURN_IF_ERROR(ctx.Grow(reserved, Int8MatMulWorkspaceSize(rows, p.K), sizeof(int16_t), "A in int16"));
     std::vector<int16_t> workspace(size_t(Int8MatMulWorkspaceSize(rows, p.K)));
     const size_t a_elem = 1;
@@ -254,6 +247,43 @@ class QuantizedMatMulOp : public Op {
   }
 
  private:
+  // B in 8-bit panels (K > 0): A quantized here when dynamic, then the panel
+  // product; one uninitialized allocation for both (a decode step's per-run
+  // work is a few microseconds of the op's time: no per-column vectors).
+  absl::Status ComputePanels(KernelContext& ctx, const Tensor& a, int64_t rows, Tensor& y) const {
+    const auto input = [&](int i) -> const Tensor* {
+      return i >= 0 && size_t(i) < ctx.num_inputs() ? ctx.input(size_t(i)) : nullptr;
+    };
+    const QuantPanels& w = panels_->buf.view;
+    const int64_t work = QuantPanelsMatMulIntAWorkspace(rows, w);
+    const int64_t a_bytes = dynamic_ ? (a.size() + 63) / 64 * 64 : 0;
+    if (work < 0 || a_bytes > std::numeric_limits<int64_t>::max() - work)
+      return ctx.Error(absl::StrCat("A of ", rows, " rows of ", w.k, " is too large"));
+    MemoryReservation reserved;
+    RETURN_IF_ERROR(ctx.Grow(reserved, a_bytes + work, 1, "A in int8"));
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[size_t(a_bytes + work)]);
+    QuantPanelsIntA x;
+    x.m = rows;
+    if (dynamic_) {
+      uint8_t zero;
+      DynamicQuantizeParams(a.data<float>(), a.size(), x.a_scale, zero);
+      QuantizeU8(a.data<float>(), a.size(), x.a_scale, zero, buf.get());
+      x.a = buf.get();
+      x.a_unsigned = true;
+      x.a_zero = zero;
+    } else {
+      x.a = a.raw();
+      x.a_unsigned = a.dtype() == DType::kUInt8;
+      x.a_scale = input(in_.a_scale)->data<float>()[0];
+      if (const Tensor* za = input(in_.a_zero))
+        x.a_zero = x.a_unsigned ? int32_t(za->data<uint8_t>()[0]) : int32_t(za->data<int8_t>()[0]);
+    }
+    const Tensor* bias = input(in_.bias);
+    QuantPanelsMatMulIntA(x, w, bias ? bias->data<float>() : nullptr, y.data<float>(), buf.get() + a_bytes,
+                          ctx.threads(), panels_->uniform_zero());
+    return absl::OkStatus();
+  }
+
   bool dynamic_;
   Inputs in_;
   std::shared_ptr<const PackedInt8B> packed_;  // set by Prepare (a constant 2-D B, its scale or zero not)

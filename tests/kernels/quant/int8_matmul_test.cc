@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -173,6 +174,50 @@ TEST(Int8MatMul, DynamicQuantizationFollowsDynamicQuantizeLinear) {
   DynamicQuantizeParams(z.data(), 3, scale, zero);
   EXPECT_EQ(scale, 1.0f);
   EXPECT_EQ(zero, 0);
+}
+
+// The per-target builds of the range and the rounding (vectors of 16 and a
+// scalar tail) give the scalar rule's values on every target: ties to even,
+// NaN ignored by the range and quantized to 0, values past the range clamped.
+TEST(Int8MatMul, DynamicQuantizationIsTheScalarRuleOnEveryTarget) {
+  std::mt19937 rng(5);
+  for (int64_t n : {1, 15, 16, 17, 100, 1024}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = float(int(rng() % 2001) - 1000) / 256.0f;
+    if (n > 3) {
+      x[1] = NAN;
+      x[2] = 0.5f * float(n % 7);  // ties below
+    }
+    // The scalar rule.
+    float lo = 0, hi = 0;
+    for (float v : x) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    const float want_scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+    const uint8_t want_zero = uint8_t(std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / want_scale))));
+    // Scales that make ties (x / s = k + 0.5) and values past the range.
+    for (float s : {want_scale, 1.0f / 256.0f, 0.5f}) {
+      std::vector<uint8_t> want(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        float v = std::nearbyint(x[size_t(i)] / s) + float(want_zero);
+        if (!(v >= 0)) v = 0;
+        want[size_t(i)] = uint8_t(std::min(255.0f, v));
+      }
+      for (CpuTarget t : kCpuTargets) {
+        if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+        ScopedCpuFeaturesForTesting scope(t);
+        float scale;
+        uint8_t zero;
+        DynamicQuantizeParams(x.data(), n, scale, zero);
+        ASSERT_EQ(scale, want_scale) << CpuTargetName(t) << " n=" << n;
+        ASSERT_EQ(zero, want_zero) << CpuTargetName(t) << " n=" << n;
+        std::vector<uint8_t> got(static_cast<size_t>(n));
+        QuantizeU8(x.data(), n, s, zero, got.data());
+        ASSERT_EQ(got, want) << CpuTargetName(t) << " n=" << n << " s=" << s;
+      }
+    }
+  }
 }
 
 TEST(GatherBlocks, RowRunsMatchTheReference) {
