@@ -10,7 +10,8 @@
 //     panel_gemv), over "cold" copies filling ~200 MB, beside the floor: a
 //     read-only vectorized sum over the same copies' codes, timed in the same
 //     rounds as the kernels (the ratio is the median of per-round ratios, so
-//     that a busy machine slows both sides of it), and the int16 panels of
+//     that a busy machine slows both sides of it; beside it the fastest
+//     round's over the fastest read), and the int16 panels of
 //     kernels/quant/int8_matmul.h.
 //   bench-qgemm [--threads N] [--rows M] [--q8-decode-only 1]
 #include <algorithm>
@@ -73,6 +74,27 @@ QuantPanelsBuffer MakePanels(int bits, int64_t k, int64_t n, int64_t block, uint
   for (float& s : buf.scales) s = 0.01f + 0.001f * float(rng() % 50);
   for (float& z : buf.zeros) z = float(1 << (bits - 1));
   return buf;
+}
+
+// A read-only sum over bytes [0, n) (n a multiple of 256) on `threads`
+// threads: the floor's read.
+float ReadSum(const uint8_t* p, int64_t n, int threads) {
+  const float* x = reinterpret_cast<const float*>(p);
+  const int64_t floats = n / 4 / 64 * 64, per = (floats / 64 + threads - 1) / threads * 64;
+  std::vector<float> sums(static_cast<size_t>(threads), 0.0f);
+  ParallelFor(threads, threads, 1, [&](int64_t t, int64_t) {
+    const int64_t begin = std::min(floats, t * per), end = std::min(floats, (t + 1) * per);
+#if defined(__x86_64__)
+    if (CpuTargetUsable(CpuTarget::kAvx512, HostCpuFeatures())) {
+      sums[size_t(t)] = bench::SumFloatsAvx512(x, begin, end);
+      return;
+    }
+#endif
+    sums[size_t(t)] = bench::SumFloatsPlain(x, begin, end);
+  });
+  float total = 0;
+  for (float f : sums) total += f;
+  return total;
 }
 
 double Median(std::vector<double> v) {
@@ -190,21 +212,7 @@ int main(int argc, char** argv) {
       float read_sink = 0;
       auto read = [&](int i) {
         const QuantPanels& v = mats[size_t(i)].view;
-        const float* x = reinterpret_cast<const float*>(v.codes);
-        const int64_t floats = v.panels * v.k_blocks * v.block_bytes() / 4 / 64 * 64;
-        const int64_t per = (floats / 64 + threads - 1) / threads * 64;
-        std::vector<float> sums(static_cast<size_t>(threads), 0.0f);
-        ParallelFor(threads, threads, 1, [&](int64_t t, int64_t) {
-          const int64_t begin = std::min(floats, t * per), end = std::min(floats, (t + 1) * per);
-#if defined(__x86_64__)
-          if (CpuTargetUsable(CpuTarget::kAvx512, HostCpuFeatures())) {
-            sums[size_t(t)] = bench::SumFloatsAvx512(x, begin, end);
-            return;
-          }
-#endif
-          sums[size_t(t)] = bench::SumFloatsPlain(x, begin, end);
-        });
-        for (float f : sums) read_sink += f;
+        read_sink += ReadSum(v.codes, v.panels * v.k_blocks * v.block_bytes(), threads);
       };
       if (decode)
         std::printf("q8 decode K=%lld N=%lld rows=%lld: %.2f MB of codes (%d copies)\n", (long long)k, (long long)n,
@@ -214,7 +222,7 @@ int main(int argc, char** argv) {
       auto time_q8 = [&](const std::string& name, auto&& run) {
         for (int i = 0; i < copies; ++i) run(i);
         std::vector<double> per, ratio, floor;
-        for (int r = 0; r < (decode ? 9 : 5); ++r) {
+        for (int r = 0; r < (decode ? 15 : 5); ++r) {
           double start = Seconds();
           for (int i = 0; i < copies; ++i) run(i);
           per.push_back((Seconds() - start) / copies);
@@ -226,8 +234,9 @@ int main(int argc, char** argv) {
         }
         const double t = Median(per);
         if (decode)
-          std::printf("  %-26s %9.3f ms  floor %.3f ms (%.1f GB/s)  %5.2fx floor\n", name.c_str(), t * 1e3,
-                      Median(floor) * 1e3, double(bytes) / Median(floor) / 1e9, Median(ratio));
+          std::printf("  %-26s %9.3f ms  floor %.3f ms (%.1f GB/s)  %5.2fx floor (fastest rounds %.2fx)\n",
+                      name.c_str(), t * 1e3, Median(floor) * 1e3, double(bytes) / Median(floor) / 1e9, Median(ratio),
+                      *std::min_element(per.begin(), per.end()) / *std::min_element(floor.begin(), floor.end()));
         else
           std::printf("  %-26s %9.2f ms %7.0f GOP/s  %4.0f%% of peak\n", name.c_str(), t * 1e3,
                       2.0 * double(m) * double(k) * double(n) / t / 1e9,
@@ -244,6 +253,69 @@ int main(int argc, char** argv) {
         Int8MatMulPacked(old, olds[size_t(i)].data(), ws16.data(), threads);
       });
       if (read_sink == 12345.f) std::puts("");
+    }
+  }
+  // A decode step of the bench-decoder model's q8 form: its 57 products in
+  // order (8 layers of q, k, v, o, gate, up, down, then the LM head), one row
+  // each, against a read of the same panels in the same order, by rounds.
+  {
+    struct Product {
+      int64_t k, n;
+    };
+    std::vector<Product> step;
+    for (int l = 0; l < 8; ++l)
+      for (Product p : {Product{1024, 1024}, Product{1024, 256}, Product{1024, 256}, Product{1024, 1024},
+                        Product{1024, 2816}, Product{1024, 2816}, Product{2816, 1024}})
+        step.push_back(p);
+    step.push_back({1024, 32000});
+    std::vector<QuantPanelsBuffer> mats(step.size());
+    int64_t bytes = 0, most = 0;
+    for (size_t i = 0; i < step.size(); ++i) {
+      std::vector<int8_t> b(size_t(step[i].k * step[i].n));
+      for (int8_t& v : b) v = int8_t(rng());
+      const float bscale = 0.01f;
+      const int8_t bzero = 3;
+      Int8PanelsSource src;
+      src.b = b.data();
+      src.k = step[i].k;
+      src.n = step[i].n;
+      src.scale = &bscale;
+      src.zero = &bzero;
+      PackInt8Panels(src, &mats[i]);
+      bytes += step[i].k * step[i].n;
+      most = std::max(most, QuantPanelsMatMulIntAWorkspace(1, mats[i].view));
+    }
+    std::vector<uint8_t> aq(2816), ws(static_cast<size_t>(most));
+    for (uint8_t& v : aq) v = uint8_t(rng());
+    std::vector<float> c(32000);
+    const float uniform = 3 + 128;  // the int8 zero point as the panels hold it
+    std::printf("q8 decode step: %zu products, %.1f MB of codes\n", step.size(), double(bytes) / 1e6);
+    for (CpuTarget t : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx2}) {
+      if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+      ScopedCpuFeaturesForTesting scope(t);
+      std::vector<double> per, floor, ratio;
+      float sink = 0;
+      for (int r = 0; r < 11; ++r) {
+        double start = Seconds();
+        for (size_t i = 0; i < step.size(); ++i) {
+          QuantPanelsIntA x;
+          x.a = aq.data();
+          x.a_zero = 128;
+          x.a_scale = 0.02f;
+          x.m = 1;
+          QuantPanelsMatMulIntA(x, mats[i].view, nullptr, c.data(), ws.data(), threads, &uniform);
+        }
+        per.push_back(Seconds() - start);
+        start = Seconds();
+        for (size_t i = 0; i < step.size(); ++i)
+          sink += ReadSum(mats[i].view.codes, mats[i].view.panels * mats[i].view.block_bytes(), threads);
+        floor.push_back(Seconds() - start);
+        if (r > 0) ratio.push_back(per.back() / floor.back());  // round 0 warms up
+      }
+      if (sink == 12345.f) std::puts("");
+      std::printf("  %-26s %9.3f ms  floor %.3f ms (%.1f GB/s)  %5.2fx floor  (c[0] = %g)\n",
+                  (std::string("panels-") + CpuTargetName(t)).c_str(), Median(per) * 1e3, Median(floor) * 1e3,
+                  double(bytes) / Median(floor) / 1e9, Median(ratio), double(c[0]));
     }
   }
   return 0;
