@@ -381,7 +381,10 @@ template <int M, int Bits, int P, bool kInt = false>
     // 4-bit group, or two 8-bit groups.
     const int64_t steps = Bits == 4 ? groups : groups / 2;
     for (int64_t g = 0; g < steps; ++g, q += 64 * (Bits == 4 ? 1 : 2)) {
-      _mm_prefetch(reinterpret_cast<const char*>(q + (kInt ? kIntAPrefetchBytes : kPrefetchBytes)), _MM_HINT_T0);
+      constexpr int64_t ahead_bytes = kInt ? kIntAPrefetchBytes : kPrefetchBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(q + ahead_bytes), _MM_HINT_T0);
+      // 8-bit codes: two lines a step, each prefetched.
+      if (Bits == 8) _mm_prefetch(reinterpret_cast<const char*>(q + ahead_bytes + kGroup), _MM_HINT_T0);
       __m512i u0, u1;
       if constexpr (Bits == 4) {
         const __m512i v = _mm512_loadu_si512(q);
