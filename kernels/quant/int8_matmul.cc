@@ -179,26 +179,33 @@ void Int8MatMulReference(const Int8MatMulArgs& x, const void* b) {
 
 namespace {
 
-// DynamicQuantizeLinear's range and rounding over generic vectors of 16
-// floats (one zmm, two ymm or four xmm a step), compiled per target: a
+// DynamicQuantizeLinear's range and rounding over generic vectors of W
+// floats (a register of the target: 16, 8 or 4), compiled per target: a
 // decode step quantizes A once per q8 product, and the scalar loops (a libm
-// call a value for the rounding) cost a few percent of the step.
-typedef float F16 __attribute__((vector_size(64)));
-typedef uint8_t U16 __attribute__((vector_size(16)));
+// call a value for the rounding) cost a few percent of the step, 10% of a
+// prefill's.
+template <int W>
+struct Vec {
+  typedef float F __attribute__((vector_size(W * 4)));
+  typedef int32_t I __attribute__((vector_size(W * 4)));
+  typedef uint8_t U __attribute__((vector_size(W)));
+};
 
 // lo = min(0, x...), hi = max(0, x...) with std::min / std::max's NaN rule (a
 // NaN x leaves them as they are).
+template <int W>
 [[gnu::always_inline]] inline void RangeBody(const float* x, int64_t n, float& lo, float& hi) {
-  F16 vlo = {}, vhi = {};
+  using F = typename Vec<W>::F;
+  F vlo = {}, vhi = {};
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    F16 v;
+  for (; i + W <= n; i += W) {
+    F v;
     std::memcpy(&v, x + i, sizeof(v));
     vlo = v < vlo ? v : vlo;
     vhi = vhi < v ? v : vhi;
   }
   float l = 0, h = 0;
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < W; ++j) {
     l = std::min(l, vlo[j]);
     h = std::max(h, vhi[j]);
   }
@@ -212,16 +219,20 @@ typedef uint8_t U16 __attribute__((vector_size(16)));
 
 // Nearest-even by the 1.5 * 2^23 addend (|x / scale| <= 256 here, NaN stays
 // NaN and saturates to 0 as below).
+template <int W>
 [[gnu::always_inline]] inline void QuantizeBody(const float* x, int64_t n, float scale, uint8_t zero, uint8_t* y) {
+  using F = typename Vec<W>::F;
   const float z = float(zero);
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    F16 v;
+  for (; i + W <= n; i += W) {
+    F v;
     std::memcpy(&v, x + i, sizeof(v));
     v = ((v / scale + 0x1.8p23f) - 0x1.8p23f) + z;
     v = v >= 0 ? v : 0;
     v = v < 255.0f ? v : 255.0f;
-    const U16 q = __builtin_convertvector(v, U16);
+    // Through int32 (float to uint8 directly goes a lane at a time).
+    const typename Vec<W>::U q = __builtin_convertvector(__builtin_convertvector(v, typename Vec<W>::I),
+                                                         typename Vec<W>::U);
     std::memcpy(y + i, &q, sizeof(q));
   }
   for (; i < n; ++i) {
@@ -236,23 +247,25 @@ struct DynamicQuantizeFns {
   void (*quantize)(const float*, int64_t, float, uint8_t, uint8_t*);
 };
 
-void RangeBaseline(const float* x, int64_t n, float& lo, float& hi) { RangeBody(x, n, lo, hi); }
+void RangeBaseline(const float* x, int64_t n, float& lo, float& hi) { RangeBody<4>(x, n, lo, hi); }
 void QuantizeBaseline(const float* x, int64_t n, float scale, uint8_t zero, uint8_t* y) {
-  QuantizeBody(x, n, scale, zero, y);
+  QuantizeBody<4>(x, n, scale, zero, y);
 }
 #if defined(__x86_64__)
-[[gnu::target("avx2,fma")]] void RangeAvx2(const float* x, int64_t n, float& lo, float& hi) { RangeBody(x, n, lo, hi); }
+[[gnu::target("avx2,fma")]] void RangeAvx2(const float* x, int64_t n, float& lo, float& hi) {
+  RangeBody<8>(x, n, lo, hi);
+}
 [[gnu::target("avx2,fma")]] void QuantizeAvx2(const float* x, int64_t n, float scale, uint8_t zero, uint8_t* y) {
-  QuantizeBody(x, n, scale, zero, y);
+  QuantizeBody<8>(x, n, scale, zero, y);
 }
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void RangeAvx512(const float* x, int64_t n, float& lo,
                                                                               float& hi) {
-  RangeBody(x, n, lo, hi);
+  RangeBody<16>(x, n, lo, hi);
 }
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void QuantizeAvx512(const float* x, int64_t n,
                                                                                  float scale, uint8_t zero,
                                                                                  uint8_t* y) {
-  QuantizeBody(x, n, scale, zero, y);
+  QuantizeBody<16>(x, n, scale, zero, y);
 }
 #endif
 
