@@ -501,14 +501,18 @@ template <bool kVnni>
   }
 }
 
-// A block's two halves one after the other (the second re-reads the block's
-// codes from L1): the accumulators of one half fit the 16 registers. 8-bit
+// A block's two halves in one pass where their accumulators fit the 16
+// registers, else one after the other (the second re-reads the block's codes
+// from L1). 8-bit
 // codes: two accumulators a (row, digit) where the registers allow (one
 // VPDPBUSD chain of 32 bytes would bound a row's pass below the bandwidth).
 template <int M, int Bits, int P, bool kInt = false, bool kVnni = true>
 [[ONNX_MINI_PGYMM]] inline void Int8YmmPanel(const Args& d, int64_t p) {
   constexpr int kPer = KPerGroup<Bits>();
   constexpr int NS = Bits == 8 && M * P <= 4 ? 2 : 1;
+  // Halves a pass over the block: both where their accumulators fit (a
+  // single read of the codes), else one after the other.
+  constexpr int HP = M * P * NS <= 4 ? 2 : 1;
   const QuantPanels& w = *d.w;
   const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = w.block / kPer;
   const uint8_t* q = w.codes + p * kb * bb;
@@ -532,59 +536,67 @@ template <int M, int Bits, int P, bool kInt = false, bool kVnni = true>
                  _MM_HINT_T0);
     if (!d.uniform) _mm_prefetch(reinterpret_cast<const char*>(zp + b * kCols + ahead), _MM_HINT_T0);
     const int64_t k0 = b * w.block;
-    for (int h = 0; h < 2; ++h) {
-      __m256i dot[M][P][NS];
+    for (int h0 = 0; h0 < 2; h0 += HP) {
+      __m256i dot[M][P][HP][NS];
       for (int r = 0; r < M; ++r)
         for (int i = 0; i < P; ++i)
-          for (int j = 0; j < NS; ++j) dot[r][i][j] = _mm256_setzero_si256();
+          for (int hh = 0; hh < HP; ++hh)
+            for (int j = 0; j < NS; ++j) dot[r][i][hh][j] = _mm256_setzero_si256();
       // 8-bit codes: NS groups a pass (groups is even: block is a multiple of 8).
       for (int64_t g = 0; g < groups; g += (Bits == 8 ? NS : 1)) {
-        if (h == 0) {
+        if (h0 == 0) {
           _mm_prefetch(reinterpret_cast<const char*>(q + g * kGroup + kPrefetchBytes), _MM_HINT_T0);
           if (Bits == 8 && NS == 2)
             _mm_prefetch(reinterpret_cast<const char*>(q + (g + 1) * kGroup + kPrefetchBytes), _MM_HINT_T0);
         }
         const int64_t kk = k0 + kPer * g;
-        if constexpr (Bits == 4) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * kGroup + 32 * h));
-          const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-          for (int r = 0; r < M; ++r)
-            for (int i = 0; i < P; ++i) {
-              int32_t x0, x1;
-              std::memcpy(&x0, a[r][i] + kk, 4);
-              std::memcpy(&x1, a[r][i] + kk + 4, 4);
-              Dpbusd256<kVnni>(dot[r][i][0], lo, _mm256_set1_epi32(x0));
-              Dpbusd256<kVnni>(dot[r][i][0], hi, _mm256_set1_epi32(x1));
-            }
-        } else {
-          __m256i v[NS];
-          for (int j = 0; j < NS; ++j)
-            v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (g + j) * kGroup + 32 * h));
-          for (int r = 0; r < M; ++r)
-            for (int i = 0; i < P; ++i)
-              for (int j = 0; j < NS; ++j) {
-                int32_t x0;
-                std::memcpy(&x0, a[r][i] + kk + 4 * j, 4);
-                Dpbusd256<kVnni>(dot[r][i][j], v[j], _mm256_set1_epi32(x0));
+        for (int hh = 0; hh < HP; ++hh) {
+          const int h = h0 + hh;
+          if constexpr (Bits == 4) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * kGroup + 32 * h));
+            const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+            for (int r = 0; r < M; ++r)
+              for (int i = 0; i < P; ++i) {
+                int32_t x0, x1;
+                std::memcpy(&x0, a[r][i] + kk, 4);
+                std::memcpy(&x1, a[r][i] + kk + 4, 4);
+                Dpbusd256<kVnni>(dot[r][i][hh][0], lo, _mm256_set1_epi32(x0));
+                Dpbusd256<kVnni>(dot[r][i][hh][0], hi, _mm256_set1_epi32(x1));
               }
+          } else {
+            __m256i v[NS];
+            for (int j = 0; j < NS; ++j)
+              v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (g + j) * kGroup + 32 * h));
+            for (int r = 0; r < M; ++r)
+              for (int i = 0; i < P; ++i)
+                for (int j = 0; j < NS; ++j) {
+                  int32_t x0;
+                  std::memcpy(&x0, a[r][i] + kk + 4 * j, 4);
+                  Dpbusd256<kVnni>(dot[r][i][hh][j], v[j], _mm256_set1_epi32(x0));
+                }
+          }
         }
       }
-      if constexpr (NS == 2)
-        for (int r = 0; r < M; ++r)
-          for (int i = 0; i < P; ++i) dot[r][i][0] = _mm256_add_epi32(dot[r][i][0], dot[r][i][1]);
-      if constexpr (kInt) {
-        for (int r = 0; r < M; ++r) isum[r][h] = _mm256_add_epi32(isum[r][h], dot[r][0][0]);
-        continue;
-      }
-      const __m256 scale = _mm256_loadu_ps(sc + b * kCols + 8 * h);
-      for (int r = 0; r < M; ++r) {
-        __m256 f = _mm256_cvtepi32_ps(dot[r][0][0]);
-        for (int i = 1; i < P; ++i)
-          f = _mm256_fmadd_ps(f, _mm256_set1_ps(256.f), _mm256_cvtepi32_ps(dot[r][i][0]));
-        const __m256 sa = _mm256_set1_ps(d.s1[r * kb + b]), zq = _mm256_set1_ps(d.s2[r * kb + b]);
-        const __m256 t = d.uniform ? _mm256_fmsub_ps(f, sa, zq)
-                                   : _mm256_fnmadd_ps(_mm256_loadu_ps(zp + b * kCols + 8 * h), zq, _mm256_mul_ps(f, sa));
-        acc[r][h] = _mm256_fmadd_ps(t, scale, acc[r][h]);
+      for (int hh = 0; hh < HP; ++hh) {
+        const int h = h0 + hh;
+        if constexpr (NS == 2)
+          for (int r = 0; r < M; ++r)
+            for (int i = 0; i < P; ++i) dot[r][i][hh][0] = _mm256_add_epi32(dot[r][i][hh][0], dot[r][i][hh][1]);
+        if constexpr (kInt) {
+          for (int r = 0; r < M; ++r) isum[r][h] = _mm256_add_epi32(isum[r][h], dot[r][0][hh][0]);
+          continue;
+        }
+        const __m256 scale = _mm256_loadu_ps(sc + b * kCols + 8 * h);
+        for (int r = 0; r < M; ++r) {
+          __m256 f = _mm256_cvtepi32_ps(dot[r][0][hh][0]);
+          for (int i = 1; i < P; ++i)
+            f = _mm256_fmadd_ps(f, _mm256_set1_ps(256.f), _mm256_cvtepi32_ps(dot[r][i][hh][0]));
+          const __m256 sa = _mm256_set1_ps(d.s1[r * kb + b]), zq = _mm256_set1_ps(d.s2[r * kb + b]);
+          const __m256 t = d.uniform
+                               ? _mm256_fmsub_ps(f, sa, zq)
+                               : _mm256_fnmadd_ps(_mm256_loadu_ps(zp + b * kCols + 8 * h), zq, _mm256_mul_ps(f, sa));
+          acc[r][h] = _mm256_fmadd_ps(t, scale, acc[r][h]);
+        }
       }
     }
   }
