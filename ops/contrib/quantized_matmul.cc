@@ -20,6 +20,7 @@
 #include "ops/common.h"
 #include "ops/math/matmul_plan.h"
 #include "ops/ops.h"
+#include "runtime/thread_pool.h"
 
 namespace onnx_mini {
 namespace {
@@ -267,7 +268,11 @@ class QuantizedMatMulOp : public Op {
     if (dynamic_) {
       uint8_t zero;
       DynamicQuantizeParams(a.data<float>(), a.size(), x.a_scale, zero);
-      QuantizeU8(a.data<float>(), a.size(), x.a_scale, zero, buf.get());
+      // Rows over the threads (a prefill's A is a few MB; a decode step's one row runs here).
+      const float* af = a.data<float>();
+      ParallelFor(ctx.threads(), rows, WorkPerIndex{double(w.k) * 4}, [&](int64_t r0, int64_t r1) {
+        QuantizeU8(af + r0 * w.k, (r1 - r0) * w.k, x.a_scale, zero, buf.get() + r0 * w.k);
+      });
       x.a = buf.get();
       x.a_unsigned = true;
       x.a_zero = zero;
