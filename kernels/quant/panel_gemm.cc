@@ -12,6 +12,7 @@
 
 #include "kernels/cpu_dispatch.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/quant/panel_digits.h"
 #include "runtime/thread_pool.h"
 
 // Vectors pass by value only between always-inlined functions.
@@ -36,6 +37,7 @@ struct TileArgs {
   const float* bias;
   float* c;             // rows of w->n
   bool stream;          // few rows: prefetch the codes ahead (a pass over memory)
+  bool digits;          // float A as kPanelDigits digit arrays a row (qa + r * lda + d * padded_k)
 };
 
 // Rows [r0, r0 + rows) x panels [p0, p0 + panels) of C. The SIMD builds'
@@ -216,6 +218,86 @@ struct Zmm {
           _mm512_mask_storeu_ps(g.c + (r0 + r) * w.n + col0, mask, y);
         }
       }
+    }
+  }
+};
+
+// Float A as base-256 digits (kernels/quant/panel_digits.h): the codes of a
+// group loaded and unpacked once for R rows x 3 digits, three int32
+// accumulators a (row, panel), per block combined in float:
+//   y += scale * (s * ((dot0 * 256 + dot1) * 256 + dot2) - zero * s * sum Q).
+template <int Bits, int R, int P, bool = true>
+struct ZmmDigits {
+  [[ONNX_MINI_PG_ZMM]] static void Run(const TileArgs& g, int64_t r0, int, int64_t p0, int) {
+    constexpr int D = kPanelDigits;
+    const QuantPanels& w = *g.w;
+    const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = bb / kGroup, kp = w.padded_k();
+    const uint8_t* q[P];
+    for (int p = 0; p < P; ++p) q[p] = w.codes + (p0 + p) * kb * bb;
+    const int8_t* ar[R];
+    for (int r = 0; r < R; ++r) ar[r] = g.qa + (r0 + r) * g.lda;
+    const __m512i low = _mm512_set1_epi8(15);
+    const __m512 base = _mm512_set1_ps(256.f);
+    __m512i dot[R][P][D];
+    __m512 acc[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < kb; ++b) {
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p)
+          for (int d = 0; d < D; ++d) dot[r][p][d] = _mm512_setzero_si512();
+      const int64_t k0 = b * w.block;
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        if constexpr (Bits == 8) {
+          __m512i v[P];
+          for (int p = 0; p < P; ++p) {
+            v[p] = _mm512_loadu_si512(q[p]);
+            q[p] += kGroup;
+          }
+          for (int r = 0; r < R; ++r)
+            for (int d = 0; d < D; ++d) {
+              const __m512i x = _mm512_set1_epi32(Load32(ar[r] + d * kp + k0 + 4 * gi));
+              for (int p = 0; p < P; ++p) dot[r][p][d] = _mm512_dpbusd_epi32(dot[r][p][d], v[p], x);
+            }
+        } else {
+          __m512i lo[P], hi[P];
+          for (int p = 0; p < P; ++p) {
+            const __m512i v = _mm512_loadu_si512(q[p]);
+            lo[p] = _mm512_and_si512(v, low);
+            hi[p] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+            q[p] += kGroup;
+          }
+          for (int r = 0; r < R; ++r)
+            for (int d = 0; d < D; ++d) {
+              const __m512i x0 = _mm512_set1_epi32(Load32(ar[r] + d * kp + k0 + 8 * gi));
+              const __m512i x1 = _mm512_set1_epi32(Load32(ar[r] + d * kp + k0 + 8 * gi + 4));
+              for (int p = 0; p < P; ++p) {
+                dot[r][p][d] = _mm512_dpbusd_epi32(dot[r][p][d], lo[p], x0);
+                dot[r][p][d] = _mm512_dpbusd_epi32(dot[r][p][d], hi[p], x1);
+              }
+            }
+        }
+      }
+      for (int p = 0; p < P; ++p) {
+        const int64_t at = ((p0 + p) * kb + b) * kCols;
+        const __m512 sc = _mm512_loadu_ps(w.scales + at);
+        const __m512 zs = _mm512_mul_ps(sc, _mm512_loadu_ps(w.zeros + at));
+        for (int r = 0; r < R; ++r) {
+          __m512 f = _mm512_maskz_cvtepi32_ps(0xFFFF, dot[r][p][0]);
+          for (int d = 1; d < D; ++d) f = _mm512_fmadd_ps(f, base, _mm512_maskz_cvtepi32_ps(0xFFFF, dot[r][p][d]));
+          const __m512 sa = _mm512_set1_ps(g.ascale[(r0 + r) * kb + b]);
+          const __m512 az = _mm512_set1_ps(g.azero[(r0 + r) * kb + b]);
+          acc[r][p] = _mm512_fmadd_ps(f, _mm512_mul_ps(sc, sa), acc[r][p]);
+          acc[r][p] = _mm512_fnmadd_ps(zs, az, acc[r][p]);
+        }
+      }
+    }
+    for (int p = 0; p < P; ++p) {
+      const int64_t col0 = (p0 + p) * kCols, cols = std::min(kCols, w.n - col0);
+      const __mmask16 mask = __mmask16((1u << cols) - 1);
+      const __m512 bias = g.bias ? _mm512_maskz_loadu_ps(mask, g.bias + col0) : _mm512_setzero_ps();
+      for (int r = 0; r < R; ++r)
+        _mm512_mask_storeu_ps(g.c + (r0 + r) * w.n + col0, mask, _mm512_add_ps(acc[r][p], bias));
     }
   }
 };
@@ -456,12 +538,43 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
   return table.ActiveBuild();
 }
 
+// The digits tiles (float A through VNNI, ZmmDigits) and A's preparation for them.
+struct DigitsKernel {
+  TileFn (*pick)(int bits, bool f, int r, int p);  // null: no digits build (the GEMM path)
+  PanelDigitsFn prepare;
+  int rows, panels;
+};
+
+template <template <int, int, int, bool> class K, int kRows, int kPanels>
+TileFn PickDigits(int bits, bool, int r, int p) {
+  const bool wide = p >= kPanels;
+  if (bits == 8) return wide ? PickRows<K, 8, true, kPanels, kRows>(r) : PickRows<K, 8, true, 1, kRows>(r);
+  return wide ? PickRows<K, 4, true, kPanels, kRows>(r) : PickRows<K, 4, true, 1, kRows>(r);
+}
+
+const CpuDispatchTable<DigitsKernel>::Build& ActiveDigits() {
+  static const CpuDispatchTable<DigitsKernel> table{
+#if defined(__x86_64__)
+      // 3 x 2 x 3 int32 and 3 x 2 float accumulators of 32 registers.
+      {CpuTarget::kAvx512Vnni, {PickDigits<ZmmDigits, 3, 2>, PanelDigitsAvx512, 3, 2}},
+#endif
+      {CpuTarget::kBaseline, {nullptr, PanelDigitsBaseline, 1, 1}},
+  };
+  return table.ActiveBuild();
+}
+
 // Tiles over all of C: items of (a block of rows) x (a chunk of panels), the
 // panels of an item outer (their codes stay in cache while its rows pass).
 void RunTiles(const TileArgs& g, int64_t m, bool f, int threads) {
   Kernel k = ActiveKernel().entries;
   const QuantPanels& w = *g.w;
   if (!f && w.bits != 8) k.pick = nullptr;  // the SIMD integer-A tiles are built for 8 bits only
+  if (g.digits) {
+    const DigitsKernel& dk = ActiveDigits().entries;
+    k.pick = dk.pick;
+    k.rows_float = dk.rows;
+    k.panels = dk.panels;
+  }
   const int R = f ? k.rows_float : k.rows_int, P = k.panels;
   const int64_t row_block = std::min<int64_t>(m, 24 * int64_t(R));
   const int64_t panel_chunk = 2 * int64_t(P);
@@ -590,13 +703,44 @@ int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int
   if (int8) return IntWorkspace(m, w);
   const double cols = double(std::min(kFloatChunkPanels, w.panels) * kCols);
   const double floats = cols * double(w.k) + double(m) * cols;
-  return floats < double(std::numeric_limits<int64_t>::max() / 8) ? int64_t(floats) * 4 : -1;
+  // The digits path: kPanelDigits bytes an A value (the integer workspace's layout).
+  const double digits = double(kPanelDigits) * double(m) * double(w.padded_k()) + 8.0 * double(m) * double(w.k_blocks);
+  const double bytes = std::max(floats * 4, digits + 128);
+  return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
+}
+
+CpuTarget QuantPanelsDigitsTarget() {
+  const auto& build = ActiveDigits();
+  return build.entries.pick ? build.target : CpuTarget::kBaseline;
 }
 
 void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool int8, const float* bias, float* c,
-                           void* workspace, int threads) {
+                           void* workspace, int threads, QuantPanelsFloatPath path) {
   if (m <= 0 || w.n <= 0) return;
-  if (!int8) return FloatPath(a, m, w, bias, c, static_cast<float*>(workspace), threads);
+  if (!int8) {
+    const DigitsKernel& dk = ActiveDigits().entries;
+    const bool digits = dk.pick && path != QuantPanelsFloatPath::kGemm;
+    if (!digits) return FloatPath(a, m, w, bias, c, static_cast<float*>(workspace), threads);
+    // A as digits (panel_digits.h), then the digits tiles.
+    const int64_t kb = w.k_blocks, kp = w.padded_k(), lda = kPanelDigits * kp;
+    int8_t* qa = static_cast<int8_t*>(workspace);
+    float* ascale = reinterpret_cast<float*>(qa + Align64(m * lda));
+    float* azero = ascale + m * kb;
+    const PanelDigitsRow row{w.k, w.block, kb, kp, 1.0};
+    ParallelFor(threads, m, WorkPerIndex{double(w.k) * 8}, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) dk.prepare(row, a + r * w.k, qa + r * lda, ascale + r * kb, azero + r * kb);
+    });
+    TileArgs g{};
+    g.w = &w;
+    g.qa = qa;
+    g.lda = lda;
+    g.ascale = ascale;
+    g.azero = azero;
+    g.bias = bias;
+    g.c = c;
+    g.digits = true;
+    return RunTiles(g, m, true, threads);
+  }
   const int64_t kb = w.k_blocks, kp = w.padded_k();
   int8_t* qa = static_cast<int8_t*>(workspace);
   float* ascale = reinterpret_cast<float*>(qa + Align64(m * kp));

@@ -38,8 +38,16 @@ int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int
 // (+ bias, n floats or null). int8: A rounded to int8 per (row, block of
 // w.block) and the integers multiplied (VNNI where the CPU has it); else the
 // float path. Rows split over threads (panels too when the rows are few).
+// The float path's two forms: kGemm dequantizes panels for the GEMM; kDigits
+// (VNNI targets: QuantPanelsDigitsTarget() not kBaseline) takes A as 24-bit
+// integers in base-256 digits (kernels/quant/panel_digits.h: float32-level)
+// through the integer tiles, three VPDPBUSD a code group. kAuto: the faster.
+enum class QuantPanelsFloatPath { kAuto, kGemm, kDigits };
 void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool int8, const float* bias, float* c,
-                           void* workspace, int threads);
+                           void* workspace, int threads, QuantPanelsFloatPath path = QuantPanelsFloatPath::kAuto);
+// The target the digits tiles run on under the active features (kBaseline:
+// none, the float path is the GEMM's).
+CpuTarget QuantPanelsDigitsTarget();
 
 // 8-bit A with one zero point against panels holding an integer B (codes and
 // integral zero points, one scale a column; PackInt8Panels makes 8-bit ones,

@@ -87,6 +87,9 @@ TEST(PanelGemm, Int8MatchesItsReferenceOnEveryTarget) {
   }
 }
 
+// Each form of the float path (and the one kAuto picks) against the double
+// reference, every target: float32-level (the digits take A within 2^-24 of
+// its block's max |a|).
 TEST(PanelGemm, FloatPathMatchesTheReference) {
   for (CpuTarget t : HostTargets()) {
     ScopedCpuFeaturesForTesting scope(t);
@@ -94,17 +97,31 @@ TEST(PanelGemm, FloatPathMatchesTheReference) {
     for (int bits : {4, 8})
       for (const Shape& s : kShapes) {
         const QuantPanelsBuffer buf = MakePanels(bits, s.k, s.n, s.block, false, ++seed);
-        for (int64_t m : {5, 128}) {
+        for (int64_t m : {5, 13, 128}) {
           const std::vector<float> a = RandomFloats(m * s.k, seed + 7), bias = RandomFloats(s.n, seed + 8);
-          std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
-          std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, false)));
-          QuantPanelsMatMulMany(a.data(), m, buf.view, false, bias.data(), got.data(), ws.data(), 2);
+          std::vector<float> want(size_t(m * s.n));
           QuantPanelsMatMulReference(a.data(), m, buf.view, bias.data(), want.data());
-          for (size_t i = 0; i < want.size(); ++i)
-            ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
-                << CpuTargetName(t) << " bits=" << bits << " k=" << s.k << " n=" << s.n << " m=" << m << " at " << i;
+          for (QuantPanelsFloatPath path :
+               {QuantPanelsFloatPath::kAuto, QuantPanelsFloatPath::kGemm, QuantPanelsFloatPath::kDigits}) {
+            std::vector<float> got(size_t(m * s.n), NAN);
+            std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, false)));
+            QuantPanelsMatMulMany(a.data(), m, buf.view, false, bias.data(), got.data(), ws.data(), m == 13 ? 1 : 2,
+                                  path);
+            for (size_t i = 0; i < want.size(); ++i)
+              ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
+                  << CpuTargetName(t) << " path=" << int(path) << " bits=" << bits << " k=" << s.k << " n=" << s.n
+                  << " m=" << m << " at " << i;
+          }
         }
       }
+  }
+}
+
+// The digits tiles run on AVX-512 VNNI; elsewhere the float path is the GEMM's.
+TEST(PanelGemm, DigitsTargetFollowsTheFeatures) {
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    EXPECT_EQ(QuantPanelsDigitsTarget(), t == CpuTarget::kAvx512Vnni ? t : CpuTarget::kBaseline) << CpuTargetName(t);
   }
 }
 
