@@ -1,8 +1,8 @@
 // bench-qgemm: the products over QuantPanels (kernels/quant/panel_gemm.h) on
 // the bench-decoder model's shapes (K 1024 N 2816, K 2816 N 1024, K 1024 N 32000).
 //   prefill: 128 rows (--rows), 4- and 8-bit block-32 panels, the int8 path
-//     on each VNNI build the host has and the float path (dequantize + GEMM,
-//     and A's digits through VNNI where the host has a digits build),
+//     on each VNNI build the host has and the float path's forms (dequantize
+//     + GEMM, the AVX-512 float tile, A's digits through VNNI),
 //     beside MatMulNBits' many-rows path of today (NBitsMatMul), in GOP/s
 //     (2 m k n) and against the VNNI peak measured here (independent
 //     VPDPBUSD zmm chains, one core, times the threads).
@@ -131,6 +131,11 @@ int main(int argc, char** argv) {
         QuantPanelsMatMulMany(a.data(), rows, buf.view, false, nullptr, c.data(), wsf.data(), threads,
                               QuantPanelsFloatPath::kGemm);
       });
+      if (QuantPanelsFloatTileTarget() != CpuTarget::kBaseline)
+        time(std::string("float tile-") + CpuTargetName(QuantPanelsFloatTileTarget()), [&] {
+          QuantPanelsMatMulMany(a.data(), rows, buf.view, false, nullptr, c.data(), wsf.data(), threads,
+                                QuantPanelsFloatPath::kTile);
+        });
       for (CpuTarget t : kCpuVnniTargets) {
         if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
         ScopedCpuFeaturesForTesting scope(t);

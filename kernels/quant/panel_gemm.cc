@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -697,6 +698,131 @@ void FloatPath(const float* a, int64_t m, const QuantPanels& w, const float* bia
   }
 }
 
+// ---- The float path's own tile (AVX-512): KC k of P panels dequantized at a
+// time into an L1 buffer (float(code) * scale - zero * scale, the GEMM path's
+// values), then tiles of R rows x P panels of float accumulators, one
+// broadcast of A a row and one FMA a (row, panel) per k; C accumulates over
+// the chunks of K (exactly the float product's sums, in K order) ----
+
+#if defined(__x86_64__)
+#define ONNX_MINI_PG_FMA gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+
+constexpr int64_t kFmaKc = 128;  // K a chunk: 128 x 4 panels x 64 bytes = 32 KB of buffer
+constexpr int kFmaRows = 6, kFmaPanels = 4;
+
+struct FmaArgs {
+  const QuantPanels* w;
+  const float* a;  // m x k
+  int64_t m;
+  const float* bias;
+  float* c;        // m x n
+};
+
+// Panels [p0, p0 + P) at k [k0, k1) (k0 a multiple of 8 and of no block's
+// interior group boundary: KC and blocks are multiples of 8) into buf (rows of
+// P * 16 floats, from k0).
+template <int P>
+[[ONNX_MINI_PG_FMA, gnu::always_inline]] inline void FmaDequantize(const QuantPanels& w, int64_t p0, int64_t k0,
+                                                                  int64_t k1, float* buf) {
+  const int64_t kb = w.k_blocks, bb = w.block_bytes(), ld = P * kCols;
+  const int per = w.bits == 8 ? 4 : 8;
+  const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int p = 0; p < P; ++p)
+    for (int64_t kk = k0; kk < k1; kk += per) {
+      const int64_t b = kk / w.block, gi = (kk - b * w.block) / per, at = ((p0 + p) * kb + b) * kCols;
+      const __m512i v = _mm512_loadu_si512(w.codes + ((p0 + p) * kb + b) * bb + gi * kGroup);
+      const __m512 sc = _mm512_loadu_ps(w.scales + at), zs = _mm512_mul_ps(sc, _mm512_loadu_ps(w.zeros + at));
+      float* o = buf + (kk - k0) * ld + p * kCols;
+      if (w.bits == 4) {
+        for (int t = 0; t < 8; ++t) {
+          const int sh = t < 4 ? 8 * t : 8 * (t - 4) + 4;
+          const __m512 f = _mm512_maskz_permutexvar_ps(0xFFFF, _mm512_maskz_srli_epi32(0xFFFF, v, unsigned(sh)), table);
+          _mm512_store_ps(o + t * ld, _mm512_fmsub_ps(f, sc, zs));
+        }
+      } else {
+        for (int t = 0; t < 4; ++t) {
+          const __m512i x = _mm512_and_si512(_mm512_maskz_srli_epi32(0xFFFF, v, unsigned(8 * t)), _mm512_set1_epi32(255));
+          _mm512_store_ps(o + t * ld, _mm512_fmsub_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, x), sc, zs));
+        }
+      }
+    }
+}
+
+// Rows [r0, r0 + R) x the P panels of buf over kcl k from kc0; `first`: C not
+// yet written; bias (null or the panels' columns) added with `last`.
+template <int R, int P>
+[[ONNX_MINI_PG_FMA]] void FmaRows(const FmaArgs& g, int64_t r0, int64_t p0, int64_t kc0, int64_t kcl,
+                                  const float* buf, bool first, bool last) {
+  const QuantPanels& w = *g.w;
+  constexpr int64_t ld = P * kCols;
+  __m512 acc[R][P];
+  __mmask16 mask[P];
+  for (int p = 0; p < P; ++p) {
+    const int64_t cols = std::min(kCols, w.n - (p0 + p) * kCols);
+    mask[p] = __mmask16((1u << cols) - 1);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p)
+      acc[r][p] = first ? _mm512_setzero_ps()
+                        : _mm512_maskz_loadu_ps(mask[p], g.c + (r0 + r) * w.n + (p0 + p) * kCols);
+  const float* a = g.a + r0 * w.k + kc0;
+  for (int64_t kk = 0; kk < kcl; ++kk) {
+    __m512 b[P];
+    for (int p = 0; p < P; ++p) b[p] = _mm512_load_ps(buf + kk * ld + p * kCols);
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r * w.k + kk]);
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_fmadd_ps(x, b[p], acc[r][p]);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    const int64_t col0 = (p0 + p) * kCols;
+    const __m512 bias = last && g.bias ? _mm512_maskz_loadu_ps(mask[p], g.bias + col0) : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(g.c + (r0 + r) * w.n + col0, mask[p], _mm512_add_ps(acc[r][p], bias));
+  }
+}
+
+template <int P, int... Rs>
+void FmaRowTile(int rows, const FmaArgs& g, int64_t r0, int64_t p0, int64_t kc0, int64_t kcl, const float* buf,
+                bool first, bool last, std::integer_sequence<int, Rs...>) {
+  using Fn = void (*)(const FmaArgs&, int64_t, int64_t, int64_t, int64_t, const float*, bool, bool);
+  static constexpr Fn fns[] = {FmaRows<Rs + 1, P>...};
+  fns[rows - 1](g, r0, p0, kc0, kcl, buf, first, last);
+}
+
+// All rows of C x panels [p0, p0 + P).
+template <int P>
+[[ONNX_MINI_PG_FMA]] void FmaPanels(const FmaArgs& g, int64_t p0) {
+  const QuantPanels& w = *g.w;
+  alignas(64) float buf[kFmaKc * P * kCols];
+  for (int64_t kc0 = 0; kc0 < w.k; kc0 += kFmaKc) {
+    const int64_t kcl = std::min(kFmaKc, w.k - kc0);
+    FmaDequantize<P>(w, p0, kc0, kc0 + (kcl + 7) / 8 * 8, buf);
+    for (int64_t r0 = 0; r0 < g.m; r0 += kFmaRows) {
+      const int rows = int(std::min<int64_t>(kFmaRows, g.m - r0));
+      FmaRowTile<P>(rows, g, r0, p0, kc0, kcl, buf, kc0 == 0, kc0 + kcl >= w.k,
+                    std::make_integer_sequence<int, kFmaRows>{});
+    }
+  }
+}
+
+void FmaPath(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c, int threads) {
+  const FmaArgs g{&w, a, m, bias, c};
+  const int64_t items = (w.panels + kFmaPanels - 1) / kFmaPanels;
+  const double per = double(m) * double(w.k) * double(kFmaPanels * kCols);
+  ParallelFor(threads, items, WorkPerIndex{per}, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t p0 = i * kFmaPanels;
+      if (p0 + kFmaPanels <= w.panels) {
+        FmaPanels<kFmaPanels>(g, p0);
+      } else {
+        for (int64_t p = p0; p < w.panels; ++p) FmaPanels<1>(g, p);
+      }
+    }
+  });
+}
+#undef ONNX_MINI_PG_FMA
+#endif  // __x86_64__
+
 }  // namespace
 
 int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8) {
@@ -709,6 +835,18 @@ int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int
   return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
 }
 
+// The float tile's build (AVX-512 and the targets above it).
+CpuTarget QuantPanelsFloatTileTarget() {
+  static const CpuDispatchTable<bool> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512, true},
+#endif
+      {CpuTarget::kBaseline, false},
+  };
+  const auto& build = table.ActiveBuild();
+  return build.entries ? build.target : CpuTarget::kBaseline;
+}
+
 CpuTarget QuantPanelsDigitsTarget() {
   const auto& build = ActiveDigits();
   return build.entries.pick ? build.target : CpuTarget::kBaseline;
@@ -718,8 +856,13 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
                            void* workspace, int threads, QuantPanelsFloatPath path) {
   if (m <= 0 || w.n <= 0) return;
   if (!int8) {
+#if defined(__x86_64__)
+    if (path == QuantPanelsFloatPath::kAuto || path == QuantPanelsFloatPath::kTile) {
+      if (QuantPanelsFloatTileTarget() != CpuTarget::kBaseline) return FmaPath(a, m, w, bias, c, threads);
+    }
+#endif
     const DigitsKernel& dk = ActiveDigits().entries;
-    const bool digits = dk.pick && path != QuantPanelsFloatPath::kGemm;
+    const bool digits = dk.pick && path == QuantPanelsFloatPath::kDigits;
     if (!digits) return FloatPath(a, m, w, bias, c, static_cast<float*>(workspace), threads);
     // A as digits (panel_digits.h), then the digits tiles.
     const int64_t kb = w.k_blocks, kp = w.padded_k(), lda = kPanelDigits * kp;

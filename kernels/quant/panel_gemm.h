@@ -38,16 +38,21 @@ int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int
 // (+ bias, n floats or null). int8: A rounded to int8 per (row, block of
 // w.block) and the integers multiplied (VNNI where the CPU has it); else the
 // float path. Rows split over threads (panels too when the rows are few).
-// The float path's two forms: kGemm dequantizes panels for the GEMM; kDigits
-// (VNNI targets: QuantPanelsDigitsTarget() not kBaseline) takes A as 24-bit
-// integers in base-256 digits (kernels/quant/panel_digits.h: float32-level)
-// through the integer tiles, three VPDPBUSD a code group. kAuto: the faster.
-enum class QuantPanelsFloatPath { kAuto, kGemm, kDigits };
+// The float path's forms: kGemm dequantizes 256 columns for the GEMM; kTile
+// (AVX-512: QuantPanelsFloatTileTarget() not kBaseline) dequantizes 128 k of
+// 64 columns at a time into an L1 buffer for its own register tile of 6 rows
+// x 64 columns (FMA); kDigits (AVX-512 VNNI: QuantPanelsDigitsTarget()) takes
+// A as 24-bit integers in base-256 digits (kernels/quant/panel_digits.h:
+// float32-level) through integer tiles, three VPDPBUSD a code group. kAuto:
+// the fastest the host has (measured with bench-qgemm: kTile, else kGemm).
+// A form the host lacks falls back to kGemm.
+enum class QuantPanelsFloatPath { kAuto, kGemm, kTile, kDigits };
 void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool int8, const float* bias, float* c,
                            void* workspace, int threads, QuantPanelsFloatPath path = QuantPanelsFloatPath::kAuto);
 // The target the digits tiles run on under the active features (kBaseline:
 // none, the float path is the GEMM's).
 CpuTarget QuantPanelsDigitsTarget();
+CpuTarget QuantPanelsFloatTileTarget();
 
 // 8-bit A with one zero point against panels holding an integer B (codes and
 // integral zero points, one scale a column; PackInt8Panels makes 8-bit ones,
