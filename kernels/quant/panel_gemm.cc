@@ -628,6 +628,66 @@ float QuantizeBlock(const float* x, int64_t len, int8_t* q, int32_t* sum) {
 
 int64_t Align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// One row of A by QuantizeBlock's rule, in loops that vectorize (compiled per
+// target: std::nearbyint, a libm call on the baseline target, kept the old
+// loop scalar, a third of the int8 product's time at 128 rows): dst gets padded_k int8 (zero-
+// padded), ascale / azero a block's sa and sa * sum q.
+struct RowInt8 {
+  int64_t k, block, kb, kp;
+};
+[[gnu::always_inline]] inline void QuantizeRowInt8(const RowInt8& g, const float* row, int8_t* dst, float* ascale,
+                                                   float* azero) {
+  std::memset(dst + g.k, 0, size_t(g.kp - g.k));
+  for (int64_t b = 0; b < g.kb; ++b) {
+    const int64_t first = b * g.block, len = std::min(g.block, g.k - first);
+    const float* x = row + first;
+    float part[16] = {};  // running maxima: no serial chain
+    int64_t i = 0;
+    for (; i + 16 <= len; i += 16)
+      for (int j = 0; j < 16; ++j) part[j] = std::max(part[j], std::fabs(x[i + j]));
+    for (; i < len; ++i) part[0] = std::max(part[0], std::fabs(x[i]));
+    float amax = 0;
+    for (float v : part) amax = std::max(amax, v);
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    int32_t sum = 0;
+    int8_t* q = dst + first;
+    for (int64_t e = 0; e < len; ++e) {
+      // One instruction (VROUNDPS) on the AVX builds; no addend trick, which
+      // FMA contraction would change.
+      const int32_t v = int32_t(std::nearbyint(x[e] * inv));
+      q[e] = int8_t(v);
+      sum += v;
+    }
+    ascale[b] = amax / 127.0f;
+    azero[b] = ascale[b] * float(sum);
+  }
+}
+using RowInt8Fn = void (*)(const RowInt8&, const float*, int8_t*, float*, float*);
+void RowInt8Baseline(const RowInt8& g, const float* row, int8_t* dst, float* ascale, float* azero) {
+  QuantizeRowInt8(g, row, dst, ascale, azero);
+}
+#if defined(__x86_64__)
+[[gnu::target("avx2,fma")]] void RowInt8Avx2(const RowInt8& g, const float* row, int8_t* dst, float* ascale,
+                                             float* azero) {
+  QuantizeRowInt8(g, row, dst, ascale, azero);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void RowInt8Avx512(const RowInt8& g, const float* row,
+                                                                                int8_t* dst, float* ascale,
+                                                                                float* azero) {
+  QuantizeRowInt8(g, row, dst, ascale, azero);
+}
+#endif
+RowInt8Fn ActiveRowInt8() {
+  static const CpuDispatchTable<RowInt8Fn> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512, RowInt8Avx512},
+      {CpuTarget::kAvx2, RowInt8Avx2},
+#endif
+      {CpuTarget::kBaseline, RowInt8Baseline},
+  };
+  return table.Active();
+}
+
 // The integer workspace: qa (m x padded_k bytes), then two m x k_blocks
 // arrays of 4 bytes.
 int64_t IntWorkspace(int64_t m, const QuantPanels& w) {
@@ -888,18 +948,10 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
   int8_t* qa = static_cast<int8_t*>(workspace);
   float* ascale = reinterpret_cast<float*>(qa + Align64(m * kp));
   float* azero = ascale + m * kb;
+  const RowInt8Fn quantize = ActiveRowInt8();
+  const RowInt8 row{w.k, w.block, kb, kp};
   ParallelFor(threads, m, WorkPerIndex{double(w.k) * 4}, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      int8_t* row = qa + r * kp;
-      std::memset(row, 0, size_t(kp));
-      for (int64_t b = 0; b < kb; ++b) {
-        int32_t sum;
-        const int64_t first = b * w.block;
-        const float sa = QuantizeBlock(a + r * w.k + first, BlockLen(w, b), row + first, &sum);
-        ascale[r * kb + b] = sa;
-        azero[r * kb + b] = sa * float(sum);
-      }
-    }
+    for (int64_t r = r0; r < r1; ++r) quantize(row, a + r * w.k, qa + r * kp, ascale + r * kb, azero + r * kb);
   });
   TileArgs g{};
   g.w = &w;
