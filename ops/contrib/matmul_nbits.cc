@@ -278,7 +278,10 @@ class MatMulNBitsOp : public Op {
       absl::StatusOr<std::shared_ptr<NBitsPanels>> p = PackPanels(w, ctx.budget());
       return p.ok() ? *p : nullptr;  // refused by the budget: the native form per run
     });
-    if (!panels_) return absl::OkStatus();
+    if (!panels_) {
+      native_ = true;  // packing B per run would ask the budget for the same bytes
+      return absl::OkStatus();
+    }
     ctx.release(1);
     ctx.release(2);
     if (has_z) ctx.release(3);
@@ -378,7 +381,7 @@ class MatMulNBitsOp : public Op {
       w.zero_float = zeros.data<float>();
     }
     if (g && !g_idx_trivial_ && !NBitsGIdxIsTrivial(g->data<int32_t>(), k_, block_)) w.g_idx = g->data<int32_t>();
-    if (PanelsTake(w)) {  // not constant: packed for this run
+    if (PanelsTake(w) && !native_) {  // not constant: packed for this run
       absl::StatusOr<std::shared_ptr<NBitsPanels>> p = PackPanels(w, ctx.budget());
       if (!p.ok()) return absl::Status(p.status().code(), absl::StrCat(ctx.node().Describe(), ": ", p.status().message()));
       return RunProduct(ctx, nullptr, p->get(), pb, int8_a);
@@ -392,6 +395,7 @@ class MatMulNBitsOp : public Op {
   Tensor scales_, zeros_, bias_;  // float copies made by Prepare
   bool g_idx_trivial_ = false;
   std::shared_ptr<const NBitsPanels> panels_;  // B packed by Prepare
+  bool native_ = false;  // B constant, its panels refused by the budget: the native form runs
 };
 
 // ---- onnx_mini::DequantizeMatMul(A, x, scale, zero_point?; block_size) ----

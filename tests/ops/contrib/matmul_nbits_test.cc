@@ -247,5 +247,34 @@ TEST(MatMulNBits, BranchesWithSameNamedScalesOfTheirOwnPackTheirOwnPanels) {
   }
 }
 
+// A budget that refuses the panels at session creation leaves B in
+// MatMulNBits' own form, which the runs then read where it lies (a few
+// columns dequantized at a time), as before panels: they do not pack it
+// again each run (the same bytes the budget refused).
+TEST(MatMulNBits, ABudgetThatRefusesThePanelsRunsTheNativeForm) {
+  const int64_t k = 512, n = 4096;  // panels: 1 MiB of codes, 0.75 MiB of scales, zeros and sums
+  const NBits w = MakeNBits(k, n, 4, 32, 8);
+  ModelBuilder m;
+  m.Opset("com.microsoft", 1);
+  m.Input("a", DType::kFloat, {-1, k}).Output("y", DType::kFloat, {-1, n});
+  m.Initializer("b", w.b).Initializer("s", w.scales).Initializer("z", w.zeros);
+  NBitsAttrs(k, n, 4, 32)(m.Node("MatMulNBits", {"a", "b", "s", "z"}, {"y"}, "com.microsoft"));
+  SessionOptions small;
+  small.memory_limit = 3 << 19;  // 1.5 MiB
+  auto s = m.Build(small);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->MemoryUsed(), 0u);  // nothing packed
+  EXPECT_NE((*s)->graph().initializers.at("b").raw(), nullptr);
+  for (int64_t rows : {1, 3}) {
+    const Tensor a = Tensor::FromVector(RandomFloats(rows * k, uint32_t(rows)), {rows, k});
+    absl::StatusOr<std::vector<Tensor>> y = (*s)->Run({{"a", a}});
+    ASSERT_TRUE(y.ok()) << y.status();
+    const std::vector<float> want = Reference(w, a, true, nullptr);
+    const std::vector<double> got = Values((*y)[0]);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+  }
+}
+
 }  // namespace
 }  // namespace onnx_mini
