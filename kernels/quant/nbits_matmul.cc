@@ -400,22 +400,27 @@ float NBitsMaxAbs(const float* x, int64_t len) {
 float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* sum) {
   float inv;
   const float scale = Int8BlockScale(x, len, &inv);
-  int32_t s = 0, bad = 0;
+  // A NaN or an infinity in the block (the max ignores NaN): its values 0
+  // (converting NaN to int32 is undefined; x86 gives INT_MIN) and its scale
+  // NaN, so the row's products are NaN as the float product's are. A pass of
+  // its own: the loop below then stays branch-free and vectorized.
+  int32_t bad = !(scale < std::numeric_limits<float>::infinity());
+  for (int64_t i = 0; i < len; ++i) bad |= int32_t(x[i] != x[i]);
+  if (bad) {
+    std::memset(q, 0, size_t(len));
+    *sum = 0;
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  int32_t s = 0;
   for (int64_t i = 0; i < len; ++i) {
-    // A NaN (or an infinity, times inv = 0) is kept out of the conversion
-    // (undefined: x86 gives INT_MIN) and makes the block's scale NaN, so
-    // the row's products are NaN as the float product's are.
-    const float t = x[i] * inv;
-    const bool ok = std::fabs(t) < 128.0f;
-    bad |= int32_t(!ok);
     // Nearest-even by the 1.5 * 2^23 addend (|x * inv| <= 127): what
     // std::nearbyint gives, without its libm call on the baseline target.
-    const int32_t v = int32_t(((ok ? t : 0.0f) + 0x1.8p23f) - 0x1.8p23f);
+    const int32_t v = int32_t((x[i] * inv + 0x1.8p23f) - 0x1.8p23f);
     q[i] = int8_t(v);
     s += v;
   }
   *sum = s;
-  return bad ? std::numeric_limits<float>::quiet_NaN() : scale;
+  return scale;
 }
 
 void NBitsMatMulInt8Reference(const float* a, int64_t m, const NBitsMatrix& w, const float* bias, float* c) {
