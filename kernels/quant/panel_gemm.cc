@@ -13,6 +13,7 @@
 
 #include "kernels/cpu_dispatch.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/quant/nbits_matmul.h"
 #include "kernels/quant/panel_digits.h"
 #include "runtime/thread_pool.h"
 
@@ -610,20 +611,10 @@ void RunTiles(const TileArgs& g, int64_t m, bool f, int threads) {
 
 // ---- A's preparation ----
 
-// NBitsRoundRowsToInt8's rule for one block: scale = max |a| / 127, values
-// nearest-even(a * 127 / max |a|), all zero for an all-zero block.
+// NBitsRoundRowsToInt8's rule for one block (NBitsQuantizeBlockInt8: a
+// block holding a NaN gets a NaN scale).
 float QuantizeBlock(const float* x, int64_t len, int8_t* q, int32_t* sum) {
-  float amax = 0;
-  for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-  int32_t s = 0;
-  for (int64_t i = 0; i < len; ++i) {
-    const int32_t v = int32_t(std::nearbyint(x[i] * inv));
-    q[i] = int8_t(v);
-    s += v;
-  }
-  *sum = s;
-  return amax / 127.0f;
+  return NBitsQuantizeBlockInt8(x, len, q, sum);
 }
 
 int64_t Align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -649,8 +640,18 @@ struct RowInt8 {
     float amax = 0;
     for (float v : part) amax = std::max(amax, v);
     const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-    int32_t sum = 0;
     int8_t* q = dst + first;
+    // NBitsQuantizeBlockInt8's NaN rule: a block holding a NaN or an infinity
+    // gets values 0 and a NaN scale (a pass of its own: the loops stay
+    // branch-free).
+    int32_t bad = !(amax < std::numeric_limits<float>::infinity());
+    for (int64_t e = 0; e < len; ++e) bad |= int32_t(x[e] != x[e]);
+    if (bad) {
+      std::memset(q, 0, size_t(len));
+      ascale[b] = azero[b] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    int32_t sum = 0;
     for (int64_t e = 0; e < len; ++e) {
       // One instruction (VROUNDPS) on the AVX builds; no addend trick, which
       // FMA contraction would change.
