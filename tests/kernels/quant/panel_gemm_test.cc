@@ -129,6 +129,31 @@ TEST(PanelGemm, FloatFormsFollowTheFeatures) {
   }
 }
 
+// A NaN in a row of A makes that row's outputs NaN (and only that row's), on
+// every target, for the int8 product and each form of the float path.
+TEST(PanelGemm, ANaNInARowMakesItsOutputsNaN) {
+  const int64_t m = 9, k = 100, n = 40;
+  const QuantPanelsBuffer buf = MakePanels(4, k, n, 32, false, 11);
+  std::vector<float> a = RandomFloats(m * k, 12);
+  a[size_t(4 * k + 37)] = NAN;
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    for (int form = 0; form < 4; ++form) {
+      const bool int8 = form == 0;
+      const QuantPanelsFloatPath path = form == 2 ? QuantPanelsFloatPath::kTile
+                                        : form == 3 ? QuantPanelsFloatPath::kDigits
+                                                    : QuantPanelsFloatPath::kGemm;
+      std::vector<float> got(size_t(m * n), 0.0f);
+      std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, int8)));
+      QuantPanelsMatMulMany(a.data(), m, buf.view, int8, nullptr, got.data(), ws.data(), 1, path);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < n; ++c)
+          ASSERT_EQ(std::isnan(got[size_t(r * n + c)]), r == 4)
+              << CpuTargetName(t) << " form " << form << " row " << r << " col " << c;
+    }
+  }
+}
+
 // The integer-A form's sums are exact: equal to its reference, every target,
 // uint8 and int8 A with zero points, 1-4 rows (decode) and many.
 TEST(PanelGemm, IntegerAEqualsItsReferenceExactly) {
