@@ -120,7 +120,11 @@ int main(int argc, char** argv) {
       std::printf("prefill K=%lld N=%lld bits=%d block 32\n", (long long)k, (long long)n, bits);
       const QuantPanelsBuffer buf = MakePanels(bits, k, n, 32, uint32_t(bits));
       std::vector<uint8_t> ws8(size_t(QuantPanelsMatMulManyWorkspace(rows, buf.view, true)));
-      std::vector<uint8_t> wsf(size_t(QuantPanelsMatMulManyWorkspace(rows, buf.view, false)));
+      int64_t wsf_bytes = 0;
+      for (QuantPanelsFloatPath path :
+           {QuantPanelsFloatPath::kGemm, QuantPanelsFloatPath::kTile, QuantPanelsFloatPath::kDigits})
+        wsf_bytes = std::max(wsf_bytes, QuantPanelsMatMulManyWorkspace(rows, buf.view, false, path));
+      std::vector<uint8_t> wsf(static_cast<size_t>(wsf_bytes));
       for (CpuTarget t : kCpuVnniTargets) {
         if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
         ScopedCpuFeaturesForTesting scope(t);

@@ -886,13 +886,18 @@ void FmaPath(const float* a, int64_t m, const QuantPanels& w, const float* bias,
 
 }  // namespace
 
-int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8) {
+int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8, QuantPanelsFloatPath path) {
   if (int8) return IntWorkspace(m, w);
-  const double cols = double(std::min(kFloatChunkPanels, w.panels) * kCols);
-  const double floats = cols * double(w.k) + double(m) * cols;
-  // The digits path: kPanelDigits bytes an A value (the integer workspace's layout).
-  const double digits = double(kPanelDigits) * double(m) * double(w.padded_k()) + 8.0 * double(m) * double(w.k_blocks);
-  const double bytes = std::max(floats * 4, digits + 128);
+  const bool tile = QuantPanelsFloatTileTarget() != CpuTarget::kBaseline;
+  if (tile && (path == QuantPanelsFloatPath::kAuto || path == QuantPanelsFloatPath::kTile)) return 64;  // none
+  const bool digits = path == QuantPanelsFloatPath::kDigits && QuantPanelsDigitsTarget() != CpuTarget::kBaseline;
+  double bytes;
+  if (digits) {  // kPanelDigits bytes an A value (the integer workspace's layout)
+    bytes = double(kPanelDigits) * double(m) * double(w.padded_k()) + 8.0 * double(m) * double(w.k_blocks) + 128;
+  } else {
+    const double cols = double(std::min(kFloatChunkPanels, w.panels) * kCols);
+    bytes = 4 * (cols * double(w.k) + double(m) * cols);
+  }
   return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
 }
 

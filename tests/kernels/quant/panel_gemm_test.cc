@@ -105,7 +105,7 @@ TEST(PanelGemm, FloatPathMatchesTheReference) {
                {QuantPanelsFloatPath::kAuto, QuantPanelsFloatPath::kGemm, QuantPanelsFloatPath::kTile,
                 QuantPanelsFloatPath::kDigits}) {
             std::vector<float> got(size_t(m * s.n), NAN);
-            std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, false)));
+            std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, false, path)));
             QuantPanelsMatMulMany(a.data(), m, buf.view, false, bias.data(), got.data(), ws.data(), m == 13 ? 1 : 2,
                                   path);
             for (size_t i = 0; i < want.size(); ++i)
@@ -144,7 +144,7 @@ TEST(PanelGemm, ANaNInARowMakesItsOutputsNaN) {
                                         : form == 3 ? QuantPanelsFloatPath::kDigits
                                                     : QuantPanelsFloatPath::kGemm;
       std::vector<float> got(size_t(m * n), 0.0f);
-      std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, int8)));
+      std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, int8, path)));
       QuantPanelsMatMulMany(a.data(), m, buf.view, int8, nullptr, got.data(), ws.data(), 1, path);
       for (int64_t r = 0; r < m; ++r)
         for (int64_t c = 0; c < n; ++c)
