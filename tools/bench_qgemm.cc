@@ -1,7 +1,8 @@
 // bench-qgemm: the products over QuantPanels (kernels/quant/panel_gemm.h) on
-// the bench-decoder model's shapes (K 1024, N 2816 and 32000).
+// the bench-decoder model's shapes (K 1024 N 2816, K 2816 N 1024, K 1024 N 32000).
 //   prefill: 128 rows (--rows), 4- and 8-bit block-32 panels, the int8 path
-//     on each VNNI build the host has and the float path (dequantize + GEMM),
+//     on each VNNI build the host has and the float path's forms (dequantize
+//     + GEMM, the AVX-512 float tile, A's digits through VNNI),
 //     beside MatMulNBits' many-rows path of today (NBitsMatMul), in GOP/s
 //     (2 m k n) and against the VNNI peak measured here (independent
 //     VPDPBUSD zmm chains, one core, times the threads).
@@ -124,8 +125,9 @@ int main(int argc, char** argv) {
   std::printf("threads %d, rows %lld, read bandwidth %.1f GB/s, VNNI zmm peak %.0f GOP/s, CPU %s\n", threads,
               (long long)rows, gbs, peak, HostCpuFeatures().name().c_str());
   std::mt19937 rng(7);
-  for (const int64_t n : {int64_t{2816}, int64_t{32000}}) {
-    const int64_t k = 1024;
+  const int64_t shapes[][2] = {{1024, 2816}, {2816, 1024}, {1024, 32000}};  // K, N
+  for (const auto& shape : shapes) {
+    const int64_t k = shape[0], n = shape[1];
     std::vector<float> a(size_t(rows * k)), c(size_t(rows * n));
     for (float& v : a) v = float(int(rng() % 2001) - 1000) / 500.0f;
     const double ops = 2.0 * double(rows) * double(k) * double(n);
@@ -146,15 +148,35 @@ int main(int argc, char** argv) {
       std::printf("prefill K=%lld N=%lld bits=%d block 32\n", (long long)k, (long long)n, bits);
       const QuantPanelsBuffer buf = MakePanels(bits, k, n, 32, uint32_t(bits));
       std::vector<uint8_t> ws8(size_t(QuantPanelsMatMulManyWorkspace(rows, buf.view, true)));
-      std::vector<uint8_t> wsf(size_t(QuantPanelsMatMulManyWorkspace(rows, buf.view, false)));
+      int64_t wsf_bytes = 0;
+      for (QuantPanelsFloatPath path :
+           {QuantPanelsFloatPath::kGemm, QuantPanelsFloatPath::kTile, QuantPanelsFloatPath::kDigits})
+        wsf_bytes = std::max(wsf_bytes, QuantPanelsMatMulManyWorkspace(rows, buf.view, false, path));
+      std::vector<uint8_t> wsf(static_cast<size_t>(wsf_bytes));
       for (CpuTarget t : kCpuVnniTargets) {
         if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
         ScopedCpuFeaturesForTesting scope(t);
         time(std::string("int8-") + CpuTargetName(t),
              [&] { QuantPanelsMatMulMany(a.data(), rows, buf.view, true, nullptr, c.data(), ws8.data(), threads); });
       }
-      time("float (dequantize + GEMM)",
-           [&] { QuantPanelsMatMulMany(a.data(), rows, buf.view, false, nullptr, c.data(), wsf.data(), threads); });
+      time("float (dequantize + GEMM)", [&] {
+        QuantPanelsMatMulMany(a.data(), rows, buf.view, false, nullptr, c.data(), wsf.data(), threads,
+                              QuantPanelsFloatPath::kGemm);
+      });
+      if (QuantPanelsFloatTileTarget() != CpuTarget::kBaseline)
+        time(std::string("float tile-") + CpuTargetName(QuantPanelsFloatTileTarget()), [&] {
+          QuantPanelsMatMulMany(a.data(), rows, buf.view, false, nullptr, c.data(), wsf.data(), threads,
+                                QuantPanelsFloatPath::kTile);
+        });
+      for (CpuTarget t : kCpuVnniTargets) {
+        if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+        ScopedCpuFeaturesForTesting scope(t);
+        if (QuantPanelsDigitsTarget() != t) continue;
+        time(std::string("float digits-") + CpuTargetName(t), [&] {
+          QuantPanelsMatMulMany(a.data(), rows, buf.view, false, nullptr, c.data(), wsf.data(), threads,
+                                QuantPanelsFloatPath::kDigits);
+        });
+      }
       if (bits == 4) {  // MatMulNBits' many-rows path today, on the same sizes
         NBitsMatrix w;
         w.bits = 4;

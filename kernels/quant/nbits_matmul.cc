@@ -400,6 +400,17 @@ float NBitsMaxAbs(const float* x, int64_t len) {
 float NBitsQuantizeBlockInt8(const float* x, int64_t len, int8_t* q, int32_t* sum) {
   float inv;
   const float scale = Int8BlockScale(x, len, &inv);
+  // A NaN or an infinity in the block (the max ignores NaN): its values 0
+  // (converting NaN to int32 is undefined; x86 gives INT_MIN) and its scale
+  // NaN, so the row's products are NaN as the float product's are. A pass of
+  // its own: the loop below then stays branch-free and vectorized.
+  int32_t bad = !(scale < std::numeric_limits<float>::infinity());
+  for (int64_t i = 0; i < len; ++i) bad |= int32_t(x[i] != x[i]);
+  if (bad) {
+    std::memset(q, 0, size_t(len));
+    *sum = 0;
+    return std::numeric_limits<float>::quiet_NaN();
+  }
   int32_t s = 0;
   for (int64_t i = 0; i < len; ++i) {
     // Nearest-even by the 1.5 * 2^23 addend (|x * inv| <= 127): what

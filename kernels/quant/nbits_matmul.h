@@ -70,8 +70,8 @@ void NBitsDequantizeColumns(const NBitsMatrix& w, int64_t j0, int64_t j1, float*
 // A's m rows of k rounded as onnxruntime's accuracy level 4 quantizes them to
 // int8 (its CPU kernel then multiplies the integers): per block of `block`
 // values of a row, scale = max |a| / 127 and a -> nearest-even(a / scale) *
-// scale. The product then runs in float on the rounded values where
-// NBitsMatMulInt8 does not run.
+// scale. The product then runs in float on the rounded values where no
+// integer kernel runs (the native form: 2 bits, g_idx).
 void NBitsRoundRowsToInt8(const float* a, int64_t m, int64_t k, int64_t block, float* out);
 
 // max |x[i]| over len values (0 when len is 0).

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -12,6 +13,8 @@
 
 #include "kernels/cpu_dispatch.h"
 #include "kernels/gemm/onednn.h"
+#include "kernels/quant/nbits_matmul.h"
+#include "kernels/quant/panel_digits.h"
 #include "kernels/quant/panel_gemv.h"
 #include "runtime/thread_pool.h"
 
@@ -31,12 +34,14 @@ struct TileArgs {
   int64_t lda;
   const float* ascale;  // float A: m x k_blocks, sa
   const float* azero;   // float A: m x k_blocks, sa * sum qa
+  const int32_t* azq;   // float A, zmm, every zero point one integer z: m x k_blocks, z * sum qa (azero unread)
   const int32_t* asum;  // integer A: m x k_blocks, sum qa
   int32_t a_shift;      // integer A: d with a - za = qa + d
   float a_scale;        // integer A
   const float* bias;
   float* c;             // rows of w->n
   bool stream;          // few rows: prefetch the codes ahead (a pass over memory)
+  bool digits;          // float A as kPanelDigits digit arrays a row (qa + r * lda + d * padded_k)
 };
 
 // Rows [r0, r0 + rows) x panels [p0, p0 + panels) of C. The SIMD builds'
@@ -182,6 +187,11 @@ struct Zmm {
           const __m512 zs = _mm512_mul_ps(sc, _mm512_loadu_ps(w.zeros + at));
           for (int r = 0; r < R; ++r) {
             const __m512 sa = _mm512_set1_ps(g.ascale[(r0 + r) * kb + b]);
+            if (g.azq) {  // the zero point's term exact in int32: one FP operation fewer a (row, panel, block)
+              const __m512i d = _mm512_sub_epi32(dot[r][p], _mm512_set1_epi32(g.azq[(r0 + r) * kb + b]));
+              acc[r][p] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, d), _mm512_mul_ps(sc, sa), acc[r][p]);
+              continue;
+            }
             const __m512 az = _mm512_set1_ps(g.azero[(r0 + r) * kb + b]);
             acc[r][p] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, dot[r][p]), _mm512_mul_ps(sc, sa), acc[r][p]);
             acc[r][p] = _mm512_fnmadd_ps(zs, az, acc[r][p]);
@@ -217,6 +227,86 @@ struct Zmm {
           _mm512_mask_storeu_ps(g.c + (r0 + r) * w.n + col0, mask, y);
         }
       }
+    }
+  }
+};
+
+// Float A as base-256 digits (kernels/quant/panel_digits.h): the codes of a
+// group loaded and unpacked once for R rows x 3 digits, three int32
+// accumulators a (row, panel), per block combined in float:
+//   y += scale * (s * ((dot0 * 256 + dot1) * 256 + dot2) - zero * s * sum Q).
+template <int Bits, int R, int P, bool = true>
+struct ZmmDigits {
+  [[ONNX_MINI_PG_ZMM]] static void Run(const TileArgs& g, int64_t r0, int, int64_t p0, int) {
+    constexpr int D = kPanelDigits;
+    const QuantPanels& w = *g.w;
+    const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = bb / kGroup, kp = w.padded_k();
+    const uint8_t* q[P];
+    for (int p = 0; p < P; ++p) q[p] = w.codes + (p0 + p) * kb * bb;
+    const int8_t* ar[R];
+    for (int r = 0; r < R; ++r) ar[r] = g.qa + (r0 + r) * g.lda;
+    const __m512i low = _mm512_set1_epi8(15);
+    const __m512 base = _mm512_set1_ps(256.f);
+    __m512i dot[R][P][D];
+    __m512 acc[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < kb; ++b) {
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p)
+          for (int d = 0; d < D; ++d) dot[r][p][d] = _mm512_setzero_si512();
+      const int64_t k0 = b * w.block;
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        if constexpr (Bits == 8) {
+          __m512i v[P];
+          for (int p = 0; p < P; ++p) {
+            v[p] = _mm512_loadu_si512(q[p]);
+            q[p] += kGroup;
+          }
+          for (int r = 0; r < R; ++r)
+            for (int d = 0; d < D; ++d) {
+              const __m512i x = _mm512_set1_epi32(Load32(ar[r] + d * kp + k0 + 4 * gi));
+              for (int p = 0; p < P; ++p) dot[r][p][d] = _mm512_dpbusd_epi32(dot[r][p][d], v[p], x);
+            }
+        } else {
+          __m512i lo[P], hi[P];
+          for (int p = 0; p < P; ++p) {
+            const __m512i v = _mm512_loadu_si512(q[p]);
+            lo[p] = _mm512_and_si512(v, low);
+            hi[p] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+            q[p] += kGroup;
+          }
+          for (int r = 0; r < R; ++r)
+            for (int d = 0; d < D; ++d) {
+              const __m512i x0 = _mm512_set1_epi32(Load32(ar[r] + d * kp + k0 + 8 * gi));
+              const __m512i x1 = _mm512_set1_epi32(Load32(ar[r] + d * kp + k0 + 8 * gi + 4));
+              for (int p = 0; p < P; ++p) {
+                dot[r][p][d] = _mm512_dpbusd_epi32(dot[r][p][d], lo[p], x0);
+                dot[r][p][d] = _mm512_dpbusd_epi32(dot[r][p][d], hi[p], x1);
+              }
+            }
+        }
+      }
+      for (int p = 0; p < P; ++p) {
+        const int64_t at = ((p0 + p) * kb + b) * kCols;
+        const __m512 sc = _mm512_loadu_ps(w.scales + at);
+        const __m512 zs = _mm512_mul_ps(sc, _mm512_loadu_ps(w.zeros + at));
+        for (int r = 0; r < R; ++r) {
+          __m512 f = _mm512_maskz_cvtepi32_ps(0xFFFF, dot[r][p][0]);
+          for (int d = 1; d < D; ++d) f = _mm512_fmadd_ps(f, base, _mm512_maskz_cvtepi32_ps(0xFFFF, dot[r][p][d]));
+          const __m512 sa = _mm512_set1_ps(g.ascale[(r0 + r) * kb + b]);
+          const __m512 az = _mm512_set1_ps(g.azero[(r0 + r) * kb + b]);
+          acc[r][p] = _mm512_fmadd_ps(f, _mm512_mul_ps(sc, sa), acc[r][p]);
+          acc[r][p] = _mm512_fnmadd_ps(zs, az, acc[r][p]);
+        }
+      }
+    }
+    for (int p = 0; p < P; ++p) {
+      const int64_t col0 = (p0 + p) * kCols, cols = std::min(kCols, w.n - col0);
+      const __mmask16 mask = __mmask16((1u << cols) - 1);
+      const __m512 bias = g.bias ? _mm512_maskz_loadu_ps(mask, g.bias + col0) : _mm512_setzero_ps();
+      for (int r = 0; r < R; ++r)
+        _mm512_mask_storeu_ps(g.c + (r0 + r) * w.n + col0, mask, _mm512_add_ps(acc[r][p], bias));
     }
   }
 };
@@ -457,12 +547,43 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
   return table.ActiveBuild();
 }
 
+// The digits tiles (float A through VNNI, ZmmDigits) and A's preparation for them.
+struct DigitsKernel {
+  TileFn (*pick)(int bits, bool f, int r, int p);  // null: no digits build (the GEMM path)
+  PanelDigitsFn prepare;
+  int rows, panels;
+};
+
+template <template <int, int, int, bool> class K, int kRows, int kPanels>
+TileFn PickDigits(int bits, bool, int r, int p) {
+  const bool wide = p >= kPanels;
+  if (bits == 8) return wide ? PickRows<K, 8, true, kPanels, kRows>(r) : PickRows<K, 8, true, 1, kRows>(r);
+  return wide ? PickRows<K, 4, true, kPanels, kRows>(r) : PickRows<K, 4, true, 1, kRows>(r);
+}
+
+const CpuDispatchTable<DigitsKernel>::Build& ActiveDigits() {
+  static const CpuDispatchTable<DigitsKernel> table{
+#if defined(__x86_64__)
+      // 3 x 2 x 3 int32 and 3 x 2 float accumulators of 32 registers.
+      {CpuTarget::kAvx512Vnni, {PickDigits<ZmmDigits, 3, 2>, PanelDigitsAvx512, 3, 2}},
+#endif
+      {CpuTarget::kBaseline, {nullptr, PanelDigitsBaseline, 1, 1}},
+  };
+  return table.ActiveBuild();
+}
+
 // Tiles over all of C: items of (a block of rows) x (a chunk of panels), the
 // panels of an item outer (their codes stay in cache while its rows pass).
 void RunTiles(const TileArgs& g, int64_t m, bool f, int threads) {
   Kernel k = ActiveKernel().entries;
   const QuantPanels& w = *g.w;
   if (!f && w.bits != 8) k.pick = nullptr;  // the SIMD integer-A tiles are built for 8 bits only
+  if (g.digits) {
+    const DigitsKernel& dk = ActiveDigits().entries;
+    k.pick = dk.pick;
+    k.rows_float = dk.rows;
+    k.panels = dk.panels;
+  }
   const int R = f ? k.rows_float : k.rows_int, P = k.panels;
   const int64_t row_block = std::min<int64_t>(m, 24 * int64_t(R));
   const int64_t panel_chunk = 2 * int64_t(P);
@@ -497,23 +618,87 @@ void RunTiles(const TileArgs& g, int64_t m, bool f, int threads) {
 
 // ---- A's preparation ----
 
-// NBitsRoundRowsToInt8's rule for one block: scale = max |a| / 127, values
-// nearest-even(a * 127 / max |a|), all zero for an all-zero block.
+// NBitsRoundRowsToInt8's rule for one block (NBitsQuantizeBlockInt8: a
+// block holding a NaN gets a NaN scale).
 float QuantizeBlock(const float* x, int64_t len, int8_t* q, int32_t* sum) {
-  float amax = 0;
-  for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-  int32_t s = 0;
-  for (int64_t i = 0; i < len; ++i) {
-    const int32_t v = int32_t(std::nearbyint(x[i] * inv));
-    q[i] = int8_t(v);
-    s += v;
-  }
-  *sum = s;
-  return amax / 127.0f;
+  return NBitsQuantizeBlockInt8(x, len, q, sum);
 }
 
 int64_t Align64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// One row of A by QuantizeBlock's rule, in loops that vectorize (compiled per
+// target: std::nearbyint, a libm call on the baseline target, kept the old
+// loop scalar, a third of the int8 product's time at 128 rows): dst gets
+// padded_k int8 (zero-padded), per block ascale sa, azero sa * sum q and
+// qsum sum q (either null: not written).
+struct RowInt8 {
+  int64_t k, block, kb, kp;
+};
+[[gnu::always_inline]] inline void QuantizeRowInt8(const RowInt8& g, const float* row, int8_t* dst, float* ascale,
+                                                   float* azero, int32_t* qsum) {
+  std::memset(dst + g.k, 0, size_t(g.kp - g.k));
+  for (int64_t b = 0; b < g.kb; ++b) {
+    const int64_t first = b * g.block, len = std::min(g.block, g.k - first);
+    const float* x = row + first;
+    float part[16] = {};  // running maxima: no serial chain
+    int64_t i = 0;
+    for (; i + 16 <= len; i += 16)
+      for (int j = 0; j < 16; ++j) part[j] = std::max(part[j], std::fabs(x[i + j]));
+    for (; i < len; ++i) part[0] = std::max(part[0], std::fabs(x[i]));
+    float amax = 0;
+    for (float v : part) amax = std::max(amax, v);
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    int8_t* q = dst + first;
+    // NBitsQuantizeBlockInt8's NaN rule: a block holding a NaN or an infinity
+    // gets values 0 and a NaN scale (a pass of its own: the loops stay
+    // branch-free).
+    int32_t bad = !(amax < std::numeric_limits<float>::infinity());
+    for (int64_t e = 0; e < len; ++e) bad |= int32_t(x[e] != x[e]);
+    if (bad) {
+      std::memset(q, 0, size_t(len));
+      ascale[b] = std::numeric_limits<float>::quiet_NaN();
+      if (azero) azero[b] = ascale[b];
+      if (qsum) qsum[b] = 0;
+      continue;
+    }
+    int32_t sum = 0;
+    for (int64_t e = 0; e < len; ++e) {
+      // One instruction (VROUNDPS) on the AVX builds; no addend trick, which
+      // FMA contraction would change.
+      const int32_t v = int32_t(std::nearbyint(x[e] * inv));
+      q[e] = int8_t(v);
+      sum += v;
+    }
+    ascale[b] = amax / 127.0f;
+    if (azero) azero[b] = ascale[b] * float(sum);
+    if (qsum) qsum[b] = sum;
+  }
+}
+using RowInt8Fn = void (*)(const RowInt8&, const float*, int8_t*, float*, float*, int32_t*);
+void RowInt8Baseline(const RowInt8& g, const float* row, int8_t* dst, float* ascale, float* azero, int32_t* qsum) {
+  QuantizeRowInt8(g, row, dst, ascale, azero, qsum);
+}
+#if defined(__x86_64__)
+[[gnu::target("avx2,fma")]] void RowInt8Avx2(const RowInt8& g, const float* row, int8_t* dst, float* ascale,
+                                             float* azero, int32_t* qsum) {
+  QuantizeRowInt8(g, row, dst, ascale, azero, qsum);
+}
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void RowInt8Avx512(const RowInt8& g, const float* row,
+                                                                                int8_t* dst, float* ascale,
+                                                                                float* azero, int32_t* qsum) {
+  QuantizeRowInt8(g, row, dst, ascale, azero, qsum);
+}
+#endif
+RowInt8Fn ActiveRowInt8() {
+  static const CpuDispatchTable<RowInt8Fn> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512, RowInt8Avx512},
+      {CpuTarget::kAvx2, RowInt8Avx2},
+#endif
+      {CpuTarget::kBaseline, RowInt8Baseline},
+  };
+  return table.Active();
+}
 
 // The integer workspace: qa (m x padded_k bytes), then two m x k_blocks
 // arrays of 4 bytes.
@@ -585,34 +770,233 @@ void FloatPath(const float* a, int64_t m, const QuantPanels& w, const float* bia
   }
 }
 
+// ---- The float path's own tile (AVX-512): KC k of P panels dequantized at a
+// time into an L1 buffer (float(code) * scale - zero * scale, the GEMM path's
+// values), then tiles of R rows x P panels of float accumulators, one
+// broadcast of A a row and one FMA a (row, panel) per k; C accumulates over
+// the chunks of K (exactly the float product's sums, in K order) ----
+
+#if defined(__x86_64__)
+#define ONNX_MINI_PG_FMA gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+
+constexpr int64_t kFmaKc = 128;  // K a chunk: 128 x 4 panels x 64 bytes = 32 KB of buffer
+constexpr int kFmaRows = 6, kFmaPanels = 4;
+
+struct FmaArgs {
+  const QuantPanels* w;
+  const float* a;  // m x k
+  int64_t m;
+  const float* bias;
+  float* c;        // m x n
+};
+
+// Panels [p0, p0 + P) at k [k0, k1) (k0 a multiple of 8 and of no block's
+// interior group boundary: KC and blocks are multiples of 8) into buf (rows of
+// P * 16 floats, from k0).
+template <int P>
+[[ONNX_MINI_PG_FMA, gnu::always_inline]] inline void FmaDequantize(const QuantPanels& w, int64_t p0, int64_t k0,
+                                                                  int64_t k1, float* buf) {
+  const int64_t kb = w.k_blocks, bb = w.block_bytes(), ld = P * kCols;
+  const int per = w.bits == 8 ? 4 : 8;
+  const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int p = 0; p < P; ++p)
+    for (int64_t kk = k0; kk < k1; kk += per) {
+      const int64_t b = kk / w.block, gi = (kk - b * w.block) / per, at = ((p0 + p) * kb + b) * kCols;
+      const __m512i v = _mm512_loadu_si512(w.codes + ((p0 + p) * kb + b) * bb + gi * kGroup);
+      const __m512 sc = _mm512_loadu_ps(w.scales + at), zs = _mm512_mul_ps(sc, _mm512_loadu_ps(w.zeros + at));
+      float* o = buf + (kk - k0) * ld + p * kCols;
+      if (w.bits == 4) {
+        for (int t = 0; t < 8; ++t) {
+          const int sh = t < 4 ? 8 * t : 8 * (t - 4) + 4;
+          const __m512 f = _mm512_maskz_permutexvar_ps(0xFFFF, _mm512_maskz_srli_epi32(0xFFFF, v, unsigned(sh)), table);
+          _mm512_store_ps(o + t * ld, _mm512_fmsub_ps(f, sc, zs));
+        }
+      } else {
+        for (int t = 0; t < 4; ++t) {
+          const __m512i x = _mm512_and_si512(_mm512_maskz_srli_epi32(0xFFFF, v, unsigned(8 * t)), _mm512_set1_epi32(255));
+          _mm512_store_ps(o + t * ld, _mm512_fmsub_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, x), sc, zs));
+        }
+      }
+    }
+}
+
+// Rows [r0, r0 + R) x the P panels of buf over kcl k from kc0; `first`: C not
+// yet written; bias (null or the panels' columns) added with `last`.
+template <int R, int P>
+[[ONNX_MINI_PG_FMA]] void FmaRows(const FmaArgs& g, int64_t r0, int64_t p0, int64_t kc0, int64_t kcl,
+                                  const float* buf, bool first, bool last) {
+  const QuantPanels& w = *g.w;
+  constexpr int64_t ld = P * kCols;
+  __m512 acc[R][P];
+  __mmask16 mask[P];
+  for (int p = 0; p < P; ++p) {
+    const int64_t cols = std::min(kCols, w.n - (p0 + p) * kCols);
+    mask[p] = __mmask16((1u << cols) - 1);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p)
+      acc[r][p] = first ? _mm512_setzero_ps()
+                        : _mm512_maskz_loadu_ps(mask[p], g.c + (r0 + r) * w.n + (p0 + p) * kCols);
+  const float* a = g.a + r0 * w.k + kc0;
+  for (int64_t kk = 0; kk < kcl; ++kk) {
+    __m512 b[P];
+    for (int p = 0; p < P; ++p) b[p] = _mm512_load_ps(buf + kk * ld + p * kCols);
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r * w.k + kk]);
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_fmadd_ps(x, b[p], acc[r][p]);
+    }
+  }
+  for (int p = 0; p < P; ++p) {
+    const int64_t col0 = (p0 + p) * kCols;
+    const __m512 bias = last && g.bias ? _mm512_maskz_loadu_ps(mask[p], g.bias + col0) : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) _mm512_mask_storeu_ps(g.c + (r0 + r) * w.n + col0, mask[p], _mm512_add_ps(acc[r][p], bias));
+  }
+}
+
+template <int P, int... Rs>
+void FmaRowTile(int rows, const FmaArgs& g, int64_t r0, int64_t p0, int64_t kc0, int64_t kcl, const float* buf,
+                bool first, bool last, std::integer_sequence<int, Rs...>) {
+  using Fn = void (*)(const FmaArgs&, int64_t, int64_t, int64_t, int64_t, const float*, bool, bool);
+  static constexpr Fn fns[] = {FmaRows<Rs + 1, P>...};
+  fns[rows - 1](g, r0, p0, kc0, kcl, buf, first, last);
+}
+
+// All rows of C x panels [p0, p0 + P).
+template <int P>
+[[ONNX_MINI_PG_FMA]] void FmaPanels(const FmaArgs& g, int64_t p0) {
+  const QuantPanels& w = *g.w;
+  alignas(64) float buf[kFmaKc * P * kCols];
+  for (int64_t kc0 = 0; kc0 < w.k; kc0 += kFmaKc) {
+    const int64_t kcl = std::min(kFmaKc, w.k - kc0);
+    FmaDequantize<P>(w, p0, kc0, kc0 + (kcl + 7) / 8 * 8, buf);
+    for (int64_t r0 = 0; r0 < g.m; r0 += kFmaRows) {
+      const int rows = int(std::min<int64_t>(kFmaRows, g.m - r0));
+      FmaRowTile<P>(rows, g, r0, p0, kc0, kcl, buf, kc0 == 0, kc0 + kcl >= w.k,
+                    std::make_integer_sequence<int, kFmaRows>{});
+    }
+  }
+}
+
+void FmaPath(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c, int threads) {
+  const FmaArgs g{&w, a, m, bias, c};
+  const int64_t items = (w.panels + kFmaPanels - 1) / kFmaPanels;
+  const double per = double(m) * double(w.k) * double(kFmaPanels * kCols);
+  ParallelFor(threads, items, WorkPerIndex{per}, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t p0 = i * kFmaPanels;
+      if (p0 + kFmaPanels <= w.panels) {
+        FmaPanels<kFmaPanels>(g, p0);
+      } else {
+        for (int64_t p = p0; p < w.panels; ++p) FmaPanels<1>(g, p);
+      }
+    }
+  });
+}
+#undef ONNX_MINI_PG_FMA
+#endif  // __x86_64__
+
+// Whether every real column's every block has the same integral zero point
+// z with |z| * 127 * block < 2^31 (then *z). A pass over the zeros with no
+// early exit (the loop vectorizes: ~1/1000 of the product's work at 128 rows).
+bool UniformIntegerZero(const QuantPanels& w, int32_t* z) {
+  const float first = w.zeros[0];
+  if (!(std::fabs(first) < 256) || first != std::nearbyint(first)) return false;
+  if (double(std::fabs(first)) * 127.0 * double(w.block) >= 2147483647.0) return false;
+  int32_t differ = 0;
+  const int64_t full = (w.panels - 1) * w.k_blocks * kCols;  // all but the last panel (its padding columns are 0)
+  for (int64_t i = 0; i < full; ++i) differ |= int32_t(w.zeros[i] != first);
+  const int64_t last = (w.panels - 1) * kCols, cols = w.n - last;
+  for (int64_t b = 0; b < w.k_blocks; ++b)
+    for (int64_t c = 0; c < cols; ++c) differ |= int32_t(w.zeros[full + b * kCols + c] != first);
+  *z = int32_t(first);
+  return !differ;
+}
+
 }  // namespace
 
-int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8) {
+int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8, QuantPanelsFloatPath path) {
   if (int8) return IntWorkspace(m, w);
-  const double cols = double(std::min(kFloatChunkPanels, w.panels) * kCols);
-  const double floats = cols * double(w.k) + double(m) * cols;
-  return floats < double(std::numeric_limits<int64_t>::max() / 8) ? int64_t(floats) * 4 : -1;
+  const bool tile = QuantPanelsFloatTileTarget() != CpuTarget::kBaseline;
+  if (tile && (path == QuantPanelsFloatPath::kAuto || path == QuantPanelsFloatPath::kTile)) return 64;  // none
+  const bool digits = path == QuantPanelsFloatPath::kDigits && QuantPanelsDigitsTarget() != CpuTarget::kBaseline;
+  double bytes;
+  if (digits) {  // kPanelDigits bytes an A value (the integer workspace's layout)
+    bytes = double(kPanelDigits) * double(m) * double(w.padded_k()) + 8.0 * double(m) * double(w.k_blocks) + 128;
+  } else {
+    const double cols = double(std::min(kFloatChunkPanels, w.panels) * kCols);
+    bytes = 4 * (cols * double(w.k) + double(m) * cols);
+  }
+  return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
+}
+
+// The float tile's build (AVX-512 and the targets above it).
+CpuTarget QuantPanelsFloatTileTarget() {
+  static const CpuDispatchTable<bool> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512, true},
+#endif
+      {CpuTarget::kBaseline, false},
+  };
+  const auto& build = table.ActiveBuild();
+  return build.entries ? build.target : CpuTarget::kBaseline;
+}
+
+CpuTarget QuantPanelsDigitsTarget() {
+  const auto& build = ActiveDigits();
+  return build.entries.pick ? build.target : CpuTarget::kBaseline;
 }
 
 void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool int8, const float* bias, float* c,
-                           void* workspace, int threads) {
+                           void* workspace, int threads, QuantPanelsFloatPath path) {
   if (m <= 0 || w.n <= 0) return;
-  if (!int8) return FloatPath(a, m, w, bias, c, static_cast<float*>(workspace), threads);
+  if (!int8) {
+#if defined(__x86_64__)
+    if (path == QuantPanelsFloatPath::kAuto || path == QuantPanelsFloatPath::kTile) {
+      if (QuantPanelsFloatTileTarget() != CpuTarget::kBaseline) return FmaPath(a, m, w, bias, c, threads);
+    }
+#endif
+    const DigitsKernel& dk = ActiveDigits().entries;
+    const bool digits = dk.pick && path == QuantPanelsFloatPath::kDigits;
+    if (!digits) return FloatPath(a, m, w, bias, c, static_cast<float*>(workspace), threads);
+    // A as digits (panel_digits.h), then the digits tiles.
+    const int64_t kb = w.k_blocks, kp = w.padded_k(), lda = kPanelDigits * kp;
+    int8_t* qa = static_cast<int8_t*>(workspace);
+    float* ascale = reinterpret_cast<float*>(qa + Align64(m * lda));
+    float* azero = ascale + m * kb;
+    const PanelDigitsRow row{w.k, w.block, kb, kp, 1.0};
+    ParallelFor(threads, m, WorkPerIndex{double(w.k) * 8}, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) dk.prepare(row, a + r * w.k, qa + r * lda, ascale + r * kb, azero + r * kb);
+    });
+    TileArgs g{};
+    g.w = &w;
+    g.qa = qa;
+    g.lda = lda;
+    g.ascale = ascale;
+    g.azero = azero;
+    g.bias = bias;
+    g.c = c;
+    g.digits = true;
+    return RunTiles(g, m, true, threads);
+  }
   const int64_t kb = w.k_blocks, kp = w.padded_k();
   int8_t* qa = static_cast<int8_t*>(workspace);
   float* ascale = reinterpret_cast<float*>(qa + Align64(m * kp));
   float* azero = ascale + m * kb;
+  const RowInt8Fn quantize = ActiveRowInt8();
+  const RowInt8 row{w.k, w.block, kb, kp};
+  // The zmm tiles take every zero point's term in int32 when they are one
+  // integer z (|z * sum q| <= |z| * 127 * block < 2^31): z * sum q per (row,
+  // block) in azero's place.
+  int32_t zint = 0;
+  const bool int_zero = ActiveKernel().target == CpuTarget::kAvx512Vnni && UniformIntegerZero(w, &zint);
+  int32_t* azq = reinterpret_cast<int32_t*>(azero);
   ParallelFor(threads, m, WorkPerIndex{double(w.k) * 4}, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      int8_t* row = qa + r * kp;
-      std::memset(row, 0, size_t(kp));
-      for (int64_t b = 0; b < kb; ++b) {
-        int32_t sum;
-        const int64_t first = b * w.block;
-        const float sa = QuantizeBlock(a + r * w.k + first, BlockLen(w, b), row + first, &sum);
-        ascale[r * kb + b] = sa;
-        azero[r * kb + b] = sa * float(sum);
-      }
+      // With int_zero azq takes azero's place: sum q first (a NaN block's 0: its sa keeps the NaN), then z * it.
+      quantize(row, a + r * w.k, qa + r * kp, ascale + r * kb, int_zero ? nullptr : azero + r * kb,
+               int_zero ? azq + r * kb : nullptr);
+      if (int_zero)
+        for (int64_t b = 0; b < kb; ++b) azq[r * kb + b] *= zint;
     }
   });
   TileArgs g{};
@@ -620,7 +1004,8 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
   g.qa = qa;
   g.lda = kp;
   g.ascale = ascale;
-  g.azero = azero;
+  g.azero = int_zero ? nullptr : azero;
+  g.azq = int_zero ? azq : nullptr;
   g.bias = bias;
   g.c = c;
   RunTiles(g, m, true, threads);

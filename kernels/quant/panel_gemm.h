@@ -18,9 +18,10 @@
 // and A widened to int16, VPMADDWD: exact) and plain loops
 // (kernels/cpu_dispatch.h).
 //
-// The float path (accuracy_level 0-3) dequantizes 256 columns of panels at a
-// time to float and multiplies them with the GEMM (oneDNN), as NBitsMatMul's
-// many-rows path does.
+// The float path (accuracy_level 0-3): its own AVX-512 FMA tile over panels
+// dequantized a chunk of K at a time, else 256 columns of panels dequantized
+// at a time for the GEMM (oneDNN), as NBitsMatMul's many-rows path does
+// (QuantPanelsFloatPath below).
 #pragma once
 
 #include <cstdint>
@@ -30,16 +31,33 @@
 
 namespace onnx_mini {
 
-// Bytes of workspace QuantPanelsMatMulMany needs for m rows (-1 when the
-// count overflows).
-int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8);
+// The float path's forms: kGemm dequantizes 256 columns for the GEMM; kTile
+// (AVX-512: QuantPanelsFloatTileTarget() not kBaseline) dequantizes 128 k of
+// 64 columns at a time into an L1 buffer for its own register tile of 6 rows
+// x 64 columns (FMA); kDigits (AVX-512 VNNI: QuantPanelsDigitsTarget()) takes
+// A as 24-bit integers in base-256 digits (kernels/quant/panel_digits.h:
+// float32-level) through integer tiles, three VPDPBUSD a code group. kAuto:
+// kTile where the host has it, else kGemm (bench-qgemm: kTile ~1.25x kGemm
+// at 1 thread; kDigits level with kTile at best, bounded by a third of the
+// VNNI peak, and its A rounding puts the accuracy family's acc-0 decoder
+// case past its tolerance, so kAuto never takes it). A form the host lacks
+// runs as kGemm.
+enum class QuantPanelsFloatPath { kAuto, kGemm, kTile, kDigits };
+// Bytes of workspace QuantPanelsMatMulMany needs for m rows and that path
+// under the active CPU features (-1 when the count overflows).
+int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8,
+                                       QuantPanelsFloatPath path = QuantPanelsFloatPath::kAuto);
 
 // C (m x n, row-major) = A (m x k, row-major float) x dequantized panels
 // (+ bias, n floats or null). int8: A rounded to int8 per (row, block of
 // w.block) and the integers multiplied (VNNI where the CPU has it); else the
 // float path. Rows split over threads (panels too when the rows are few).
 void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool int8, const float* bias, float* c,
-                           void* workspace, int threads);
+                           void* workspace, int threads, QuantPanelsFloatPath path = QuantPanelsFloatPath::kAuto);
+// The targets the digits tiles and the float tile run on under the active
+// features (kBaseline: none).
+CpuTarget QuantPanelsDigitsTarget();
+CpuTarget QuantPanelsFloatTileTarget();
 
 // 8-bit A with one zero point against panels holding an integer B (codes and
 // integral zero points, one scale a column; PackInt8Panels makes 8-bit ones,

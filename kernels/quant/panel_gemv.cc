@@ -13,6 +13,7 @@
 
 #include "kernels/cpu_dispatch.h"
 #include "kernels/quant/nbits_matmul.h"
+#include "kernels/quant/panel_digits.h"
 #include "runtime/thread_pool.h"
 
 // Vectors pass by value only between always-inlined functions.
@@ -31,7 +32,7 @@ constexpr int64_t kPrefetchBytes = 8192;
 // no better with it.
 constexpr int64_t kIntAPrefetchBytes = 4096;
 // Base-256 digits of A the float path's integer products take.
-constexpr int kDigits = 3;
+constexpr int kDigits = kPanelDigits;
 
 // One pass: A's rows prepared for the panels, and where the results go.
 struct Args {
@@ -654,54 +655,7 @@ template <int P, bool kInt = false, bool kVnni = true>
 
 using PanelsFn = void (*)(const Args&, int64_t, int64_t);
 
-// The float path's A for the integer products: per block of a row, Q =
-// round(a / s) with s = max |a| / (127 * 2^16), in balanced base-256 digits
-// (the first within [-127, 127]), each digit's row of kp int8 (zero-padded);
-// scale[b] = s, zq[b] = s * sum Q * zero. Compiled per target (the loops
-// vectorize: a few us a row of 2816 on the baseline build).
-struct DigitsRow {
-  int64_t k, block, kb, kp;
-  double zero;
-};
-[[gnu::always_inline]] inline void PrepareDigitsRow(const DigitsRow& g, const float* row, int8_t* dst, float* scale,
-                                                    float* zq) {
-  constexpr double kTop = 127.0 * 65536;
-  std::memset(dst, 0, size_t(kDigits * g.kp));
-  for (int64_t b = 0; b < g.kb; ++b) {
-    const int64_t first = b * g.block, len = std::min(g.block, g.k - first);
-    const float* x = row + first;
-    const float amax = NBitsMaxAbs(x, len);
-    const double inv = amax > 0 ? kTop / double(amax) : 0.0;
-    int64_t sum = 0;
-    int8_t* d0 = dst + first;
-    int8_t* d1 = d0 + g.kp;
-    int8_t* d2 = d1 + g.kp;
-    for (int64_t e = 0; e < len; ++e) {
-      // Nearest-even by the 1.5 * 2^52 addend (std::nearbyint is a libm call
-      // on the baseline target and keeps the loop scalar).
-      const int32_t v = int32_t((double(x[e]) * inv + 0x1.8p52) - 0x1.8p52);
-      sum += v;
-      const int32_t low = ((v + 128) & 255) - 128, rest = (v - low) >> 8;  // exact: v - low is a multiple of 256
-      const int32_t mid = ((rest + 128) & 255) - 128;
-      d2[e] = int8_t(low);
-      d1[e] = int8_t(mid);
-      d0[e] = int8_t((rest - mid) >> 8);
-    }
-    scale[b] = float(double(amax) / kTop);
-    zq[b] = float(double(scale[b]) * double(sum) * g.zero);
-  }
-}
-using DigitsFn = void (*)(const DigitsRow&, const float*, int8_t*, float*, float*);
-#if defined(__x86_64__)
-[[gnu::target("avx2,fma")]] void DigitsAvx2(const DigitsRow& g, const float* row, int8_t* dst, float* scale,
-                                            float* zq) {
-  PrepareDigitsRow(g, row, dst, scale, zq);
-}
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]] void DigitsAvx512(const DigitsRow& g, const float* row,
-                                                                               int8_t* dst, float* scale, float* zq) {
-  PrepareDigitsRow(g, row, dst, scale, zq);
-}
-#endif
+using DigitsFn = PanelDigitsFn;
 
 // The float product's build: `parts` 0 takes A as floats (FMA), kDigits as
 // base-256 digits (integer products).
@@ -714,8 +668,8 @@ struct FloatEntry {
 const FloatEntry& ActiveFloat() {
   static const CpuDispatchTable<FloatEntry> table{
 #if defined(__x86_64__)
-      {CpuTarget::kAvx512Vnni, {DigitsAvx512Vnni, kDigits, DigitsAvx512}},
-      {CpuTarget::kAvxVnni, {DigitsAvxVnni, kDigits, DigitsAvx2}},
+      {CpuTarget::kAvx512Vnni, {DigitsAvx512Vnni, kDigits, PanelDigitsAvx512}},
+      {CpuTarget::kAvxVnni, {DigitsAvxVnni, kDigits, PanelDigitsAvx2}},
       {CpuTarget::kAvx512, {FloatAvx512, 0, nullptr}},
       {CpuTarget::kAvx2, {FloatAvx2, 0, nullptr}},
 #endif
@@ -804,7 +758,7 @@ void PanelGemvFloat(const float* a, int64_t m, const QuantPanels& w, const float
     });
     return;
   }
-  // A as digits (PrepareDigitsRow).
+  // A as digits (kernels/quant/panel_digits.h).
   int8_t* digits = reinterpret_cast<int8_t*>(workspace);
   float* scale = workspace + (rows * kDigits * kp + 3) / 4;
   float* zq = scale + rows * kb;
@@ -814,7 +768,7 @@ void PanelGemvFloat(const float* a, int64_t m, const QuantPanels& w, const float
   d.s1 = scale;
   d.s2 = zq;
   d.uniform = uniform_zero != nullptr;
-  const DigitsRow g{w.k, w.block, kb, kp, double(zero)};
+  const PanelDigitsRow g{w.k, w.block, kb, kp, double(zero)};
   Passes(m, w, bias, c, threads, d, entry.fn, 1.0 / 16, [&](int64_t i, int64_t r) {
     entry.prepare(g, a + i * w.k, digits + r * kDigits * kp, scale + r * kb, zq + r * kb);
   });

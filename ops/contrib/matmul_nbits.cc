@@ -8,6 +8,7 @@
 // weights and a g_idx that reorders K run kernels/quant/nbits_matmul.h over
 // MatMulNBits' own packed form (read where it lies). Weights that are not
 // constant are packed per run.
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/quant/block_format.h"
@@ -101,6 +102,14 @@ absl::Status InferOutput(InferContext& ctx, int64_t k, int64_t n) {
   }
   ctx.set_output(0, out);
   return absl::OkStatus();
+}
+
+// A constant's identity in a shared blob's kind: its storage, not its name
+// (an If's two branches may each hold an initializer "scales" of their own
+// beside one outer B). Constants live from loading to their readers'
+// Prepare, so no other constant a later node reads has the same address.
+std::string ConstantId(const Tensor* t) {
+  return t ? absl::StrCat(reinterpret_cast<uintptr_t>(t->storage().get())) : std::string("none");
 }
 
 // A weight packed into panels, its bytes charged to the session's budget
@@ -264,12 +273,15 @@ class MatMulNBitsOp : public Op {
     else if (z && z->dtype() == DType::kFloat) w.zero_float = z->data<float>();
     else if (z) return absl::OkStatus();
     const std::string kind = absl::StrCat("nbits panels K ", k_, " N ", n_, " bits ", bits_, " block ", block_,
-                                          " scaled by '", node.inputs[2], "', zero '", z ? node.inputs[3] : "", "'");
+                                          " scales ", ConstantId(s), " zero ", ConstantId(z));
     panels_ = ctx.Shared<NBitsPanels>(1, kind, [&]() -> std::shared_ptr<const NBitsPanels> {
       absl::StatusOr<std::shared_ptr<NBitsPanels>> p = PackPanels(w, ctx.budget());
       return p.ok() ? *p : nullptr;  // refused by the budget: the native form per run
     });
-    if (!panels_) return absl::OkStatus();
+    if (!panels_) {
+      native_ = true;  // packing B per run would ask the budget for the same bytes
+      return absl::OkStatus();
+    }
     ctx.release(1);
     ctx.release(2);
     if (has_z) ctx.release(3);
@@ -369,7 +381,7 @@ class MatMulNBitsOp : public Op {
       w.zero_float = zeros.data<float>();
     }
     if (g && !g_idx_trivial_ && !NBitsGIdxIsTrivial(g->data<int32_t>(), k_, block_)) w.g_idx = g->data<int32_t>();
-    if (PanelsTake(w)) {  // not constant: packed for this run
+    if (PanelsTake(w) && !native_) {  // not constant: packed for this run
       absl::StatusOr<std::shared_ptr<NBitsPanels>> p = PackPanels(w, ctx.budget());
       if (!p.ok()) return absl::Status(p.status().code(), absl::StrCat(ctx.node().Describe(), ": ", p.status().message()));
       return RunProduct(ctx, nullptr, p->get(), pb, int8_a);
@@ -383,6 +395,7 @@ class MatMulNBitsOp : public Op {
   Tensor scales_, zeros_, bias_;  // float copies made by Prepare
   bool g_idx_trivial_ = false;
   std::shared_ptr<const NBitsPanels> panels_;  // B packed by Prepare
+  bool native_ = false;  // B constant, its panels refused by the budget: the native form runs
 };
 
 // ---- onnx_mini::DequantizeMatMul(A, x, scale, zero_point?; block_size) ----
@@ -464,8 +477,8 @@ class DequantizeMatMulOp : public Op {
     const int64_t k = x->shape()[0], n = x->shape()[1], kb = (k + block_ - 1) / block_;
     if (s->shape() != Shape{kb, n} || (z && z->shape() != Shape{kb, n})) return absl::OkStatus();  // Infer says why
     // Shared by the nodes packing the same x with the same scale and zero point.
-    const std::string kind = absl::StrCat("nbits blocks of ", block_, " scaled by '", ctx.node().inputs[2], "', zero '",
-                                          has_zero ? ctx.node().inputs[3] : "", "'");
+    const std::string kind =
+        absl::StrCat("nbits blocks of ", block_, " scales ", ConstantId(s), " zero ", ConstantId(z));
     packed_ = ctx.Shared<PackedDq>(1, kind, [&]() -> std::shared_ptr<const PackedDq> {
       absl::StatusOr<std::shared_ptr<PackedDq>> p = PackDq(*x, *s, z, block_, ctx.budget());
       return p.ok() ? *p : nullptr;  // refused by the budget: packed per run

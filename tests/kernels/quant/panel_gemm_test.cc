@@ -51,7 +51,7 @@ std::vector<CpuTarget> HostTargets() {
   std::vector<CpuTarget> out;
   for (CpuTarget t : kCpuVnniTargets)
     if (CpuTargetUsable(t, HostCpuFeatures())) out.push_back(t);
-  for (CpuTarget t : {CpuTarget::kAvx2, CpuTarget::kBaseline})
+  for (CpuTarget t : {CpuTarget::kAvx512, CpuTarget::kAvx2, CpuTarget::kBaseline})
     if (CpuTargetUsable(t, HostCpuFeatures())) out.push_back(t);
   return out;
 }
@@ -65,7 +65,7 @@ const std::vector<Shape> kShapes = {{16, 16, 16}, {37, 19, 16}, {100, 33, 32}, {
 TEST(PanelGemm, Int8MatchesItsReferenceOnEveryTarget) {
   for (CpuTarget t : HostTargets()) {
     ScopedCpuFeaturesForTesting scope(t);
-    EXPECT_EQ(QuantPanelsInt8Target(), t);
+    EXPECT_EQ(QuantPanelsInt8Target(), t == CpuTarget::kAvx512 ? CpuTarget::kAvx2 : t);  // no AVX-512 int8 build without VNNI
     uint32_t seed = 100;
     for (int bits : {4, 8})
       for (const Shape& s : kShapes) {
@@ -87,6 +87,45 @@ TEST(PanelGemm, Int8MatchesItsReferenceOnEveryTarget) {
   }
 }
 
+// Every zero point one integer (MatMulNBits' default 8, or its packed zero
+// points all alike): the zmm tiles take the zero point's term in int32; the
+// same values as the reference, every target, with odd N (the last panel's
+// padding columns hold zero 0) and a NaN row.
+TEST(PanelGemm, Int8WithOneIntegerZeroPointMatchesItsReference) {
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    uint32_t seed = 150;
+    for (const Shape& s : kShapes)
+      for (float zero : {8.0f, 0.0f, 3.0f}) {
+        QuantPanelsBuffer buf = MakePanels(4, s.k, s.n, s.block, false, ++seed);
+        for (int64_t col = 0; col < s.n; ++col)
+          for (int64_t b = 0; b < buf.view.k_blocks; ++b)
+            buf.zeros[size_t((col / kQuantPanelCols) * buf.view.k_blocks * kQuantPanelCols + b * kQuantPanelCols +
+                             col % kQuantPanelCols)] = zero;
+        for (int64_t m : {5, 17, 40}) {
+          std::vector<float> a = RandomFloats(m * s.k, seed + 7);
+          if (m == 17) a[size_t(3 * s.k + s.k / 2)] = NAN;
+          std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
+          std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, true)));
+          QuantPanelsMatMulMany(a.data(), m, buf.view, true, nullptr, got.data(), ws.data(), m == 17 ? 2 : 1);
+          QuantPanelsMatMulInt8Reference(a.data(), m, buf.view, nullptr, want.data());
+          for (size_t i = 0; i < want.size(); ++i) {
+            if (std::isnan(want[i])) {
+              ASSERT_TRUE(std::isnan(got[i])) << CpuTargetName(t) << " at " << i;
+              continue;
+            }
+            ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
+                << CpuTargetName(t) << " zero=" << zero << " k=" << s.k << " n=" << s.n << " block=" << s.block
+                << " m=" << m << " at " << i;
+          }
+        }
+      }
+  }
+}
+
+// Each form of the float path (and the one kAuto picks) against the double
+// reference, every target: float32-level (the digits take A within 2^-24 of
+// its block's max |a|).
 TEST(PanelGemm, FloatPathMatchesTheReference) {
   for (CpuTarget t : HostTargets()) {
     ScopedCpuFeaturesForTesting scope(t);
@@ -94,17 +133,60 @@ TEST(PanelGemm, FloatPathMatchesTheReference) {
     for (int bits : {4, 8})
       for (const Shape& s : kShapes) {
         const QuantPanelsBuffer buf = MakePanels(bits, s.k, s.n, s.block, false, ++seed);
-        for (int64_t m : {5, 128}) {
+        for (int64_t m : {5, 13, 128}) {
           const std::vector<float> a = RandomFloats(m * s.k, seed + 7), bias = RandomFloats(s.n, seed + 8);
-          std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
-          std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, false)));
-          QuantPanelsMatMulMany(a.data(), m, buf.view, false, bias.data(), got.data(), ws.data(), 2);
+          std::vector<float> want(size_t(m * s.n));
           QuantPanelsMatMulReference(a.data(), m, buf.view, bias.data(), want.data());
-          for (size_t i = 0; i < want.size(); ++i)
-            ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
-                << CpuTargetName(t) << " bits=" << bits << " k=" << s.k << " n=" << s.n << " m=" << m << " at " << i;
+          for (QuantPanelsFloatPath path :
+               {QuantPanelsFloatPath::kAuto, QuantPanelsFloatPath::kGemm, QuantPanelsFloatPath::kTile,
+                QuantPanelsFloatPath::kDigits}) {
+            std::vector<float> got(size_t(m * s.n), NAN);
+            std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, false, path)));
+            QuantPanelsMatMulMany(a.data(), m, buf.view, false, bias.data(), got.data(), ws.data(), m == 13 ? 1 : 2,
+                                  path);
+            for (size_t i = 0; i < want.size(); ++i)
+              ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
+                  << CpuTargetName(t) << " path=" << int(path) << " bits=" << bits << " k=" << s.k << " n=" << s.n
+                  << " m=" << m << " at " << i;
+          }
         }
       }
+  }
+}
+
+// The digits tiles run on AVX-512 VNNI, the float tile on AVX-512 (the VNNI
+// target has it too); elsewhere the float path is the GEMM's.
+TEST(PanelGemm, FloatFormsFollowTheFeatures) {
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    EXPECT_EQ(QuantPanelsDigitsTarget(), t == CpuTarget::kAvx512Vnni ? t : CpuTarget::kBaseline) << CpuTargetName(t);
+    const bool avx512 = t == CpuTarget::kAvx512Vnni || t == CpuTarget::kAvx512;
+    EXPECT_EQ(QuantPanelsFloatTileTarget(), avx512 ? CpuTarget::kAvx512 : CpuTarget::kBaseline) << CpuTargetName(t);
+  }
+}
+
+// A NaN in a row of A makes that row's outputs NaN (and only that row's), on
+// every target, for the int8 product and each form of the float path.
+TEST(PanelGemm, ANaNInARowMakesItsOutputsNaN) {
+  const int64_t m = 9, k = 100, n = 40;
+  const QuantPanelsBuffer buf = MakePanels(4, k, n, 32, false, 11);
+  std::vector<float> a = RandomFloats(m * k, 12);
+  a[size_t(4 * k + 37)] = NAN;
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    for (int form = 0; form < 4; ++form) {
+      const bool int8 = form == 0;
+      const QuantPanelsFloatPath path = form == 2 ? QuantPanelsFloatPath::kTile
+                                        : form == 3 ? QuantPanelsFloatPath::kDigits
+                                                    : QuantPanelsFloatPath::kGemm;
+      std::vector<float> got(size_t(m * n), 0.0f);
+      std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, int8, path)));
+      QuantPanelsMatMulMany(a.data(), m, buf.view, int8, nullptr, got.data(), ws.data(), 1, path);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < n; ++c)
+          ASSERT_EQ(std::isnan(got[size_t(r * n + c)]), r == 4)
+              << CpuTargetName(t) << " form " << form << " row " << r << " col " << c;
+    }
   }
 }
 

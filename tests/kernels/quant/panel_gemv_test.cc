@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/quant/nbits_matmul.h"
+#include "kernels/quant/panel_gemm.h"
 #include "kernels/quant/quant_panels_int8.h"
 #include "runtime/cpu.h"
 #include "tests/ops/random_values.h"
@@ -443,6 +444,44 @@ TEST(PanelGemvIntA, FourBitPanelsAndManyBlocks) {
         for (size_t i = 0; i < want.size(); ++i)
           ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " bits=" << bits << " m=" << m << " at " << i;
       }
+    }
+  }
+}
+
+// A NaN in A makes every column of its row NaN, as the float product (and
+// the reference) does: the VNNI targets' digits of A must not turn it into a
+// finite number, nor the int8 products (NBitsRoundRowsToInt8 keeps it NaN).
+TEST(PanelGemvFloat, ANaNInARowMakesItsOutputsNaNOnEveryTarget) {
+  const auto x = MakeWeight(4, 64, 20, 32, Zero::kPacked, 7);
+  const QuantPanels& p = x->panels.view;
+  std::vector<float> a = RandomFloats(2 * 64, 8);
+  a[5] = NAN;  // row 0, first block
+  for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512, CpuTarget::kAvxVnni,
+                           CpuTarget::kAvx512Vnni}) {
+    if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(target);
+    std::vector<float> got(2 * 20, 0), want(got.size());
+    std::vector<float> ws(size_t(PanelGemvWorkspace(2, p)));
+    PanelGemvFloat(a.data(), 2, p, nullptr, nullptr, got.data(), ws.data(), 1);
+    QuantPanelsMatMulReference(a.data(), 2, p, nullptr, want.data());
+    for (int64_t j = 0; j < 20; ++j) {
+      EXPECT_TRUE(std::isnan(want[size_t(j)]));
+      EXPECT_TRUE(std::isnan(got[size_t(j)])) << CpuTargetName(target) << " column " << j << " = " << got[size_t(j)];
+      EXPECT_FALSE(std::isnan(got[size_t(20 + j)])) << CpuTargetName(target) << " row 1";
+    }
+    // The many-rows int8 product (accuracy level 4's prefill) too.
+    std::vector<uint8_t> many(size_t(QuantPanelsMatMulManyWorkspace(2, p, true)));
+    std::vector<float> r(got.size(), 0);
+    QuantPanelsMatMulMany(a.data(), 2, p, true, nullptr, r.data(), many.data(), 1);
+    for (int64_t j = 0; j < 20; ++j) {
+      EXPECT_TRUE(std::isnan(r[size_t(j)])) << "many " << CpuTargetName(target) << " column " << j << " = " << r[size_t(j)];
+      EXPECT_FALSE(std::isnan(r[size_t(20 + j)])) << "many " << CpuTargetName(target) << " row 1";
+    }
+    if (PanelGemvInt8Target() != CpuTarget::kBaseline) {
+      std::vector<float> q(got.size(), 0);
+      PanelGemvInt8(a.data(), 2, p, nullptr, nullptr, q.data(), ws.data(), 1);
+      for (int64_t j = 0; j < 20; ++j)
+        EXPECT_TRUE(std::isnan(q[size_t(j)])) << "int8 " << CpuTargetName(target) << " column " << j << " = " << q[size_t(j)];
     }
   }
 }

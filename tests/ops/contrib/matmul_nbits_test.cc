@@ -8,6 +8,7 @@
 #include <random>
 
 #include "kernels/quant/nbits_matmul.h"
+#include "runtime/loader.h"
 #include "runtime/session.h"
 #include "tests/ops/op_tester.h"
 #include "tests/ops/random_values.h"
@@ -203,6 +204,75 @@ TEST(MatMulNBits, ASessionHoldsThePackedWeightNotAFloatCopy) {
     Tensor a = Tensor::Zeros(dt, {1, k});
     for (int64_t i = 0; i < k; ++i) SetDouble(a, i, std::sin(double(i)));
     ASSERT_TRUE((*s)->Run({{"a", a}}).ok());
+  }
+}
+
+// Two sibling subgraphs (an If's branches) may each hold an initializer of
+// the same name: a weight B read from the outer scope with each branch's own
+// scales is two different products, not one packing shared by name.
+TEST(MatMulNBits, BranchesWithSameNamedScalesOfTheirOwnPackTheirOwnPanels) {
+  const int64_t k = 64, n = 20;
+  const NBits w = MakeNBits(k, n, 4, 32, 31);
+  std::vector<float> twice(w.scales.data<float>(), w.scales.data<float>() + w.scales.size());
+  for (float& v : twice) v *= 2;
+  const Tensor doubled = Tensor::FromVector(twice, w.scales.shape());
+  ModelBuilder m;
+  m.Opset("com.microsoft", 1);
+  m.Input("a", DType::kFloat, {1, k}).Input("cond", DType::kBool, {}).Output("y", DType::kFloat, {1, n});
+  m.Initializer("b", w.b);
+  onnx::NodeProto& node = m.Node("If", {"cond"}, {"y"});
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    ModelBuilder g;
+    g.graph().set_name(branch);
+    g.Initializer("s", std::string(branch) == "then_branch" ? w.scales : doubled);
+    g.Output("y_out", DType::kFloat, {1, n});
+    NBitsAttrs(k, n, 4, 32)(g.Node("MatMulNBits", {"a", "b", "s"}, {"y_out"}, "com.microsoft"));
+    onnx::AttributeProto* attr = node.add_attribute();
+    attr->set_name(branch);
+    attr->set_type(onnx::AttributeProto::GRAPH);
+    *attr->mutable_g() = g.graph();
+  }
+  auto s = m.Build();
+  ASSERT_TRUE(s.ok()) << s.status();
+  const Tensor a = Tensor::FromVector(RandomFloats(k, 3), {1, k});
+  for (bool cond : {true, false}) {
+    NBits mine = w;
+    if (!cond) mine.scales = doubled;
+    absl::StatusOr<std::vector<Tensor>> got = (*s)->Run({{"a", a}, {"cond", Tensor::FromVector<bool>({cond}, {})}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    const std::vector<float> want = Reference(mine, a, false, nullptr);
+    const std::vector<double> y = Values((*got)[0]);
+    ASSERT_EQ(y.size(), want.size());
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << cond << " " << i;
+  }
+}
+
+// A budget that refuses the panels at session creation leaves B in
+// MatMulNBits' own form, which the runs then read where it lies (a few
+// columns dequantized at a time), as before panels: they do not pack it
+// again each run (the same bytes the budget refused).
+TEST(MatMulNBits, ABudgetThatRefusesThePanelsRunsTheNativeForm) {
+  const int64_t k = 512, n = 4096;  // panels: 1 MiB of codes, 0.75 MiB of scales, zeros and sums
+  const NBits w = MakeNBits(k, n, 4, 32, 8);
+  ModelBuilder m;
+  m.Opset("com.microsoft", 1);
+  m.Input("a", DType::kFloat, {-1, k}).Output("y", DType::kFloat, {-1, n});
+  m.Initializer("b", w.b).Initializer("s", w.scales).Initializer("z", w.zeros);
+  NBitsAttrs(k, n, 4, 32)(m.Node("MatMulNBits", {"a", "b", "s", "z"}, {"y"}, "com.microsoft"));
+  SessionOptions small;
+  small.memory_limit = 3 << 19;  // 1.5 MiB
+  auto s = m.Build(small);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->MemoryUsed(), 0u);  // nothing packed
+  EXPECT_NE((*s)->graph().initializers.at("b").raw(), nullptr);
+  for (int64_t rows : {1, 3}) {
+    const Tensor a = Tensor::FromVector(RandomFloats(rows * k, uint32_t(rows)), {rows, k});
+    absl::StatusOr<std::vector<Tensor>> y = (*s)->Run({{"a", a}});
+    ASSERT_TRUE(y.ok()) << y.status();
+    const std::vector<float> want = Reference(w, a, true, nullptr);
+    const std::vector<double> got = Values((*y)[0]);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
   }
 }
 
