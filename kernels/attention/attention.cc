@@ -558,6 +558,96 @@ template <int kVectorBytes, class A, class Prefetch>
   }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers, as above
+// The lane sums of sixteen vectors v[0..15] as one vector (lane j: v[j]'s
+// sum), by a tree of 15 shuffle-and-add steps: a decode step's scores without
+// a horizontal sum per key (ScoreRows4 spends most of its time on those).
+[[gnu::target("avx512f"), gnu::always_inline]] inline __m512 LaneSums16(const __m512* v) {
+  __m512 p[8], q[4];
+  for (int i = 0; i < 8; ++i)  // per 128-bit block: v2i, v2i+1 halves interleaved
+    p[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i)  // per block: v4i..v4i+3, each summed over the block
+    q[i] = _mm512_add_ps(_mm512_shuffle_ps(p[2 * i], p[2 * i + 1], 0x44),
+                         _mm512_shuffle_ps(p[2 * i], p[2 * i + 1], 0xEE));
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(q[0], q[1], 0x44), _mm512_shuffle_f32x4(q[0], q[1], 0xEE));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(q[2], q[3], 0x44), _mm512_shuffle_f32x4(q[2], q[3], 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+}
+
+// What ScoreRows4Avx512 asks for from memory as it goes: the K and V rows of
+// keys from `ahead` on (before `end`), one each per key it scores, into L2,
+// and the block's own value rows (v_now) into L1 for the pass that follows.
+// Its own prefetch instructions: __builtin_prefetch in a lambda of the
+// caller's, inlined into this target's function, emitted none (GCC 12).
+struct ScorePrefetch {
+  HeadRows<float> k, v;
+  int64_t ahead = 0, end = 0, dk = 0, dv = 0;
+  const float* const* v_now = nullptr;
+};
+[[gnu::target("avx512f")]] inline void PrefetchRow(const float* row, int64_t n, bool into_l1) {
+  for (int64_t at = 0; at < n; at += 16) {
+    if (into_l1) _mm_prefetch(reinterpret_cast<const char*>(row + at), _MM_HINT_T0);
+    else _mm_prefetch(reinterpret_cast<const char*>(row + at), _MM_HINT_T1);
+  }
+}
+
+// ScoreRows4 for float rows with D a multiple of 16 on AVX-512: four query
+// rows (q, rows of D) against n keys, four keys at a time. The partial
+// products of the 16 (key, row) pairs are reduced together by LaneSums16,
+// not one horizontal sum each (most of ScoreRows4's time). Keys past n read
+// key n - 1 again; their scores are not stored. A call of its own (as
+// ScoreTile4Bf16), one per key block and four rows; pf (the first rows'
+// call) says what to prefetch.
+[[gnu::target("avx512f")]] void ScoreRows4Avx512(const float* q, int64_t D, const float* const* k_rows, int64_t n,
+                                                 float* s, const ScorePrefetch* pf) {
+  // Lane 4 * key + row of LaneSums16's result to lane 4 * row + key.
+  const __m512i to_rows = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  for (int64_t j0 = 0; j0 < n; j0 += 4) {
+    const int64_t m = std::min<int64_t>(4, n - j0);
+    const float* k0 = k_rows[j0];
+    const float* k1 = k_rows[j0 + std::min<int64_t>(1, m - 1)];
+    const float* k2 = k_rows[j0 + std::min<int64_t>(2, m - 1)];
+    const float* k3 = k_rows[j0 + std::min<int64_t>(3, m - 1)];
+    if (pf)
+      for (int64_t j = j0; j < j0 + m; ++j) {
+        if (pf->ahead + j < pf->end) {
+          PrefetchRow(pf->k(pf->ahead + j), pf->dk, false);
+          PrefetchRow(pf->v(pf->ahead + j), pf->dv, false);
+        }
+        if (pf->v_now) PrefetchRow(pf->v_now[j], pf->dv, true);
+      }
+    __m512 acc[16];
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D; d += 16) {
+      const __m512 x0 = _mm512_loadu_ps(k0 + d), x1 = _mm512_loadu_ps(k1 + d);
+      const __m512 x2 = _mm512_loadu_ps(k2 + d), x3 = _mm512_loadu_ps(k3 + d);
+      for (int r = 0; r < 4; ++r) {
+        const __m512 qv = _mm512_loadu_ps(q + r * D + d);
+        acc[r] = _mm512_fmadd_ps(qv, x0, acc[r]);
+        acc[4 + r] = _mm512_fmadd_ps(qv, x1, acc[4 + r]);
+        acc[8 + r] = _mm512_fmadd_ps(qv, x2, acc[8 + r]);
+        acc[12 + r] = _mm512_fmadd_ps(qv, x3, acc[12 + r]);
+      }
+    }
+    const __m512 sums = _mm512_permutexvar_ps(to_rows, LaneSums16(acc));
+    if (m == 4) {
+      _mm_storeu_ps(s + j0, _mm512_castps512_ps128(sums));
+      _mm_storeu_ps(s + kKeyBlock + j0, _mm512_extractf32x4_ps(sums, 1));
+      _mm_storeu_ps(s + 2 * kKeyBlock + j0, _mm512_extractf32x4_ps(sums, 2));
+      _mm_storeu_ps(s + 3 * kKeyBlock + j0, _mm512_extractf32x4_ps(sums, 3));
+    } else {
+      float lanes[16];
+      _mm512_storeu_ps(lanes, sums);
+      for (int r = 0; r < 4; ++r)
+        for (int64_t j = 0; j < m; ++j) s[r * kKeyBlock + j0 + j] = lanes[4 * r + j];
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
 // The largest of n values; NaN does not count (as std::max(m, z) in order).
 // Sixteen lanes, then halves of the lanes folded together.
 template <class A>
@@ -930,7 +1020,20 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
           lines(value_row(ahead), Dv * int64_t(sizeof(T)));
         }
       };
-      for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+      bool scored = false;
+#if defined(__x86_64__) || defined(__i386__)
+      if constexpr (kVectorBytes == 64 && std::is_same_v<T, float>) {
+        if (D % 16 == 0) {
+          ScorePrefetch pf;
+          pf.k = key_row, pf.v = value_row, pf.ahead = j1 + kKeyBlock, pf.end = hi, pf.dk = D, pf.dv = Dv;
+          pf.v_now = v_rows;
+          for (int64_t r0 = 0; r0 < rows; r0 += 4)
+            ScoreRows4Avx512(q + r0 * D, D, k_rows, n_keys, s + r0 * kKeyBlock, r0 == 0 ? &pf : nullptr);
+          scored = true;
+        }
+      }
+#endif
+      for (int64_t r0 = 0; r0 < rows && !scored; r0 += 4) {
         if (r0 == 0) ScoreRows4<kVectorBytes>(q, D, k_rows, n_keys, s, prefetch_next);
         else ScoreRows4<kVectorBytes>(q + r0 * D, D, k_rows, n_keys, s + r0 * kKeyBlock, [](int64_t) {});
       }

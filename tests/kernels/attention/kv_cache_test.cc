@@ -133,6 +133,7 @@ TEST(KvCacheView, RaggedRowsMatchEachRowAlone) {
       {2, 1, 1, 8, 1300, {1000, 300}},                     // long rows, few tasks: split keys
       {4, 1, 3, 8, 50, {10, 40}, true, 4},                 // a left window per row's offset
       {2, 2, 2, 8, 30, {5, 20, 1}, false, -1, 2.0f},       // not causal, softcap
+      {16, 4, 1, 64, 600, {512, 67, 0}},                   // a Qwen2-like decode step, ragged rows
   };
   uint32_t seed = 1;
   for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
