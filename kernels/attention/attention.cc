@@ -1025,7 +1025,10 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
       if constexpr (kVectorBytes == 64 && std::is_same_v<T, float>) {
         if (D % 16 == 0) {
           ScorePrefetch pf;
-          pf.k = key_row, pf.v = value_row, pf.ahead = j1 + kKeyBlock, pf.end = hi, pf.dk = D, pf.dv = Dv;
+          // 16 keys ahead (4 KB each of K and V at D 64): measured faster than
+          // one block ahead (0.049 -> 0.036 ms a layer, 513 keys, 4 heads),
+          // and further ahead slower still.
+          pf.k = key_row, pf.v = value_row, pf.ahead = j0 + 16, pf.end = hi, pf.dk = D, pf.dv = Dv;
           pf.v_now = v_rows;
           for (int64_t r0 = 0; r0 < rows; r0 += 4)
             ScoreRows4Avx512(q + r0 * D, D, k_rows, n_keys, s + r0 * kKeyBlock, r0 == 0 ? &pf : nullptr);
