@@ -575,7 +575,9 @@ template <int kVectorBytes, class A, class Prefetch>
 
 #if defined(__x86_64__) || defined(__i386__)
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's AVX-512 headers, as above
+#endif
 // The lane sums of sixteen vectors v[0..15] as one vector (lane j: v[j]'s
 // sum), by a tree of 15 shuffle-and-add steps: a decode step's scores without
 // a horizontal sum per key (ScoreRows4 spends most of its time on those).
