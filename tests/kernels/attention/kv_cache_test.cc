@@ -8,6 +8,7 @@
 #include <random>
 
 #include "kernels/attention/attention.h"
+#include "runtime/cpu.h"
 #include "runtime/element.h"
 #include "tests/ops/random_values.h"
 
@@ -133,11 +134,63 @@ TEST(KvCacheView, RaggedRowsMatchEachRowAlone) {
       {2, 1, 1, 8, 1300, {1000, 300}},                     // long rows, few tasks: split keys
       {4, 1, 3, 8, 50, {10, 40}, true, 4},                 // a left window per row's offset
       {2, 2, 2, 8, 30, {5, 20, 1}, false, -1, 2.0f},       // not causal, softcap
+      {16, 4, 1, 64, 600, {512, 67, 0}},                   // a Qwen2-like decode step, ragged rows
   };
   uint32_t seed = 1;
   for (DType dtype : {DType::kFloat, DType::kDouble, DType::kFloat16, DType::kBFloat16})
     for (const RaggedCase& c : cases)
       for (bool shared : {true, false}) CheckRagged(c, dtype, shared, seed++);
+}
+
+// A decode step with a separate present: each task copies its past as it
+// reads it (on AVX-512, float, from the score tiles with streaming stores
+// where present is 64-byte aligned, else block by block). Present buffers
+// aligned and one float off give the same present and the same outputs, on
+// every CPU target, with a window that leaves keys unread at the start.
+TEST(KvCacheView, SeparatePresentIsCopiedWhateverItsAlignment) {
+  const int64_t Hq = 8, Hkv = 2, D = 32, P = 150, T = P + 1;
+  std::mt19937 rng(7);
+  Tensor q = RandomNormalTensor(DType::kFloat, Hq * D, rng), k = RandomNormalTensor(DType::kFloat, Hkv * D, rng);
+  Tensor v = RandomNormalTensor(DType::kFloat, Hkv * D, rng);
+  Tensor pk = RandomNormalTensor(DType::kFloat, Hkv * P * D, rng);
+  Tensor pv = RandomNormalTensor(DType::kFloat, Hkv * P * D, rng);
+  for (CpuTarget t : kCpuTargets) {
+    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(t);
+    for (int64_t left : {int64_t{-1}, int64_t{40}}) {
+      std::vector<float> ys[2];
+      for (int offset = 0; offset < 2; ++offset) {
+        SCOPED_TRACE(std::string(CpuTargetName(t)) + " offset " + std::to_string(offset) + " left " +
+                     std::to_string(left));
+        // 64-byte aligned storage, then `offset` floats in.
+        Tensor store_k = Tensor::Zeros(DType::kFloat, {Hkv * T * D + 16}), store_v = *store_k.Clone();
+        float* present_k = static_cast<float*>(store_k.raw()) + offset;
+        float* present_v = static_cast<float*>(store_v.raw()) + offset;
+        std::vector<float> y(size_t(Hq * D));
+        AttentionProblem p;
+        p.batch = 1, p.q_heads = Hq, p.kv_heads = Hkv, p.q_len = 1, p.kv_len = 1, p.total_len = T;
+        p.head_size = p.v_head_size = D, p.dtype = p.softmax_dtype = DType::kFloat;
+        p.q = HeadView::Of4D(Hq, 1, D), p.k = p.v = HeadView::Of4D(Hkv, 1, D), p.y = HeadView::Of4D(Hq, 1, D);
+        p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw(), p.y_data = y.data();
+        p.cache.past_key = pk.raw(), p.cache.past_value = pv.raw(), p.cache.past_len = p.cache.capacity = P;
+        p.cache.present_key = present_k, p.cache.present_value = present_v, p.cache.present_capacity = T;
+        p.scale = 0.2f, p.causal = true, p.left_window = left;
+        AttentionFast(p, 1);
+        for (int64_t g = 0; g < Hkv; ++g)
+          for (int64_t j = 0; j < T; ++j)
+            for (int64_t d = 0; d < D; ++d) {
+              const int64_t at = (g * T + j) * D + d;
+              const float* want_k = static_cast<const float*>(j < P ? pk.raw() : k.raw());
+              const float* want_v = static_cast<const float*>(j < P ? pv.raw() : v.raw());
+              const int64_t from = j < P ? (g * P + j) * D + d : g * D + d;
+              ASSERT_EQ(present_k[at], want_k[from]) << "present_key head " << g << " key " << j;
+              ASSERT_EQ(present_v[at], want_v[from]) << "present_value head " << g << " key " << j;
+            }
+        ys[offset] = y;
+      }
+      for (int64_t i = 0; i < Hq * D; ++i) ASSERT_EQ(ys[0][size_t(i)], ys[1][size_t(i)]) << i;
+    }
+  }
 }
 
 }  // namespace

@@ -173,6 +173,13 @@ TEST(AttentionKernels, EveryCpuTargetMatchesReference) {
       {1, 4, 2, 40, 130, 0, 64, 64, false, true},                     // causal prefill, tiled
       {2, 2, 1, 6, 9, 0, 20, 12, false, false, 0, 0.01f, -1, -1, 2},  // odd sizes, float mask
       {1, 4, 2, 40, 70, 0, 13, 7, false, true},                       // tiled, odd head size (bf16 pairs)
+      // Decode steps through the four-key score tiles (float, D a multiple
+      // of 16 on AVX-512): past + 1 new key (513, a last block of one key),
+      // groups of 2 (rows padded to 4) and 8 (two row tiles), D 48, key tails
+      // of 2 and 3, a 3-D layout and a bool mask.
+      {1, 16, 4, 1, 1, 512, 64, 64},
+      {2, 4, 2, 1, 66, 0, 48, 48, true},
+      {1, 8, 1, 1, 131, 0, 32, 16, false, false, 0, 0, -1, -1, 4, true},
   };
   uint32_t seed = 100;
   for (CpuTarget t : kCpuTargets) {
