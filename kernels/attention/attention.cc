@@ -1366,8 +1366,9 @@ void AttentionFast(const AttentionProblem& p, int threads) {
       splits = std::min<int64_t>((threads + tasks - 1) / tasks, p.total_len / kSplitKeys);
     // One task per (batch, kv head) (a decode step): each task copies its
     // present rows first, which also brings its K and V into this core's
-    // cache for the pass that follows. Otherwise the copy comes first, whole.
-    const bool present_per_task = splits <= 1 && q_blocks == 1;
+    // cache for the pass that follows. Otherwise (or with no Y: no tasks
+    // run) the copy comes first, whole.
+    const bool present_per_task = splits <= 1 && q_blocks == 1 && p.y_data;
     if (!present_per_task) WritePresent(p, threads);
     if (!p.y_data) return;
     if (splits <= 1) {

@@ -195,3 +195,45 @@ TEST(KvCacheView, SeparatePresentIsCopiedWhateverItsAlignment) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Y not asked for (an Attention node whose Y output is omitted: y_data null)
+// with present asked for: a decode step (one task per kv head) still writes
+// present, past rows and new ones, as every other shape of step does.
+TEST(KvCacheView, PresentIsWrittenWithoutY) {
+  const int64_t Hq = 4, Hkv = 2, D = 32, P = 70, T = P + 1;
+  std::mt19937 rng(11);
+  Tensor q = RandomNormalTensor(DType::kFloat, Hq * D, rng), k = RandomNormalTensor(DType::kFloat, Hkv * D, rng);
+  Tensor v = RandomNormalTensor(DType::kFloat, Hkv * D, rng);
+  Tensor pk = RandomNormalTensor(DType::kFloat, Hkv * P * D, rng);
+  Tensor pv = RandomNormalTensor(DType::kFloat, Hkv * P * D, rng);
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    std::vector<float> present_k(size_t(Hkv * T * D), -7.0f), present_v(present_k);
+    AttentionProblem p;
+    p.batch = 1, p.q_heads = Hq, p.kv_heads = Hkv, p.q_len = 1, p.kv_len = 1, p.total_len = T;
+    p.head_size = p.v_head_size = D, p.dtype = p.softmax_dtype = DType::kFloat;
+    p.q = HeadView::Of4D(Hq, 1, D), p.k = p.v = HeadView::Of4D(Hkv, 1, D), p.y = HeadView::Of4D(Hq, 1, D);
+    p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw(), p.y_data = nullptr;
+    p.cache.past_key = pk.raw(), p.cache.past_value = pv.raw(), p.cache.past_len = p.cache.capacity = P;
+    p.cache.present_key = present_k.data(), p.cache.present_value = present_v.data(), p.cache.present_capacity = T;
+    p.scale = 0.2f, p.causal = true;
+    ASSERT_TRUE(UsesFastPath(p));
+    AttentionFast(p, threads);
+    for (int64_t g = 0; g < Hkv; ++g)
+      for (int64_t j = 0; j < T; ++j)
+        for (int64_t d = 0; d < D; ++d) {
+          const int64_t at = (g * T + j) * D + d;
+          const int64_t from = j < P ? (g * P + j) * D + d : g * D + d;
+          ASSERT_EQ(present_k[size_t(at)], static_cast<const float*>(j < P ? pk.raw() : k.raw())[from])
+              << "present_key head " << g << " key " << j;
+          ASSERT_EQ(present_v[size_t(at)], static_cast<const float*>(j < P ? pv.raw() : v.raw())[from])
+              << "present_value head " << g << " key " << j;
+        }
+  }
+}
+
+}  // namespace
+}  // namespace onnx_mini

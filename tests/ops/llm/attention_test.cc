@@ -582,3 +582,33 @@ TEST(Attention, MaskBiasAndWorkspacesCountAgainstTheMemoryLimit) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// A decode step whose Y is omitted (outputs "", present_key, present_value):
+// present is still the past and the new key, as when Y is asked for too.
+TEST(Attention, PresentWithoutYIsWritten) {
+  const Tensor q = Iota({1, 2, 1, 8}), k = Iota({1, 1, 1, 8}), v = Iota({1, 1, 1, 8});
+  Tensor pk = Iota({1, 1, 3, 8}), pv = Iota({1, 1, 3, 8});
+  for (int64_t i = 0; i < pv.size(); ++i) pv.data<float>()[i] += 100.0f;
+  absl::StatusOr<std::vector<Tensor>> with_y =
+      OpCall(23).In("Q", q).In("K", k).In("V", v).Absent().In("pk", pk).In("pv", pv).Go({"Y", "pk_out", "pv_out"});
+  absl::StatusOr<std::vector<Tensor>> without_y =
+      OpCall(23).In("Q", q).In("K", k).In("V", v).Absent().In("pk", pk).In("pv", pv).Go({"", "pk_out", "pv_out"});
+  ASSERT_TRUE(with_y.ok()) << with_y.status();
+  ASSERT_TRUE(without_y.ok()) << without_y.status();
+  ASSERT_EQ(with_y->size(), 3u);
+  const Tensor& want_k = (*with_y)[1];
+  const Tensor& want_v = (*with_y)[2];
+  const Tensor& got_k = (*without_y)[without_y->size() - 2];
+  const Tensor& got_v = (*without_y)[without_y->size() - 1];
+  ASSERT_EQ(got_k.shape(), Shape({1, 1, 4, 8}));
+  EXPECT_EQ(FloatValues(got_k), FloatValues(want_k));
+  EXPECT_EQ(FloatValues(got_v), FloatValues(want_v));
+  EXPECT_EQ(FloatValues(want_v)[24], 0.0f);  // the new key's value row after the past's three
+  EXPECT_EQ(FloatValues(want_v)[0], 100.0f);
+}
+
+}  // namespace
+}  // namespace onnx_mini
