@@ -30,7 +30,8 @@ struct SessionOptions {
   bool graph_rewrites = true;
   // The accuracy_level of the standard spelling of 4- and 8-bit weights
   // (DequantizeLinear + MatMul) once fused: 4 (int8 A, onnxruntime's default
-  // for its session.qdq_matmulnbits_accuracy_level) or 0 (float).
+  // for its session.qdq_matmulnbits_accuracy_level) or 0-3 (float); others
+  // are refused by Session::Create.
   int dq_matmul_accuracy_level = 4;
   // Time every node of the graph (not inside subgraphs) on every run, for
   // Session::Profile(). Costs two clock reads per node.

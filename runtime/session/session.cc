@@ -129,6 +129,9 @@ Session::~Session() = default;
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRegistry& ops,
                                                          const SessionOptions& options) {
+  if (options.dq_matmul_accuracy_level < 0 || options.dq_matmul_accuracy_level > 4)
+    return absl::InvalidArgumentError(absl::StrCat("SessionOptions::dq_matmul_accuracy_level must be 0 to 4, got ",
+                                                   options.dq_matmul_accuracy_level));
   // A rewrite must never make a valid model fail: a fused kernel can be
   // stricter than the pattern it replaces (a scale that broadcasts the
   // normalized values to a wider shape, say). If the rewritten graph does not

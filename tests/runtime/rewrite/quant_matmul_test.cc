@@ -99,6 +99,16 @@ TEST(Rewrite, FourAndEightBitDequantizeMatMulRoundsAToInt8PerBlockAsOnnxruntime)
     }
 }
 
+TEST(Rewrite, AnAccuracyLevelOutsideZeroToFourIsRefused) {
+  const ModelBuilder m = DqMatMul(DType::kInt4, DType::kFloat, 64, 16, 32, false);
+  SessionOptions options;
+  options.dq_matmul_accuracy_level = 5;
+  auto s = m.Build(options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("must be 0 to 4, got 5"));
+}
+
 TEST(Rewrite, DequantizeMatMulHoldsThePackedWeight) {
   // int4 [K = 512, N = 256] in blocks of 32, packed into quantized panels:
   // 64 KiB of codes, 16 KiB each of float scales, zero points and code sums;
