@@ -7,26 +7,13 @@ them, so onnx-mini's Prepare path runs. A is a graph input.
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
+from accuracy_lib import pack_codes
 from oracle import Case, ms_model, value_info
 
 F32_WHY = "float32 both; sums of K products in another order (the codes' dot products, then the zero point)"
 F16_WHY = "A, scales and Y in float16: onnxruntime and onnx-mini compute in float and round Y to float16"
 ACC4_WHY = ("accuracy_level 4: both round A to int8 per block (max |a| / 127); onnxruntime multiplies the "
             "integers, onnx-mini the rounded values in float (a tie may round to the other code)")
-
-
-def pack_codes(codes, bits):
-    """Codes (ints in [0, 2^bits)) packed little-end first along the last axis, per row, into bytes."""
-    per = 8 // bits
-    codes = np.asarray(codes, dtype=np.uint8)
-    pad = (-codes.shape[-1]) % per
-    if pad:
-        codes = np.concatenate([codes, np.zeros(codes.shape[:-1] + (pad,), np.uint8)], axis=-1)
-    codes = codes.reshape(codes.shape[:-1] + (-1, per))
-    out = np.zeros(codes.shape[:-1], np.uint8)
-    for s in range(per):
-        out |= (codes[..., s] << (s * bits)).astype(np.uint8)
-    return out
 
 
 def nbits_case(name, rng, k, n, bits, block, a_shape, dtype=np.float32, zp="none", bias=False, g_idx=None,
