@@ -400,14 +400,13 @@ std::string Session::Profile() const {
   size_t ran = 0;
   for (const NodeTime& n : nodes) ran += n.calls > 0;
   const size_t top = std::min<size_t>(ran, 15);
-  out += absl::StrFormat("\n%-48s %-24s %10s %6s %8s\n", "node (per run, top " + std::to_string(top) + ")", "op", "ms",
-                         "%", "calls");
+  out += absl::StrFormat("\n%-32s %10s %6s %8s  %s\n", "op", "ms", "%", "calls",
+                         "node (per run, top " + std::to_string(top) + ")");
   for (size_t i = 0, shown = 0; i < nodes.size() && shown < top; ++i) {
     if (nodes[i].calls == 0) continue;
     ++shown;
-    out += absl::StrFormat("%-48s %-24s %10.4f %6.1f %8.1f\n", nodes[i].name, nodes[i].op,
-                           double(nodes[i].self_ns) / per_run, percent(nodes[i].self_ns),
-                           double(nodes[i].calls) / double(runs));
+    out += absl::StrFormat("%-32s %10.4f %6.1f %8.1f  %s\n", nodes[i].op, double(nodes[i].self_ns) / per_run,
+                           percent(nodes[i].self_ns), double(nodes[i].calls) / double(runs), nodes[i].name);
   }
   return out;
 }
