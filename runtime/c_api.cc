@@ -344,6 +344,7 @@ struct om_session {
   // Profiling: the trace files' prefix ("" when off), when the current
   // recording began (its file's name), the last file written.
   std::string profile_prefix, profile_path;
+  std::set<std::string> profile_paths;  // every file written, never overwritten by a later one
   std::chrono::system_clock::time_point profile_start;
   std::mutex profile_mutex;
 };
@@ -789,9 +790,10 @@ om_status* om_session_end_profiling(om_session* session, const char** path) {
     const std::string base = absl::StrCat(session->profile_prefix, "_", stamp, "_", ms < 100 ? "0" : "",
                                           ms < 10 ? "0" : "", ms);
     std::string name = base + ".json";
-    for (int k = 2; name == session->profile_path; ++k) name = absl::StrCat(base, "_", k, ".json");
+    for (int k = 2; session->profile_paths.count(name); ++k) name = absl::StrCat(base, "_", k, ".json");
     const auto now = std::chrono::system_clock::now();
     if (om_status* st = FromAbsl(session->session->WriteTrace(name))) return st;
+    session->profile_paths.insert(name);
     session->profile_path = name;
     session->profile_start = now;
     *path = session->profile_path.c_str();
