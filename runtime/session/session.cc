@@ -3,6 +3,7 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <new>
 #include <optional>
@@ -182,6 +183,12 @@ void Session::ResetProfile() const {
   if (!im.step_ns) return;
   for (size_t s = 0; s < im.steps.size(); ++s) im.step_ns[s] = 0;
   im.profiled_runs = 0;
+  std::function<void(const Impl&)> reset = [&](const Impl& g) {
+    g.inferred_steps = 0;
+    g.reused_steps = 0;
+    for (const auto& sub : g.subgraphs) reset(*sub);
+  };
+  reset(im);
 }
 
 std::string Session::Profile() const {
@@ -208,6 +215,16 @@ std::string Session::Profile() const {
     out += absl::StrFormat("%-32s %10.4f %6.1f %6d\n", op, double(t.ns) / 1e6 / double(runs),
                            all ? 100.0 * double(t.ns) / double(all) : 0.0, t.nodes);
   out += absl::StrFormat("%-32s %10.4f\n", "all nodes", double(all) / 1e6 / double(runs));
+  // Nodes planned at run time (dynamic shapes), in subgraphs too.
+  int64_t inferred = 0, reused = 0;
+  std::function<void(const Impl&)> count = [&](const Impl& g) {
+    inferred += g.inferred_steps.load();
+    reused += g.reused_steps.load();
+    for (const auto& sub : g.subgraphs) count(*sub);
+  };
+  count(im);
+  out += absl::StrFormat("nodes re-inferred per run: %.1f (run-time plans reused: %.1f)\n",
+                         double(inferred) / double(runs), double(reused) / double(runs));
   return out;
 }
 
