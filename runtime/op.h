@@ -72,9 +72,16 @@ class InferContext {
   const Tensor* value(size_t i) const {
     const Tensor* v = i < values_.size() ? values_[i] : nullptr;
     if (v == nullptr && has_input(i)) needs_values_ = true;
+    if (v != nullptr) {
+      if (values_read_.size() <= i) values_read_.resize(i + 1);
+      values_read_[i] = true;
+    }
     return v;
   }
   bool needs_values() const { return needs_values_; }
+  // Per input: whether Infer read its value (a run's plan made from them is
+  // reused only while those values are the same).
+  const std::vector<bool>& values_read() const { return values_read_; }
 
   size_t num_outputs() const { return outputs_.size(); }
   bool output_requested(size_t i) const { return node_.has_output(i); }
@@ -114,6 +121,7 @@ class InferContext {
   std::vector<ValueType> outputs_;
   std::shared_ptr<const OpPlan> plan_;
   mutable bool needs_values_ = false;
+  mutable std::vector<bool> values_read_;
 };
 
 // Inputs and outputs of one node during a run.

@@ -37,11 +37,16 @@ class OmpThreadsScope {
   int saved_;
 };
 
+// The OpenMP threads OneDnnMatMul gives a product of batch x m x k x n
+// multiply-adds: the pool's size rule (runtime/thread_pool.h) with oneDNN's
+// minimum, whatever the caller asked for, so a small product never wakes a team.
+int OneDnnMatMulThreads(int threads, int64_t batch, int64_t m, int64_t k, int64_t n);
+
 // C[i] = op(A[i]) x op(B[i]) for i < batch, row-major, where A holds batch_a
 // and B batch_b matrices (each 1 or batch: a single matrix is broadcast).
 // op() transposes when asked: A is stored (K, M) instead of (M, K), B (N, K)
 // instead of (K, N). Returns false (having written nothing) when oneDNN
-// cannot run this dtype or shape.
+// cannot run this dtype or shape. Runs on OneDnnMatMulThreads(threads, ...).
 bool OneDnnMatMul(DType dtype, const void* a, const void* b, void* c, int64_t batch, int64_t batch_a,
                   int64_t batch_b, int64_t m, int64_t k, int64_t n, bool trans_a, bool trans_b, int threads);
 

@@ -1,5 +1,7 @@
 // Execution: the steps in order, the kernels' contexts, subgraph runs.
 #include <chrono>
+#include <cstring>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/session/impl.h"
@@ -71,6 +73,51 @@ class StepContext : public KernelContext {
   bool misused_ = false;
 };
 
+// Run-time plans reused across runs: whether `memo` was made from inputs
+// like these (dtypes, shapes, and the bytes of those Infer read), and the
+// memo of a new plan (nullptr when an input is not a plain tensor or Infer
+// read a large or string value: those steps infer at every run).
+bool SameInputs(const session_detail::RunPlan& memo, const std::vector<const Tensor*>& in) {
+  if (memo.dtypes.size() != in.size()) return false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == nullptr ? memo.dtypes[i] != DType::kUndefined
+                         : in[i]->dtype() != memo.dtypes[i] || in[i]->shape() != memo.shapes[i])
+      return false;
+    if (memo.was_read[i] &&
+        (in[i]->bytes() != memo.read[i].size() || std::memcmp(in[i]->raw(), memo.read[i].data(), memo.read[i].size())))
+      return false;
+  }
+  return true;
+}
+constexpr size_t kMaxReadBytes = 4096;
+std::shared_ptr<const session_detail::RunPlan> MakeRunPlan(const std::vector<const Value*>& values,
+                                                           const std::vector<const Tensor*>& in,
+                                                           const std::vector<bool>& read,
+                                                           std::vector<ValueType> types,
+                                                           std::shared_ptr<const OpPlan> plan) {
+  auto memo = std::make_shared<session_detail::RunPlan>();
+  memo->dtypes.assign(in.size(), DType::kUndefined);
+  memo->shapes.resize(in.size());
+  memo->read.resize(in.size());
+  memo->was_read.assign(in.size(), false);
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == nullptr) {
+      if (values[i] != nullptr) return nullptr;  // a sequence or optional
+      continue;
+    }
+    memo->dtypes[i] = in[i]->dtype();
+    memo->shapes[i] = in[i]->shape();
+    if (i >= read.size() || !read[i]) continue;
+    if (in[i]->dtype() == DType::kString || in[i]->bytes() > kMaxReadBytes) return nullptr;
+    const char* p = static_cast<const char*>(in[i]->raw());
+    memo->read[i].assign(p, p + in[i]->bytes());
+    memo->was_read[i] = true;
+  }
+  memo->types = std::move(types);
+  memo->plan = std::move(plan);
+  return memo;
+}
+
 }  // namespace
 
 int StepContext::threads() const { return graph_.threads; }
@@ -108,6 +155,16 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
   const OpPlan* plan = step.plan.get();
   std::vector<ValueType> run_types;
   std::shared_ptr<const OpPlan> run_plan;
+  std::shared_ptr<const session_detail::RunPlan> memo;
+  if (!planned) {
+    memo = std::atomic_load(&step.last_run);
+    if (memo && SameInputs(*memo, in_ptrs)) {
+      types = &memo->types;
+      plan = memo->plan.get();
+      planned = true;
+      reused_steps.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   if (!planned) {
     std::vector<ValueType> in_types(step.num_explicit);
     std::vector<const ValueType*> in_type_ptrs(step.num_explicit, nullptr);
@@ -134,6 +191,9 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
                                                 "sizes depend on input values sets OpDef::makes_outputs)"));
       RETURN_IF_ERROR(CheckOutputSize(node, i, t.dtype, *shape));
     }
+    inferred_steps.fetch_add(1, std::memory_order_relaxed);
+    memo = MakeRunPlan(in_values, in_ptrs, ictx.values_read(), run_types, run_plan);
+    if (memo) std::atomic_store(&step.last_run, memo);
     types = &run_types;
     plan = run_plan.get();
   }

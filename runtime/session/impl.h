@@ -29,6 +29,16 @@ namespace session_detail {
 // it may share storage with anything that kernel saw, so it is never taken.
 enum class RootKind { kCaller, kConstant, kSession, kShared };
 
+// A plan made at run time, and the inputs it was made from.
+struct RunPlan {
+  std::vector<DType> dtypes;  // kUndefined: absent or not a tensor
+  std::vector<Shape> shapes;
+  std::vector<std::vector<char>> read;  // per input: the bytes Infer read, or empty
+  std::vector<bool> was_read;
+  std::vector<ValueType> types;
+  std::shared_ptr<const OpPlan> plan;
+};
+
 struct Step {
   const Node* node;
   const RegisteredOp* row;
@@ -53,6 +63,11 @@ struct Step {
   // optional outputs).
   std::vector<bool> scratch;
   bool has_buffer(size_t i) const { return outputs[i] >= 0 || scratch[i]; }
+  // The plan the last run made on inputs the creation's plan did not cover
+  // (dynamic shapes), reused by the next runs while their inputs have the
+  // same dtypes and shapes and the values Infer read are the same bytes.
+  // Read and replaced whole (std::atomic_load/store): runs may be concurrent.
+  mutable std::shared_ptr<const RunPlan> last_run;
 };
 
 // A run's RunOptions, checked before every step (in subgraphs too) and at
@@ -185,6 +200,9 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   std::shared_ptr<session_detail::Tracer> tracer;
   std::vector<session_detail::TraceNode> trace_nodes;
   const Node* owner = nullptr;  // the node whose subgraph this is
+  // Steps planned at run time (Infer called) and steps that reused the last
+  // run's plan, in this graph and its subgraphs, over all runs.
+  mutable std::atomic<int64_t> inferred_steps{0}, reused_steps{0};
 
   int Intern(const std::string& name) {
     auto [it, inserted] = value_index.emplace(name, int(value_names.size()));

@@ -3,6 +3,7 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <new>
 #include <optional>

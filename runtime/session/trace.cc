@@ -352,7 +352,16 @@ void CollectTimes(const Session::Impl& im, std::vector<NodeTime>& out) {
 
 void ResetTimes(const Session::Impl& im) {
   for (size_t s = 0; s < im.steps.size(); ++s) im.step_ns[s] = 0, im.step_calls[s] = 0;
+  im.inferred_steps = 0;
+  im.reused_steps = 0;
   for (const std::unique_ptr<Session::Impl>& sub : im.subgraphs) ResetTimes(*sub);
+}
+
+// Steps planned at run time (Infer called) and steps that reused the last run's plan, subgraphs included.
+void CountReplans(const Session::Impl& im, int64_t& inferred, int64_t& reused) {
+  inferred += im.inferred_steps.load();
+  reused += im.reused_steps.load();
+  for (const std::unique_ptr<Session::Impl>& sub : im.subgraphs) CountReplans(*sub, inferred, reused);
 }
 
 }  // namespace
@@ -394,6 +403,10 @@ std::string Session::Profile() const {
     out += absl::StrFormat("%-32s %10.4f %6.1f %6d %8.1f\n", op, double(t.ns) / per_run, percent(t.ns), t.nodes,
                            double(t.calls) / double(runs));
   out += absl::StrFormat("%-32s %10.4f\n", "all nodes", double(all) / per_run);
+  int64_t inferred = 0, reused = 0;
+  CountReplans(im, inferred, reused);
+  out += absl::StrFormat("nodes re-inferred per run: %.1f (run-time plans reused: %.1f)\n",
+                         double(inferred) / double(runs), double(reused) / double(runs));
   // The nodes that took longest (self time: a Loop's body nodes are listed
   // on their own), subgraph nodes named through their parents.
   std::stable_sort(nodes.begin(), nodes.end(), [](const NodeTime& a, const NodeTime& b) { return a.self_ns > b.self_ns; });

@@ -8,7 +8,9 @@
 
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemv.h"
+#include "kernels/gemm/onednn.h"
 #include "runtime/cpu.h"
+#include "runtime/thread_pool.h"
 #include "tests/ops/random_values.h"
 
 namespace onnx_mini {
@@ -49,6 +51,45 @@ TEST(GemmPacked, MatchesTheReference) {
 TEST(GemmPacked, SizeOverflowIsReported) {
   EXPECT_EQ(GemmPackedSize(int64_t{1} << 40, int64_t{1} << 30), -1);
   EXPECT_EQ(GemmPackedSize(3, 65), 2 * 3 * kGemmPanel);
+}
+
+// oneDNN products follow the pool's size rule whatever threads the caller
+// asks for: silero VAD's LSTM step (1 x 128 x 512) stays on one thread, a
+// prefill-sized product takes them all.
+TEST(OneDnnMatMul, ThreadsFollowTheSizeRule) {
+  EXPECT_EQ(OneDnnMatMulThreads(2, 1, 1, 128, 512), 1);
+  EXPECT_EQ(OneDnnMatMulThreads(8, 4, 64, 64, 64), 1);
+  EXPECT_EQ(OneDnnMatMulThreads(2, 1, 256, 256, 512), 2);
+  EXPECT_EQ(OneDnnMatMulThreads(2, 1, 128, 1024, 1024), 2);
+  EXPECT_EQ(OneDnnMatMulThreads(1, 1, 4096, 4096, 4096), 1);
+  // Just under and at two threads' worth.
+  const int64_t two = int64_t(2 * kMinOneDnnThreadWork);
+  EXPECT_EQ(OneDnnMatMulThreads(4, 1, 1, 1, two - 1), 1);
+  EXPECT_EQ(OneDnnMatMulThreads(4, 1, 1, 1, two), 2);
+}
+
+// The same product, small and large, gives the same values asked for 1 or 2 threads.
+TEST(OneDnnMatMul, SameValuesOnOneAndTwoThreads) {
+  for (int64_t m : {1, 3, 256}) {
+    const int64_t k = 300, n = 517;
+    const std::vector<float> a = RandomFloats(m * k, 7), b = RandomFloats(k * n, 8);
+    std::vector<float> c1(size_t(m * n)), c2(size_t(m * n));
+    ASSERT_TRUE(OneDnnMatMul(DType::kFloat, a.data(), b.data(), c1.data(), 1, 1, 1, m, k, n, false, false, 1));
+    ASSERT_TRUE(OneDnnMatMul(DType::kFloat, a.data(), b.data(), c2.data(), 1, 1, 1, m, k, n, false, false, 2));
+    std::vector<double> want(size_t(m * n));
+    const float* pa = a.data();
+    const float* pb = b.data();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q) s += double(pa[i * k + q]) * double(pb[q * n + j]);
+        want[size_t(i * n + j)] = s;
+      }
+    for (size_t i = 0; i < c1.size(); ++i) {
+      ASSERT_NEAR(c1[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << "m " << m << " at " << i;
+      ASSERT_NEAR(c2[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << "m " << m << " at " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -331,6 +331,58 @@ TEST(Plan, DynamicShapesAreInferredPerRun) {
   }
 }
 
+// A run reuses the last run's plan of a step whose inputs have the same
+// shapes (and, for values Infer reads, the same bytes); anything else infers
+// again. The profile counts both.
+TEST(Plan, RunTimePlansAreReusedWhileShapesAndReadValuesRepeat) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {-1, 3}).Input("shape", DType::kInt64, {2}).Output("y", DType::kFloat, {}, false);
+  m.Node("Transpose", {"x"}, {"t"});
+  m.Node("Reshape", {"t", "shape"}, {"r"});  // reads the shape's values
+  m.Node("Neg", {"r"}, {"y"});
+  SessionOptions profiled;
+  profiled.profile = true;
+  std::unique_ptr<Session> s = *m.Build(profiled);
+  const auto run = [&](int64_t n, std::vector<int64_t> shape) {
+    std::vector<float> v;
+    for (int64_t i = 0; i < n * 3; ++i) v.push_back(float(i));
+    return s->Run({{"x", Tensor::FromVector<float>(v, {n, 3})}, {"shape", Tensor::FromVector<int64_t>(shape, {2})}});
+  };
+  const auto counts = [&] {
+    const std::string p = s->Profile();
+    const size_t at = p.find("nodes re-inferred per run: ");
+    return at == std::string::npos ? std::string("none") : p.substr(at, p.find('\n', at) - at);
+  };
+  // Three steps planned at the first run; the second reuses all three.
+  for (int r = 0; r < 2; ++r) {
+    absl::StatusOr<std::vector<Tensor>> out = run(2, {3, 2});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), (Shape{3, 2}));
+    EXPECT_EQ((*out)[0].data<float>()[1], -3.0f);  // t[0][1] = x[1][0]
+  }
+  EXPECT_EQ(counts(), "nodes re-inferred per run: 1.5 (run-time plans reused: 1.5)");
+  // The same shapes, other shape values: Reshape and Neg infer again, Transpose does not.
+  s->ResetProfile();
+  absl::StatusOr<std::vector<Tensor>> out = run(2, {2, 3});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{2, 3}));
+  EXPECT_EQ(counts(), "nodes re-inferred per run: 2.0 (run-time plans reused: 1.0)");
+  // A bad value after a reused plan is still an error, and the session stays usable.
+  absl::StatusOr<std::vector<Tensor>> bad = run(2, {4, 2});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(Message(bad.status()), HasSubstr("Reshape"));
+  // Another row count: every step infers.
+  s->ResetProfile();
+  out = run(4, {3, 4});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{3, 4}));
+  EXPECT_EQ((*out)[0].data<float>()[5], -4.0f);  // t[1][1] = x[1][1] = 4
+  EXPECT_EQ(counts(), "nodes re-inferred per run: 3.0 (run-time plans reused: 0.0)");
+  out = run(2, {3, 2});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{3, 2}));
+}
+
 TEST(Plan, AnOutputThatCannotBeAllocatedIsAnErrorAndTheSessionStaysUsable) {
   ModelBuilder m(17);
   m.Input("a", DType::kFloat, {-1, 1}).Input("b", DType::kFloat, {1, -1}).Output("y", DType::kFloat, {}, false);
