@@ -643,6 +643,58 @@ static void test_custom_op(void) {
   CHECK(s2 == NULL);
 }
 
+/* Runs an Affine model (z = -(2x + 1)) on x = {1, 2, 3} and checks z. */
+static void run_affine(const char* model) {
+  om_session* s = load(model);
+  if (s == NULL) return;
+  float x[3] = {1, 2, 3};
+  const int64_t dims[1] = {3};
+  om_tensor* in = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims, 1, x, sizeof x, &in));
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"z"};
+  om_tensor* out[1] = {NULL};
+  OK(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1));
+  if (out[0] != NULL) {
+    const void* data = NULL;
+    OK(om_tensor_const_data(out[0], &data));
+    CHECK(((const float*)data)[0] == -3 && ((const float*)data)[1] == -5 && ((const float*)data)[2] == -7);
+  }
+  om_tensor_free(out[0]);
+  om_tensor_free(in);
+  om_session_free(s);
+}
+
+static void test_custom_op_registration(void) {
+  /* Registered as "ai.onnx": found for a node of the default domain (written ""),
+   * and "" is then the same op. */
+  static int calls = 0;
+  om_custom_op op = {"ai.onnx", "AffineCustom", 1, 0, 1, 1, &calls, affine_infer, affine_compute};
+  OK(om_register_custom_op(&op));
+  om_custom_op same = op;
+  same.domain = "";
+  ERR(om_register_custom_op(&same), OM_INVALID_ARGUMENT, "ai.onnx::AffineCustom: versions 1.. overlap");
+  run_affine("capi/custom_default_domain.onnx");
+  CHECK(calls == 1);
+
+  /* A refused registration leaves no definition behind: com.left::Affine 2.. is
+   * registered, 1..2 refused (overlap), then 1..1 registered: opset 1 runs 1..1's. */
+  static int calls_later = 0, calls_refused = 0, calls_one = 0;
+  om_custom_op later = {"com.left", "Affine", 2, 0, 1, 1, &calls_later, affine_infer, affine_compute};
+  OK(om_register_custom_op(&later));
+  om_custom_op refused = later;
+  refused.since_version = 1;
+  refused.last_version = 2;
+  refused.user_data = &calls_refused;
+  ERR(om_register_custom_op(&refused), OM_INVALID_ARGUMENT, "com.left::Affine: versions 1..2 overlap");
+  om_custom_op one = refused;
+  one.last_version = 1;
+  one.user_data = &calls_one;
+  OK(om_register_custom_op(&one));
+  run_affine("capi/custom_left.onnx");
+  CHECK(calls_one == 1 && calls_refused == 0 && calls_later == 0);
+}
+
 /* com.example::Positives: y = the positive elements of x (float [n] -> [?]).
  * Its size depends on x's values: infer leaves it -1 and compute allocates
  * it. user_data: 1 makes compute forget to allocate. */
@@ -788,12 +840,17 @@ static void test_sequences_and_optionals(void) {
   /* sequence.onnx: longer = SequenceInsert(seq, x), count = SequenceLength(longer),
    * has = OptionalHasElement(opt), maybe = Identity(opt). */
   om_session* s = load("capi/sequence.onnx");
-  om_type_kind kind = OM_TYPE_TENSOR;
+  int32_t kind = OM_TYPE_TENSOR;
   om_value_info info;
   OK(om_session_input_kind(s, 1, &kind));
   CHECK(kind == OM_TYPE_SEQUENCE);
   OK(om_session_input_info(s, 1, &info));
-  CHECK(strcmp(info.name, "seq") == 0 && info.elem_type == OM_FLOAT && info.rank == 1);
+  /* A sequence's shape is [] (onnxruntime's), its elem_type the items'. */
+  CHECK(strcmp(info.name, "seq") == 0 && info.elem_type == OM_FLOAT && info.rank == 0);
+  OK(om_session_output_info(s, 0, &info));
+  CHECK(strcmp(info.name, "longer") == 0 && info.elem_type == OM_FLOAT && info.rank == 0);
+  OK(om_session_input_info(s, 2, &info)); /* an optional tensor: its tensor's shape */
+  CHECK(strcmp(info.name, "opt") == 0 && info.elem_type == OM_FLOAT && info.rank == 1 && info.dims[0] == -1);
   OK(om_session_input_kind(s, 2, &kind));
   CHECK(kind == OM_TYPE_OPTIONAL_TENSOR);
   OK(om_session_output_kind(s, 1, &kind));
@@ -836,7 +893,7 @@ static void test_sequences_and_optionals(void) {
   const char* out_names[4] = {"maybe", "longer", "count", "has"};
   om_value* outs[4] = {NULL, NULL, NULL, NULL};
   OK(om_session_run_values(s, in_names, ins, 3, out_names, outs, 4));
-  om_value_kind vk = OM_VALUE_TENSOR;
+  int32_t vk = OM_VALUE_TENSOR;
   size_t n = 0;
   int32_t et = 0;
   OK(om_value_get_kind(outs[0], &vk));
@@ -1572,6 +1629,7 @@ int main(int argc, char** argv) {
   test_cache_in_place();
   test_threads();
   test_custom_op();
+  test_custom_op_registration();
   test_custom_op_late_shape();
   test_custom_op_bool_bytes();
   test_sequences_and_optionals();
