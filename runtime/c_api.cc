@@ -1012,7 +1012,8 @@ om_status* om_session_run_values_with_options(const om_session* session, const o
                                     "the slot must be NULL"));
     }
     std::vector<Value> results;
-    if (absl::Status s = session->session->RunValues(feeds, &results, ToRunOptions(run_options)); !s.ok())
+    // Only the outputs asked for are copied out of the run (a sequence's items always are).
+    if (absl::Status s = session->session->RunValues(feeds, &results, ToRunOptions(run_options), &asked); !s.ok())
       return FromAbsl(s);
     // Every wrapper first, so that a failure leaves the slots NULL.
     std::vector<std::unique_ptr<om_value>> fresh(output_count);

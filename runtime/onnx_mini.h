@@ -373,7 +373,9 @@ om_status* om_value_get_tensor(const om_value* value, size_t index, om_tensor** 
  * and never modified. Outputs are asked for by name, each once; every output
  * slot must be NULL and receives a new value the caller frees: outputs never
  * share memory with the inputs, but two outputs may share memory with each
- * other (an output and its Identity). There is no writing into caller
+ * other (an output and its Identity). Only the outputs asked for are
+ * copied out of the run (since 0.6: every sequence output was, against the
+ * memory limit). There is no writing into caller
  * memory here (use om_session_run). On error the slots stay NULL. One
  * session may run from many threads at once. */
 om_status* om_session_run_values(const om_session* session, const char* const* input_names,

@@ -997,6 +997,55 @@ static void test_sequences_and_optionals(void) {
   om_session_free(s);
 }
 
+/* om_session_run_values copies only the outputs asked for: sequence.onnx's
+ * `longer` (3 MB of items) over a 2 MB memory limit fails when asked for, and
+ * does not stop a run that asks only for `count`. */
+static void test_run_values_copies_what_is_asked(void) {
+  om_session_options* options = NULL;
+  OK(om_session_options_create(&options));
+  OK(om_session_options_set_memory_limit(options, 2u << 20));
+  om_session* s = NULL;
+  OK(om_session_create(path_of("capi/sequence.onnx"), options, &s));
+  om_session_options_free(options);
+  if (s == NULL) return;
+  const int64_t n = 1 << 18; /* 1 MB of float */
+  float* memory = (float*)calloc(3 * (size_t)n, sizeof(float));
+  om_tensor *ta = NULL, *tb = NULL, *tx = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, &n, 1, memory, (size_t)n * sizeof(float), &ta));
+  OK(om_tensor_wrap(OM_FLOAT, &n, 1, memory + n, (size_t)n * sizeof(float), &tb));
+  OK(om_tensor_wrap(OM_FLOAT, &n, 1, memory + 2 * n, (size_t)n * sizeof(float), &tx));
+  const om_tensor* items[2] = {ta, tb};
+  om_value *seq = NULL, *vx = NULL, *none = NULL;
+  OK(om_value_create_sequence(OM_FLOAT, items, 2, &seq));
+  OK(om_value_create_tensor(tx, &vx));
+  OK(om_value_create_none(&none));
+  const char* in_names[3] = {"x", "seq", "opt"};
+  const om_value* ins[3] = {vx, seq, none};
+  const char* longer_name[1] = {"longer"};
+  const char* count_name[1] = {"count"};
+  om_value* out[1] = {NULL};
+  ERR(om_session_run_values(s, in_names, ins, 3, longer_name, out, 1), OM_OUT_OF_MEMORY, "");
+  CHECK(out[0] == NULL);
+  OK(om_session_run_values(s, in_names, ins, 3, count_name, out, 1));
+  om_tensor* item = NULL;
+  const void* data = NULL;
+  if (out[0] != NULL) {
+    OK(om_value_get_tensor(out[0], 0, &item));
+    OK(om_tensor_const_data(item, &data));
+    CHECK(data != NULL && *(const int64_t*)data == 3);
+    om_tensor_free(item);
+  }
+  om_value_free(out[0]);
+  om_value_free(seq);
+  om_value_free(vx);
+  om_value_free(none);
+  om_tensor_free(ta);
+  om_tensor_free(tb);
+  om_tensor_free(tx);
+  free(memory);
+  om_session_free(s);
+}
+
 /* ---- string tensors (since 0.6) ---- */
 
 /* Element `i` of string tensor `t` is the `length` bytes of `want`. */
@@ -1633,6 +1682,7 @@ int main(int argc, char** argv) {
   test_custom_op_late_shape();
   test_custom_op_bool_bytes();
   test_sequences_and_optionals();
+  test_run_values_copies_what_is_asked();
   test_string_tensors();
   test_string_runs();
   test_metadata();
