@@ -1202,6 +1202,22 @@ static void test_string_runs(void) {
   om_tensor_free(upper);
   om_tensor_free(same);
 
+  /* The input tensor itself bound as outputs: `upper` written into it, `same` (its
+   * Identity) keeps the values from before the run. */
+  om_tensor* copy = NULL;
+  OK(om_tensor_create_strings(&five, 1, words, lengths, 5, &copy));
+  const om_tensor* copy_in[1] = {copy};
+  om_tensor* into_input[1] = {copy};
+  const char* upper_name[1] = {"upper"};
+  OK(om_session_run(s, in_names, copy_in, 1, upper_name, into_input, 1));
+  CHECK_STRING(copy, 0, "ABC");
+  CHECK_STRING(copy, 1, "HELLO");
+  const char* same_name[1] = {"same"};
+  OK(om_session_run(s, in_names, copy_in, 1, same_name, into_input, 1));
+  CHECK_STRING(copy, 0, "ABC");
+  CHECK_STRING(copy, 2, "X Y");
+  om_tensor_free(copy);
+
   /* A string tensor where float is declared, and a float tensor where string is. */
   om_tensor* x = NULL;
   OK(om_tensor_create(OM_FLOAT, &five, 1, &x));
