@@ -22,6 +22,7 @@
 #include "runtime/loader.h"
 #include "runtime/registry.h"
 #include "runtime/session.h"
+#include "runtime/status_macros.h"
 
 using namespace onnx_mini;
 
@@ -144,8 +145,14 @@ absl::StatusOr<Shape> ShapeFrom(const int64_t* dims, size_t rank) {
 
 absl::Status CheckElemType(int32_t code) {
   if (!IsValidDType(code)) return absl::InvalidArgumentError(absl::StrCat("unknown element type ", code));
+  return absl::OkStatus();
+}
+
+// Where string elements cannot go: caller memory (om_tensor_wrap) and custom ops.
+absl::Status CheckNumericElemType(int32_t code, absl::string_view where) {
+  RETURN_IF_ERROR(CheckElemType(code));
   if (DType(code) == DType::kString)
-    return absl::UnimplementedError("not implemented: string tensors through the C API");
+    return absl::InvalidArgumentError(absl::StrCat("string tensors cannot be ", where));
   return absl::OkStatus();
 }
 
@@ -341,6 +348,13 @@ struct om_session {
   std::vector<Info> inputs, outputs;
   // Name -> index (the first, for a name listed twice), for runs over many names.
   std::map<std::string, size_t> input_index, output_index;
+  // om_session_metadata's answer: the strings live in the session's graph.
+  struct Metadata {
+    std::shared_ptr<const ModelMetadata> model;
+    std::vector<const char*> keys, values, opset_domains;
+    std::vector<int64_t> opset_versions;
+    om_model_metadata c{};
+  } metadata;
   // Profiling: the trace files' prefix ("" when off), when the current
   // recording began (its file's name), the last file written.
   std::string profile_prefix, profile_path;
@@ -362,6 +376,11 @@ std::vector<om_session::Info> Describe(const std::vector<ValueInfo>& values) {
                 : type.content == ValueType::Kind::kSequence ? OM_TYPE_OPTIONAL_SEQUENCE
                                                              : OM_TYPE_OPTIONAL_TENSOR;
     info.elem_type = int32_t(values[i].type.dtype);
+    // A sequence has no shape of its own: onnxruntime reports [] (no dims).
+    if (info.kind == OM_TYPE_SEQUENCE || info.kind == OM_TYPE_OPTIONAL_SEQUENCE) {
+      info.ranked = true;
+      continue;
+    }
     info.ranked = values[i].type.dims.has_value();
     if (info.ranked)
       for (const Dim& d : *values[i].type.dims) {
@@ -371,6 +390,35 @@ std::vector<om_session::Info> Describe(const std::vector<ValueInfo>& values) {
     for (const std::string& n : info.dim_names) info.dim_name_ptrs.push_back(n.c_str());
   }
   return out;
+}
+
+// Fills om_session_metadata's answer once, from the graph the session keeps.
+void SetMetadata(om_session& session) {
+  const Graph& graph = session.session->graph();
+  om_session::Metadata& m = session.metadata;
+  m.model = graph.metadata ? graph.metadata : std::make_shared<const ModelMetadata>();
+  const ModelMetadata& model = *m.model;
+  for (const auto& [key, value] : model.props) {
+    m.keys.push_back(key.c_str());
+    m.values.push_back(value.c_str());
+  }
+  for (const auto& [domain, version] : model.opset_imports) {
+    m.opset_domains.push_back(domain.c_str());
+    m.opset_versions.push_back(version);
+  }
+  m.c.producer_name = model.producer_name.c_str();
+  m.c.producer_version = model.producer_version.c_str();
+  m.c.domain = model.domain.c_str();
+  m.c.description = model.doc_string.c_str();
+  m.c.graph_name = graph.name.c_str();
+  m.c.graph_description = model.graph_doc_string.c_str();
+  m.c.version = model.model_version;
+  m.c.custom_count = m.keys.size();
+  m.c.custom_keys = m.keys.data();
+  m.c.custom_values = m.values.data();
+  m.c.opset_count = m.opset_domains.size();
+  m.c.opset_domains = m.opset_domains.data();
+  m.c.opset_versions = m.opset_versions.data();
 }
 
 om_status* FinishCreate(absl::StatusOr<Graph> graph, const om_session_options* options, om_session** out) {
@@ -389,6 +437,7 @@ om_status* FinishCreate(absl::StatusOr<Graph> graph, const om_session_options* o
   session->outputs = Describe(session->session->outputs());
   for (size_t i = 0; i < session->inputs.size(); ++i) session->input_index.emplace(session->inputs[i].name, i);
   for (size_t i = 0; i < session->outputs.size(); ++i) session->output_index.emplace(session->outputs[i].name, i);
+  SetMetadata(*session);
   if (options != nullptr) session->profile_prefix = options->profile_prefix;
   session->profile_start = std::chrono::system_clock::now();
   *out = session.release();
@@ -432,7 +481,7 @@ RunOptions ToRunOptions(const om_run_options* options) {
 
 extern "C" {
 
-const char* om_version(void) { return "0.5.0"; }
+const char* om_version(void) { return "0.6.0"; }
 
 om_status* om_status_create(om_status_code code, const char* message) {
   return MakeStatus(code, message ? message : "");
@@ -468,7 +517,8 @@ om_status* om_tensor_wrap(int32_t elem_type, const int64_t* dims, size_t rank, v
   return Guard([&]() -> om_status* {
     OM_REQUIRE(out);
     *out = nullptr;
-    if (absl::Status s = CheckElemType(elem_type); !s.ok()) return FromAbsl(s);
+    if (absl::Status s = CheckNumericElemType(elem_type, "wrapped (use om_tensor_create_strings)"); !s.ok())
+      return FromAbsl(s);
     absl::StatusOr<Shape> shape = ShapeFrom(dims, rank);
     if (!shape.ok()) return FromAbsl(shape.status());
     const size_t needed = StorageBytes(DType(elem_type), ElementCount(*shape));
@@ -517,7 +567,8 @@ om_status* om_tensor_data(om_tensor* tensor, void** data) {
   OM_REQUIRE(tensor);
   OM_REQUIRE(data);
   if (tensor->tensor.dtype() == DType::kString)
-    return MakeStatus(OM_NOT_IMPLEMENTED, "not implemented: string tensors through the C API");
+    return Invalid("a string tensor has no element memory to hand out: read and write its elements with "
+                   "om_tensor_get_string and om_tensor_set_string");
   *data = tensor->tensor.raw();
   return nullptr;
 }
@@ -533,8 +584,80 @@ om_status* om_tensor_const_data(const om_tensor* tensor, const void** data) {
 om_status* om_tensor_byte_size(const om_tensor* tensor, size_t* bytes) {
   OM_REQUIRE(tensor);
   OM_REQUIRE(bytes);
+  if (tensor->tensor.dtype() == DType::kString)
+    return Invalid("a string tensor has no byte size: its elements are strings of their own lengths "
+                   "(om_tensor_get_string)");
   *bytes = tensor->tensor.bytes();
   return nullptr;
+}
+
+// ---- String tensors ----
+
+namespace {
+// Element `index` of a string tensor, or an error naming what is wrong.
+om_status* StringElement(const om_tensor* tensor, int64_t index, std::string** element) {
+  const Tensor& t = tensor->tensor;
+  if (t.dtype() != DType::kString)
+    return Invalid(absl::StrCat("the tensor is ", LowerName(t.dtype()), ", not a string tensor"));
+  if (index < 0 || index >= t.size())
+    return Invalid(absl::StrCat("string index ", index, " is out of range (the tensor has ", t.size(),
+                                " elements)"));
+  // Elements are std::string objects; a const handle's are read only through get.
+  *element = const_cast<std::string*>(t.data<std::string>()) + index;
+  return nullptr;
+}
+}  // namespace
+
+om_status* om_tensor_create_strings(const int64_t* dims, size_t rank, const char* const* strings,
+                                    const size_t* lengths, size_t count, om_tensor** out) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(out);
+    *out = nullptr;
+    absl::StatusOr<Shape> shape = ShapeFrom(dims, rank);
+    if (!shape.ok()) return FromAbsl(shape.status());
+    if (uint64_t(ElementCount(*shape)) != uint64_t(count))
+      return Invalid(absl::StrCat("count is ", count, " but shape ", ShapeToString(*shape), " has ",
+                                  ElementCount(*shape), " elements"));
+    if (count > 0 && strings == nullptr) return Invalid("strings is NULL");
+    for (size_t i = 0; i < count; ++i)
+      if (strings[i] == nullptr && (lengths == nullptr || lengths[i] != 0))
+        return Invalid(absl::StrCat("string ", i, " is NULL"));
+    absl::StatusOr<Tensor> t = Tensor::Make(DType::kString, *std::move(shape));
+    if (!t.ok()) return FromAbsl(t.status());
+    std::string* elements = t->data<std::string>();
+    for (size_t i = 0; i < count; ++i) {
+      if (lengths == nullptr) elements[i] = strings[i];
+      else if (lengths[i] > 0) elements[i].assign(strings[i], lengths[i]);
+    }
+    *out = new om_tensor{*std::move(t)};
+    return nullptr;
+  });
+}
+
+om_status* om_tensor_get_string(const om_tensor* tensor, int64_t index, const char** data, size_t* length) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(tensor);
+    OM_REQUIRE(data);
+    OM_REQUIRE(length);
+    std::string* element = nullptr;
+    if (om_status* st = StringElement(tensor, index, &element)) return st;
+    *data = element->c_str();
+    *length = element->size();
+    return nullptr;
+  });
+}
+
+om_status* om_tensor_set_string(om_tensor* tensor, int64_t index, const char* data, size_t length) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(tensor);
+    if (data == nullptr && length > 0) return Invalid("data is NULL");
+    std::string* element = nullptr;
+    if (om_status* st = StringElement(tensor, index, &element)) return st;
+    // assign leaves the element as it was if it throws (out of memory).
+    if (length == 0) element->clear();
+    else element->assign(data, length);
+    return nullptr;
+  });
 }
 
 // ---- Options ----
@@ -680,6 +803,15 @@ om_status* om_session_output_info(const om_session* session, size_t index, om_va
   });
 }
 
+// ---- Model metadata ----
+
+om_status* om_session_metadata(const om_session* session, om_model_metadata* out) {
+  OM_REQUIRE(session);
+  OM_REQUIRE(out);
+  *out = session->metadata.c;
+  return nullptr;
+}
+
 om_status* om_session_run(const om_session* session, const char* const* input_names, const om_tensor* const* inputs,
                           size_t input_count, const char* const* output_names, om_tensor** outputs,
                           size_t output_count) {
@@ -804,7 +936,7 @@ om_status* om_session_end_profiling(om_session* session, const char** path) {
 // ---- Sequences and optionals ----
 
 namespace {
-om_status* Kind(const std::vector<om_session::Info>& infos, size_t index, const char* what, om_type_kind* kind) {
+om_status* Kind(const std::vector<om_session::Info>& infos, size_t index, const char* what, int32_t* kind) {
   if (index >= infos.size())
     return Invalid(absl::StrCat(what, " index ", index, " is out of range (the model has ", infos.size(), ")"));
   *kind = infos[index].kind;
@@ -817,13 +949,13 @@ om_status* NewValue(Value v, om_value** out) {
 }
 }  // namespace
 
-om_status* om_session_input_kind(const om_session* session, size_t index, om_type_kind* kind) {
+om_status* om_session_input_kind(const om_session* session, size_t index, int32_t* kind) {
   OM_REQUIRE(session);
   OM_REQUIRE(kind);
   return Guard([&] { return Kind(session->inputs, index, "input", kind); });
 }
 
-om_status* om_session_output_kind(const om_session* session, size_t index, om_type_kind* kind) {
+om_status* om_session_output_kind(const om_session* session, size_t index, int32_t* kind) {
   OM_REQUIRE(session);
   OM_REQUIRE(kind);
   return Guard([&] { return Kind(session->outputs, index, "output", kind); });
@@ -864,7 +996,7 @@ om_status* om_value_create_none(om_value** out) {
 
 void om_value_free(om_value* value) { delete value; }
 
-om_status* om_value_get_kind(const om_value* value, om_value_kind* kind) {
+om_status* om_value_get_kind(const om_value* value, int32_t* kind) {
   OM_REQUIRE(value);
   OM_REQUIRE(kind);
   const Value& v = value->value;
@@ -932,7 +1064,8 @@ om_status* om_session_run_values_with_options(const om_session* session, const o
                                     "the slot must be NULL"));
     }
     std::vector<Value> results;
-    if (absl::Status s = session->session->RunValues(feeds, &results, ToRunOptions(run_options)); !s.ok())
+    // Only the outputs asked for are copied out of the run (a sequence's items always are).
+    if (absl::Status s = session->session->RunValues(feeds, &results, ToRunOptions(run_options), &asked); !s.ok())
       return FromAbsl(s);
     // Every wrapper first, so that a failure leaves the slots NULL.
     std::vector<std::unique_ptr<om_value>> fresh(output_count);
@@ -980,11 +1113,27 @@ om_status* om_register_custom_op(const om_custom_op* op) {
     }
     CustomOps& c = Custom();
     std::unique_lock lock(c.mutex);
-    // Room for the def first: once the row is added, nothing may fail.
-    auto& defs = c.defs[{def->domain, def->op_type}];
-    defs.reserve(defs.size() + 1);
-    if (absl::Status s = c.registry.Add(std::move(row)); !s.ok()) return FromAbsl(s);
+    // The definition is stored before its row is added, and taken back out
+    // when the registry refuses the row (or throws): no row without its
+    // definition, no definition a refused registration left behind.
+    const std::pair<std::string, std::string> key{def->domain, def->op_type};
+    auto& defs = c.defs[key];
+    const auto forget = [&] {
+      defs.pop_back();
+      if (defs.empty()) c.defs.erase(key);
+    };
     defs.push_back(std::move(def));
+    absl::Status added;
+    try {
+      added = c.registry.Add(std::move(row));
+    } catch (...) {
+      forget();
+      throw;
+    }
+    if (!added.ok()) {
+      forget();
+      return FromAbsl(added);
+    }
     return nullptr;
   });
 }
@@ -1072,7 +1221,7 @@ om_status* om_infer_set_output(om_infer_context* context, size_t index, int32_t 
     InferContext& ctx = *context->ctx;
     if (index >= ctx.num_outputs())
       return Invalid(absl::StrCat(ctx.node().Describe(), ": output ", index, " does not exist"));
-    if (absl::Status s = CheckElemType(elem_type); !s.ok()) return FromAbsl(s);
+    if (absl::Status s = CheckNumericElemType(elem_type, "custom op outputs"); !s.ok()) return FromAbsl(s);
     if (rank > size_t(kMaxRank) || (rank > 0 && dims == nullptr))
       return Invalid(absl::StrCat(ctx.node().Describe(), ": output ", index, " has a bad shape"));
     ValueType t;

@@ -13,7 +13,9 @@
  *   allocated is reported as a status.
  * - Element types are the ONNX TensorProto.DataType codes (1 = float,
  *   7 = int64, 9 = bool, 10 = float16, 16 = bfloat16, ...). String tensors
- *   (code 8) cannot cross this interface.
+ *   (code 8, since 0.6) are read and written element by element
+ *   (om_tensor_create_strings, om_tensor_get_string, om_tensor_set_string),
+ *   not through a data pointer; custom ops do not take them.
  * - Strings returned by the library are owned by the object they come from and
  *   stay valid while it lives.
  *
@@ -39,7 +41,7 @@ extern "C" {
 #endif
 
 #define OM_VERSION_MAJOR 0
-#define OM_VERSION_MINOR 5
+#define OM_VERSION_MINOR 6
 #define OM_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH" (of the library loaded, which
@@ -88,11 +90,13 @@ const char* om_elem_type_name(int32_t elem_type);
 typedef struct om_tensor om_tensor;
 
 /* A new tensor that owns zero-filled, 64-byte aligned memory. `dims` holds
- * `rank` non-negative sizes (may be NULL when rank is 0: a scalar). */
+ * `rank` non-negative sizes (may be NULL when rank is 0: a scalar). An
+ * OM_STRING tensor holds empty strings. */
 om_status* om_tensor_create(int32_t elem_type, const int64_t* dims, size_t rank, om_tensor** out);
 /* A tensor over the caller's memory, without copying: `data` must hold at
  * least the tensor's byte size (`byte_size` says how much it holds) and stay
- * valid until the tensor is freed. Packed 4- and 2-bit types store two or
+ * valid until the tensor is freed. Not for OM_STRING (OM_INVALID_ARGUMENT):
+ * use om_tensor_create_strings. Packed 4- and 2-bit types store two or
  * four elements per byte, the first in the low bits.
  *
  * Alignment: `data` must be aligned to the element's C type: its size for a
@@ -114,12 +118,38 @@ om_status* om_tensor_elem_type(const om_tensor* tensor, int32_t* elem_type);
 om_status* om_tensor_shape(const om_tensor* tensor, const int64_t** dims, size_t* rank);
 /* The number of elements. */
 om_status* om_tensor_element_count(const om_tensor* tensor, int64_t* count);
-/* The element memory (the caller's memory for a wrapped tensor). */
+/* The element memory (the caller's memory for a wrapped tensor).
+ * OM_INVALID_ARGUMENT for a string tensor (om_tensor_get_string). */
 om_status* om_tensor_data(om_tensor* tensor, void** data);
 /* The same, read-only: for the const tensors a custom op's inputs are. */
 om_status* om_tensor_const_data(const om_tensor* tensor, const void** data);
-/* The size of the element memory in bytes. */
+/* The size of the element memory in bytes. A string tensor has no element
+ * memory of its own to copy: OM_INVALID_ARGUMENT (each element's length
+ * comes from om_tensor_get_string). */
 om_status* om_tensor_byte_size(const om_tensor* tensor, size_t* bytes);
+
+/* ---- String tensors (since 0.6) ---------------------------------------------- */
+
+/* A new string tensor (OM_STRING) of `count` elements, `count` equal to the
+ * product of the `rank` dims: element i (row-major) is copied from strings[i],
+ * lengths[i] bytes, which may include NUL bytes; `lengths` NULL: each
+ * strings[i] is NUL-terminated. strings[i] may be NULL only for a length of 0.
+ * OM_INVALID_ARGUMENT for a count that is not the dims' product or a NULL
+ * string; *out is NULL on error. Free it with om_tensor_free. Since 0.6. */
+om_status* om_tensor_create_strings(const int64_t* dims, size_t rank, const char* const* strings,
+                                    const size_t* lengths, size_t count, om_tensor** out);
+/* Element `index` (row-major, 0 to count - 1) of a string tensor: *data
+ * points at its *length bytes, followed by a NUL byte (the element may hold
+ * NUL bytes too: trust *length). The bytes are owned by the tensor and stay
+ * valid until that element is set again or the tensor (and every handle
+ * sharing its elements) is freed. OM_INVALID_ARGUMENT for an index out of
+ * range or a tensor of another element type; nothing written then. Since 0.6. */
+om_status* om_tensor_get_string(const om_tensor* tensor, int64_t index, const char** data, size_t* length);
+/* Sets element `index` of a string tensor to `length` bytes copied from
+ * `data` (NULL only for a length of 0). The same errors as
+ * om_tensor_get_string; the element is unchanged on error. Do not set an
+ * element of a tensor that is an input of a run in progress. Since 0.6. */
+om_status* om_tensor_set_string(om_tensor* tensor, int64_t index, const char* data, size_t length);
 
 /* ---- Session options -------------------------------------------------------- */
 
@@ -226,9 +256,37 @@ om_status* om_session_output_count(const om_session* session, size_t* count);
 om_status* om_session_input_info(const om_session* session, size_t index, om_value_info* info);
 om_status* om_session_output_info(const om_session* session, size_t index, om_value_info* info);
 
+/* ---- Model metadata (since 0.6) ---------------------------------------------- */
+
+/* What the model says about itself (ModelProto's fields; ONNX Runtime's
+ * ModelMetadata). A field the model leaves out is "" (0 for the version, no
+ * entries for the lists). Every pointer is owned by the session. */
+typedef struct om_model_metadata {
+  const char* producer_name;
+  const char* producer_version;
+  const char* domain;
+  const char* description;          /* the model's doc_string */
+  const char* graph_name;
+  const char* graph_description;    /* the graph's doc_string */
+  int64_t version;                  /* model_version */
+  size_t custom_count;              /* metadata_props, in the model's order */
+  const char* const* custom_keys;
+  const char* const* custom_values;
+  size_t opset_count;               /* opset_import, in the model's order */
+  const char* const* opset_domains; /* "" for ai.onnx (written "" or "ai.onnx") */
+  const int64_t* opset_versions;
+} om_model_metadata;
+
+/* The model's metadata; every pointer owned by the session, valid while it
+ * lives. OM_INVALID_ARGUMENT for a NULL argument. Since 0.6. */
+om_status* om_session_metadata(const om_session* session, om_model_metadata* out);
+
 /* Runs a model whose inputs and outputs are tensors (om_session_run_values
  * runs any model). Every graph input must be given by name, with its
- * declared element type and a shape that fits the declared one. Inputs are read in
+ * declared element type and a shape that fits the declared one; an input
+ * declared a scalar may also be given as shape [1] (as onnxruntime takes it;
+ * since 0.6) and runs as the scalar (an output that is that input has shape
+ * []), in om_session_run_values too. Inputs are read in
  * place (never copied) and not modified, except through a bound output.
  *
  * Outputs are asked for by name, any subset in any order. outputs[i] == NULL
@@ -248,6 +306,10 @@ om_status* om_session_output_info(const om_session* session, size_t index, om_va
  * result is then computed elsewhere and moved in. Two bound outputs may not
  * overlap each other (nor be the same tensor): OM_INVALID_ARGUMENT, before
  * anything runs.
+ *
+ * String tensors are inputs and outputs like any other (since 0.6): a bound
+ * string output is a string tensor of the result's shape (om_tensor_create
+ * with OM_STRING), whose elements the run replaces.
  *
  * One session may run from many threads at once (with distinct bound outputs).
  * On error, the NULL output slots stay NULL. */
@@ -285,9 +347,11 @@ om_status* om_session_end_profiling(om_session* session, const char** path);
 
 /* ---- Sequences and optionals ------------------------------------------------ */
 
-/* A graph input or output may hold more than one tensor. om_value_info
- * describes the tensor itself, or the tensors the sequence or optional holds
- * (their element type, rank and dims); the kind says which. */
+/* A graph input or output may hold more than one tensor; the kind says which.
+ * om_value_info describes a tensor, or the tensor an optional holds; for a
+ * sequence (or an optional sequence) its elem_type is the items' and its
+ * rank is 0 with no dims, as onnxruntime reports a seq(tensor(float)) input
+ * (shape [], type "seq(tensor(float))"; since 0.6: the items' rank before). */
 typedef enum om_type_kind {
   OM_TYPE_TENSOR = 0,
   OM_TYPE_SEQUENCE = 1,          /* a sequence of tensors of one element type */
@@ -295,10 +359,11 @@ typedef enum om_type_kind {
   OM_TYPE_OPTIONAL_SEQUENCE = 3  /* a sequence, or nothing */
 } om_type_kind;
 
-/* The kind of input or output `index` (an index out of range is
- * OM_INVALID_ARGUMENT). */
-om_status* om_session_input_kind(const om_session* session, size_t index, om_type_kind* kind);
-om_status* om_session_output_kind(const om_session* session, size_t index, om_type_kind* kind);
+/* The kind of input or output `index`, an om_type_kind value (an index out
+ * of range is OM_INVALID_ARGUMENT). int32_t since 0.6 (om_type_kind before),
+ * so that other languages bind a fixed size. */
+om_status* om_session_input_kind(const om_session* session, size_t index, int32_t* kind);
+om_status* om_session_output_kind(const om_session* session, size_t index, int32_t* kind);
 
 /* A run-time value of any kind, for om_session_run_values. An optional that
  * holds an element is that element's value (a tensor or a sequence); one
@@ -314,8 +379,8 @@ typedef enum om_value_kind {
 /* New values; *out is NULL on error. A value shares the memory of the
  * tensors it is made of (no copy): the om_tensor handles may be freed right
  * after the call, but memory wrapped with om_tensor_wrap must outlive the
- * value. A sequence's items must all have `elem_type` (not string); `count`
- * may be 0 (an empty sequence). */
+ * value. A sequence's items must all have `elem_type` (OM_STRING too, since
+ * 0.6); `count` may be 0 (an empty sequence). */
 om_status* om_value_create_tensor(const om_tensor* tensor, om_value** out);
 om_status* om_value_create_sequence(int32_t elem_type, const om_tensor* const* items, size_t count,
                                     om_value** out);
@@ -323,7 +388,8 @@ om_status* om_value_create_none(om_value** out);
 /* Frees a value (not the memory of wrapped tensors); NULL is allowed. */
 void om_value_free(om_value* value);
 
-om_status* om_value_get_kind(const om_value* value, om_value_kind* kind);
+/* The kind of a value, an om_value_kind value (int32_t since 0.6). */
+om_status* om_value_get_kind(const om_value* value, int32_t* kind);
 /* The tensor's element type, or the sequence's; 0 for none. */
 om_status* om_value_elem_type(const om_value* value, int32_t* elem_type);
 /* The number of tensors: 1 for a tensor, the length of a sequence, 0 for none. */
@@ -342,7 +408,9 @@ om_status* om_value_get_tensor(const om_value* value, size_t index, om_tensor** 
  * and never modified. Outputs are asked for by name, each once; every output
  * slot must be NULL and receives a new value the caller frees: outputs never
  * share memory with the inputs, but two outputs may share memory with each
- * other (an output and its Identity). There is no writing into caller
+ * other (an output and its Identity). Only the outputs asked for are
+ * copied out of the run (since 0.6: every sequence output was, against the
+ * memory limit). There is no writing into caller
  * memory here (use om_session_run). On error the slots stay NULL. One
  * session may run from many threads at once. */
 om_status* om_session_run_values(const om_session* session, const char* const* input_names,
@@ -363,7 +431,7 @@ typedef struct om_kernel_context om_kernel_context;
 
 /* An op implemented by the embedder. */
 typedef struct om_custom_op {
-  const char* domain;  /* e.g. "com.example"; "" is ai.onnx (only ops onnx-mini lacks) */
+  const char* domain;  /* e.g. "com.example"; "" or "ai.onnx" is ai.onnx (only ops onnx-mini lacks) */
   const char* op_type;
   int since_version;   /* the opset versions it implements: since..last */
   int last_version;    /* 0: no end */

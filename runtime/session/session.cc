@@ -21,6 +21,7 @@ namespace onnx_mini {
 namespace {
 
 using session_detail::CheckValue;
+using session_detail::ScalarGivenAsOne;
 using session_detail::RootKind;
 using session_detail::RunControl;
 using session_detail::Step;
@@ -241,16 +242,16 @@ absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vect
 }
 
 absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs,
-                                const RunOptions& run_options) const {
+                                const RunOptions& run_options, const std::vector<bool>* wanted) const {
   const Impl& im = *impl_;
   const int64_t start = im.tracer ? im.tracer->Now() : 0;
-  absl::Status s = RunValuesUnguarded(inputs, outputs, run_options);
+  absl::Status s = RunValuesUnguarded(inputs, outputs, run_options, wanted);
   if (im.tracer) im.tracer->RecordSession("model_run", start);
   return s;
 }
 
 absl::Status Session::RunValuesUnguarded(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs,
-                                         const RunOptions& run_options) const {
+                                         const RunOptions& run_options, const std::vector<bool>* wanted) const {
   try {
     const RunControl control(run_options);
     const Impl& im = *impl_;
@@ -259,8 +260,10 @@ absl::Status Session::RunValuesUnguarded(const std::vector<NamedValue>& inputs, 
     for (size_t v = 0; v < im.constants.size(); ++v)
       if (im.constants[v].defined()) values[v] = im.constants[v];
     for (const NamedValue& in : inputs) {
-      ASSIGN_OR_RETURN(values[size_t(im.value_index.at(in.name))],
-                       NormalizedValue(absl::StrCat("input '", in.name, "'"), in.value, im.budget));
+      const int v = im.value_index.at(in.name);
+      ASSIGN_OR_RETURN(values[size_t(v)], NormalizedValue(absl::StrCat("input '", in.name, "'"), in.value, im.budget));
+      if (ScalarGivenAsOne(im.input_infos[size_t(im.input_position[size_t(v)])].type, values[size_t(v)]))
+        values[size_t(v)] = values[size_t(v)].tensor().Reshaped({});
     }
     RETURN_IF_ERROR(im.Execute(values, nullptr, control.active() ? &control : nullptr));
     // Hand out only memory this run made: a tensor that may share a constant's,
@@ -269,7 +272,9 @@ absl::Status Session::RunValuesUnguarded(const std::vector<NamedValue>& inputs, 
     for (size_t k = 0; k < im.output_values.size(); ++k) {
       const int v = im.output_values[k];
       const Value& out = values[size_t(v)];
-      if (out.is_sequence()) {
+      if (wanted != nullptr && (k >= wanted->size() || !(*wanted)[k])) {
+        outputs->emplace_back();  // not asked for: no copy
+      } else if (out.is_sequence()) {
         std::vector<Tensor> items;
         for (const Tensor& item : out.sequence()) {
           ASSIGN_OR_RETURN(Tensor copy, item.Clone(im.budget));
@@ -334,7 +339,12 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& given, std::v
   std::vector<Value> values(im.value_names.size());
   for (size_t v = 0; v < im.constants.size(); ++v)
     if (im.constants[v].defined()) values[v] = im.constants[v];
-  for (const NamedTensor& in : inputs) values[size_t(im.value_index.at(in.name))] = in.tensor;
+  for (const NamedTensor& in : inputs) {
+    const int v = im.value_index.at(in.name);
+    values[size_t(v)] = in.tensor;
+    if (ScalarGivenAsOne(im.input_infos[size_t(im.input_position[size_t(v)])].type, values[size_t(v)]))
+      values[size_t(v)] = in.tensor.Reshaped({});
+  }
 
   outputs->resize(im.output_values.size());
   const size_t n_out = outputs->size();

@@ -136,7 +136,8 @@ static void test_tensors(void) {
   ERR(om_tensor_create(OM_FLOAT, dims, 2, NULL), OM_INVALID_ARGUMENT, "out is NULL");
   ERR(om_tensor_create(77, dims, 2, &t), OM_INVALID_ARGUMENT, "unknown element type 77");
   CHECK(t == NULL);
-  ERR(om_tensor_create(OM_STRING, dims, 2, &t), OM_NOT_IMPLEMENTED, "string");
+  ERR(om_tensor_wrap(OM_STRING, dims, 2, memory, sizeof memory, &t), OM_INVALID_ARGUMENT, "string tensors cannot be wrapped");
+  CHECK(t == NULL);
   const int64_t negative[2] = {2, -3};
   ERR(om_tensor_create(OM_FLOAT, negative, 2, &t), OM_INVALID_ARGUMENT, "dim 1 is -3");
   ERR(om_tensor_create(OM_FLOAT, NULL, 2, &t), OM_INVALID_ARGUMENT, "dims is NULL");
@@ -643,6 +644,58 @@ static void test_custom_op(void) {
   CHECK(s2 == NULL);
 }
 
+/* Runs an Affine model (z = -(2x + 1)) on x = {1, 2, 3} and checks z. */
+static void run_affine(const char* model) {
+  om_session* s = load(model);
+  if (s == NULL) return;
+  float x[3] = {1, 2, 3};
+  const int64_t dims[1] = {3};
+  om_tensor* in = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims, 1, x, sizeof x, &in));
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"z"};
+  om_tensor* out[1] = {NULL};
+  OK(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1));
+  if (out[0] != NULL) {
+    const void* data = NULL;
+    OK(om_tensor_const_data(out[0], &data));
+    CHECK(((const float*)data)[0] == -3 && ((const float*)data)[1] == -5 && ((const float*)data)[2] == -7);
+  }
+  om_tensor_free(out[0]);
+  om_tensor_free(in);
+  om_session_free(s);
+}
+
+static void test_custom_op_registration(void) {
+  /* Registered as "ai.onnx": found for a node of the default domain (written ""),
+   * and "" is then the same op. */
+  static int calls = 0;
+  om_custom_op op = {"ai.onnx", "AffineCustom", 1, 0, 1, 1, &calls, affine_infer, affine_compute};
+  OK(om_register_custom_op(&op));
+  om_custom_op same = op;
+  same.domain = "";
+  ERR(om_register_custom_op(&same), OM_INVALID_ARGUMENT, "ai.onnx::AffineCustom: versions 1.. overlap");
+  run_affine("capi/custom_default_domain.onnx");
+  CHECK(calls == 1);
+
+  /* A refused registration leaves no definition behind: com.left::Affine 2.. is
+   * registered, 1..2 refused (overlap), then 1..1 registered: opset 1 runs 1..1's. */
+  static int calls_later = 0, calls_refused = 0, calls_one = 0;
+  om_custom_op later = {"com.left", "Affine", 2, 0, 1, 1, &calls_later, affine_infer, affine_compute};
+  OK(om_register_custom_op(&later));
+  om_custom_op refused = later;
+  refused.since_version = 1;
+  refused.last_version = 2;
+  refused.user_data = &calls_refused;
+  ERR(om_register_custom_op(&refused), OM_INVALID_ARGUMENT, "com.left::Affine: versions 1..2 overlap");
+  om_custom_op one = refused;
+  one.last_version = 1;
+  one.user_data = &calls_one;
+  OK(om_register_custom_op(&one));
+  run_affine("capi/custom_left.onnx");
+  CHECK(calls_one == 1 && calls_refused == 0 && calls_later == 0);
+}
+
 /* com.example::Positives: y = the positive elements of x (float [n] -> [?]).
  * Its size depends on x's values: infer leaves it -1 and compute allocates
  * it. user_data: 1 makes compute forget to allocate. */
@@ -788,12 +841,17 @@ static void test_sequences_and_optionals(void) {
   /* sequence.onnx: longer = SequenceInsert(seq, x), count = SequenceLength(longer),
    * has = OptionalHasElement(opt), maybe = Identity(opt). */
   om_session* s = load("capi/sequence.onnx");
-  om_type_kind kind = OM_TYPE_TENSOR;
+  int32_t kind = OM_TYPE_TENSOR;
   om_value_info info;
   OK(om_session_input_kind(s, 1, &kind));
   CHECK(kind == OM_TYPE_SEQUENCE);
   OK(om_session_input_info(s, 1, &info));
-  CHECK(strcmp(info.name, "seq") == 0 && info.elem_type == OM_FLOAT && info.rank == 1);
+  /* A sequence's shape is [] (onnxruntime's), its elem_type the items'. */
+  CHECK(strcmp(info.name, "seq") == 0 && info.elem_type == OM_FLOAT && info.rank == 0);
+  OK(om_session_output_info(s, 0, &info));
+  CHECK(strcmp(info.name, "longer") == 0 && info.elem_type == OM_FLOAT && info.rank == 0);
+  OK(om_session_input_info(s, 2, &info)); /* an optional tensor: its tensor's shape */
+  CHECK(strcmp(info.name, "opt") == 0 && info.elem_type == OM_FLOAT && info.rank == 1 && info.dims[0] == -1);
   OK(om_session_input_kind(s, 2, &kind));
   CHECK(kind == OM_TYPE_OPTIONAL_TENSOR);
   OK(om_session_output_kind(s, 1, &kind));
@@ -815,7 +873,9 @@ static void test_sequences_and_optionals(void) {
   CHECK(bad == NULL);
   ERR(om_value_create_sequence(OM_FLOAT, NULL, 1, &bad), OM_INVALID_ARGUMENT, "items is NULL");
   ERR(om_value_create_sequence(999, items, 0, &bad), OM_INVALID_ARGUMENT, "unknown element type 999");
-  ERR(om_value_create_sequence(OM_STRING, NULL, 0, &bad), OM_NOT_IMPLEMENTED, "string tensors");
+  OK(om_value_create_sequence(OM_STRING, NULL, 0, &bad)); /* an empty sequence of strings */
+  om_value_free(bad);
+  bad = NULL;
   bad = (om_value*)&bad; /* set to NULL on error, even for a NULL argument */
   ERR(om_value_create_tensor(NULL, &bad), OM_INVALID_ARGUMENT, "tensor is NULL");
   CHECK(bad == NULL);
@@ -834,7 +894,7 @@ static void test_sequences_and_optionals(void) {
   const char* out_names[4] = {"maybe", "longer", "count", "has"};
   om_value* outs[4] = {NULL, NULL, NULL, NULL};
   OK(om_session_run_values(s, in_names, ins, 3, out_names, outs, 4));
-  om_value_kind vk = OM_VALUE_TENSOR;
+  int32_t vk = OM_VALUE_TENSOR;
   size_t n = 0;
   int32_t et = 0;
   OK(om_value_get_kind(outs[0], &vk));
@@ -935,6 +995,415 @@ static void test_sequences_and_optionals(void) {
   om_tensor_free(ta);
   om_tensor_free(tb);
   om_tensor_free(tx);
+  om_session_free(s);
+}
+
+/* om_session_run_values copies only the outputs asked for: sequence.onnx's
+ * `longer` (3 MB of items) over a 2 MB memory limit fails when asked for, and
+ * does not stop a run that asks only for `count`. */
+static void test_run_values_copies_what_is_asked(void) {
+  om_session_options* options = NULL;
+  OK(om_session_options_create(&options));
+  OK(om_session_options_set_memory_limit(options, 2u << 20));
+  om_session* s = NULL;
+  OK(om_session_create(path_of("capi/sequence.onnx"), options, &s));
+  om_session_options_free(options);
+  if (s == NULL) return;
+  const int64_t n = 1 << 18; /* 1 MB of float */
+  float* memory = (float*)calloc(3 * (size_t)n, sizeof(float));
+  om_tensor *ta = NULL, *tb = NULL, *tx = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, &n, 1, memory, (size_t)n * sizeof(float), &ta));
+  OK(om_tensor_wrap(OM_FLOAT, &n, 1, memory + n, (size_t)n * sizeof(float), &tb));
+  OK(om_tensor_wrap(OM_FLOAT, &n, 1, memory + 2 * n, (size_t)n * sizeof(float), &tx));
+  const om_tensor* items[2] = {ta, tb};
+  om_value *seq = NULL, *vx = NULL, *none = NULL;
+  OK(om_value_create_sequence(OM_FLOAT, items, 2, &seq));
+  OK(om_value_create_tensor(tx, &vx));
+  OK(om_value_create_none(&none));
+  const char* in_names[3] = {"x", "seq", "opt"};
+  const om_value* ins[3] = {vx, seq, none};
+  const char* longer_name[1] = {"longer"};
+  const char* count_name[1] = {"count"};
+  om_value* out[1] = {NULL};
+  ERR(om_session_run_values(s, in_names, ins, 3, longer_name, out, 1), OM_OUT_OF_MEMORY, "");
+  CHECK(out[0] == NULL);
+  OK(om_session_run_values(s, in_names, ins, 3, count_name, out, 1));
+  om_tensor* item = NULL;
+  const void* data = NULL;
+  if (out[0] != NULL) {
+    OK(om_value_get_tensor(out[0], 0, &item));
+    OK(om_tensor_const_data(item, &data));
+    CHECK(data != NULL && *(const int64_t*)data == 3);
+    om_tensor_free(item);
+  }
+  om_value_free(out[0]);
+  om_value_free(seq);
+  om_value_free(vx);
+  om_value_free(none);
+  om_tensor_free(ta);
+  om_tensor_free(tb);
+  om_tensor_free(tx);
+  free(memory);
+  om_session_free(s);
+}
+
+/* ---- string tensors (since 0.6) ---- */
+
+/* Element `i` of string tensor `t` is the `length` bytes of `want`. */
+static void expect_string(const om_tensor* t, int64_t i, const char* want, size_t length, int line) {
+  const char* data = NULL;
+  size_t got = 0;
+  om_status* st = om_tensor_get_string(t, i, &data, &got);
+  if (st != NULL || got != length || memcmp(data, want, length) != 0 || data[length] != '\0') {
+    fprintf(stderr, "capi_test.c:%d: string %ld is not \"%s\" (%zu bytes): %s\n", line, (long)i, want, length,
+            st ? om_status_message(st) : "other bytes");
+    ++failures;
+  }
+  om_status_free(st);
+}
+#define CHECK_STRING(t, i, want) expect_string((t), (i), (want), strlen(want), __LINE__)
+
+static void test_string_tensors(void) {
+  const int64_t dims[2] = {2, 2};
+  const char* words[4] = {"one", "", "three", "four"};
+  om_tensor* t = NULL;
+  OK(om_tensor_create_strings(dims, 2, words, NULL, 4, &t));
+  int32_t type = 0;
+  int64_t count = 0;
+  OK(om_tensor_elem_type(t, &type));
+  OK(om_tensor_element_count(t, &count));
+  CHECK(type == OM_STRING && count == 4);
+  for (int i = 0; i < 4; ++i) CHECK_STRING(t, i, words[i]);
+  /* Elements are copied: the caller's strings may go. Set, with NUL bytes. */
+  OK(om_tensor_set_string(t, 1, "a\0b", 3));
+  expect_string(t, 1, "a\0b", 3, __LINE__);
+  OK(om_tensor_set_string(t, 0, NULL, 0));
+  CHECK_STRING(t, 0, "");
+  CHECK_STRING(t, 2, "three");
+
+  /* Errors, each leaving the outputs and the element alone. */
+  const char* data = "untouched";
+  size_t length = 99;
+  ERR(om_tensor_get_string(t, 4, &data, &length), OM_INVALID_ARGUMENT, "string index 4 is out of range (the tensor has 4");
+  ERR(om_tensor_get_string(t, -1, &data, &length), OM_INVALID_ARGUMENT, "string index -1 is out of range");
+  CHECK(strcmp(data, "untouched") == 0 && length == 99);
+  ERR(om_tensor_set_string(t, 4, "x", 1), OM_INVALID_ARGUMENT, "string index 4 is out of range");
+  ERR(om_tensor_set_string(t, 2, NULL, 1), OM_INVALID_ARGUMENT, "data is NULL");
+  CHECK_STRING(t, 2, "three");
+  ERR(om_tensor_get_string(NULL, 0, &data, &length), OM_INVALID_ARGUMENT, "tensor is NULL");
+  ERR(om_tensor_get_string(t, 0, NULL, &length), OM_INVALID_ARGUMENT, "data is NULL");
+  ERR(om_tensor_get_string(t, 0, &data, NULL), OM_INVALID_ARGUMENT, "length is NULL");
+  ERR(om_tensor_set_string(NULL, 0, "x", 1), OM_INVALID_ARGUMENT, "tensor is NULL");
+  void* raw = NULL;
+  const void* const_raw = NULL;
+  size_t bytes = 0;
+  ERR(om_tensor_data(t, &raw), OM_INVALID_ARGUMENT, "om_tensor_get_string");
+  ERR(om_tensor_const_data(t, &const_raw), OM_INVALID_ARGUMENT, "om_tensor_get_string");
+  ERR(om_tensor_byte_size(t, &bytes), OM_INVALID_ARGUMENT, "a string tensor has no byte size");
+  CHECK(raw == NULL && const_raw == NULL && bytes == 0);
+  om_tensor* numbers = NULL;
+  OK(om_tensor_create(OM_FLOAT, dims, 2, &numbers));
+  ERR(om_tensor_get_string(numbers, 0, &data, &length), OM_INVALID_ARGUMENT, "the tensor is float, not a string tensor");
+  ERR(om_tensor_set_string(numbers, 0, "x", 1), OM_INVALID_ARGUMENT, "not a string tensor");
+  om_tensor_free(numbers);
+  om_tensor_free(t);
+
+  om_tensor* bad = (om_tensor*)&bad;
+  ERR(om_tensor_create_strings(dims, 2, words, NULL, 3, &bad), OM_INVALID_ARGUMENT,
+      "count is 3 but shape [2,2] has 4 elements");
+  CHECK(bad == NULL);
+  const char* holes[2] = {"x", NULL};
+  const size_t hole_lengths[2] = {1, 0};
+  const int64_t two = 2;
+  ERR(om_tensor_create_strings(&two, 1, holes, NULL, 2, &bad), OM_INVALID_ARGUMENT, "string 1 is NULL");
+  ERR(om_tensor_create_strings(&two, 1, NULL, NULL, 2, &bad), OM_INVALID_ARGUMENT, "strings is NULL");
+  ERR(om_tensor_create_strings(&two, 1, words, NULL, 2, NULL), OM_INVALID_ARGUMENT, "out is NULL");
+  OK(om_tensor_create_strings(&two, 1, holes, hole_lengths, 2, &t)); /* NULL for a length of 0 */
+  CHECK_STRING(t, 0, "x");
+  CHECK_STRING(t, 1, "");
+  om_tensor_free(t);
+  OK(om_tensor_create_strings(NULL, 0, words, NULL, 1, &t)); /* a scalar */
+  CHECK_STRING(t, 0, "one");
+  om_tensor_free(t);
+  const int64_t none[1] = {0};
+  OK(om_tensor_create_strings(none, 1, NULL, NULL, 0, &t)); /* empty */
+  ERR(om_tensor_get_string(t, 0, &data, &length), OM_INVALID_ARGUMENT, "out of range (the tensor has 0");
+  om_tensor_free(t);
+  /* om_tensor_create makes empty strings. */
+  OK(om_tensor_create(OM_STRING, dims, 2, &t));
+  for (int i = 0; i < 4; ++i) CHECK_STRING(t, i, "");
+  om_tensor_free(t);
+}
+
+static void test_string_runs(void) {
+  /* strings.onnx: upper = StringNormalizer(text, UPPER), match = RegexFullMatch(text, "[a-z]+"),
+   * joined = StringConcat(text, "!"), same = Identity(text); text string [n]. */
+  om_session* s = load("capi/strings.onnx");
+  om_value_info info;
+  OK(om_session_input_info(s, 0, &info));
+  CHECK(info.elem_type == OM_STRING && info.rank == 1);
+  const char* words[5] = {"abc", "Hello", "x y", "", "a\0b"};
+  const size_t lengths[5] = {3, 5, 3, 0, 3};
+  const int64_t five = 5;
+  om_tensor* text = NULL;
+  OK(om_tensor_create_strings(&five, 1, words, lengths, 5, &text));
+  const char* in_names[1] = {"text"};
+  const om_tensor* ins[1] = {text};
+  const char* out_names[4] = {"upper", "match", "joined", "same"};
+  om_tensor* outs[4] = {NULL, NULL, NULL, NULL};
+  OK(om_session_run(s, in_names, ins, 1, out_names, outs, 4));
+  CHECK_STRING(outs[0], 0, "ABC");
+  CHECK_STRING(outs[0], 1, "HELLO");
+  CHECK_STRING(outs[0], 2, "X Y");
+  CHECK_STRING(outs[0], 3, "");
+  const void* data = NULL;
+  OK(om_tensor_const_data(outs[1], &data));
+  const unsigned char* match = (const unsigned char*)data;
+  CHECK(match[0] == 1 && match[1] == 0 && match[2] == 0 && match[3] == 0 && match[4] == 0);
+  CHECK_STRING(outs[2], 0, "abc!");
+  CHECK_STRING(outs[2], 3, "!");
+  expect_string(outs[2], 4, "a\0b!", 4, __LINE__);
+  expect_string(outs[3], 4, "a\0b", 3, __LINE__);
+  CHECK_STRING(outs[3], 1, "Hello");
+  /* The results are the caller's: setting one leaves the input alone. */
+  OK(om_tensor_set_string(outs[3], 0, "changed", 7));
+  CHECK_STRING(text, 0, "abc");
+  for (int k = 0; k < 4; ++k) om_tensor_free(outs[k]);
+
+  /* Bound string outputs: the run replaces their elements. */
+  om_tensor *upper = NULL, *same = NULL;
+  OK(om_tensor_create(OM_STRING, &five, 1, &upper));
+  const char* stale[5] = {"s", "t", "a", "l", "e"};
+  OK(om_tensor_create_strings(&five, 1, stale, NULL, 5, &same));
+  om_tensor* bound[2] = {upper, same};
+  const char* bound_names[2] = {"upper", "same"};
+  OK(om_session_run(s, in_names, ins, 1, bound_names, bound, 2));
+  CHECK(bound[0] == upper && bound[1] == same);
+  CHECK_STRING(upper, 1, "HELLO");
+  CHECK_STRING(upper, 3, "");
+  CHECK_STRING(same, 0, "abc");
+  CHECK_STRING(same, 3, "");
+  expect_string(same, 4, "a\0b", 3, __LINE__);
+  /* A bound output that does not fit, or is not a string tensor: nothing written. */
+  const int64_t four = 4;
+  om_tensor *short_out = NULL, *floats = NULL;
+  OK(om_tensor_create(OM_STRING, &four, 1, &short_out));
+  OK(om_tensor_create(OM_FLOAT, &five, 1, &floats));
+  om_tensor* wrong[2] = {same, short_out};
+  const char* wrong_names[2] = {"same", "upper"};
+  OK(om_tensor_set_string(same, 0, "kept", 4));
+  ERR(om_session_run(s, in_names, ins, 1, wrong_names, wrong, 2), OM_INVALID_ARGUMENT,
+      "output 'upper': the caller's buffer is string[4] but the output is string[n]");
+  CHECK_STRING(same, 0, "kept");
+  wrong[1] = floats;
+  ERR(om_session_run(s, in_names, ins, 1, wrong_names, wrong, 2), OM_INVALID_ARGUMENT,
+      "the caller's buffer is float[5] but the output is string");
+  om_tensor_free(short_out);
+  om_tensor_free(floats);
+  om_tensor_free(upper);
+  om_tensor_free(same);
+
+  /* The input tensor itself bound as outputs: `upper` written into it, `same` (its
+   * Identity) keeps the values from before the run. */
+  om_tensor* copy = NULL;
+  OK(om_tensor_create_strings(&five, 1, words, lengths, 5, &copy));
+  const om_tensor* copy_in[1] = {copy};
+  om_tensor* into_input[1] = {copy};
+  const char* upper_name[1] = {"upper"};
+  OK(om_session_run(s, in_names, copy_in, 1, upper_name, into_input, 1));
+  CHECK_STRING(copy, 0, "ABC");
+  CHECK_STRING(copy, 1, "HELLO");
+  const char* same_name[1] = {"same"};
+  OK(om_session_run(s, in_names, copy_in, 1, same_name, into_input, 1));
+  CHECK_STRING(copy, 0, "ABC");
+  CHECK_STRING(copy, 2, "X Y");
+  om_tensor_free(copy);
+
+  /* A string tensor where float is declared, and a float tensor where string is. */
+  om_tensor* x = NULL;
+  OK(om_tensor_create(OM_FLOAT, &five, 1, &x));
+  ins[0] = x;
+  om_tensor* one_out[1] = {NULL};
+  ERR(om_session_run(s, in_names, ins, 1, out_names, one_out, 1), OM_INVALID_ARGUMENT,
+      "input 'text' must be string, got float");
+  CHECK(one_out[0] == NULL);
+  om_tensor_free(x);
+  om_session* d = load("default.onnx");
+  const int64_t dims24[2] = {2, 4};
+  om_tensor* strings24 = NULL;
+  OK(om_tensor_create(OM_STRING, dims24, 2, &strings24));
+  const char* x_name[1] = {"x"};
+  const om_tensor* x_in[1] = {strings24};
+  const char* y_name[1] = {"y"};
+  ERR(om_session_run(d, x_name, x_in, 1, y_name, one_out, 1), OM_INVALID_ARGUMENT, "must be float, got string");
+  om_tensor_free(strings24);
+  om_session_free(d);
+
+  /* The same model through om_session_run_values. */
+  om_value* vtext = NULL;
+  OK(om_value_create_tensor(text, &vtext));
+  const om_value* vins[1] = {vtext};
+  om_value* vouts[2] = {NULL, NULL};
+  const char* vnames[2] = {"joined", "upper"};
+  OK(om_session_run_values(s, in_names, vins, 1, vnames, vouts, 2));
+  om_tensor* item = NULL;
+  int32_t et = 0;
+  OK(om_value_elem_type(vouts[0], &et));
+  CHECK(et == OM_STRING);
+  OK(om_value_get_tensor(vouts[0], 0, &item));
+  CHECK_STRING(item, 1, "Hello!");
+  om_tensor_free(item);
+  OK(om_value_get_tensor(vouts[1], 0, &item));
+  CHECK_STRING(item, 2, "X Y");
+  om_tensor_free(item);
+  om_value_free(vouts[0]);
+  om_value_free(vouts[1]);
+  om_value_free(vtext);
+  om_session_free(s);
+
+  /* string_sequence.onnx: longer = SequenceInsert(seq, text), count = SequenceLength(longer). */
+  s = load("capi/string_sequence.onnx");
+  OK(om_session_input_info(s, 1, &info));
+  CHECK(info.elem_type == OM_STRING);
+  const char* first[2] = {"a", "bb"};
+  const char* second[1] = {"ccc"};
+  const int64_t two = 2, one = 1;
+  om_tensor *ta = NULL, *tb = NULL;
+  OK(om_tensor_create_strings(&two, 1, first, NULL, 2, &ta));
+  OK(om_tensor_create_strings(&one, 1, second, NULL, 1, &tb));
+  const om_tensor* items[2] = {ta, tb};
+  om_value *seq = NULL, *bad = NULL;
+  ERR(om_value_create_sequence(OM_FLOAT, items, 2, &bad), OM_INVALID_ARGUMENT, "item 0 is string");
+  OK(om_value_create_sequence(OM_STRING, items, 2, &seq));
+  om_tensor_free(ta); /* the sequence keeps its items */
+  om_tensor_free(tb);
+  OK(om_value_create_tensor(text, &vtext));
+  const char* seq_in_names[2] = {"seq", "text"};
+  const om_value* seq_ins[2] = {seq, vtext};
+  const char* seq_out_names[2] = {"longer", "count"};
+  om_value* seq_outs[2] = {NULL, NULL};
+  OK(om_session_run_values(s, seq_in_names, seq_ins, 2, seq_out_names, seq_outs, 2));
+  size_t n = 0;
+  OK(om_value_tensor_count(seq_outs[0], &n));
+  OK(om_value_elem_type(seq_outs[0], &et));
+  CHECK(n == 3 && et == OM_STRING);
+  OK(om_value_get_tensor(seq_outs[0], 0, &item));
+  CHECK_STRING(item, 1, "bb");
+  om_tensor_free(item);
+  OK(om_value_get_tensor(seq_outs[0], 1, &item));
+  CHECK_STRING(item, 0, "ccc");
+  om_tensor_free(item);
+  OK(om_value_get_tensor(seq_outs[0], 2, &item));
+  CHECK_STRING(item, 1, "Hello");
+  expect_string(item, 4, "a\0b", 3, __LINE__);
+  om_tensor_free(item);
+  OK(om_value_get_tensor(seq_outs[1], 0, &item));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(*(const int64_t*)data == 3);
+  om_tensor_free(item);
+  om_value_free(seq_outs[0]);
+  om_value_free(seq_outs[1]);
+  om_value_free(seq);
+  om_value_free(vtext);
+  om_tensor_free(text);
+  om_session_free(s);
+}
+
+/* ---- model metadata (since 0.6) ---- */
+
+static void test_metadata(void) {
+  /* metadata.onnx sets every field; metadata_none.onnx none (no producer, no graph name). */
+  om_session* s = load("capi/metadata.onnx");
+  om_model_metadata m;
+  memset(&m, 0, sizeof m);
+  OK(om_session_metadata(s, &m));
+  CHECK(strcmp(m.producer_name, "capi-test") == 0);
+  CHECK(strcmp(m.producer_version, "1.2.3") == 0);
+  CHECK(strcmp(m.domain, "org.example") == 0);
+  CHECK(strcmp(m.description, "A model with every metadata field.") == 0);
+  CHECK(strcmp(m.graph_name, "negate") == 0);
+  CHECK(strcmp(m.graph_description, "Negates x.") == 0);
+  CHECK(m.version == 42);
+  CHECK(m.custom_count == 2);
+  if (m.custom_count == 2) {
+    CHECK(strcmp(m.custom_keys[0], "author") == 0 && strcmp(m.custom_values[0], "onnx-mini") == 0);
+    CHECK(strcmp(m.custom_keys[1], "license") == 0 && strcmp(m.custom_values[1], "MIT") == 0);
+  }
+  CHECK(m.opset_count == 2);
+  if (m.opset_count == 2) {
+    CHECK(strcmp(m.opset_domains[0], "") == 0 && m.opset_versions[0] == 17);
+    CHECK(strcmp(m.opset_domains[1], "com.example") == 0 && m.opset_versions[1] == 3);
+  }
+  /* The same answer again; the errors write nothing. */
+  om_model_metadata again;
+  OK(om_session_metadata(s, &again));
+  CHECK(again.producer_name == m.producer_name && again.custom_keys == m.custom_keys);
+  ERR(om_session_metadata(NULL, &m), OM_INVALID_ARGUMENT, "session is NULL");
+  ERR(om_session_metadata(s, NULL), OM_INVALID_ARGUMENT, "out is NULL");
+  CHECK(strcmp(m.producer_name, "capi-test") == 0);
+  om_session_free(s);
+
+  s = load("capi/metadata_none.onnx");
+  OK(om_session_metadata(s, &m));
+  CHECK(strcmp(m.producer_name, "") == 0 && strcmp(m.producer_version, "") == 0 && strcmp(m.domain, "") == 0);
+  CHECK(strcmp(m.description, "") == 0 && strcmp(m.graph_name, "") == 0 && strcmp(m.graph_description, "") == 0);
+  CHECK(m.version == 0 && m.custom_count == 0);
+  CHECK(m.opset_count == 1 && strcmp(m.opset_domains[0], "") == 0 && m.opset_versions[0] == 17);
+  om_session_free(s);
+}
+
+/* ---- a declared scalar given as shape [1] (since 0.6) ---- */
+
+static void test_scalar_as_shape_one(void) {
+  /* scalar.onnx: y = Mul(x, s), id = Identity(s); x float [3], s a float scalar. */
+  om_session* s = load("capi/scalar.onnx");
+  if (s == NULL) return;
+  float x[3] = {1, 2, 3}, sr[2] = {4, 4};
+  const int64_t three = 3, one = 1, two = 2;
+  om_tensor *tx = NULL, *ts = NULL, *bad = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, &three, 1, x, sizeof x, &tx));
+  OK(om_tensor_wrap(OM_FLOAT, &one, 1, sr, sizeof(float), &ts));
+  const char* in_names[2] = {"x", "s"};
+  const om_tensor* ins[2] = {tx, ts};
+  const char* out_names[2] = {"y", "id"};
+  om_tensor* outs[2] = {NULL, NULL};
+  OK(om_session_run(s, in_names, ins, 2, out_names, outs, 2));
+  const void* data = NULL;
+  const int64_t* dims = NULL;
+  size_t rank = 9;
+  if (outs[0] != NULL && outs[1] != NULL) {
+    OK(om_tensor_const_data(outs[0], &data));
+    CHECK(((const float*)data)[0] == 4 && ((const float*)data)[2] == 12);
+    OK(om_tensor_shape(outs[1], &dims, &rank));
+    CHECK(rank == 0); /* the scalar, as declared */
+  }
+  om_tensor_free(outs[0]);
+  om_tensor_free(outs[1]);
+  /* om_session_run_values too. */
+  om_value *vx = NULL, *vs = NULL;
+  OK(om_value_create_tensor(tx, &vx));
+  OK(om_value_create_tensor(ts, &vs));
+  const om_value* vins[2] = {vx, vs};
+  om_value* vouts[1] = {NULL};
+  OK(om_session_run_values(s, in_names, vins, 2, out_names, vouts, 1));
+  om_tensor* item = NULL;
+  OK(om_value_get_tensor(vouts[0], 0, &item));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(((const float*)data)[1] == 8);
+  om_tensor_free(item);
+  om_value_free(vouts[0]);
+  om_value_free(vx);
+  om_value_free(vs);
+  /* Only exactly [1]. */
+  OK(om_tensor_wrap(OM_FLOAT, &two, 1, sr, sizeof sr, &bad));
+  ins[1] = bad;
+  outs[0] = NULL;
+  ERR(om_session_run(s, in_names, ins, 2, out_names, outs, 1), OM_INVALID_ARGUMENT,
+      "input 's' must have shape float[], got [2]");
+  CHECK(outs[0] == NULL);
+  om_tensor_free(bad);
+  om_tensor_free(tx);
+  om_tensor_free(ts);
   om_session_free(s);
 }
 
@@ -1434,9 +1903,15 @@ int main(int argc, char** argv) {
   test_cache_in_place();
   test_threads();
   test_custom_op();
+  test_custom_op_registration();
   test_custom_op_late_shape();
   test_custom_op_bool_bytes();
   test_sequences_and_optionals();
+  test_run_values_copies_what_is_asked();
+  test_string_tensors();
+  test_string_runs();
+  test_metadata();
+  test_scalar_as_shape_one();
   test_run_options();
   test_aliasing();
   test_bool_bytes();
