@@ -20,6 +20,7 @@
 #include "runtime/loader.h"
 #include "runtime/registry.h"
 #include "runtime/session.h"
+#include "runtime/status_macros.h"
 
 using namespace onnx_mini;
 
@@ -141,8 +142,14 @@ absl::StatusOr<Shape> ShapeFrom(const int64_t* dims, size_t rank) {
 
 absl::Status CheckElemType(int32_t code) {
   if (!IsValidDType(code)) return absl::InvalidArgumentError(absl::StrCat("unknown element type ", code));
+  return absl::OkStatus();
+}
+
+// Where string elements cannot go: caller memory (om_tensor_wrap) and custom ops.
+absl::Status CheckNumericElemType(int32_t code, absl::string_view where) {
+  RETURN_IF_ERROR(CheckElemType(code));
   if (DType(code) == DType::kString)
-    return absl::UnimplementedError("not implemented: string tensors through the C API");
+    return absl::InvalidArgumentError(absl::StrCat("string tensors cannot be ", where));
   return absl::OkStatus();
 }
 
@@ -421,7 +428,7 @@ RunOptions ToRunOptions(const om_run_options* options) {
 
 extern "C" {
 
-const char* om_version(void) { return "0.5.0"; }
+const char* om_version(void) { return "0.6.0"; }
 
 om_status* om_status_create(om_status_code code, const char* message) {
   return MakeStatus(code, message ? message : "");
@@ -457,7 +464,8 @@ om_status* om_tensor_wrap(int32_t elem_type, const int64_t* dims, size_t rank, v
   return Guard([&]() -> om_status* {
     OM_REQUIRE(out);
     *out = nullptr;
-    if (absl::Status s = CheckElemType(elem_type); !s.ok()) return FromAbsl(s);
+    if (absl::Status s = CheckNumericElemType(elem_type, "wrapped (use om_tensor_create_strings)"); !s.ok())
+      return FromAbsl(s);
     absl::StatusOr<Shape> shape = ShapeFrom(dims, rank);
     if (!shape.ok()) return FromAbsl(shape.status());
     const size_t needed = StorageBytes(DType(elem_type), ElementCount(*shape));
@@ -506,7 +514,8 @@ om_status* om_tensor_data(om_tensor* tensor, void** data) {
   OM_REQUIRE(tensor);
   OM_REQUIRE(data);
   if (tensor->tensor.dtype() == DType::kString)
-    return MakeStatus(OM_NOT_IMPLEMENTED, "not implemented: string tensors through the C API");
+    return Invalid("a string tensor has no element memory to hand out: read and write its elements with "
+                   "om_tensor_get_string and om_tensor_set_string");
   *data = tensor->tensor.raw();
   return nullptr;
 }
@@ -522,8 +531,80 @@ om_status* om_tensor_const_data(const om_tensor* tensor, const void** data) {
 om_status* om_tensor_byte_size(const om_tensor* tensor, size_t* bytes) {
   OM_REQUIRE(tensor);
   OM_REQUIRE(bytes);
+  if (tensor->tensor.dtype() == DType::kString)
+    return Invalid("a string tensor has no byte size: its elements are strings of their own lengths "
+                   "(om_tensor_get_string)");
   *bytes = tensor->tensor.bytes();
   return nullptr;
+}
+
+// ---- String tensors ----
+
+namespace {
+// Element `index` of a string tensor, or an error naming what is wrong.
+om_status* StringElement(const om_tensor* tensor, int64_t index, std::string** element) {
+  const Tensor& t = tensor->tensor;
+  if (t.dtype() != DType::kString)
+    return Invalid(absl::StrCat("the tensor is ", LowerName(t.dtype()), ", not a string tensor"));
+  if (index < 0 || index >= t.size())
+    return Invalid(absl::StrCat("string index ", index, " is out of range (the tensor has ", t.size(),
+                                " elements)"));
+  // Elements are std::string objects; a const handle's are read only through get.
+  *element = const_cast<std::string*>(t.data<std::string>()) + index;
+  return nullptr;
+}
+}  // namespace
+
+om_status* om_tensor_create_strings(const int64_t* dims, size_t rank, const char* const* strings,
+                                    const size_t* lengths, size_t count, om_tensor** out) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(out);
+    *out = nullptr;
+    absl::StatusOr<Shape> shape = ShapeFrom(dims, rank);
+    if (!shape.ok()) return FromAbsl(shape.status());
+    if (uint64_t(ElementCount(*shape)) != uint64_t(count))
+      return Invalid(absl::StrCat("count is ", count, " but shape ", ShapeToString(*shape), " has ",
+                                  ElementCount(*shape), " elements"));
+    if (count > 0 && strings == nullptr) return Invalid("strings is NULL");
+    for (size_t i = 0; i < count; ++i)
+      if (strings[i] == nullptr && (lengths == nullptr || lengths[i] != 0))
+        return Invalid(absl::StrCat("string ", i, " is NULL"));
+    absl::StatusOr<Tensor> t = Tensor::Make(DType::kString, *std::move(shape));
+    if (!t.ok()) return FromAbsl(t.status());
+    std::string* elements = t->data<std::string>();
+    for (size_t i = 0; i < count; ++i) {
+      if (lengths == nullptr) elements[i] = strings[i];
+      else if (lengths[i] > 0) elements[i].assign(strings[i], lengths[i]);
+    }
+    *out = new om_tensor{*std::move(t)};
+    return nullptr;
+  });
+}
+
+om_status* om_tensor_get_string(const om_tensor* tensor, int64_t index, const char** data, size_t* length) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(tensor);
+    OM_REQUIRE(data);
+    OM_REQUIRE(length);
+    std::string* element = nullptr;
+    if (om_status* st = StringElement(tensor, index, &element)) return st;
+    *data = element->c_str();
+    *length = element->size();
+    return nullptr;
+  });
+}
+
+om_status* om_tensor_set_string(om_tensor* tensor, int64_t index, const char* data, size_t length) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(tensor);
+    if (data == nullptr && length > 0) return Invalid("data is NULL");
+    std::string* element = nullptr;
+    if (om_status* st = StringElement(tensor, index, &element)) return st;
+    // assign leaves the element as it was if it throws (out of memory).
+    if (length == 0) element->clear();
+    else element->assign(data, length);
+    return nullptr;
+  });
 }
 
 // ---- Options ----
@@ -1020,7 +1101,7 @@ om_status* om_infer_set_output(om_infer_context* context, size_t index, int32_t 
     InferContext& ctx = *context->ctx;
     if (index >= ctx.num_outputs())
       return Invalid(absl::StrCat(ctx.node().Describe(), ": output ", index, " does not exist"));
-    if (absl::Status s = CheckElemType(elem_type); !s.ok()) return FromAbsl(s);
+    if (absl::Status s = CheckNumericElemType(elem_type, "custom op outputs"); !s.ok()) return FromAbsl(s);
     if (rank > size_t(kMaxRank) || (rank > 0 && dims == nullptr))
       return Invalid(absl::StrCat(ctx.node().Describe(), ": output ", index, " has a bad shape"));
     ValueType t;

@@ -13,7 +13,9 @@
  *   allocated is reported as a status.
  * - Element types are the ONNX TensorProto.DataType codes (1 = float,
  *   7 = int64, 9 = bool, 10 = float16, 16 = bfloat16, ...). String tensors
- *   (code 8) cannot cross this interface.
+ *   (code 8, since 0.6) are read and written element by element
+ *   (om_tensor_create_strings, om_tensor_get_string, om_tensor_set_string),
+ *   not through a data pointer; custom ops do not take them.
  * - Strings returned by the library are owned by the object they come from and
  *   stay valid while it lives.
  *
@@ -39,7 +41,7 @@ extern "C" {
 #endif
 
 #define OM_VERSION_MAJOR 0
-#define OM_VERSION_MINOR 5
+#define OM_VERSION_MINOR 6
 #define OM_VERSION_PATCH 0
 
 /* The library's version, "MAJOR.MINOR.PATCH" (of the library loaded, which
@@ -88,11 +90,13 @@ const char* om_elem_type_name(int32_t elem_type);
 typedef struct om_tensor om_tensor;
 
 /* A new tensor that owns zero-filled, 64-byte aligned memory. `dims` holds
- * `rank` non-negative sizes (may be NULL when rank is 0: a scalar). */
+ * `rank` non-negative sizes (may be NULL when rank is 0: a scalar). An
+ * OM_STRING tensor holds empty strings. */
 om_status* om_tensor_create(int32_t elem_type, const int64_t* dims, size_t rank, om_tensor** out);
 /* A tensor over the caller's memory, without copying: `data` must hold at
  * least the tensor's byte size (`byte_size` says how much it holds) and stay
- * valid until the tensor is freed. Packed 4- and 2-bit types store two or
+ * valid until the tensor is freed. Not for OM_STRING (OM_INVALID_ARGUMENT):
+ * use om_tensor_create_strings. Packed 4- and 2-bit types store two or
  * four elements per byte, the first in the low bits.
  *
  * Alignment: `data` must be aligned to the element's C type: its size for a
@@ -114,12 +118,38 @@ om_status* om_tensor_elem_type(const om_tensor* tensor, int32_t* elem_type);
 om_status* om_tensor_shape(const om_tensor* tensor, const int64_t** dims, size_t* rank);
 /* The number of elements. */
 om_status* om_tensor_element_count(const om_tensor* tensor, int64_t* count);
-/* The element memory (the caller's memory for a wrapped tensor). */
+/* The element memory (the caller's memory for a wrapped tensor).
+ * OM_INVALID_ARGUMENT for a string tensor (om_tensor_get_string). */
 om_status* om_tensor_data(om_tensor* tensor, void** data);
 /* The same, read-only: for the const tensors a custom op's inputs are. */
 om_status* om_tensor_const_data(const om_tensor* tensor, const void** data);
-/* The size of the element memory in bytes. */
+/* The size of the element memory in bytes. A string tensor has no element
+ * memory of its own to copy: OM_INVALID_ARGUMENT (each element's length
+ * comes from om_tensor_get_string). */
 om_status* om_tensor_byte_size(const om_tensor* tensor, size_t* bytes);
+
+/* ---- String tensors (since 0.6) ---------------------------------------------- */
+
+/* A new string tensor (OM_STRING) of `count` elements, `count` equal to the
+ * product of the `rank` dims: element i (row-major) is copied from strings[i],
+ * lengths[i] bytes, which may include NUL bytes; `lengths` NULL: each
+ * strings[i] is NUL-terminated. strings[i] may be NULL only for a length of 0.
+ * OM_INVALID_ARGUMENT for a count that is not the dims' product or a NULL
+ * string; *out is NULL on error. Free it with om_tensor_free. Since 0.6. */
+om_status* om_tensor_create_strings(const int64_t* dims, size_t rank, const char* const* strings,
+                                    const size_t* lengths, size_t count, om_tensor** out);
+/* Element `index` (row-major, 0 to count - 1) of a string tensor: *data
+ * points at its *length bytes, followed by a NUL byte (the element may hold
+ * NUL bytes too: trust *length). The bytes are owned by the tensor and stay
+ * valid until that element is set again or the tensor (and every handle
+ * sharing its elements) is freed. OM_INVALID_ARGUMENT for an index out of
+ * range or a tensor of another element type; nothing written then. Since 0.6. */
+om_status* om_tensor_get_string(const om_tensor* tensor, int64_t index, const char** data, size_t* length);
+/* Sets element `index` of a string tensor to `length` bytes copied from
+ * `data` (NULL only for a length of 0). The same errors as
+ * om_tensor_get_string; the element is unchanged on error. Do not set an
+ * element of a tensor that is an input of a run in progress. Since 0.6. */
+om_status* om_tensor_set_string(om_tensor* tensor, int64_t index, const char* data, size_t length);
 
 /* ---- Session options -------------------------------------------------------- */
 
@@ -239,6 +269,10 @@ om_status* om_session_output_info(const om_session* session, size_t index, om_va
  * overlap each other (nor be the same tensor): OM_INVALID_ARGUMENT, before
  * anything runs.
  *
+ * String tensors are inputs and outputs like any other (since 0.6): a bound
+ * string output is a string tensor of the result's shape (om_tensor_create
+ * with OM_STRING), whose elements the run replaces.
+ *
  * One session may run from many threads at once (with distinct bound outputs).
  * On error, the NULL output slots stay NULL. */
 om_status* om_session_run(const om_session* session, const char* const* input_names,
@@ -282,8 +316,8 @@ typedef enum om_value_kind {
 /* New values; *out is NULL on error. A value shares the memory of the
  * tensors it is made of (no copy): the om_tensor handles may be freed right
  * after the call, but memory wrapped with om_tensor_wrap must outlive the
- * value. A sequence's items must all have `elem_type` (not string); `count`
- * may be 0 (an empty sequence). */
+ * value. A sequence's items must all have `elem_type` (OM_STRING too, since
+ * 0.6); `count` may be 0 (an empty sequence). */
 om_status* om_value_create_tensor(const om_tensor* tensor, om_value** out);
 om_status* om_value_create_sequence(int32_t elem_type, const om_tensor* const* items, size_t count,
                                     om_value** out);

@@ -181,6 +181,78 @@ void BoolOps(const std::filesystem::path& path) {
   Write(path, m.Serialize());
 }
 
+// upper = StringNormalizer(text, UPPER), match = RegexFullMatch(text, "[a-z]+"),
+// joined = StringConcat(text, "!"), same = Identity(text); text string [n].
+void Strings(const std::filesystem::path& path) {
+  ModelBuilder m(20);
+  m.Input("text", DType::kString, {-1})
+      .Output("upper", DType::kString, {-1})
+      .Output("match", DType::kBool, {-1})
+      .Output("joined", DType::kString, {-1})
+      .Output("same", DType::kString, {-1});
+  NameDims(m.graph().mutable_input(0), {"n"});
+  for (int i = 0; i < 4; ++i) NameDims(m.graph().mutable_output(i), {"n"});
+  m.Initializer("bang", Tensor::FromVector<std::string>({"!"}, {}));
+  SetAttr(m.Node("StringNormalizer", {"text"}, {"upper"}), "case_change_action", std::string("UPPER"));
+  SetAttr(m.Node("RegexFullMatch", {"text"}, {"match"}), "pattern", std::string("[a-z]+"));
+  m.Node("StringConcat", {"text", "bang"}, {"joined"});
+  m.Node("Identity", {"text"}, {"same"});
+  Write(path, m.Serialize());
+}
+
+// A graph value of a sequence of string [?].
+void SetStringsType(onnx::ValueInfoProto* value, const std::string& name) {
+  value->set_name(name);
+  onnx::TypeProto::Tensor* tensor =
+      value->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type();
+  tensor->set_elem_type(int32_t(DType::kString));
+  tensor->mutable_shape()->add_dim();
+}
+
+// longer = SequenceInsert(seq, text), count = SequenceLength(longer):
+// seq a sequence of string [?], text string [n].
+void StringSequence(const std::filesystem::path& path) {
+  ModelBuilder m(20);
+  m.Input("text", DType::kString, {-1});
+  NameDims(m.graph().mutable_input(0), {"n"});
+  SetStringsType(m.graph().add_input(), "seq");
+  SetStringsType(m.graph().add_output(), "longer");
+  m.Output("count", DType::kInt64, {});
+  m.Node("SequenceInsert", {"seq", "text"}, {"longer"});
+  m.Node("SequenceLength", {"longer"}, {"count"});
+  Write(path, m.Serialize());
+}
+
+// y = Neg(x), x float [2]; with `every_field`, every metadata field of the
+// model set (producer, domain, doc strings, version, metadata_props, a
+// second opset import), else none of them (no producer, no graph name).
+void Metadata(const std::filesystem::path& path, bool every_field) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2}).Output("y", DType::kFloat, {2});
+  m.Node("Neg", {"x"}, {"y"});
+  onnx::ModelProto& model = m.proto();
+  if (every_field) {
+    model.set_producer_name("capi-test");
+    model.set_producer_version("1.2.3");
+    model.set_domain("org.example");
+    model.set_doc_string("A model with every metadata field.");
+    model.set_model_version(42);
+    m.graph().set_name("negate");
+    m.graph().set_doc_string("Negates x.");
+    auto* prop = model.add_metadata_props();
+    prop->set_key("author");
+    prop->set_value("onnx-mini");
+    prop = model.add_metadata_props();
+    prop->set_key("license");
+    prop->set_value("MIT");
+    m.Opset("com.example", 3);
+  } else {
+    model.clear_producer_name();
+    m.graph().clear_name();
+  }
+  Write(path, m.Serialize());
+}
+
 }  // namespace
 
 void WriteCapiModels(const std::filesystem::path& dir) {
@@ -195,6 +267,10 @@ void WriteCapiModels(const std::filesystem::path& dir) {
   CustomMask(dir / "custom_mask.onnx");
   Sequence(dir / "sequence.onnx");
   CountingLoop(dir / "loop.onnx");
+  Strings(dir / "strings.onnx");
+  StringSequence(dir / "string_sequence.onnx");
+  Metadata(dir / "metadata.onnx", true);
+  Metadata(dir / "metadata_none.onnx", false);
 }
 
 }  // namespace onnx_mini

@@ -135,7 +135,8 @@ static void test_tensors(void) {
   ERR(om_tensor_create(OM_FLOAT, dims, 2, NULL), OM_INVALID_ARGUMENT, "out is NULL");
   ERR(om_tensor_create(77, dims, 2, &t), OM_INVALID_ARGUMENT, "unknown element type 77");
   CHECK(t == NULL);
-  ERR(om_tensor_create(OM_STRING, dims, 2, &t), OM_NOT_IMPLEMENTED, "string");
+  ERR(om_tensor_wrap(OM_STRING, dims, 2, memory, sizeof memory, &t), OM_INVALID_ARGUMENT, "string tensors cannot be wrapped");
+  CHECK(t == NULL);
   const int64_t negative[2] = {2, -3};
   ERR(om_tensor_create(OM_FLOAT, negative, 2, &t), OM_INVALID_ARGUMENT, "dim 1 is -3");
   ERR(om_tensor_create(OM_FLOAT, NULL, 2, &t), OM_INVALID_ARGUMENT, "dims is NULL");
@@ -814,7 +815,9 @@ static void test_sequences_and_optionals(void) {
   CHECK(bad == NULL);
   ERR(om_value_create_sequence(OM_FLOAT, NULL, 1, &bad), OM_INVALID_ARGUMENT, "items is NULL");
   ERR(om_value_create_sequence(999, items, 0, &bad), OM_INVALID_ARGUMENT, "unknown element type 999");
-  ERR(om_value_create_sequence(OM_STRING, NULL, 0, &bad), OM_NOT_IMPLEMENTED, "string tensors");
+  OK(om_value_create_sequence(OM_STRING, NULL, 0, &bad)); /* an empty sequence of strings */
+  om_value_free(bad);
+  bad = NULL;
   bad = (om_value*)&bad; /* set to NULL on error, even for a NULL argument */
   ERR(om_value_create_tensor(NULL, &bad), OM_INVALID_ARGUMENT, "tensor is NULL");
   CHECK(bad == NULL);
@@ -934,6 +937,252 @@ static void test_sequences_and_optionals(void) {
   om_tensor_free(ta);
   om_tensor_free(tb);
   om_tensor_free(tx);
+  om_session_free(s);
+}
+
+/* ---- string tensors (since 0.6) ---- */
+
+/* Element `i` of string tensor `t` is the `length` bytes of `want`. */
+static void expect_string(const om_tensor* t, int64_t i, const char* want, size_t length, int line) {
+  const char* data = NULL;
+  size_t got = 0;
+  om_status* st = om_tensor_get_string(t, i, &data, &got);
+  if (st != NULL || got != length || memcmp(data, want, length) != 0 || data[length] != '\0') {
+    fprintf(stderr, "capi_test.c:%d: string %ld is not \"%s\" (%zu bytes): %s\n", line, (long)i, want, length,
+            st ? om_status_message(st) : "other bytes");
+    ++failures;
+  }
+  om_status_free(st);
+}
+#define CHECK_STRING(t, i, want) expect_string((t), (i), (want), strlen(want), __LINE__)
+
+static void test_string_tensors(void) {
+  const int64_t dims[2] = {2, 2};
+  const char* words[4] = {"one", "", "three", "four"};
+  om_tensor* t = NULL;
+  OK(om_tensor_create_strings(dims, 2, words, NULL, 4, &t));
+  int32_t type = 0;
+  int64_t count = 0;
+  OK(om_tensor_elem_type(t, &type));
+  OK(om_tensor_element_count(t, &count));
+  CHECK(type == OM_STRING && count == 4);
+  for (int i = 0; i < 4; ++i) CHECK_STRING(t, i, words[i]);
+  /* Elements are copied: the caller's strings may go. Set, with NUL bytes. */
+  OK(om_tensor_set_string(t, 1, "a\0b", 3));
+  expect_string(t, 1, "a\0b", 3, __LINE__);
+  OK(om_tensor_set_string(t, 0, NULL, 0));
+  CHECK_STRING(t, 0, "");
+  CHECK_STRING(t, 2, "three");
+
+  /* Errors, each leaving the outputs and the element alone. */
+  const char* data = "untouched";
+  size_t length = 99;
+  ERR(om_tensor_get_string(t, 4, &data, &length), OM_INVALID_ARGUMENT, "string index 4 is out of range (the tensor has 4");
+  ERR(om_tensor_get_string(t, -1, &data, &length), OM_INVALID_ARGUMENT, "string index -1 is out of range");
+  CHECK(strcmp(data, "untouched") == 0 && length == 99);
+  ERR(om_tensor_set_string(t, 4, "x", 1), OM_INVALID_ARGUMENT, "string index 4 is out of range");
+  ERR(om_tensor_set_string(t, 2, NULL, 1), OM_INVALID_ARGUMENT, "data is NULL");
+  CHECK_STRING(t, 2, "three");
+  ERR(om_tensor_get_string(NULL, 0, &data, &length), OM_INVALID_ARGUMENT, "tensor is NULL");
+  ERR(om_tensor_get_string(t, 0, NULL, &length), OM_INVALID_ARGUMENT, "data is NULL");
+  ERR(om_tensor_get_string(t, 0, &data, NULL), OM_INVALID_ARGUMENT, "length is NULL");
+  ERR(om_tensor_set_string(NULL, 0, "x", 1), OM_INVALID_ARGUMENT, "tensor is NULL");
+  void* raw = NULL;
+  const void* const_raw = NULL;
+  size_t bytes = 0;
+  ERR(om_tensor_data(t, &raw), OM_INVALID_ARGUMENT, "om_tensor_get_string");
+  ERR(om_tensor_const_data(t, &const_raw), OM_INVALID_ARGUMENT, "om_tensor_get_string");
+  ERR(om_tensor_byte_size(t, &bytes), OM_INVALID_ARGUMENT, "a string tensor has no byte size");
+  CHECK(raw == NULL && const_raw == NULL && bytes == 0);
+  om_tensor* numbers = NULL;
+  OK(om_tensor_create(OM_FLOAT, dims, 2, &numbers));
+  ERR(om_tensor_get_string(numbers, 0, &data, &length), OM_INVALID_ARGUMENT, "the tensor is float, not a string tensor");
+  ERR(om_tensor_set_string(numbers, 0, "x", 1), OM_INVALID_ARGUMENT, "not a string tensor");
+  om_tensor_free(numbers);
+  om_tensor_free(t);
+
+  om_tensor* bad = (om_tensor*)&bad;
+  ERR(om_tensor_create_strings(dims, 2, words, NULL, 3, &bad), OM_INVALID_ARGUMENT,
+      "count is 3 but shape [2,2] has 4 elements");
+  CHECK(bad == NULL);
+  const char* holes[2] = {"x", NULL};
+  const size_t hole_lengths[2] = {1, 0};
+  const int64_t two = 2;
+  ERR(om_tensor_create_strings(&two, 1, holes, NULL, 2, &bad), OM_INVALID_ARGUMENT, "string 1 is NULL");
+  ERR(om_tensor_create_strings(&two, 1, NULL, NULL, 2, &bad), OM_INVALID_ARGUMENT, "strings is NULL");
+  ERR(om_tensor_create_strings(&two, 1, words, NULL, 2, NULL), OM_INVALID_ARGUMENT, "out is NULL");
+  OK(om_tensor_create_strings(&two, 1, holes, hole_lengths, 2, &t)); /* NULL for a length of 0 */
+  CHECK_STRING(t, 0, "x");
+  CHECK_STRING(t, 1, "");
+  om_tensor_free(t);
+  OK(om_tensor_create_strings(NULL, 0, words, NULL, 1, &t)); /* a scalar */
+  CHECK_STRING(t, 0, "one");
+  om_tensor_free(t);
+  const int64_t none[1] = {0};
+  OK(om_tensor_create_strings(none, 1, NULL, NULL, 0, &t)); /* empty */
+  ERR(om_tensor_get_string(t, 0, &data, &length), OM_INVALID_ARGUMENT, "out of range (the tensor has 0");
+  om_tensor_free(t);
+  /* om_tensor_create makes empty strings. */
+  OK(om_tensor_create(OM_STRING, dims, 2, &t));
+  for (int i = 0; i < 4; ++i) CHECK_STRING(t, i, "");
+  om_tensor_free(t);
+}
+
+static void test_string_runs(void) {
+  /* strings.onnx: upper = StringNormalizer(text, UPPER), match = RegexFullMatch(text, "[a-z]+"),
+   * joined = StringConcat(text, "!"), same = Identity(text); text string [n]. */
+  om_session* s = load("capi/strings.onnx");
+  om_value_info info;
+  OK(om_session_input_info(s, 0, &info));
+  CHECK(info.elem_type == OM_STRING && info.rank == 1);
+  const char* words[5] = {"abc", "Hello", "x y", "", "a\0b"};
+  const size_t lengths[5] = {3, 5, 3, 0, 3};
+  const int64_t five = 5;
+  om_tensor* text = NULL;
+  OK(om_tensor_create_strings(&five, 1, words, lengths, 5, &text));
+  const char* in_names[1] = {"text"};
+  const om_tensor* ins[1] = {text};
+  const char* out_names[4] = {"upper", "match", "joined", "same"};
+  om_tensor* outs[4] = {NULL, NULL, NULL, NULL};
+  OK(om_session_run(s, in_names, ins, 1, out_names, outs, 4));
+  CHECK_STRING(outs[0], 0, "ABC");
+  CHECK_STRING(outs[0], 1, "HELLO");
+  CHECK_STRING(outs[0], 2, "X Y");
+  CHECK_STRING(outs[0], 3, "");
+  const void* data = NULL;
+  OK(om_tensor_const_data(outs[1], &data));
+  const unsigned char* match = (const unsigned char*)data;
+  CHECK(match[0] == 1 && match[1] == 0 && match[2] == 0 && match[3] == 0 && match[4] == 0);
+  CHECK_STRING(outs[2], 0, "abc!");
+  CHECK_STRING(outs[2], 3, "!");
+  expect_string(outs[2], 4, "a\0b!", 4, __LINE__);
+  expect_string(outs[3], 4, "a\0b", 3, __LINE__);
+  CHECK_STRING(outs[3], 1, "Hello");
+  /* The results are the caller's: setting one leaves the input alone. */
+  OK(om_tensor_set_string(outs[3], 0, "changed", 7));
+  CHECK_STRING(text, 0, "abc");
+  for (int k = 0; k < 4; ++k) om_tensor_free(outs[k]);
+
+  /* Bound string outputs: the run replaces their elements. */
+  om_tensor *upper = NULL, *same = NULL;
+  OK(om_tensor_create(OM_STRING, &five, 1, &upper));
+  const char* stale[5] = {"s", "t", "a", "l", "e"};
+  OK(om_tensor_create_strings(&five, 1, stale, NULL, 5, &same));
+  om_tensor* bound[2] = {upper, same};
+  const char* bound_names[2] = {"upper", "same"};
+  OK(om_session_run(s, in_names, ins, 1, bound_names, bound, 2));
+  CHECK(bound[0] == upper && bound[1] == same);
+  CHECK_STRING(upper, 1, "HELLO");
+  CHECK_STRING(upper, 3, "");
+  CHECK_STRING(same, 0, "abc");
+  CHECK_STRING(same, 3, "");
+  expect_string(same, 4, "a\0b", 3, __LINE__);
+  /* A bound output that does not fit, or is not a string tensor: nothing written. */
+  const int64_t four = 4;
+  om_tensor *short_out = NULL, *floats = NULL;
+  OK(om_tensor_create(OM_STRING, &four, 1, &short_out));
+  OK(om_tensor_create(OM_FLOAT, &five, 1, &floats));
+  om_tensor* wrong[2] = {same, short_out};
+  const char* wrong_names[2] = {"same", "upper"};
+  OK(om_tensor_set_string(same, 0, "kept", 4));
+  ERR(om_session_run(s, in_names, ins, 1, wrong_names, wrong, 2), OM_INVALID_ARGUMENT,
+      "output 'upper': the caller's buffer is string[4] but the output is string[n]");
+  CHECK_STRING(same, 0, "kept");
+  wrong[1] = floats;
+  ERR(om_session_run(s, in_names, ins, 1, wrong_names, wrong, 2), OM_INVALID_ARGUMENT,
+      "the caller's buffer is float[5] but the output is string");
+  om_tensor_free(short_out);
+  om_tensor_free(floats);
+  om_tensor_free(upper);
+  om_tensor_free(same);
+
+  /* A string tensor where float is declared, and a float tensor where string is. */
+  om_tensor* x = NULL;
+  OK(om_tensor_create(OM_FLOAT, &five, 1, &x));
+  ins[0] = x;
+  om_tensor* one_out[1] = {NULL};
+  ERR(om_session_run(s, in_names, ins, 1, out_names, one_out, 1), OM_INVALID_ARGUMENT,
+      "input 'text' must be string, got float");
+  CHECK(one_out[0] == NULL);
+  om_tensor_free(x);
+  om_session* d = load("default.onnx");
+  const int64_t dims24[2] = {2, 4};
+  om_tensor* strings24 = NULL;
+  OK(om_tensor_create(OM_STRING, dims24, 2, &strings24));
+  const char* x_name[1] = {"x"};
+  const om_tensor* x_in[1] = {strings24};
+  const char* y_name[1] = {"y"};
+  ERR(om_session_run(d, x_name, x_in, 1, y_name, one_out, 1), OM_INVALID_ARGUMENT, "must be float, got string");
+  om_tensor_free(strings24);
+  om_session_free(d);
+
+  /* The same model through om_session_run_values. */
+  om_value* vtext = NULL;
+  OK(om_value_create_tensor(text, &vtext));
+  const om_value* vins[1] = {vtext};
+  om_value* vouts[2] = {NULL, NULL};
+  const char* vnames[2] = {"joined", "upper"};
+  OK(om_session_run_values(s, in_names, vins, 1, vnames, vouts, 2));
+  om_tensor* item = NULL;
+  int32_t et = 0;
+  OK(om_value_elem_type(vouts[0], &et));
+  CHECK(et == OM_STRING);
+  OK(om_value_get_tensor(vouts[0], 0, &item));
+  CHECK_STRING(item, 1, "Hello!");
+  om_tensor_free(item);
+  OK(om_value_get_tensor(vouts[1], 0, &item));
+  CHECK_STRING(item, 2, "X Y");
+  om_tensor_free(item);
+  om_value_free(vouts[0]);
+  om_value_free(vouts[1]);
+  om_value_free(vtext);
+  om_session_free(s);
+
+  /* string_sequence.onnx: longer = SequenceInsert(seq, text), count = SequenceLength(longer). */
+  s = load("capi/string_sequence.onnx");
+  OK(om_session_input_info(s, 1, &info));
+  CHECK(info.elem_type == OM_STRING);
+  const char* first[2] = {"a", "bb"};
+  const char* second[1] = {"ccc"};
+  const int64_t two = 2, one = 1;
+  om_tensor *ta = NULL, *tb = NULL;
+  OK(om_tensor_create_strings(&two, 1, first, NULL, 2, &ta));
+  OK(om_tensor_create_strings(&one, 1, second, NULL, 1, &tb));
+  const om_tensor* items[2] = {ta, tb};
+  om_value *seq = NULL, *bad = NULL;
+  ERR(om_value_create_sequence(OM_FLOAT, items, 2, &bad), OM_INVALID_ARGUMENT, "item 0 is string");
+  OK(om_value_create_sequence(OM_STRING, items, 2, &seq));
+  om_tensor_free(ta); /* the sequence keeps its items */
+  om_tensor_free(tb);
+  OK(om_value_create_tensor(text, &vtext));
+  const char* seq_in_names[2] = {"seq", "text"};
+  const om_value* seq_ins[2] = {seq, vtext};
+  const char* seq_out_names[2] = {"longer", "count"};
+  om_value* seq_outs[2] = {NULL, NULL};
+  OK(om_session_run_values(s, seq_in_names, seq_ins, 2, seq_out_names, seq_outs, 2));
+  size_t n = 0;
+  OK(om_value_tensor_count(seq_outs[0], &n));
+  OK(om_value_elem_type(seq_outs[0], &et));
+  CHECK(n == 3 && et == OM_STRING);
+  OK(om_value_get_tensor(seq_outs[0], 0, &item));
+  CHECK_STRING(item, 1, "bb");
+  om_tensor_free(item);
+  OK(om_value_get_tensor(seq_outs[0], 1, &item));
+  CHECK_STRING(item, 0, "ccc");
+  om_tensor_free(item);
+  OK(om_value_get_tensor(seq_outs[0], 2, &item));
+  CHECK_STRING(item, 1, "Hello");
+  expect_string(item, 4, "a\0b", 3, __LINE__);
+  om_tensor_free(item);
+  OK(om_value_get_tensor(seq_outs[1], 0, &item));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(*(const int64_t*)data == 3);
+  om_tensor_free(item);
+  om_value_free(seq_outs[0]);
+  om_value_free(seq_outs[1]);
+  om_value_free(seq);
+  om_value_free(vtext);
+  om_tensor_free(text);
   om_session_free(s);
 }
 
@@ -1283,6 +1532,8 @@ int main(int argc, char** argv) {
   test_custom_op_late_shape();
   test_custom_op_bool_bytes();
   test_sequences_and_optionals();
+  test_string_tensors();
+  test_string_runs();
   test_run_options();
   test_aliasing();
   test_bool_bytes();
