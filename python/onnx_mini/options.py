@@ -395,7 +395,7 @@ class SessionOptions:
                     "onnx_mini does not save optimized models: optimized_model_filepath=%r is not written"
                     % self._optimized_model_filepath,
                     RuntimeWarning,
-                    stacklevel=4,
+                    stacklevel=3,
                 )
         except BaseException:
             _capi.om_session_options_free(options)

@@ -652,6 +652,29 @@ class InferenceSession:
                 self._check_ortvalue(name, value)
         return self._run(names, feed, outputs, run_options)
 
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        """onnxruntime's run_async: runs on another thread, then calls
+        ``callback(results, user_data, err)`` there: the list of arrays and
+        "" on success, None and the error's message on failure. Arguments
+        are checked before it returns."""
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        names = self._output_list(output_names)
+        if not isinstance(input_feed, Mapping):
+            raise TypeError("input_feed must be a dict of input name -> array, not %s" % type(input_feed).__name__)
+        _check_run_options(run_options)
+        feed = dict(input_feed)
+
+        def work():
+            try:
+                results = self.run(names, feed, run_options)
+            except Exception as e:  # reported to the callback, as onnxruntime's status string
+                callback(None, user_data, str(e))
+                return
+            callback(results, user_data, "")
+
+        threading.Thread(target=work, name="onnx_mini.run_async", daemon=True).start()
+
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """run() with OrtValues: ``input_dict_ort_values`` maps input names to
         OrtValues (arrays are taken too) and the result is a list of

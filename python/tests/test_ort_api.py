@@ -251,6 +251,29 @@ def test_run_takes_run_options_third():
         s.run(["y"], {"x": X}, {"y": np.zeros((4, 2), np.float32)})
 
 
+def test_run_async():
+    s = ort.InferenceSession(DEFAULT)
+    done = threading.Event()
+    got = []
+
+    def callback(results, user_data, err):
+        got.append((results, user_data, err))
+        done.set()
+
+    s.run_async(["y"], {"x": X}, callback, "mine")
+    assert done.wait(60)
+    [(results, user_data, err)] = got
+    assert user_data == "mine" and err == ""
+    np.testing.assert_array_equal(results[0], expected_default(X))
+    done.clear()
+    got.clear()
+    s.run_async(None, {"x": X.astype(np.float64)}, callback, None)
+    assert done.wait(60)
+    assert got[0][0] is None and "must be tensor(float)" in got[0][2]
+    with pytest.raises(TypeError):
+        s.run_async(None, {"x": X}, None, None)
+
+
 # ---- RunOptions ----
 
 
