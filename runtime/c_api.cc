@@ -345,6 +345,13 @@ struct om_session {
   std::vector<Info> inputs, outputs;
   // Name -> index (the first, for a name listed twice), for runs over many names.
   std::map<std::string, size_t> input_index, output_index;
+  // om_session_metadata's answer: the strings live in the session's graph.
+  struct Metadata {
+    std::shared_ptr<const ModelMetadata> model;
+    std::vector<const char*> keys, values, opset_domains;
+    std::vector<int64_t> opset_versions;
+    om_model_metadata c{};
+  } metadata;
 };
 
 namespace {
@@ -371,6 +378,35 @@ std::vector<om_session::Info> Describe(const std::vector<ValueInfo>& values) {
   return out;
 }
 
+// Fills om_session_metadata's answer once, from the graph the session keeps.
+void SetMetadata(om_session& session) {
+  const Graph& graph = session.session->graph();
+  om_session::Metadata& m = session.metadata;
+  m.model = graph.metadata ? graph.metadata : std::make_shared<const ModelMetadata>();
+  const ModelMetadata& model = *m.model;
+  for (const auto& [key, value] : model.props) {
+    m.keys.push_back(key.c_str());
+    m.values.push_back(value.c_str());
+  }
+  for (const auto& [domain, version] : model.opset_imports) {
+    m.opset_domains.push_back(domain.c_str());
+    m.opset_versions.push_back(version);
+  }
+  m.c.producer_name = model.producer_name.c_str();
+  m.c.producer_version = model.producer_version.c_str();
+  m.c.domain = model.domain.c_str();
+  m.c.description = model.doc_string.c_str();
+  m.c.graph_name = graph.name.c_str();
+  m.c.graph_description = model.graph_doc_string.c_str();
+  m.c.version = model.model_version;
+  m.c.custom_count = m.keys.size();
+  m.c.custom_keys = m.keys.data();
+  m.c.custom_values = m.values.data();
+  m.c.opset_count = m.opset_domains.size();
+  m.c.opset_domains = m.opset_domains.data();
+  m.c.opset_versions = m.opset_versions.data();
+}
+
 om_status* FinishCreate(absl::StatusOr<Graph> graph, const om_session_options* options, om_session** out) {
   if (!graph.ok()) return FromAbsl(graph.status());
   const SessionOptions opts = options ? options->options : SessionOptions{};
@@ -387,6 +423,7 @@ om_status* FinishCreate(absl::StatusOr<Graph> graph, const om_session_options* o
   session->outputs = Describe(session->session->outputs());
   for (size_t i = 0; i < session->inputs.size(); ++i) session->input_index.emplace(session->inputs[i].name, i);
   for (size_t i = 0; i < session->outputs.size(); ++i) session->output_index.emplace(session->outputs[i].name, i);
+  SetMetadata(*session);
   *out = session.release();
   return nullptr;
 }
@@ -739,6 +776,15 @@ om_status* om_session_output_info(const om_session* session, size_t index, om_va
     OM_REQUIRE(info);
     return Info(session->outputs, index, "output", info);
   });
+}
+
+// ---- Model metadata ----
+
+om_status* om_session_metadata(const om_session* session, om_model_metadata* out) {
+  OM_REQUIRE(session);
+  OM_REQUIRE(out);
+  *out = session->metadata.c;
+  return nullptr;
 }
 
 om_status* om_session_run(const om_session* session, const char* const* input_names, const om_tensor* const* inputs,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -101,6 +102,15 @@ struct ValueInfo {
   ValueType type;
 };
 
+// What a model says about itself beyond its graph (ModelProto's fields).
+struct ModelMetadata {
+  std::string producer_name, producer_version, domain, doc_string;
+  int64_t model_version = 0;
+  std::string graph_doc_string;
+  std::vector<std::pair<std::string, std::string>> props;       // metadata_props, in order
+  std::vector<std::pair<std::string, int64_t>> opset_imports;   // as listed; "" for ai.onnx
+};
+
 struct Graph {
   std::string name;
   std::vector<Node> nodes;
@@ -110,6 +120,7 @@ struct Graph {
   std::map<std::string, ValueType> value_types;  // declared value_info
   std::map<std::string, int64_t> opsets;         // domain ("" = ai.onnx) -> version
   int64_t ir_version = 0;
+  std::shared_ptr<const ModelMetadata> metadata;  // the model's graph only; null in subgraphs
 };
 
 // "[2,N,?]" for a list of dims.

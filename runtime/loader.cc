@@ -529,6 +529,17 @@ absl::StatusOr<Graph> Convert(onnx::ModelProto& model, const std::string& base_d
   builder.Consume(model.mutable_graph());
   ASSIGN_OR_RETURN(Graph g, builder.Build(model.graph(), opsets, 0));
   g.ir_version = model.ir_version();
+  auto metadata = std::make_shared<ModelMetadata>();
+  metadata->producer_name = model.producer_name();
+  metadata->producer_version = model.producer_version();
+  metadata->domain = model.domain();
+  metadata->doc_string = model.doc_string();
+  metadata->model_version = model.model_version();
+  metadata->graph_doc_string = model.graph().doc_string();
+  for (const auto& p : model.metadata_props()) metadata->props.emplace_back(p.key(), p.value());
+  for (const auto& id : model.opset_import())
+    metadata->opset_imports.emplace_back(id.domain() == "ai.onnx" ? "" : id.domain(), id.version());
+  g.metadata = std::move(metadata);
   return g;
 }
 

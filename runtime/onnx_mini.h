@@ -246,6 +246,31 @@ om_status* om_session_output_count(const om_session* session, size_t* count);
 om_status* om_session_input_info(const om_session* session, size_t index, om_value_info* info);
 om_status* om_session_output_info(const om_session* session, size_t index, om_value_info* info);
 
+/* ---- Model metadata (since 0.6) ---------------------------------------------- */
+
+/* What the model says about itself (ModelProto's fields; ONNX Runtime's
+ * ModelMetadata). A field the model leaves out is "" (0 for the version, no
+ * entries for the lists). Every pointer is owned by the session. */
+typedef struct om_model_metadata {
+  const char* producer_name;
+  const char* producer_version;
+  const char* domain;
+  const char* description;          /* the model's doc_string */
+  const char* graph_name;
+  const char* graph_description;    /* the graph's doc_string */
+  int64_t version;                  /* model_version */
+  size_t custom_count;              /* metadata_props, in the model's order */
+  const char* const* custom_keys;
+  const char* const* custom_values;
+  size_t opset_count;               /* opset_import, in the model's order */
+  const char* const* opset_domains; /* "" for ai.onnx (written "" or "ai.onnx") */
+  const int64_t* opset_versions;
+} om_model_metadata;
+
+/* The model's metadata; every pointer owned by the session, valid while it
+ * lives. OM_INVALID_ARGUMENT for a NULL argument. Since 0.6. */
+om_status* om_session_metadata(const om_session* session, om_model_metadata* out);
+
 /* Runs a model whose inputs and outputs are tensors (om_session_run_values
  * runs any model). Every graph input must be given by name, with its
  * declared element type and a shape that fits the declared one. Inputs are read in

@@ -1186,6 +1186,49 @@ static void test_string_runs(void) {
   om_session_free(s);
 }
 
+/* ---- model metadata (since 0.6) ---- */
+
+static void test_metadata(void) {
+  /* metadata.onnx sets every field; metadata_none.onnx none (no producer, no graph name). */
+  om_session* s = load("capi/metadata.onnx");
+  om_model_metadata m;
+  memset(&m, 0, sizeof m);
+  OK(om_session_metadata(s, &m));
+  CHECK(strcmp(m.producer_name, "capi-test") == 0);
+  CHECK(strcmp(m.producer_version, "1.2.3") == 0);
+  CHECK(strcmp(m.domain, "org.example") == 0);
+  CHECK(strcmp(m.description, "A model with every metadata field.") == 0);
+  CHECK(strcmp(m.graph_name, "negate") == 0);
+  CHECK(strcmp(m.graph_description, "Negates x.") == 0);
+  CHECK(m.version == 42);
+  CHECK(m.custom_count == 2);
+  if (m.custom_count == 2) {
+    CHECK(strcmp(m.custom_keys[0], "author") == 0 && strcmp(m.custom_values[0], "onnx-mini") == 0);
+    CHECK(strcmp(m.custom_keys[1], "license") == 0 && strcmp(m.custom_values[1], "MIT") == 0);
+  }
+  CHECK(m.opset_count == 2);
+  if (m.opset_count == 2) {
+    CHECK(strcmp(m.opset_domains[0], "") == 0 && m.opset_versions[0] == 17);
+    CHECK(strcmp(m.opset_domains[1], "com.example") == 0 && m.opset_versions[1] == 3);
+  }
+  /* The same answer again; the errors write nothing. */
+  om_model_metadata again;
+  OK(om_session_metadata(s, &again));
+  CHECK(again.producer_name == m.producer_name && again.custom_keys == m.custom_keys);
+  ERR(om_session_metadata(NULL, &m), OM_INVALID_ARGUMENT, "session is NULL");
+  ERR(om_session_metadata(s, NULL), OM_INVALID_ARGUMENT, "out is NULL");
+  CHECK(strcmp(m.producer_name, "capi-test") == 0);
+  om_session_free(s);
+
+  s = load("capi/metadata_none.onnx");
+  OK(om_session_metadata(s, &m));
+  CHECK(strcmp(m.producer_name, "") == 0 && strcmp(m.producer_version, "") == 0 && strcmp(m.domain, "") == 0);
+  CHECK(strcmp(m.description, "") == 0 && strcmp(m.graph_name, "") == 0 && strcmp(m.graph_description, "") == 0);
+  CHECK(m.version == 0 && m.custom_count == 0);
+  CHECK(m.opset_count == 1 && strcmp(m.opset_domains[0], "") == 0 && m.opset_versions[0] == 17);
+  om_session_free(s);
+}
+
 /* ---- run options: stopping a run ---- */
 
 static double now_ms(void) {
@@ -1534,6 +1577,7 @@ int main(int argc, char** argv) {
   test_sequences_and_optionals();
   test_string_tensors();
   test_string_runs();
+  test_metadata();
   test_run_options();
   test_aliasing();
   test_bool_bytes();
