@@ -367,6 +367,11 @@ std::vector<om_session::Info> Describe(const std::vector<ValueInfo>& values) {
                 : type.content == ValueType::Kind::kSequence ? OM_TYPE_OPTIONAL_SEQUENCE
                                                              : OM_TYPE_OPTIONAL_TENSOR;
     info.elem_type = int32_t(values[i].type.dtype);
+    // A sequence has no shape of its own: onnxruntime reports [] (no dims).
+    if (info.kind == OM_TYPE_SEQUENCE || info.kind == OM_TYPE_OPTIONAL_SEQUENCE) {
+      info.ranked = true;
+      continue;
+    }
     info.ranked = values[i].type.dims.has_value();
     if (info.ranked)
       for (const Dim& d : *values[i].type.dims) {
@@ -879,7 +884,7 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
 // ---- Sequences and optionals ----
 
 namespace {
-om_status* Kind(const std::vector<om_session::Info>& infos, size_t index, const char* what, om_type_kind* kind) {
+om_status* Kind(const std::vector<om_session::Info>& infos, size_t index, const char* what, int32_t* kind) {
   if (index >= infos.size())
     return Invalid(absl::StrCat(what, " index ", index, " is out of range (the model has ", infos.size(), ")"));
   *kind = infos[index].kind;
@@ -892,13 +897,13 @@ om_status* NewValue(Value v, om_value** out) {
 }
 }  // namespace
 
-om_status* om_session_input_kind(const om_session* session, size_t index, om_type_kind* kind) {
+om_status* om_session_input_kind(const om_session* session, size_t index, int32_t* kind) {
   OM_REQUIRE(session);
   OM_REQUIRE(kind);
   return Guard([&] { return Kind(session->inputs, index, "input", kind); });
 }
 
-om_status* om_session_output_kind(const om_session* session, size_t index, om_type_kind* kind) {
+om_status* om_session_output_kind(const om_session* session, size_t index, int32_t* kind) {
   OM_REQUIRE(session);
   OM_REQUIRE(kind);
   return Guard([&] { return Kind(session->outputs, index, "output", kind); });
@@ -939,7 +944,7 @@ om_status* om_value_create_none(om_value** out) {
 
 void om_value_free(om_value* value) { delete value; }
 
-om_status* om_value_get_kind(const om_value* value, om_value_kind* kind) {
+om_status* om_value_get_kind(const om_value* value, int32_t* kind) {
   OM_REQUIRE(value);
   OM_REQUIRE(kind);
   const Value& v = value->value;
@@ -1007,7 +1012,8 @@ om_status* om_session_run_values_with_options(const om_session* session, const o
                                     "the slot must be NULL"));
     }
     std::vector<Value> results;
-    if (absl::Status s = session->session->RunValues(feeds, &results, ToRunOptions(run_options)); !s.ok())
+    // Only the outputs asked for are copied out of the run (a sequence's items always are).
+    if (absl::Status s = session->session->RunValues(feeds, &results, ToRunOptions(run_options), &asked); !s.ok())
       return FromAbsl(s);
     // Every wrapper first, so that a failure leaves the slots NULL.
     std::vector<std::unique_ptr<om_value>> fresh(output_count);
@@ -1055,11 +1061,27 @@ om_status* om_register_custom_op(const om_custom_op* op) {
     }
     CustomOps& c = Custom();
     std::unique_lock lock(c.mutex);
-    // Room for the def first: once the row is added, nothing may fail.
-    auto& defs = c.defs[{def->domain, def->op_type}];
-    defs.reserve(defs.size() + 1);
-    if (absl::Status s = c.registry.Add(std::move(row)); !s.ok()) return FromAbsl(s);
+    // The definition is stored before its row is added, and taken back out
+    // when the registry refuses the row (or throws): no row without its
+    // definition, no definition a refused registration left behind.
+    const std::pair<std::string, std::string> key{def->domain, def->op_type};
+    auto& defs = c.defs[key];
+    const auto forget = [&] {
+      defs.pop_back();
+      if (defs.empty()) c.defs.erase(key);
+    };
     defs.push_back(std::move(def));
+    absl::Status added;
+    try {
+      added = c.registry.Add(std::move(row));
+    } catch (...) {
+      forget();
+      throw;
+    }
+    if (!added.ok()) {
+      forget();
+      return FromAbsl(added);
+    }
     return nullptr;
   });
 }

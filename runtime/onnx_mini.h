@@ -312,9 +312,11 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
 
 /* ---- Sequences and optionals ------------------------------------------------ */
 
-/* A graph input or output may hold more than one tensor. om_value_info
- * describes the tensor itself, or the tensors the sequence or optional holds
- * (their element type, rank and dims); the kind says which. */
+/* A graph input or output may hold more than one tensor; the kind says which.
+ * om_value_info describes a tensor, or the tensor an optional holds; for a
+ * sequence (or an optional sequence) its elem_type is the items' and its
+ * rank is 0 with no dims, as onnxruntime reports a seq(tensor(float)) input
+ * (shape [], type "seq(tensor(float))"; since 0.6: the items' rank before). */
 typedef enum om_type_kind {
   OM_TYPE_TENSOR = 0,
   OM_TYPE_SEQUENCE = 1,          /* a sequence of tensors of one element type */
@@ -322,10 +324,11 @@ typedef enum om_type_kind {
   OM_TYPE_OPTIONAL_SEQUENCE = 3  /* a sequence, or nothing */
 } om_type_kind;
 
-/* The kind of input or output `index` (an index out of range is
- * OM_INVALID_ARGUMENT). */
-om_status* om_session_input_kind(const om_session* session, size_t index, om_type_kind* kind);
-om_status* om_session_output_kind(const om_session* session, size_t index, om_type_kind* kind);
+/* The kind of input or output `index`, an om_type_kind value (an index out
+ * of range is OM_INVALID_ARGUMENT). int32_t since 0.6 (om_type_kind before),
+ * so that other languages bind a fixed size. */
+om_status* om_session_input_kind(const om_session* session, size_t index, int32_t* kind);
+om_status* om_session_output_kind(const om_session* session, size_t index, int32_t* kind);
 
 /* A run-time value of any kind, for om_session_run_values. An optional that
  * holds an element is that element's value (a tensor or a sequence); one
@@ -350,7 +353,8 @@ om_status* om_value_create_none(om_value** out);
 /* Frees a value (not the memory of wrapped tensors); NULL is allowed. */
 void om_value_free(om_value* value);
 
-om_status* om_value_get_kind(const om_value* value, om_value_kind* kind);
+/* The kind of a value, an om_value_kind value (int32_t since 0.6). */
+om_status* om_value_get_kind(const om_value* value, int32_t* kind);
 /* The tensor's element type, or the sequence's; 0 for none. */
 om_status* om_value_elem_type(const om_value* value, int32_t* elem_type);
 /* The number of tensors: 1 for a tensor, the length of a sequence, 0 for none. */
@@ -369,7 +373,9 @@ om_status* om_value_get_tensor(const om_value* value, size_t index, om_tensor** 
  * and never modified. Outputs are asked for by name, each once; every output
  * slot must be NULL and receives a new value the caller frees: outputs never
  * share memory with the inputs, but two outputs may share memory with each
- * other (an output and its Identity). There is no writing into caller
+ * other (an output and its Identity). Only the outputs asked for are
+ * copied out of the run (since 0.6: every sequence output was, against the
+ * memory limit). There is no writing into caller
  * memory here (use om_session_run). On error the slots stay NULL. One
  * session may run from many threads at once. */
 om_status* om_session_run_values(const om_session* session, const char* const* input_names,
@@ -390,7 +396,7 @@ typedef struct om_kernel_context om_kernel_context;
 
 /* An op implemented by the embedder. */
 typedef struct om_custom_op {
-  const char* domain;  /* e.g. "com.example"; "" is ai.onnx (only ops onnx-mini lacks) */
+  const char* domain;  /* e.g. "com.example"; "" or "ai.onnx" is ai.onnx (only ops onnx-mini lacks) */
   const char* op_type;
   int since_version;   /* the opset versions it implements: since..last */
   int last_version;    /* 0: no end */

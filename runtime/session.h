@@ -100,10 +100,11 @@ class Session {
 
   // Runs a graph whose inputs or outputs may be sequences or optionals (Run
   // takes tensors only). Every graph input must be given; an optional input
-  // may be a none Value. Outputs are fresh values.
+  // may be a none Value. Outputs are fresh values. `wanted` (optional, a flag
+  // per graph output): the outputs not wanted are left none, never copied.
   absl::Status RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs) const;
   absl::Status RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs,
-                         const RunOptions& run_options) const;
+                         const RunOptions& run_options, const std::vector<bool>* wanted = nullptr) const;
   // Checks inputs as RunValues does first.
   absl::Status ValidateValues(const std::vector<NamedValue>& inputs) const;
 

@@ -45,14 +45,17 @@ void Scatter(const std::filesystem::path& path, bool read_cache_later) {
   Write(path, m.Serialize());
 }
 
-// z = Neg(com.example::Affine(x, scale=2, offset=1)), x of `dtype` [n].
-void Custom(const std::filesystem::path& path, DType dtype) {
+// z = Neg(com.example::Affine(x, scale=2, offset=1)), x of `dtype` [n]; the
+// op's domain and type may be others (domain "": ai.onnx at opset 17, else
+// `domain` at opset 1).
+void Custom(const std::filesystem::path& path, DType dtype, const std::string& domain = "com.example",
+            const std::string& op_type = "Affine") {
   ModelBuilder m(17);
-  m.Opset("com.example", 1);
+  if (!domain.empty()) m.Opset(domain, 1);
   m.Input("x", dtype, {-1}).Output("z", dtype, {-1});
   NameDims(m.graph().mutable_input(0), {"n"});
   NameDims(m.graph().mutable_output(0), {"n"});
-  onnx::NodeProto& affine = m.Node("Affine", {"x"}, {"y"}, "com.example");
+  onnx::NodeProto& affine = m.Node(op_type, {"x"}, {"y"}, domain);
   affine.set_name("affine");
   SetAttr(affine, "scale", 2.0f);
   SetAttr(affine, "offset", 1.0f);
@@ -263,6 +266,8 @@ void WriteCapiModels(const std::filesystem::path& dir) {
   Scatter(dir / "scatter_read.onnx", true);
   Custom(dir / "custom.onnx", DType::kFloat);
   Custom(dir / "custom_int.onnx", DType::kInt32);
+  Custom(dir / "custom_default_domain.onnx", DType::kFloat, "", "AffineCustom");
+  Custom(dir / "custom_left.onnx", DType::kFloat, "com.left");
   CustomPositives(dir / "custom_positives.onnx");
   CustomMask(dir / "custom_mask.onnx");
   Sequence(dir / "sequence.onnx");

@@ -262,7 +262,7 @@ absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vect
 }
 
 absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs,
-                                const RunOptions& run_options) const {
+                                const RunOptions& run_options, const std::vector<bool>* wanted) const {
   try {
     const RunControl control(run_options);
     const Impl& im = *impl_;
@@ -281,7 +281,9 @@ absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vect
     for (size_t k = 0; k < im.output_values.size(); ++k) {
       const int v = im.output_values[k];
       const Value& out = values[size_t(v)];
-      if (out.is_sequence()) {
+      if (wanted != nullptr && (k >= wanted->size() || !(*wanted)[k])) {
+        outputs->emplace_back();  // not asked for: no copy
+      } else if (out.is_sequence()) {
         std::vector<Tensor> items;
         for (const Tensor& item : out.sequence()) {
           ASSIGN_OR_RETURN(Tensor copy, item.Clone(im.budget));

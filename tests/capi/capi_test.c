@@ -643,6 +643,58 @@ static void test_custom_op(void) {
   CHECK(s2 == NULL);
 }
 
+/* Runs an Affine model (z = -(2x + 1)) on x = {1, 2, 3} and checks z. */
+static void run_affine(const char* model) {
+  om_session* s = load(model);
+  if (s == NULL) return;
+  float x[3] = {1, 2, 3};
+  const int64_t dims[1] = {3};
+  om_tensor* in = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, dims, 1, x, sizeof x, &in));
+  const char* in_names[] = {"x"};
+  const char* out_names[] = {"z"};
+  om_tensor* out[1] = {NULL};
+  OK(om_session_run(s, in_names, (const om_tensor* const*)&in, 1, out_names, out, 1));
+  if (out[0] != NULL) {
+    const void* data = NULL;
+    OK(om_tensor_const_data(out[0], &data));
+    CHECK(((const float*)data)[0] == -3 && ((const float*)data)[1] == -5 && ((const float*)data)[2] == -7);
+  }
+  om_tensor_free(out[0]);
+  om_tensor_free(in);
+  om_session_free(s);
+}
+
+static void test_custom_op_registration(void) {
+  /* Registered as "ai.onnx": found for a node of the default domain (written ""),
+   * and "" is then the same op. */
+  static int calls = 0;
+  om_custom_op op = {"ai.onnx", "AffineCustom", 1, 0, 1, 1, &calls, affine_infer, affine_compute};
+  OK(om_register_custom_op(&op));
+  om_custom_op same = op;
+  same.domain = "";
+  ERR(om_register_custom_op(&same), OM_INVALID_ARGUMENT, "ai.onnx::AffineCustom: versions 1.. overlap");
+  run_affine("capi/custom_default_domain.onnx");
+  CHECK(calls == 1);
+
+  /* A refused registration leaves no definition behind: com.left::Affine 2.. is
+   * registered, 1..2 refused (overlap), then 1..1 registered: opset 1 runs 1..1's. */
+  static int calls_later = 0, calls_refused = 0, calls_one = 0;
+  om_custom_op later = {"com.left", "Affine", 2, 0, 1, 1, &calls_later, affine_infer, affine_compute};
+  OK(om_register_custom_op(&later));
+  om_custom_op refused = later;
+  refused.since_version = 1;
+  refused.last_version = 2;
+  refused.user_data = &calls_refused;
+  ERR(om_register_custom_op(&refused), OM_INVALID_ARGUMENT, "com.left::Affine: versions 1..2 overlap");
+  om_custom_op one = refused;
+  one.last_version = 1;
+  one.user_data = &calls_one;
+  OK(om_register_custom_op(&one));
+  run_affine("capi/custom_left.onnx");
+  CHECK(calls_one == 1 && calls_refused == 0 && calls_later == 0);
+}
+
 /* com.example::Positives: y = the positive elements of x (float [n] -> [?]).
  * Its size depends on x's values: infer leaves it -1 and compute allocates
  * it. user_data: 1 makes compute forget to allocate. */
@@ -788,12 +840,17 @@ static void test_sequences_and_optionals(void) {
   /* sequence.onnx: longer = SequenceInsert(seq, x), count = SequenceLength(longer),
    * has = OptionalHasElement(opt), maybe = Identity(opt). */
   om_session* s = load("capi/sequence.onnx");
-  om_type_kind kind = OM_TYPE_TENSOR;
+  int32_t kind = OM_TYPE_TENSOR;
   om_value_info info;
   OK(om_session_input_kind(s, 1, &kind));
   CHECK(kind == OM_TYPE_SEQUENCE);
   OK(om_session_input_info(s, 1, &info));
-  CHECK(strcmp(info.name, "seq") == 0 && info.elem_type == OM_FLOAT && info.rank == 1);
+  /* A sequence's shape is [] (onnxruntime's), its elem_type the items'. */
+  CHECK(strcmp(info.name, "seq") == 0 && info.elem_type == OM_FLOAT && info.rank == 0);
+  OK(om_session_output_info(s, 0, &info));
+  CHECK(strcmp(info.name, "longer") == 0 && info.elem_type == OM_FLOAT && info.rank == 0);
+  OK(om_session_input_info(s, 2, &info)); /* an optional tensor: its tensor's shape */
+  CHECK(strcmp(info.name, "opt") == 0 && info.elem_type == OM_FLOAT && info.rank == 1 && info.dims[0] == -1);
   OK(om_session_input_kind(s, 2, &kind));
   CHECK(kind == OM_TYPE_OPTIONAL_TENSOR);
   OK(om_session_output_kind(s, 1, &kind));
@@ -836,7 +893,7 @@ static void test_sequences_and_optionals(void) {
   const char* out_names[4] = {"maybe", "longer", "count", "has"};
   om_value* outs[4] = {NULL, NULL, NULL, NULL};
   OK(om_session_run_values(s, in_names, ins, 3, out_names, outs, 4));
-  om_value_kind vk = OM_VALUE_TENSOR;
+  int32_t vk = OM_VALUE_TENSOR;
   size_t n = 0;
   int32_t et = 0;
   OK(om_value_get_kind(outs[0], &vk));
@@ -937,6 +994,55 @@ static void test_sequences_and_optionals(void) {
   om_tensor_free(ta);
   om_tensor_free(tb);
   om_tensor_free(tx);
+  om_session_free(s);
+}
+
+/* om_session_run_values copies only the outputs asked for: sequence.onnx's
+ * `longer` (3 MB of items) over a 2 MB memory limit fails when asked for, and
+ * does not stop a run that asks only for `count`. */
+static void test_run_values_copies_what_is_asked(void) {
+  om_session_options* options = NULL;
+  OK(om_session_options_create(&options));
+  OK(om_session_options_set_memory_limit(options, 2u << 20));
+  om_session* s = NULL;
+  OK(om_session_create(path_of("capi/sequence.onnx"), options, &s));
+  om_session_options_free(options);
+  if (s == NULL) return;
+  const int64_t n = 1 << 18; /* 1 MB of float */
+  float* memory = (float*)calloc(3 * (size_t)n, sizeof(float));
+  om_tensor *ta = NULL, *tb = NULL, *tx = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, &n, 1, memory, (size_t)n * sizeof(float), &ta));
+  OK(om_tensor_wrap(OM_FLOAT, &n, 1, memory + n, (size_t)n * sizeof(float), &tb));
+  OK(om_tensor_wrap(OM_FLOAT, &n, 1, memory + 2 * n, (size_t)n * sizeof(float), &tx));
+  const om_tensor* items[2] = {ta, tb};
+  om_value *seq = NULL, *vx = NULL, *none = NULL;
+  OK(om_value_create_sequence(OM_FLOAT, items, 2, &seq));
+  OK(om_value_create_tensor(tx, &vx));
+  OK(om_value_create_none(&none));
+  const char* in_names[3] = {"x", "seq", "opt"};
+  const om_value* ins[3] = {vx, seq, none};
+  const char* longer_name[1] = {"longer"};
+  const char* count_name[1] = {"count"};
+  om_value* out[1] = {NULL};
+  ERR(om_session_run_values(s, in_names, ins, 3, longer_name, out, 1), OM_OUT_OF_MEMORY, "");
+  CHECK(out[0] == NULL);
+  OK(om_session_run_values(s, in_names, ins, 3, count_name, out, 1));
+  om_tensor* item = NULL;
+  const void* data = NULL;
+  if (out[0] != NULL) {
+    OK(om_value_get_tensor(out[0], 0, &item));
+    OK(om_tensor_const_data(item, &data));
+    CHECK(data != NULL && *(const int64_t*)data == 3);
+    om_tensor_free(item);
+  }
+  om_value_free(out[0]);
+  om_value_free(seq);
+  om_value_free(vx);
+  om_value_free(none);
+  om_tensor_free(ta);
+  om_tensor_free(tb);
+  om_tensor_free(tx);
+  free(memory);
   om_session_free(s);
 }
 
@@ -1572,9 +1678,11 @@ int main(int argc, char** argv) {
   test_cache_in_place();
   test_threads();
   test_custom_op();
+  test_custom_op_registration();
   test_custom_op_late_shape();
   test_custom_op_bool_bytes();
   test_sequences_and_optionals();
+  test_run_values_copies_what_is_asked();
   test_string_tensors();
   test_string_runs();
   test_metadata();
