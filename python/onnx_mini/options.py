@@ -251,7 +251,7 @@ class SessionOptions:
 
     @property
     def profile_file_prefix(self):
-        """The trace file's prefix: ``<prefix>_<YYYY-MM-DD_HH-MM-SS>.json`` (a path
+        """The trace file's prefix: ``<prefix>_<date>_<time>.json`` (a path
         relative to the working directory, or absolute)."""
         return self._profile_file_prefix
 

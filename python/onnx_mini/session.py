@@ -501,7 +501,8 @@ class InferenceSession:
 
     def end_profiling(self):
         """Writes the trace of the runs since the session was made (or since
-        the last end_profiling) as a JSON file of Chrome trace events and
+        the last end_profiling: unlike ONNX Runtime, recording goes on) as a
+        JSON file of Chrome trace events in ONNX Runtime's profile format and
         returns its path; "" when profiling is off (as ONNX Runtime)."""
         if not self._profiling:
             return ""
