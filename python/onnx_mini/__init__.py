@@ -36,7 +36,6 @@ from ._errors import (
 from .options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
 from .ortvalue import OrtValue
 from .session import IOBinding, InferenceSession, ModelMetadata, NodeArg
-from . import capi  # noqa: F401  (onnx_mini.capi.onnxruntime_pybind11_state, as onnxruntime's)
 
 __version__ = "0.4.0"
 
@@ -55,10 +54,16 @@ __all__ = [
     "RunOptions",
     "SessionOptions",
     "StatusCode",
+    "disable_telemetry_events",
+    "enable_telemetry_events",
     "get_all_providers",
     "get_available_providers",
+    "get_build_info",
     "get_device",
     "get_version_string",
+    "preload_dlls",
+    "set_default_logger_severity",
+    "set_default_logger_verbosity",
     "library_path",
     "library_version",
     "__version__",
@@ -83,3 +88,41 @@ def get_all_providers():
 def get_version_string():
     """The package's version (ONNX Runtime's get_version_string())."""
     return __version__
+
+
+def get_build_info():
+    """A line about this build (ONNX Runtime's get_build_info())."""
+    return "onnx_mini %s over %s (C API %s), CPU" % (__version__, library_path, library_version)
+
+
+def _level(name, value, high):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError("%s must be an int, not %s" % (name, type(value).__name__))
+    if value < 0 or value > high:
+        raise InvalidArgument("%s must be in [0, %d], got %d" % (name, high, value))
+
+
+def set_default_logger_severity(severity):
+    """Accepted (0-4, as ONNX Runtime's), unused: onnx-mini does not log."""
+    _level("severity", severity, 4)
+
+
+def set_default_logger_verbosity(verbosity):
+    """Accepted, unused: onnx-mini does not log."""
+    _level("verbosity", verbosity, 2**31 - 1)
+
+
+def disable_telemetry_events():
+    """Accepted: onnx-mini sends no telemetry."""
+
+
+def enable_telemetry_events():
+    """Accepted: onnx-mini sends no telemetry."""
+
+
+def preload_dlls(cuda=True, cudnn=True, msvc=True, directory=None):
+    """Accepted: onnx-mini loads no GPU libraries."""
+
+
+# Last: it re-exports the functions above.
+from . import capi  # noqa: E402,F401  (onnx_mini.capi.onnxruntime_pybind11_state, as onnxruntime's)

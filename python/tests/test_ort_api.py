@@ -60,6 +60,15 @@ def test_module_functions():
     assert ort.get_available_providers() == ["CPUExecutionProvider"]
     assert ort.get_all_providers() == ["CPUExecutionProvider"]
     assert pybind_state.get_available_providers() == ["CPUExecutionProvider"]
+    assert ort.get_build_info().startswith("onnx_mini " + ort.__version__)
+    # Called by scripts to quiet onnxruntime: accepted (onnx-mini does not log).
+    ort.set_default_logger_severity(3)
+    ort.set_default_logger_verbosity(0)
+    ort.disable_telemetry_events()
+    ort.enable_telemetry_events()
+    ort.preload_dlls()
+    with pytest.raises(ort.InvalidArgument):
+        ort.set_default_logger_severity(5)
 
 
 NAMES = [

@@ -17,7 +17,13 @@ from .._errors import (  # noqa: F401
 from ..options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions  # noqa: F401
 from ..ortvalue import OrtValue  # noqa: F401
 from ..session import ModelMetadata, NodeArg  # noqa: F401
-
-
-def get_available_providers():
-    return ["CPUExecutionProvider"]
+from .. import (  # noqa: F401
+    disable_telemetry_events,
+    enable_telemetry_events,
+    get_all_providers,
+    get_available_providers,
+    get_build_info,
+    get_device,
+    set_default_logger_severity,
+    set_default_logger_verbosity,
+)
