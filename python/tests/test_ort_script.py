@@ -207,8 +207,8 @@ def test_cancel_a_long_run_from_another_thread():
         run_options.terminate = True
 
     thread = threading.Thread(target=stop)
-    thread.start()
     start = time.monotonic()
+    thread.start()
     try:
         session.run(None, feeds, run_options)
         raise AssertionError("the run was not cancelled")
