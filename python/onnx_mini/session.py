@@ -13,7 +13,7 @@ from . import _capi
 from . import _types
 from ._errors import OnnxMiniError, StatusCode
 from .options import RunOptions, SessionOptions
-from .ortvalue import OrtValue, array_at, elem_type_of, is_string_dtype, numpy_dtype, _check_device
+from .ortvalue import OrtValue, _check_device, array_at, elem_type_of, is_string_dtype
 
 __all__ = ["InferenceSession", "IOBinding", "ModelMetadata", "NodeArg"]
 
@@ -206,11 +206,11 @@ def _overlapping(arrays):
         end, end_key = stop, key
 
 
-def _wrap(elem_type, array):
+def _wrap(elem_type, array, name="?"):
     """A new om_tensor over the array's memory (C-contiguous), no copy; a copy
-    for strings."""
+    for strings (`name` for their errors)."""
     if elem_type == _types.STRING:
-        return _make_strings(array, "a string input")
+        return _make_strings(array, "input '%s'" % name)
     dims = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
     tensor = ctypes.c_void_p()
     _capi.check(
@@ -775,7 +775,7 @@ class InferenceSession:
             in_tensors = (ctypes.c_void_p * max(n_in, 1))()
             by_memory = {}  # (address, shape, elem type) -> the wrapper of an input
             for i, (name, array, elem_type) in enumerate(feeds):
-                tensor = _wrap(elem_type, array)
+                tensor = _wrap(elem_type, array, name)
                 wrappers.append(tensor)
                 in_names[i] = name.encode("utf-8")
                 in_tensors[i] = tensor
@@ -853,7 +853,7 @@ class InferenceSession:
         if kind == _types.TENSOR:
             array = self._input_array(arg, value)
             keep.append(array)
-            tensor = _wrap(arg.elem_type or _elem_type_of_array(array), array)
+            tensor = _wrap(arg.elem_type or _elem_type_of_array(array), array, arg.name)
             wrappers.append((_capi.om_tensor_free, tensor))
             _capi.check(_capi.om_value_create_tensor(tensor, ctypes.byref(handle)))
         else:
@@ -874,7 +874,7 @@ class InferenceSession:
                     )
             items = (ctypes.c_void_p * max(len(arrays), 1))()
             for i, array in enumerate(arrays):
-                items[i] = _wrap(elem_type, array)
+                items[i] = _wrap(elem_type, array, arg.name)
                 wrappers.append((_capi.om_tensor_free, items[i]))
             _capi.check(_capi.om_value_create_sequence(elem_type, items, len(arrays), ctypes.byref(handle)))
         wrappers.append((_capi.om_value_free, handle.value))
