@@ -273,7 +273,10 @@ om_status* om_session_metadata(const om_session* session, om_model_metadata* out
 
 /* Runs a model whose inputs and outputs are tensors (om_session_run_values
  * runs any model). Every graph input must be given by name, with its
- * declared element type and a shape that fits the declared one. Inputs are read in
+ * declared element type and a shape that fits the declared one; an input
+ * declared a scalar may also be given as shape [1] (as onnxruntime takes it;
+ * since 0.6) and runs as the scalar (an output that is that input has shape
+ * []), in om_session_run_values too. Inputs are read in
  * place (never copied) and not modified, except through a bound output.
  *
  * Outputs are asked for by name, any subset in any order. outputs[i] == NULL

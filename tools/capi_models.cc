@@ -256,6 +256,16 @@ void Metadata(const std::filesystem::path& path, bool every_field) {
   Write(path, m.Serialize());
 }
 
+// y = Mul(x, s), id = Identity(s): x float [3], s a float scalar.
+void Scalar(const std::filesystem::path& path) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {3}).Input("s", DType::kFloat, {});
+  m.Output("y", DType::kFloat, {3}).Output("id", DType::kFloat, {});
+  m.Node("Mul", {"x", "s"}, {"y"});
+  m.Node("Identity", {"s"}, {"id"});
+  Write(path, m.Serialize());
+}
+
 }  // namespace
 
 void WriteCapiModels(const std::filesystem::path& dir) {
@@ -276,6 +286,7 @@ void WriteCapiModels(const std::filesystem::path& dir) {
   StringSequence(dir / "string_sequence.onnx");
   Metadata(dir / "metadata.onnx", true);
   Metadata(dir / "metadata_none.onnx", false);
+  Scalar(dir / "scalar.onnx");
 }
 
 }  // namespace onnx_mini

@@ -108,6 +108,10 @@ absl::Status MergeDeclared(const Node& node, const std::string& name, const Valu
 // with `check_dims` the shape: not for a subgraph's inputs, whose shapes may
 // change from one iteration to the next).
 absl::Status CheckValue(const std::string& what, const ValueType& type, const Value& v, bool check_dims = true);
+// A graph input declared a scalar and given as a one-element tensor of shape
+// [1] (onnxruntime runs it; the JS front ends of silero VAD feed `sr` so):
+// CheckValue admits it and the run reads it as the scalar.
+bool ScalarGivenAsOne(const ValueType& type, const Value& v);
 
 // The static memory plan of a graph's steps (storage_plan.cc): a pure
 // function of the values and steps, so that it can be tested alone.

@@ -20,6 +20,7 @@ namespace onnx_mini {
 namespace {
 
 using session_detail::CheckValue;
+using session_detail::ScalarGivenAsOne;
 using session_detail::RootKind;
 using session_detail::RunControl;
 using session_detail::Step;
@@ -271,8 +272,10 @@ absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vect
     for (size_t v = 0; v < im.constants.size(); ++v)
       if (im.constants[v].defined()) values[v] = im.constants[v];
     for (const NamedValue& in : inputs) {
-      ASSIGN_OR_RETURN(values[size_t(im.value_index.at(in.name))],
-                       NormalizedValue(absl::StrCat("input '", in.name, "'"), in.value, im.budget));
+      const int v = im.value_index.at(in.name);
+      ASSIGN_OR_RETURN(values[size_t(v)], NormalizedValue(absl::StrCat("input '", in.name, "'"), in.value, im.budget));
+      if (ScalarGivenAsOne(im.input_infos[size_t(im.input_position[size_t(v)])].type, values[size_t(v)]))
+        values[size_t(v)] = values[size_t(v)].tensor().Reshaped({});
     }
     RETURN_IF_ERROR(im.Execute(values, nullptr, control.active() ? &control : nullptr));
     // Hand out only memory this run made: a tensor that may share a constant's,
@@ -344,7 +347,12 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& given, std::v
   std::vector<Value> values(im.value_names.size());
   for (size_t v = 0; v < im.constants.size(); ++v)
     if (im.constants[v].defined()) values[v] = im.constants[v];
-  for (const NamedTensor& in : inputs) values[size_t(im.value_index.at(in.name))] = in.tensor;
+  for (const NamedTensor& in : inputs) {
+    const int v = im.value_index.at(in.name);
+    values[size_t(v)] = in.tensor;
+    if (ScalarGivenAsOne(im.input_infos[size_t(im.input_position[size_t(v)])].type, values[size_t(v)]))
+      values[size_t(v)] = in.tensor.Reshaped({});
+  }
 
   outputs->resize(im.output_values.size());
   const size_t n_out = outputs->size();

@@ -134,6 +134,10 @@ absl::Status MergeDeclared(const Node& node, const std::string& name, const Valu
   return absl::OkStatus();
 }
 
+bool ScalarGivenAsOne(const ValueType& type, const Value& v) {
+  return v.is_tensor() && type.dims && type.dims->empty() && v.tensor().shape() == Shape{1};
+}
+
 // Whether a run-time value fits a declared type (kind, element type, and
 // with `check_dims` the shape: not for a subgraph's inputs, whose shapes may
 // change from one iteration to the next).
@@ -158,7 +162,7 @@ absl::Status CheckValue(const std::string& what, const ValueType& type, const Va
     if (t.dtype() != type.dtype)
       return absl::InvalidArgumentError(
           absl::StrCat(what, " must be ", LowerName(type.dtype), ", got ", LowerName(t.dtype())));
-    if (!fits_dims(t.shape()))
+    if (!fits_dims(t.shape()) && !(check_dims && ScalarGivenAsOne(type, v)))
       return absl::InvalidArgumentError(
           absl::StrCat(what, " must have shape ", type.ToString(), ", got ", ShapeToString(t.shape())));
     return absl::OkStatus();

@@ -1202,6 +1202,22 @@ static void test_string_runs(void) {
   om_tensor_free(upper);
   om_tensor_free(same);
 
+  /* The input tensor itself bound as outputs: `upper` written into it, `same` (its
+   * Identity) keeps the values from before the run. */
+  om_tensor* copy = NULL;
+  OK(om_tensor_create_strings(&five, 1, words, lengths, 5, &copy));
+  const om_tensor* copy_in[1] = {copy};
+  om_tensor* into_input[1] = {copy};
+  const char* upper_name[1] = {"upper"};
+  OK(om_session_run(s, in_names, copy_in, 1, upper_name, into_input, 1));
+  CHECK_STRING(copy, 0, "ABC");
+  CHECK_STRING(copy, 1, "HELLO");
+  const char* same_name[1] = {"same"};
+  OK(om_session_run(s, in_names, copy_in, 1, same_name, into_input, 1));
+  CHECK_STRING(copy, 0, "ABC");
+  CHECK_STRING(copy, 2, "X Y");
+  om_tensor_free(copy);
+
   /* A string tensor where float is declared, and a float tensor where string is. */
   om_tensor* x = NULL;
   OK(om_tensor_create(OM_FLOAT, &five, 1, &x));
@@ -1332,6 +1348,61 @@ static void test_metadata(void) {
   CHECK(strcmp(m.description, "") == 0 && strcmp(m.graph_name, "") == 0 && strcmp(m.graph_description, "") == 0);
   CHECK(m.version == 0 && m.custom_count == 0);
   CHECK(m.opset_count == 1 && strcmp(m.opset_domains[0], "") == 0 && m.opset_versions[0] == 17);
+  om_session_free(s);
+}
+
+/* ---- a declared scalar given as shape [1] (since 0.6) ---- */
+
+static void test_scalar_as_shape_one(void) {
+  /* scalar.onnx: y = Mul(x, s), id = Identity(s); x float [3], s a float scalar. */
+  om_session* s = load("capi/scalar.onnx");
+  if (s == NULL) return;
+  float x[3] = {1, 2, 3}, sr[2] = {4, 4};
+  const int64_t three = 3, one = 1, two = 2;
+  om_tensor *tx = NULL, *ts = NULL, *bad = NULL;
+  OK(om_tensor_wrap(OM_FLOAT, &three, 1, x, sizeof x, &tx));
+  OK(om_tensor_wrap(OM_FLOAT, &one, 1, sr, sizeof(float), &ts));
+  const char* in_names[2] = {"x", "s"};
+  const om_tensor* ins[2] = {tx, ts};
+  const char* out_names[2] = {"y", "id"};
+  om_tensor* outs[2] = {NULL, NULL};
+  OK(om_session_run(s, in_names, ins, 2, out_names, outs, 2));
+  const void* data = NULL;
+  const int64_t* dims = NULL;
+  size_t rank = 9;
+  if (outs[0] != NULL && outs[1] != NULL) {
+    OK(om_tensor_const_data(outs[0], &data));
+    CHECK(((const float*)data)[0] == 4 && ((const float*)data)[2] == 12);
+    OK(om_tensor_shape(outs[1], &dims, &rank));
+    CHECK(rank == 0); /* the scalar, as declared */
+  }
+  om_tensor_free(outs[0]);
+  om_tensor_free(outs[1]);
+  /* om_session_run_values too. */
+  om_value *vx = NULL, *vs = NULL;
+  OK(om_value_create_tensor(tx, &vx));
+  OK(om_value_create_tensor(ts, &vs));
+  const om_value* vins[2] = {vx, vs};
+  om_value* vouts[1] = {NULL};
+  OK(om_session_run_values(s, in_names, vins, 2, out_names, vouts, 1));
+  om_tensor* item = NULL;
+  OK(om_value_get_tensor(vouts[0], 0, &item));
+  OK(om_tensor_const_data(item, &data));
+  CHECK(((const float*)data)[1] == 8);
+  om_tensor_free(item);
+  om_value_free(vouts[0]);
+  om_value_free(vx);
+  om_value_free(vs);
+  /* Only exactly [1]. */
+  OK(om_tensor_wrap(OM_FLOAT, &two, 1, sr, sizeof sr, &bad));
+  ins[1] = bad;
+  outs[0] = NULL;
+  ERR(om_session_run(s, in_names, ins, 2, out_names, outs, 1), OM_INVALID_ARGUMENT,
+      "input 's' must have shape float[], got [2]");
+  CHECK(outs[0] == NULL);
+  om_tensor_free(bad);
+  om_tensor_free(tx);
+  om_tensor_free(ts);
   om_session_free(s);
 }
 
@@ -1686,6 +1757,7 @@ int main(int argc, char** argv) {
   test_string_tensors();
   test_string_runs();
   test_metadata();
+  test_scalar_as_shape_one();
   test_run_options();
   test_aliasing();
   test_bool_bytes();

@@ -147,6 +147,43 @@ TEST(Executor, BadInputsAreClearErrors) {
   EXPECT_THAT(Message(s->Run({{"x", f}, {"z", f}}).status()), HasSubstr("'z' is not an input"));
 }
 
+// A declared scalar fed as a one-element tensor of shape [1] (as onnxruntime
+// takes it: the JS front ends of silero VAD feed `sr` so) runs as the scalar;
+// only [1], only for rank 0.
+TEST(Executor, ADeclaredScalarGivenAsShapeOneRunsAsTheScalar) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {3}).Input("s", DType::kFloat, {}).Input("v", DType::kFloat, {1});
+  m.Output("y", DType::kFloat, {3}).Output("id", DType::kFloat, {}).Output("w", DType::kFloat, {1});
+  m.Node("Mul", {"x", "s"}, {"y"});
+  m.Node("Identity", {"s"}, {"id"});
+  m.Node("Identity", {"v"}, {"w"});
+  absl::StatusOr<std::unique_ptr<Session>> s = m.Build();
+  ASSERT_TRUE(s.ok()) << s.status();
+  const Tensor x = Tensor::FromVector<float>({1, 2, 3}, {3});
+  const Tensor one = Tensor::FromVector<float>({4}, {1});
+  absl::StatusOr<std::vector<Tensor>> out = (*s)->Run({{"x", x}, {"s", one}, {"v", one}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({3}));
+  EXPECT_EQ((*out)[0].data<float>()[2], 12.0f);
+  EXPECT_EQ((*out)[1].shape(), Shape{});  // the scalar, as declared
+  EXPECT_EQ((*out)[1].data<float>()[0], 4.0f);
+  // RunValues too.
+  std::vector<Value> values;
+  ASSERT_TRUE((*s)->RunValues({{"x", x}, {"s", one}, {"v", one}}, &values).ok());
+  EXPECT_EQ(values[1].tensor().shape(), Shape{});
+  EXPECT_EQ(values[0].tensor().data<float>()[1], 8.0f);
+  // Any other shape for the scalar, and a scalar for a declared [1], are refused.
+  const Tensor two = Tensor::FromVector<float>({4, 4}, {2});
+  const Tensor one_one = Tensor::FromVector<float>({4}, {1, 1});
+  const Tensor scalar = Tensor::FromVector<float>({4}, {});
+  EXPECT_THAT(Message((*s)->Run({{"x", x}, {"s", two}, {"v", one}}).status()),
+              HasSubstr("input 's' must have shape float[], got [2]"));
+  EXPECT_THAT(Message((*s)->Run({{"x", x}, {"s", one_one}, {"v", one}}).status()),
+              HasSubstr("input 's' must have shape float[], got [1,1]"));
+  EXPECT_THAT(Message((*s)->Run({{"x", x}, {"s", scalar}, {"v", scalar}}).status()),
+              HasSubstr("input 'v' must have shape float[1], got []"));
+}
+
 TEST(Executor, ConcurrentRunsOnOneSession) {
   std::unique_ptr<Session> s = Chain(1);
   std::vector<std::thread> threads;
