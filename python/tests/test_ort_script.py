@@ -255,6 +255,18 @@ def test_strings():
     assert upper.tolist() == ["ONNX", "MINI"] and match.tolist() == [True, False]
 
 
+def test_a_declared_scalar_fed_as_shape_one():
+    # scalar.onnx: y = x * s, id = Identity(s), s a declared scalar; fed as
+    # [1], the way the JavaScript front ends of silero VAD feed its `sr`.
+    session = load(TESTDATA / "capi" / "scalar.onnx")
+    assert session.get_inputs()[1].shape == []
+    x = np.array([1, 2, 3], np.float32)
+    y, scalar = session.run(None, {"x": x, "s": np.array([2], np.float32)})
+    assert y.tolist() == [2, 4, 6] and scalar.shape == () and scalar.tolist() == 2
+    y, scalar = session.run(None, {"x": x, "s": np.array(3, np.float32)})
+    assert y.tolist() == [3, 6, 9] and scalar.shape == ()
+
+
 def test_errors_by_onnxruntime_class():
     from onnx_mini.capi.onnxruntime_pybind11_state import InvalidArgument, NoSuchFile  # was: from onnxruntime.capi...
 
