@@ -3,6 +3,8 @@
 #include "runtime/onnx_mini.h"
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
 #include <cstring>
 #include <map>
 #include <set>
@@ -39,6 +41,7 @@ struct om_value {
 
 struct om_session_options {
   SessionOptions options;
+  std::string profile_prefix;  // profiling: the trace file's prefix ("" when off)
 };
 
 struct om_run_options {
@@ -352,6 +355,12 @@ struct om_session {
     std::vector<int64_t> opset_versions;
     om_model_metadata c{};
   } metadata;
+  // Profiling: the trace files' prefix ("" when off), when the current
+  // recording began (its file's name), the last file written.
+  std::string profile_prefix, profile_path;
+  std::set<std::string> profile_paths;  // every file written, never overwritten by a later one
+  std::chrono::system_clock::time_point profile_start;
+  std::mutex profile_mutex;
 };
 
 namespace {
@@ -429,6 +438,8 @@ om_status* FinishCreate(absl::StatusOr<Graph> graph, const om_session_options* o
   for (size_t i = 0; i < session->inputs.size(); ++i) session->input_index.emplace(session->inputs[i].name, i);
   for (size_t i = 0; i < session->outputs.size(); ++i) session->output_index.emplace(session->outputs[i].name, i);
   SetMetadata(*session);
+  if (options != nullptr) session->profile_prefix = options->profile_prefix;
+  session->profile_start = std::chrono::system_clock::now();
   *out = session.release();
   return nullptr;
 }
@@ -701,6 +712,15 @@ om_status* om_session_options_add_config_entry(om_session_options* options, cons
   });
 }
 
+om_status* om_session_options_enable_profiling(om_session_options* options, const char* file_prefix) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(options);
+    options->profile_prefix = file_prefix != nullptr ? file_prefix : "";
+    options->options.trace = !options->profile_prefix.empty();
+    return nullptr;
+  });
+}
+
 void om_session_options_free(om_session_options* options) { delete options; }
 
 om_status* om_run_options_create(om_run_options** out) {
@@ -877,6 +897,38 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
       if (outputs[k] == nullptr) fresh[k] = std::make_unique<om_tensor>(om_tensor{results[size_t(requested[k])]});
     for (size_t k = 0; k < output_count; ++k)
       if (fresh[k]) outputs[k] = fresh[k].release();
+    return nullptr;
+  });
+}
+
+// ---- Profiling ----
+
+om_status* om_session_end_profiling(om_session* session, const char** path) {
+  return Guard([&]() -> om_status* {
+    OM_REQUIRE(session);
+    OM_REQUIRE(path);
+    if (session->profile_prefix.empty())
+      return Invalid("profiling is off: the session was made without om_session_options_enable_profiling");
+    std::lock_guard<std::mutex> lock(session->profile_mutex);
+    // onnxruntime's name: the prefix and when the recording began (local
+    // time, to the millisecond); a later name of this session never repeats one.
+    const auto start = session->profile_start;
+    const std::time_t seconds = std::chrono::system_clock::to_time_t(start);
+    std::tm local{};
+    localtime_r(&seconds, &local);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", &local);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(start.time_since_epoch()).count() % 1000;
+    const std::string base = absl::StrCat(session->profile_prefix, "_", stamp, "_", ms < 100 ? "0" : "",
+                                          ms < 10 ? "0" : "", ms);
+    std::string name = base + ".json";
+    for (int k = 2; session->profile_paths.count(name); ++k) name = absl::StrCat(base, "_", k, ".json");
+    const auto now = std::chrono::system_clock::now();
+    if (om_status* st = FromAbsl(session->session->WriteTrace(name))) return st;
+    session->profile_paths.insert(name);
+    session->profile_path = name;
+    session->profile_start = now;
+    *path = session->profile_path.c_str();
     return nullptr;
   });
 }

@@ -53,14 +53,19 @@ CpuFeatures ChooseCpuFeatures() {
   const std::string_view want(env);
   CpuFeatures chosen = host;
   bool known = want.empty() || want == "auto";
-  for (CpuTarget t : kCpuTargets)
+  // Every target's name, the VNNI ones too: a test or a benchmark can then run the int8 kernels of AVX-VNNI
+  // (a 256-bit core's) on an AVX-512 machine.
+  std::string names = "auto";
+  auto consider = [&](CpuTarget t) {
+    names += std::string(", ") + CpuTargetName(t);
     if (want == CpuTargetName(t)) {
       chosen = host.Intersect(CpuTargetFeatures(t));
       known = true;
     }
+  };
+  for (CpuTarget t : kCpuTargets) consider(t);
+  for (CpuTarget t : kCpuVnniTargets) consider(t);
   if (!known) {
-    std::string names = "auto";
-    for (CpuTarget t : kCpuTargets) names += std::string(", ") + CpuTargetName(t);
     std::fprintf(stderr, "onnx-mini: ONNX_MINI_CPU=%s is not one of %s; ignored\n", env, names.c_str());
   }
   std::fprintf(stderr, "onnx-mini: CPU target %s (best supported: %s; features: %s)\n",

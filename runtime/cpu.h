@@ -67,9 +67,9 @@ enum class CpuTarget : int {
   kAvx2 = 1,        // avx2 + f16c
   kAvx512 = 2,      // avx2 + f16c + avx512
   kAvx512Bf16 = 3,  // avx2 + f16c + avx512 + avx512_bf16 (only the Attention kernel has this build)
-  // The int8 dot-product targets (only MatMulNBits' int8 decode has builds for them). Not a step of the
-  // chain above (AVX-VNNI comes without AVX-512, AVX-512 without VNNI), so not in kCpuTargets:
-  // ONNX_MINI_CPU's names and the target a prepared weight records stay the chain's.
+  // The int8 dot-product targets (the quantized products' kernels have builds for them). Not a step of
+  // the chain above (AVX-VNNI comes without AVX-512, AVX-512 without VNNI), so not in kCpuTargets: the
+  // target a prepared weight records stays the chain's. ONNX_MINI_CPU takes their names too.
   kAvxVnni = 4,     // avx2 + f16c + avx_vnni
   kAvx512Vnni = 5,  // avx2 + f16c + avx512 + avx512_vnni
 };

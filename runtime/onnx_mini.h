@@ -179,6 +179,16 @@ om_status* om_session_options_set_graph_rewrites(om_session_options* options, in
  * Other keys are refused with OM_NOT_IMPLEMENTED, values out of range with
  * OM_INVALID_ARGUMENT. */
 om_status* om_session_options_add_config_entry(om_session_options* options, const char* key, const char* value);
+/* Profiling (ONNX Runtime's enable_profiling and profile_file_prefix) for
+ * sessions made with these options: every node run (inside If, Loop, Scan and
+ * SequenceMap bodies too, at every iteration) is recorded with its start,
+ * duration, thread, op type, name, input and output types and shapes, and
+ * om_session_end_profiling writes the record as a Chrome trace. `file_prefix`
+ * (copied) names the file: "<file_prefix>_<YYYY-MM-DD_HH-MM-SS_mmm>.json" (the
+ * local time the recording began, as ONNX Runtime names it), relative to the
+ * working directory unless the prefix is a path. NULL or "" turns profiling
+ * off. Since 0.6. */
+om_status* om_session_options_enable_profiling(om_session_options* options, const char* file_prefix);
 /* Frees options; NULL is allowed. Sessions keep their own copy. */
 void om_session_options_free(om_session_options* options);
 
@@ -312,6 +322,28 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
                                        const char* const* input_names, const om_tensor* const* inputs,
                                        size_t input_count, const char* const* output_names,
                                        om_tensor** outputs, size_t output_count);
+
+/* ---- Profiling (since 0.6) -------------------------------------------------- */
+
+/* Writes the events recorded since the session was made (or since the last
+ * om_session_end_profiling) to a new trace file and starts a new recording:
+ * each call writes the runs since the one before. The file is a JSON array of
+ * Chrome trace events in ONNX Runtime's profile format ("ph": "X", times in
+ * microseconds), which Perfetto and chrome://tracing open: per node run a
+ * "Node" event named "<node>_kernel_time" with args op_name, provider,
+ * node_index, activation_size, parameter_size, output_size, input_type_shape
+ * and output_type_shape ([{"float":[1,64]}]); a node inside a subgraph is
+ * named through its parents ("If_0/then_branch/Conv_3_kernel_time"), a node
+ * without a name "<op_type>_<index>". "Session" events: session_initialization,
+ * model_run per run, SequentialExecutor::Execute per graph or subgraph run. Past
+ * a million events a recording keeps no more, and ends with a
+ * "dropped_events" event (args count). *path (owned by the session, valid
+ * until the next call or the session is freed) is the file written; it is
+ * written whole or not at all (OM_INVALID_ARGUMENT when it cannot be written;
+ * the events are then kept for the next call). OM_INVALID_ARGUMENT when
+ * profiling is off. Runs may go on in other threads meanwhile; calls to this
+ * function are serialized. Since 0.6. */
+om_status* om_session_end_profiling(om_session* session, const char** path);
 
 /* ---- Sequences and optionals ------------------------------------------------ */
 

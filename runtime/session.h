@@ -33,9 +33,16 @@ struct SessionOptions {
   // for its session.qdq_matmulnbits_accuracy_level) or 0-3 (float); others
   // are refused by Session::Create.
   int dq_matmul_accuracy_level = 4;
-  // Time every node of the graph (not inside subgraphs) on every run, for
-  // Session::Profile(). Costs two clock reads per node.
+  // Time every node run (inside If, Loop, Scan and SequenceMap bodies too,
+  // at every iteration) for Session::Profile(). Costs two clock reads per node.
   bool profile = false;
+  // Record an event per node run (subgraph nodes too: start, duration,
+  // thread, op type, name qualified by its parents, input and output types
+  // and shapes), a "model_run" event per run and a "session_initialization"
+  // event, for Session::WriteTrace: onnxruntime's profiling. Events beyond
+  // `trace_max_events` are counted as dropped, not kept.
+  bool trace = false;
+  size_t trace_max_events = 1000000;
 };
 
 // How one run may be stopped before it ends (onnxruntime's RunOptions). The
@@ -112,8 +119,19 @@ class Session {
   // op type's nodes (averaged over the runs so far), slowest first, and the
   // total. Empty without profiling or before the first run.
   std::string Profile() const;
-  // Starts the profile afresh (after warm-up runs, say).
+  // Starts the profile afresh (after warm-up runs, say): the times and the
+  // trace events recorded so far are dropped.
   void ResetProfile() const;
+  // With SessionOptions::trace: writes the events recorded since creation (or
+  // since the last WriteTrace or ResetProfile) to `path`, a JSON array of
+  // Chrome trace events in onnxruntime's profile format (Perfetto and
+  // chrome://tracing open it), and forgets them; recording goes on. A node
+  // inside a subgraph is named "<parent>/<attribute>/<node>" ("If_0/
+  // then_branch/Conv_3_kernel_time"). The file is written whole or not at
+  // all. FailedPrecondition without SessionOptions::trace.
+  absl::Status WriteTrace(const std::string& path) const;
+  // The same events as JSON text, without forgetting them.
+  std::string TraceJson() const;
   // The bytes held against the session's memory budget now: weights packed
   // at creation (once per weight, whichever nodes read it), folded
   // constants, and during a run its tensors and workspaces.
@@ -124,6 +142,8 @@ class Session {
 
  private:
   explicit Session(std::unique_ptr<Impl> impl);
+  absl::Status RunValuesUnguarded(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs,
+                                  const RunOptions& run_options, const std::vector<bool>* wanted) const;
   absl::Status RunUnguarded(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs,
                             const RunOptions& run_options) const;
   std::unique_ptr<Impl> impl_;

@@ -266,6 +266,46 @@ void Scalar(const std::filesystem::path& path) {
   Write(path, m.Serialize());
 }
 
+// A graph attribute holding `graph` under `graph_name`.
+void SetGraph(onnx::NodeProto& node, const std::string& name, onnx::GraphProto graph, const std::string& graph_name) {
+  graph.set_name(graph_name);
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = std::move(graph);
+}
+
+// The profiling tests' model, every node named: s = sum(ReduceSum(x)),
+// y = If(s > 0) then Relu(x) ("relu") else Neg(x) ("neg"), z = Loop(trips, y)
+// whose body ("cond", "add") adds x at each iteration: z = y + trips * x.
+// x float [2,3], trips int64 [].
+void Profile(const std::filesystem::path& path) {
+  ModelBuilder then_branch(17), else_branch(17), body(17);
+  then_branch.Node("Relu", {"x"}, {"relu_out"}).set_name("relu");
+  then_branch.Output("relu_out", DType::kFloat, {2, 3});
+  else_branch.Node("Neg", {"x"}, {"neg_out"}).set_name("neg");
+  else_branch.Output("neg_out", DType::kFloat, {2, 3});
+  body.Input("i", DType::kInt64, {}).Input("cond_in", DType::kBool, {}).Input("acc_in", DType::kFloat, {2, 3});
+  body.Node("Identity", {"cond_in"}, {"cond_out"}).set_name("cond");
+  body.Node("Add", {"acc_in", "x"}, {"acc_out"}).set_name("add");
+  body.Output("cond_out", DType::kBool, {}).Output("acc_out", DType::kFloat, {2, 3});
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2, 3}).Input("trips", DType::kInt64, {}).Output("z", DType::kFloat, {2, 3});
+  m.Initializer("zero", Tensor::Zeros(DType::kFloat, {}));
+  onnx::NodeProto& sum = m.Node("ReduceSum", {"x"}, {"s"});
+  sum.set_name("sum");
+  SetAttr(sum, "keepdims", int64_t(0));
+  m.Node("Greater", {"s", "zero"}, {"c"}).set_name("gt");
+  onnx::NodeProto& branch = m.Node("If", {"c"}, {"y"});
+  branch.set_name("if");
+  SetGraph(branch, "then_branch", then_branch.graph(), "then");
+  SetGraph(branch, "else_branch", else_branch.graph(), "else");
+  onnx::NodeProto& loop = m.Node("Loop", {"trips", "", "y"}, {"z"});
+  loop.set_name("loop");
+  SetGraph(loop, "body", body.graph(), "body");
+  Write(path, m.Serialize());
+}
+
 }  // namespace
 
 void WriteCapiModels(const std::filesystem::path& dir) {
@@ -287,6 +327,7 @@ void WriteCapiModels(const std::filesystem::path& dir) {
   Metadata(dir / "metadata.onnx", true);
   Metadata(dir / "metadata_none.onnx", false);
   Scalar(dir / "scalar.onnx");
+  Profile(dir / "profile.onnx");
 }
 
 }  // namespace onnx_mini

@@ -33,7 +33,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: onnx-run [MODEL] [--input NAME=FILE]... [--input-dir DIR] [--random-inputs]\n"
     "                [--output-dir DIR] [--repeat N] [--warmup N] [--threads N] [--memory-limit BYTES]\n"
-    "                [--timeout SECONDS] [--json] [--no-rewrites] [--profile] [--bind]\n"
+    "                [--timeout SECONDS] [--json] [--no-rewrites] [--profile] [--profile-json FILE]\n"
+    "                [--bind]\n"
     "Runs MODEL (default: the bundled " ONNX_MINI_DEFAULT_MODEL ", with random inputs).\n"
     "Inputs are TensorProto .pb or NumPy .npy files; --input-dir reads input_K.pb for the\n"
     "K-th graph input; --random-inputs fills the rest from declared shapes (seed 42).\n"
@@ -44,7 +45,11 @@ constexpr char kUsage[] =
     "--timeout stops any run that takes longer than SECONDS (fractions allowed), with an error.\n"
     "--json prints one JSON object.\n"
     "--no-rewrites runs the graph as written (no fused-pattern rewrites).\n"
-    "--profile prints the time per run spent in each op type (timed runs; not with --json).\n"
+    "--profile prints the time per run spent in each op type, subgraph nodes under their own op\n"
+    "types (an If's or Loop's own time as 'If (self)'), and the slowest nodes (timed runs; not\n"
+    "with --json).\n"
+    "--profile-json FILE writes the timed runs' per-node events (subgraph nodes included) as a\n"
+    "Chrome trace in onnxruntime's profile format (Perfetto, chrome://tracing).\n"
     "--bind gives the timed runs caller buffers for the outputs, made after the warm-up: an\n"
     "output of a past/cache input's dtype and shape is bound to that input's memory (a KV\n"
     "cache updated in place, as onnxruntime-genai's shared buffer), the others preallocated.\n";
@@ -52,7 +57,7 @@ constexpr char kUsage[] =
 struct Options {
   std::string model = ONNX_MINI_DEFAULT_MODEL;
   std::vector<std::pair<std::string, std::string>> inputs;
-  std::string input_dir, output_dir;
+  std::string input_dir, output_dir, profile_json;
   bool random_inputs = false, json = false, rewrites = true, profile = false, bind = false;
   bool random_default = true;  // the bundled model runs on random inputs unless given some
   int repeat = 1, threads = 0;
@@ -137,6 +142,8 @@ absl::StatusOr<Options> ParseArgs(int argc, char** argv) {
       o.random_inputs = true;
     } else if (arg == "--profile") {
       o.profile = true;
+    } else if (is("--profile-json")) {
+      ASSIGN_OR_RETURN(o.profile_json, value("--profile-json"));
     } else if (arg == "--bind") {
       o.bind = true;
     } else if (arg == "--no-rewrites") {
@@ -242,6 +249,7 @@ int Main(int argc, char** argv) {
   so.memory_limit = o.memory_limit;
   so.graph_rewrites = o.rewrites;
   so.profile = o.profile;
+  so.trace = !o.profile_json.empty();
   absl::StatusOr<std::unique_ptr<Session>> session = Session::Load(o.model, BuiltinOps(), so);
   if (!session.ok()) return Fail(std::string(session.status().message()));
 
@@ -327,6 +335,10 @@ int Main(int argc, char** argv) {
   const std::vector<ValueInfo>& out_info = (*session)->outputs();
   if (!o.output_dir.empty()) {
     absl::Status s = WriteOutputs(o.output_dir, outputs, out_info);
+    if (!s.ok()) return Fail(std::string(s.message()));
+  }
+  if (!o.profile_json.empty()) {
+    absl::Status s = (*session)->WriteTrace(o.profile_json);
     if (!s.ok()) return Fail(std::string(s.message()));
   }
 

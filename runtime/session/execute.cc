@@ -192,18 +192,7 @@ absl::Status Session::Impl::Execute(std::vector<Value>& values, const std::vecto
     return control != nullptr ? control->Check(*steps[s].node, direct != nullptr && !(*direct)[s].empty())
                               : absl::OkStatus();
   };
-  if (step_ns) {
-    for (size_t s = 0; s < steps.size(); ++s) {
-      RETURN_IF_ERROR(check(s));
-      const auto start = std::chrono::steady_clock::now();
-      RETURN_IF_ERROR(RunStep(steps[s], values, direct ? (*direct)[s] : kNone, control));
-      step_ns[s].fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now() - start).count(),
-                           std::memory_order_relaxed);
-    }
-    profiled_runs.fetch_add(1, std::memory_order_relaxed);
-    return absl::OkStatus();
-  }
+  if (step_ns || tracer) return ExecuteProfiled(values, direct, control);  // trace.cc
   for (size_t s = 0; s < steps.size(); ++s) {
     RETURN_IF_ERROR(check(s));
     RETURN_IF_ERROR(RunStep(steps[s], values, direct ? (*direct)[s] : kNone, control));

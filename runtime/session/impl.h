@@ -18,6 +18,7 @@
 #include "runtime/op.h"
 #include "runtime/registry.h"
 #include "runtime/session.h"
+#include "runtime/session/trace.h"
 
 namespace onnx_mini {
 namespace session_detail {
@@ -179,10 +180,15 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   // and the input position whose memory a caller's buffer for it may share
   // (the op updates that input in place and no later step reads it), or -1.
   std::vector<int> output_step, output_position, bound_in_place;
-  // With SessionOptions::profile (top level only): nanoseconds per step over
-  // all runs, and the number of runs.
-  std::unique_ptr<std::atomic<int64_t>[]> step_ns;
+  // Profiling (trace.cc), set up once the session is planned. With
+  // SessionOptions::profile: nanoseconds and calls per step over all runs
+  // (subgraphs too), and the number of runs (top level). With ::trace: the
+  // tracer every plan of the session shares, and each step's event names.
+  std::unique_ptr<std::atomic<int64_t>[]> step_ns, step_calls;
   mutable std::atomic<int64_t> profiled_runs{0};
+  std::shared_ptr<session_detail::Tracer> tracer;
+  std::vector<session_detail::TraceNode> trace_nodes;
+  const Node* owner = nullptr;  // the node whose subgraph this is
 
   int Intern(const std::string& name) {
     auto [it, inserted] = value_index.emplace(name, int(value_names.size()));
@@ -210,6 +216,12 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   // `control`: the run's RunOptions, nullptr when nothing can stop it.
   absl::Status Execute(std::vector<Value>& values, const std::vector<std::vector<Tensor>>* direct,
                        const session_detail::RunControl* control = nullptr) const;
+  // Execute with each step timed and traced (trace.cc).
+  absl::Status ExecuteProfiled(std::vector<Value>& values, const std::vector<std::vector<Tensor>>* direct,
+                               const session_detail::RunControl* control) const;
+  // Sets up profiling here and in the subgraphs; `prefix` qualifies node names.
+  void AttachProfiling(const std::string& prefix, const std::shared_ptr<session_detail::Tracer>& with_tracer,
+                       bool aggregate);
   // Runs a subgraph: inputs in order, outer-scope values from `outer`.
   absl::Status RunGraph(std::vector<Value> inputs, const std::vector<Value>& outer,
                         std::vector<Value>* outputs, const session_detail::RunControl* control = nullptr) const;
@@ -223,6 +235,7 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
     auto child = std::make_unique<Impl>();
     child->graph = &sub;
     child->parent = this;
+    child->owner = &node;
     child->ops = ops;
     child->options = options;
     child->types_only = types_only;

@@ -138,6 +138,8 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
   // normalized values to a wider shape, say). If the rewritten graph does not
   // plan, the graph as written is planned instead; its error, if any, names
   // the model's own nodes.
+  std::shared_ptr<session_detail::Tracer> tracer;
+  if (options.trace) tracer = std::make_shared<session_detail::Tracer>(options.trace_max_events);
   std::optional<Graph> as_written;  // dropped before Prepare, which may free initializers
   if (options.graph_rewrites) {
     Graph rewritten = graph;  // tensors share their storage
@@ -171,46 +173,22 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(Graph graph, const OpRe
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError("out of memory while creating the session");
   }
-  if (options.profile) {
-    impl->step_ns.reset(new std::atomic<int64_t>[impl->steps.size()]);
-    for (size_t s = 0; s < impl->steps.size(); ++s) impl->step_ns[s] = 0;
+  // Profiling starts once the session is planned (folding constants at
+  // creation runs nodes that are not the model's runs).
+  if (options.profile || tracer) {
+    impl->AttachProfiling("", tracer, options.profile);
+    if (tracer) tracer->RecordSession("session_initialization", 0);
   }
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
-void Session::ResetProfile() const {
-  const Impl& im = *impl_;
-  if (!im.step_ns) return;
-  for (size_t s = 0; s < im.steps.size(); ++s) im.step_ns[s] = 0;
-  im.profiled_runs = 0;
+absl::Status Session::WriteTrace(const std::string& path) const {
+  if (!impl_->tracer)
+    return absl::FailedPreconditionError("profiling is off: the session was made without SessionOptions::trace");
+  return impl_->tracer->Write(path);
 }
 
-std::string Session::Profile() const {
-  const Impl& im = *impl_;
-  const int64_t runs = im.profiled_runs.load();
-  if (!im.step_ns || runs == 0) return "";
-  struct Total {
-    int64_t ns = 0, nodes = 0;
-  };
-  std::map<std::string, Total> by_op;
-  int64_t all = 0;
-  for (size_t s = 0; s < im.steps.size(); ++s) {
-    const Node& node = *im.steps[s].node;
-    Total& t = by_op[node.domain.empty() ? node.op_type : absl::StrCat(node.domain, "::", node.op_type)];
-    t.ns += im.step_ns[s].load();
-    t.nodes += 1;
-    all += im.step_ns[s].load();
-  }
-  std::vector<std::pair<std::string, Total>> rows(by_op.begin(), by_op.end());
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.ns > b.second.ns; });
-  std::string out = absl::StrFormat("%-32s %10s %6s %6s\n", "op (per run, over " + std::to_string(runs) + " runs)",
-                                    "ms", "%", "nodes");
-  for (const auto& [op, t] : rows)
-    out += absl::StrFormat("%-32s %10.4f %6.1f %6d\n", op, double(t.ns) / 1e6 / double(runs),
-                           all ? 100.0 * double(t.ns) / double(all) : 0.0, t.nodes);
-  out += absl::StrFormat("%-32s %10.4f\n", "all nodes", double(all) / 1e6 / double(runs));
-  return out;
-}
+std::string Session::TraceJson() const { return impl_->tracer ? impl_->tracer->Json() : std::string(); }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Load(const std::string& path, const OpRegistry& ops,
                                                        const SessionOptions& options) {
@@ -264,6 +242,15 @@ absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vect
 
 absl::Status Session::RunValues(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs,
                                 const RunOptions& run_options, const std::vector<bool>* wanted) const {
+  const Impl& im = *impl_;
+  const int64_t start = im.tracer ? im.tracer->Now() : 0;
+  absl::Status s = RunValuesUnguarded(inputs, outputs, run_options, wanted);
+  if (im.tracer) im.tracer->RecordSession("model_run", start);
+  return s;
+}
+
+absl::Status Session::RunValuesUnguarded(const std::vector<NamedValue>& inputs, std::vector<Value>* outputs,
+                                         const RunOptions& run_options, const std::vector<bool>* wanted) const {
   try {
     const RunControl control(run_options);
     const Impl& im = *impl_;
@@ -315,11 +302,15 @@ absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Te
 
 absl::Status Session::Run(const std::vector<NamedTensor>& inputs, std::vector<Tensor>* outputs,
                           const RunOptions& run_options) const {
+  const int64_t start = impl_->tracer ? impl_->tracer->Now() : 0;
+  absl::Status s;
   try {
-    return RunUnguarded(inputs, outputs, run_options);
+    s = RunUnguarded(inputs, outputs, run_options);
   } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of memory for a kernel's temporary buffers");
+    s = absl::ResourceExhaustedError("out of memory for a kernel's temporary buffers");
   }
+  if (impl_->tracer) impl_->tracer->RecordSession("model_run", start);
+  return s;
 }
 
 absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& given, std::vector<Tensor>* outputs,

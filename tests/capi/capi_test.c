@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "onnx_mini.h"
 
@@ -1734,6 +1735,159 @@ static void test_bool_bytes(void) {
   om_session_free(s);
 }
 
+/* ---- profiling ---- */
+
+/* The whole of a file, NUL-terminated (the caller frees it), or NULL. */
+static char* read_file(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  const long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* text = size >= 0 ? malloc((size_t)size + 1) : NULL;
+  if (text != NULL) text[fread(text, 1, (size_t)size, f)] = '\0';
+  fclose(f);
+  return text;
+}
+
+static int count_of(const char* text, const char* what) {
+  int n = 0;
+  for (const char* p = text; (p = strstr(p, what)) != NULL; p += strlen(what)) ++n;
+  return n;
+}
+
+/* profile.onnx: z = If(sum(x) > 0, Relu(x), Neg(x)) + trips * x (a Loop). */
+static om_status* run_profiled(const om_session* s, float sign, int64_t trips, float* z) {
+  float x_data[6];
+  for (int i = 0; i < 6; ++i) x_data[i] = sign * (float)(i + 1);
+  const int64_t dims[2] = {2, 3};
+  om_tensor *x = NULL, *m = NULL, *out = NULL;
+  om_status* st = om_tensor_wrap(OM_FLOAT, dims, 2, x_data, sizeof x_data, &x);
+  if (st == NULL) st = om_tensor_wrap(OM_INT64, NULL, 0, &trips, sizeof trips, &m);
+  if (st == NULL) {
+    const char* in_names[] = {"x", "trips"};
+    const om_tensor* ins[] = {x, m};
+    const char* out_names[] = {"z"};
+    st = om_session_run(s, in_names, ins, 2, out_names, &out, 1);
+  }
+  void* data = NULL;
+  if (st == NULL) st = om_tensor_data(out, &data);
+  if (st == NULL) memcpy(z, data, sizeof x_data);
+  om_tensor_free(x);
+  om_tensor_free(m);
+  om_tensor_free(out);
+  return st;
+}
+
+static void test_profiling(void) {
+  ERR(om_session_options_enable_profiling(NULL, "p"), OM_INVALID_ARGUMENT, "options is NULL");
+  /* Off: end_profiling is an error. */
+  om_session* plain = load("capi/profile.onnx");
+  const char* path = NULL;
+  if (plain != NULL) ERR(om_session_end_profiling(plain, &path), OM_INVALID_ARGUMENT, "profiling is off");
+  om_session_free(plain);
+  om_session_options* options = NULL;
+  OK(om_session_options_create(&options));
+  if (options == NULL) return;
+  OK(om_session_options_enable_profiling(options, "unused"));
+  OK(om_session_options_enable_profiling(options, "")); /* "" turns it off again */
+  om_session* off = NULL;
+  OK(om_session_create(path_of("capi/profile.onnx"), options, &off));
+  if (off != NULL) ERR(om_session_end_profiling(off, &path), OM_INVALID_ARGUMENT, "profiling is off");
+  om_session_free(off);
+
+  char dir[] = "/tmp/capi_profile_XXXXXX";
+  if (mkdtemp(dir) == NULL) {
+    CHECK(!"mkdtemp");
+    om_session_options_free(options);
+    return;
+  }
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "%s/trace", dir);
+  OK(om_session_options_enable_profiling(options, prefix));
+  om_session* s = NULL;
+  OK(om_session_create(path_of("capi/profile.onnx"), options, &s));
+  om_session_options_free(options); /* the session keeps the prefix */
+  if (s == NULL) return;
+  ERR(om_session_end_profiling(s, NULL), OM_INVALID_ARGUMENT, "path is NULL");
+  ERR(om_session_end_profiling(NULL, &path), OM_INVALID_ARGUMENT, "session is NULL");
+
+  /* Two runs through the then branch and three Loop iterations each. */
+  float z[6];
+  for (int r = 0; r < 2; ++r) {
+    OK(run_profiled(s, 1.0f, 3, z));
+    for (int i = 0; i < 6; ++i) CHECK(z[i] == 4.0f * (float)(i + 1));
+  }
+  path = NULL;
+  OK(om_session_end_profiling(s, &path));
+  char first[256] = "";
+  if (path != NULL) {
+    snprintf(first, sizeof first, "%s", path);
+    /* "<prefix>_YYYY-MM-DD_HH-MM-SS_mmm.json" */
+    CHECK(strncmp(path, prefix, strlen(prefix)) == 0 && strlen(path) == strlen(prefix) + 29);
+    CHECK(strcmp(path + strlen(path) - 5, ".json") == 0);
+  }
+  char* text = path != NULL ? read_file(path) : NULL;
+  CHECK(text != NULL);
+  if (text != NULL) {
+    CHECK(text[0] == '[' && strcmp(text + strlen(text) - 2, "]\n") == 0);
+    /* Per run 5 nodes at the top and in the taken branch, 2 per iteration. */
+    CHECK(count_of(text, "\"cat\" : \"Node\"") == 2 * (4 + 1 + 3 * 2));
+    CHECK(count_of(text, "_kernel_time\"") == 22);
+    CHECK(count_of(text, "\"name\" :\"sum_kernel_time\",\"args\" : {\"op_name\" : \"ReduceSum\"") == 2);
+    CHECK(count_of(text, "\"name\" :\"if/then_branch/relu_kernel_time\",\"args\" : {\"op_name\" : \"Relu\"") == 2);
+    CHECK(count_of(text, "\"name\" :\"if/else_branch/neg_kernel_time\"") == 0);
+    CHECK(count_of(text, "\"name\" :\"loop/body/add_kernel_time\"") == 6);
+    CHECK(count_of(text, "\"name\" :\"loop/body/cond_kernel_time\"") == 6);
+    CHECK(count_of(text, "\"name\" :\"loop_kernel_time\",\"args\" : {\"op_name\" : \"Loop\"") == 2);
+    /* Types and shapes as onnxruntime writes them. */
+    CHECK(count_of(text, "\"input_type_shape\" : [{\"float\":[2,3]},{\"float\":[2,3]}],"
+                         "\"output_type_shape\" : [{\"float\":[2,3]}]") == 6);
+    CHECK(count_of(text, "\"op_name\" : \"ReduceSum\",\"provider\" : \"CPUExecutionProvider\",\"node_index\" : \"0\","
+                         "\"activation_size\" : \"24\",\"parameter_size\" : \"0\",\"output_size\" : \"4\","
+                         "\"input_type_shape\" : [{\"float\":[2,3]}],\"output_type_shape\" : [{\"float\":[]}]") == 2);
+    CHECK(count_of(text, "\"input_type_shape\" : [{\"int64\":[]},{\"float\":[2,3]}]") == 2); /* the Loop */
+    CHECK(count_of(text, "\"name\" :\"model_run\"") == 2);
+    CHECK(count_of(text, "\"name\" :\"session_initialization\"") == 1);
+    CHECK(count_of(text, "\"ph\" : \"X\"") == count_of(text, "\"cat\" : "));
+    free(text);
+  }
+
+  /* A second end_profiling writes the runs since into a new file. */
+  OK(run_profiled(s, -1.0f, 1, z));
+  for (int i = 0; i < 6; ++i) CHECK(z[i] == 0.0f);
+  path = NULL;
+  OK(om_session_end_profiling(s, &path));
+  CHECK(path != NULL && strcmp(path, first) != 0);
+  char second[256] = "";
+  if (path != NULL) snprintf(second, sizeof second, "%s", path);
+  text = path != NULL ? read_file(path) : NULL;
+  CHECK(text != NULL);
+  if (text != NULL) {
+    CHECK(count_of(text, "_kernel_time\"") == 4 + 1 + 1 * 2);
+    CHECK(count_of(text, "\"name\" :\"if/else_branch/neg_kernel_time\",\"args\" : {\"op_name\" : \"Neg\"") == 1);
+    CHECK(count_of(text, "relu") == 0);
+    CHECK(count_of(text, "\"name\" :\"model_run\"") == 1);
+    CHECK(count_of(text, "session_initialization") == 0);
+    free(text);
+  }
+  char* again = read_file(first); /* the first file is left as it was */
+  CHECK(again != NULL && count_of(again, "_kernel_time\"") == 22);
+  free(again);
+  /* Nothing since: a file with no events. */
+  path = NULL;
+  OK(om_session_end_profiling(s, &path));
+  text = path != NULL ? read_file(path) : NULL;
+  CHECK(text != NULL && strcmp(text, "[\n\n]\n") == 0);
+  free(text);
+  CHECK(path != NULL && strcmp(path, second) != 0 && strcmp(path, first) != 0); /* even within a millisecond */
+  /* The three files, then the folder: nothing else was left in it (no temporary). */
+  if (path != NULL) CHECK(unlink(path) == 0);
+  CHECK(unlink(first) == 0 && unlink(second) == 0);
+  CHECK(rmdir(dir) == 0);
+  om_session_free(s);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: capi_test TESTDATA_DIR\n");
@@ -1761,6 +1915,7 @@ int main(int argc, char** argv) {
   test_run_options();
   test_aliasing();
   test_bool_bytes();
+  test_profiling();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

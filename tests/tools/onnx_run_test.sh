@@ -32,6 +32,24 @@ check default 0 "output y: float \[4,2\]" -- "$run"
 check json 0 '"repeat": 3, "warmup": 1, "threads": 0, "median_ms": [0-9.]+, "min_ms"' -- "$run" --json --repeat 3
 check warmup 0 'over 2 runs \(after 4 untimed\)' -- "$run" --repeat 2 --warmup 4
 check profile 0 'op \(per run, over 3 runs\)' -- "$run" --repeat 3 --profile
+# --profile-json: the timed runs' node events (the If's branch and the Loop's
+# body at each of its 2 iterations included) as JSON onnxruntime's scripts read.
+printf '\x93NUMPY\x01\x00\x76\x00' >"$tmp/trips.npy"
+printf "{'descr': '<i8', 'fortran_order': False, 'shape': (), }" | awk '{printf "%-117s\n", $0}' >>"$tmp/trips.npy"
+printf '\x02\x00\x00\x00\x00\x00\x00\x00' >>"$tmp/trips.npy"
+check profile_json 0 'Loop \(self\)' -- "$run" "$testdata/capi/profile.onnx" --random-inputs --input "trips=$tmp/trips.npy" --repeat 2 --profile --profile-json "$tmp/trace.json"
+if ! /usr/bin/python3 -c '
+import json, sys
+events = json.load(open(sys.argv[1]))
+nodes = [e["name"] for e in events if e["cat"] == "Node"]
+assert len(nodes) == 2 * (4 + 1 + 2 * 2), nodes
+assert nodes.count("loop/body/add_kernel_time") == 4, nodes
+assert sum(e["name"] == "model_run" for e in events) == 2
+assert all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
+add = [e for e in events if e["name"] == "loop/body/add_kernel_time"][0]["args"]
+assert add["op_name"] == "Add" and add["input_type_shape"] == [{"float": [2, 3]}, {"float": [2, 3]}], add
+' "$tmp/trace.json"; then echo "FAIL profile_json: the trace does not parse or is wrong"; failures=$((failures + 1)); fi
+check profile_json_bad 1 "cannot write the profile to" -- "$run" --profile-json "$tmp/no/such/dir/t.json"
 check warmup_bad 2 "warmup takes a number, got 'x'" -- "$run" --warmup x
 check input_dir 0 "output y_shape: int64 \[2\] \[4, 2\]" -- "$run" "$case_dir/model.onnx" --input-dir "$case_dir/test_data_set_0" --output-dir "$tmp/outdir"
 cmp -s "$tmp/outdir/output_1.pb" "$case_dir/test_data_set_0/output_1.pb" || { echo "FAIL output_dir: output_1.pb differs"; failures=$((failures + 1)); }
@@ -122,5 +140,5 @@ check timeout_bad 2 "timeout takes a positive number of seconds, got '0'" -- "$r
 for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8 bad9; do
   if [ -n "$(ls -A "$tmp/$d" 2>/dev/null)" ]; then echo "FAIL $d: files were written"; failures=$((failures + 1)); fi
 done
-echo "$((28 - failures)) passed, $failures failed"
+echo "$((30 - failures)) passed, $failures failed"
 [ "$failures" = 0 ]
