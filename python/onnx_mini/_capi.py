@@ -10,14 +10,17 @@ om_session_run lets other Python threads run.
 
 import ctypes
 import ctypes.util
-import enum
 import os
 
+from ._errors import OnnxMiniError, StatusCode
+
 # The C API this package is written against: its major version, and the
-# oldest minor version that has every function it declares (0.3: sequences
-# and optionals). Within one major version the C API only grows.
+# oldest minor version that has every function it declares (0.5: run options
+# and session config entries). Within one major version the C API only grows;
+# the functions of later versions (strings, metadata, profiling: 0.6) are
+# resolved when first used (`optional`), so the package loads without them.
 API_MAJOR = 0
-API_MINOR = 3
+API_MINOR = 5
 
 SONAME = "libonnx_mini.so.0"
 ENV = "ONNX_MINI_LIBRARY"
@@ -28,36 +31,6 @@ _HOW_TO = (
     + "=/path/to/build/libonnx_mini.so, or install it with "
     "`cmake --install build --prefix /usr/local && ldconfig`."
 )
-
-
-class StatusCode(enum.IntEnum):
-    """om_status_code: the code of an OnnxMiniError."""
-
-    OK = 0
-    INVALID_ARGUMENT = 1  # bad model, input, name, type, shape or value
-    NOT_FOUND = 2  # a file that does not exist
-    NOT_IMPLEMENTED = 3  # an op, opset or element type onnx-mini lacks
-    OUT_OF_MEMORY = 4  # an allocation failed
-    INTERNAL = 5  # anything else
-    CANCELLED = 6  # a run stopped by its run options (C API 0.4)
-
-
-class OnnxMiniError(RuntimeError):
-    """An error reported by onnx-mini (or by this package before calling it).
-
-    ``str(error)`` is the runtime's message; ``error.code`` is a StatusCode.
-    """
-
-    def __init__(self, message, code=StatusCode.INTERNAL):
-        super().__init__(message)
-        try:
-            self.code = StatusCode(code)
-        except ValueError:  # a code newer than this package
-            self.code = int(code)
-
-    @property
-    def message(self):
-        return self.args[0] if self.args else ""
 
 
 def _candidates():
@@ -188,6 +161,7 @@ om_status_message = _declare("om_status_message", _c.c_char_p, _VP)
 om_status_free = _declare("om_status_free", None, _VP)
 om_elem_type_name = _declare("om_elem_type_name", _c.c_char_p, _c.c_int32)
 
+om_tensor_create = _declare("om_tensor_create", _VP, _c.c_int32, _P_I64, _SIZE, _P_VP)
 om_tensor_wrap = _declare("om_tensor_wrap", _VP, _c.c_int32, _P_I64, _SIZE, _VP, _SIZE, _P_VP)
 om_tensor_free = _declare("om_tensor_free", None, _VP)
 om_tensor_elem_type = _declare("om_tensor_elem_type", _VP, _VP, _c.POINTER(_c.c_int32))
@@ -199,7 +173,21 @@ om_session_options_create = _declare("om_session_options_create", _VP, _P_VP)
 om_session_options_set_intra_op_threads = _declare(
     "om_session_options_set_intra_op_threads", _VP, _VP, _c.c_int
 )
+om_session_options_set_memory_limit = _declare(
+    "om_session_options_set_memory_limit", _VP, _VP, _c.c_uint64
+)
+om_session_options_set_graph_rewrites = _declare(
+    "om_session_options_set_graph_rewrites", _VP, _VP, _c.c_int
+)
+om_session_options_add_config_entry = _declare(
+    "om_session_options_add_config_entry", _VP, _VP, _c.c_char_p, _c.c_char_p
+)
 om_session_options_free = _declare("om_session_options_free", None, _VP)
+
+om_run_options_create = _declare("om_run_options_create", _VP, _P_VP)
+om_run_options_set_terminate = _declare("om_run_options_set_terminate", _VP, _VP, _c.c_int)
+om_run_options_set_timeout_ms = _declare("om_run_options_set_timeout_ms", _VP, _VP, _c.c_int64)
+om_run_options_free = _declare("om_run_options_free", None, _VP)
 
 om_session_create = _declare("om_session_create", _VP, _c.c_char_p, _VP, _P_VP)
 om_session_create_from_memory = _declare(
@@ -233,10 +221,108 @@ om_session_run = _declare(
     _P_VP,
     _SIZE,
 )
+om_session_run_with_options = _declare(
+    "om_session_run_with_options",
+    _VP,
+    _VP,
+    _VP,
+    _c.POINTER(_c.c_char_p),
+    _P_VP,
+    _SIZE,
+    _c.POINTER(_c.c_char_p),
+    _P_VP,
+    _SIZE,
+)
+om_session_run_values_with_options = _declare(
+    "om_session_run_values_with_options",
+    _VP,
+    _VP,
+    _VP,
+    _c.POINTER(_c.c_char_p),
+    _P_VP,
+    _SIZE,
+    _c.POINTER(_c.c_char_p),
+    _P_VP,
+    _SIZE,
+)
+
+
+class ModelMetadata(_c.Structure):
+    """om_model_metadata (C API 0.6)."""
+
+    _fields_ = [
+        ("producer_name", _c.c_char_p),
+        ("producer_version", _c.c_char_p),
+        ("domain", _c.c_char_p),
+        ("description", _c.c_char_p),
+        ("graph_name", _c.c_char_p),
+        ("graph_description", _c.c_char_p),
+        ("version", _c.c_int64),
+        ("custom_count", _SIZE),
+        ("custom_keys", _c.POINTER(_c.c_char_p)),
+        ("custom_values", _c.POINTER(_c.c_char_p)),
+        ("opset_count", _SIZE),
+        ("opset_domains", _c.POINTER(_c.c_char_p)),
+        ("opset_versions", _P_I64),
+    ]
+
+
+class optional:
+    """A C API function newer than API_MINOR, looked up when first used:
+    calling it on a library without it raises NotImplemented (an
+    OnnxMiniError) naming the function; ``available()`` says whether it is
+    there."""
+
+    _MISSING = object()
+
+    def __init__(self, name, since, restype, *argtypes):
+        self.name, self.since = name, since
+        self._restype, self._argtypes = restype, argtypes
+        self._f = None
+
+    def _resolve(self):
+        if self._f is None:
+            f = getattr(lib, self.name, None)
+            if f is None:
+                self._f = self._MISSING
+            else:
+                f.restype, f.argtypes = self._restype, self._argtypes
+                self._f = f
+        return self._f
+
+    def available(self):
+        return self._resolve() is not self._MISSING
+
+    def __call__(self, *args):
+        f = self._resolve()
+        if f is self._MISSING:
+            raise OnnxMiniError(
+                "not implemented: %s (the library %s is version %s; the C API has it since %s)"
+                % (self.name, library_path, library_version, self.since),
+                StatusCode.NOT_IMPLEMENTED,
+            )
+        return f(*args)
+
+
+# Strings (0.6): the string pointers are passed as void* so that an element
+# with NUL bytes keeps its length.
+om_tensor_create_strings = optional(
+    "om_tensor_create_strings", "0.6", _VP, _P_I64, _SIZE, _P_VP, _P_SIZE, _SIZE, _P_VP
+)
+om_tensor_get_string = optional("om_tensor_get_string", "0.6", _VP, _VP, _c.c_int64, _P_VP, _P_SIZE)
+om_tensor_set_string = optional("om_tensor_set_string", "0.6", _VP, _VP, _c.c_int64, _VP, _SIZE)
+# Metadata (0.6).
+om_session_metadata = optional("om_session_metadata", "0.6", _VP, _VP, _c.POINTER(ModelMetadata))
+# Profiling (0.6).
+om_session_options_enable_profiling = optional(
+    "om_session_options_enable_profiling", "0.6", _VP, _VP, _c.c_char_p
+)
+om_session_end_profiling = optional("om_session_end_profiling", "0.6", _VP, _VP, _c.POINTER(_c.c_char_p))
 
 
 def check(status):
-    """Raises OnnxMiniError for a non-NULL om_status* (and frees it)."""
+    """Raises OnnxMiniError for a non-NULL om_status* (and frees it): an
+    instance of ONNX Runtime's class for its code (InvalidArgument, ...)."""
     if status is None:
         return
     try:

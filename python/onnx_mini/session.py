@@ -1,17 +1,23 @@
-"""InferenceSession: ONNX Runtime's Python interface over onnx-mini's C API."""
+"""InferenceSession, IOBinding and ModelMetadata: ONNX Runtime's Python
+interface over onnx-mini's C API."""
 
 import ctypes
 import os
 import threading
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from . import _capi
 from . import _types
-from ._capi import OnnxMiniError, StatusCode
+from ._errors import OnnxMiniError, StatusCode
+from .options import RunOptions, SessionOptions
+from .ortvalue import OrtValue, _check_device, array_at, elem_type_of, is_string_dtype
 
-__all__ = ["InferenceSession", "NodeArg"]
+__all__ = ["InferenceSession", "IOBinding", "ModelMetadata", "NodeArg"]
+
+PROVIDERS = ["CPUExecutionProvider"]
 
 _INVALID = StatusCode.INVALID_ARGUMENT
 _NOT_IMPLEMENTED = StatusCode.NOT_IMPLEMENTED
@@ -92,6 +98,8 @@ def _tensor_to_array(tensor, name):
     try:
         elem_type = ctypes.c_int32()
         _capi.check(_capi.om_tensor_elem_type(tensor, ctypes.byref(elem_type)))
+        if elem_type.value == _types.STRING:
+            return _strings_to_array(tensor)  # a copy: the tensor is freed below
         dtype = _types.NUMPY_DTYPES.get(elem_type.value)
         if dtype is None:
             raise OnnxMiniError(
@@ -126,6 +134,56 @@ def _tensor_to_array(tensor, name):
             _capi.om_tensor_free(tensor)
 
 
+def _shape_of(tensor):
+    dims = ctypes.POINTER(ctypes.c_int64)()
+    rank = ctypes.c_size_t()
+    _capi.check(_capi.om_tensor_shape(tensor, ctypes.byref(dims), ctypes.byref(rank)))
+    return tuple(int(dims[d]) for d in range(rank.value))
+
+
+def _strings_to_array(tensor):
+    """A NumPy object array of str copied from a string om_tensor (UTF-8;
+    bytes that are not UTF-8 decode as surrogates, so they encode back to
+    the same bytes with errors="surrogateescape")."""
+    shape = _shape_of(tensor)
+    count = 1
+    for size in shape:
+        count *= size
+    flat = np.empty(count, dtype=object)
+    data, length = ctypes.c_void_p(), ctypes.c_size_t()
+    for i in range(count):
+        _capi.check(_capi.om_tensor_get_string(tensor, i, ctypes.byref(data), ctypes.byref(length)))
+        raw = ctypes.string_at(data.value, length.value) if length.value else b""
+        flat[i] = raw.decode("utf-8", "surrogateescape")
+    return flat.reshape(shape)
+
+
+def _encode(item, where):
+    if isinstance(item, str):
+        return item.encode("utf-8", "surrogateescape")
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return bytes(item)
+    raise OnnxMiniError("%s: a string tensor holds str or bytes, not %s" % (where, type(item).__name__), _INVALID)
+
+
+def _make_strings(array, where):
+    """A new string om_tensor (a copy) from an array of str, bytes or objects."""
+    items = [_encode(x, where) for x in array.reshape(-1).tolist()]
+    count = len(items)
+    dims = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
+    pointers = (ctypes.c_void_p * max(count, 1))()
+    lengths = (ctypes.c_size_t * max(count, 1))()
+    buffers = []  # alive until the call returns
+    for i, raw in enumerate(items):
+        buf = ctypes.create_string_buffer(raw, len(raw) + 1)
+        buffers.append(buf)
+        pointers[i] = ctypes.addressof(buf)
+        lengths[i] = len(raw)
+    tensor = ctypes.c_void_p()
+    _capi.check(_capi.om_tensor_create_strings(dims, array.ndim, pointers, lengths, count, ctypes.byref(tensor)))
+    return tensor.value
+
+
 def _address(array):
     return array.__array_interface__["data"][0]
 
@@ -148,8 +206,11 @@ def _overlapping(arrays):
         end, end_key = stop, key
 
 
-def _wrap(elem_type, array):
-    """A new om_tensor over the array's memory (C-contiguous), no copy."""
+def _wrap(elem_type, array, name="?"):
+    """A new om_tensor over the array's memory (C-contiguous), no copy; a copy
+    for strings (`name` for their errors)."""
+    if elem_type == _types.STRING:
+        return _make_strings(array, "input '%s'" % name)
     dims = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
     tensor = ctypes.c_void_p()
     _capi.check(
@@ -160,42 +221,167 @@ def _wrap(elem_type, array):
     return tensor.value
 
 
-def _check_providers(providers):
-    for p in providers:
-        name = p[0] if isinstance(p, (tuple, list)) else p
-        if name != "CPUExecutionProvider":
-            raise ValueError(
-                "onnx_mini runs on the CPU only: providers may only list 'CPUExecutionProvider', not %r"
-                % (name,)
+def _elem_type_of_array(array):
+    return _types.STRING if is_string_dtype(array.dtype) else _types.ELEM_TYPES[array.dtype]
+
+
+def _check_run_options(run_options):
+    if run_options is not None and not isinstance(run_options, RunOptions):
+        raise TypeError(
+            "run_options must be an onnx_mini.RunOptions, not %s (bound arrays: outputs={name: array})"
+            % type(run_options).__name__
+        )
+
+
+def _check_providers(providers, provider_options):
+    """ONNX Runtime's checks of `providers` and `provider_options`; a provider
+    other than the CPU's warns (as ONNX Runtime does for one it does not have)
+    and is left out. Returns the CPU provider's options."""
+    if providers is None:
+        if provider_options is not None:
+            raise ValueError("'provider_options' needs 'providers'")
+        return {}
+    if isinstance(providers, str) or not isinstance(providers, Sequence):
+        raise ValueError("'providers' should be a sequence.")
+    if provider_options is not None:
+        if isinstance(provider_options, str) or not isinstance(provider_options, Sequence):
+            raise ValueError("'provider_options' should be a sequence.")
+        if len(providers) != len(provider_options):
+            raise ValueError("'providers' and 'provider_options' should be the same length if both are given.")
+        if not all(isinstance(p, str) for p in providers):
+            raise ValueError("Only string values for 'providers' are supported if 'provider_options' is given.")
+        if not all(isinstance(o, dict) for o in provider_options):
+            raise ValueError("'provider_options' values must be dicts.")
+        pairs = list(zip(providers, provider_options))
+    else:
+        pairs = []
+        for p in providers:
+            if isinstance(p, str):
+                pairs.append((p, {}))
+            elif isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], dict):
+                pairs.append(p)
+            else:
+                raise ValueError("'providers' values must be either strings or (string, dict) tuples.")
+    cpu = {}
+    seen = set()
+    for name, options in pairs:
+        if name in seen:
+            warnings.warn("Duplicate provider '%s' encountered, ignoring." % name, stacklevel=3)
+            continue
+        seen.add(name)
+        if name not in PROVIDERS:
+            warnings.warn(
+                "Specified provider '%s' is not in available provider names. Available providers: '%s' "
+                "(onnx_mini runs on the CPU)" % (name, ", ".join(PROVIDERS)),
+                stacklevel=3,
             )
+            continue
+        cpu = {str(k): str(v) for k, v in options.items()}
+    return cpu
+
+
+class ModelMetadata:
+    """ONNX Runtime's ``ModelMetadata`` (``InferenceSession.get_modelmeta()``):
+    ``producer_name``, ``graph_name``, ``domain``, ``description`` (the model's
+    doc_string), ``graph_description`` (the graph's doc_string), ``version``
+    (model_version), ``custom_metadata_map`` (metadata_props, a dict); and
+    onnx-mini's ``producer_version`` and ``opset_imports`` (domain -> version,
+    "" for ai.onnx)."""
+
+    __slots__ = (
+        "producer_name",
+        "producer_version",
+        "graph_name",
+        "domain",
+        "description",
+        "graph_description",
+        "version",
+        "custom_metadata_map",
+        "opset_imports",
+    )
+
+    def __init__(self, meta):
+        def text(p):
+            return p.decode("utf-8", "replace") if p else ""
+
+        self.producer_name = text(meta.producer_name)
+        self.producer_version = text(meta.producer_version)
+        self.graph_name = text(meta.graph_name)
+        self.domain = text(meta.domain)
+        self.description = text(meta.description)
+        self.graph_description = text(meta.graph_description)
+        self.version = int(meta.version)
+        self.custom_metadata_map = {
+            text(meta.custom_keys[i]): text(meta.custom_values[i]) for i in range(meta.custom_count)
+        }
+        self.opset_imports = {text(meta.opset_domains[i]): int(meta.opset_versions[i]) for i in range(meta.opset_count)}
+
+    def __repr__(self):
+        return "ModelMetadata(producer_name=%r, graph_name=%r, domain=%r, version=%d, custom_metadata_map=%r)" % (
+            self.producer_name,
+            self.graph_name,
+            self.domain,
+            self.version,
+            self.custom_metadata_map,
+        )
 
 
 class InferenceSession:
     """A loaded, validated and planned model, as ONNX Runtime's ``InferenceSession``.
 
-    ``path_or_bytes`` is a model file (str or os.PathLike; external data is read
-    from the model's folder) or a serialized ModelProto (bytes, bytearray,
-    memoryview, or an object with ``SerializeToString()`` such as an
-    ``onnx.ModelProto``), whose external data is read from ``base_dir``
-    (``None`` refuses external data).
+    ``InferenceSession(path_or_bytes, sess_options=None, providers=None,
+    provider_options=None)``:
 
-    ``threads`` is the number of threads each run uses for its kernels (ONNX
-    Runtime's ``intra_op_num_threads``); 0 means all cores.
+    - ``path_or_bytes`` is a model file (str or os.PathLike; external data is
+      read from the model's folder) or a serialized ModelProto (bytes,
+      bytearray, memoryview, or an object with ``SerializeToString()`` such as
+      an ``onnx.ModelProto``), whose external data is read from ``base_dir``
+      (``None`` refuses external data);
+    - ``sess_options``: a ``SessionOptions`` (threads, graph optimization
+      level, profiling, config entries), copied;
+    - ``providers`` / ``provider_options``: checked as ONNX Runtime checks
+      them; ``"CPUExecutionProvider"`` is the only one, others warn and are
+      left out (ONNX Runtime's fallback to the CPU).
 
-    ``providers`` is accepted for ONNX Runtime compatibility and may only name
-    ``"CPUExecutionProvider"``.
+    onnx-mini's own keywords: ``threads`` (the kernels' threads per run,
+    overriding ``sess_options.intra_op_num_threads``; 0 means all cores) and
+    ``base_dir``. ONNX Runtime's ``disabled_optimizers`` and
+    ``read_config_from_model`` keywords are accepted and ignored.
 
     One session may run from many threads at once; the GIL is released while
-    the model runs. Errors raise ``OnnxMiniError``.
+    the model runs. Errors raise ONNX Runtime's exception classes (all
+    ``OnnxMiniError``, a ``RuntimeError``).
     """
 
-    def __init__(self, path_or_bytes, threads=0, base_dir=None, *, providers=None):
+    _IGNORED_KWARGS = ("disabled_optimizers", "read_config_from_model")
+
+    def __init__(
+        self,
+        path_or_bytes,
+        sess_options=None,
+        providers=None,
+        provider_options=None,
+        *,
+        threads=None,
+        base_dir=None,
+        **kwargs,
+    ):
         self._handle = None
         self._lock = threading.Lock()
         self._active = 0
         self._closed = False
-        if providers is not None:
-            _check_providers(providers)
+        self._metadata = None
+        for key in kwargs:
+            if key not in self._IGNORED_KWARGS:
+                raise TypeError("InferenceSession() got an unexpected keyword argument %r" % key)
+        if sess_options is None:
+            sess_options = SessionOptions()
+        elif not isinstance(sess_options, SessionOptions):
+            raise TypeError(
+                "sess_options must be an onnx_mini.SessionOptions, not %s (the kernels' threads: threads=N)"
+                % type(sess_options).__name__
+            )
+        self._provider_options = {PROVIDERS[0]: _check_providers(providers, provider_options)}
         if isinstance(path_or_bytes, (str, os.PathLike)):
             if base_dir is not None:
                 raise ValueError(
@@ -212,17 +398,19 @@ class InferenceSession:
                 "InferenceSession needs a model path or the model's bytes, not %s"
                 % type(path_or_bytes).__name__
             )
-        if not isinstance(threads, int) or isinstance(threads, bool):
-            raise TypeError("threads must be an int, not %s" % type(threads).__name__)
-
-        options = ctypes.c_void_p()
-        _capi.check(_capi.om_session_options_create(ctypes.byref(options)))
-        try:
+        if threads is not None:
+            if not isinstance(threads, int) or isinstance(threads, bool):
+                raise TypeError("threads must be an int, not %s" % type(threads).__name__)
             if threads < 0 or threads > 2**31 - 1:
                 raise OnnxMiniError(
                     "intra-op threads must be >= 0 (0 = all cores), got %d" % threads, _INVALID
                 )
-            _capi.check(_capi.om_session_options_set_intra_op_threads(options, threads))
+        self._sess_options = sess_options._copy()
+        if threads is not None:
+            self._sess_options.intra_op_num_threads = threads
+
+        options = self._sess_options._make()
+        try:
             handle = ctypes.c_void_p()
             if model_path is not None:
                 status = _capi.om_session_create(model_path, options, ctypes.byref(handle))
@@ -235,6 +423,7 @@ class InferenceSession:
             self._handle = handle.value
         finally:
             _capi.om_session_options_free(options)
+        self._profiling = self._sess_options.enable_profiling
 
         self._inputs = self._infos(
             _capi.om_session_input_count, _capi.om_session_input_info, _capi.om_session_input_kind
@@ -270,8 +459,64 @@ class InferenceSession:
         """The graph outputs, as NodeArgs, in model order."""
         return list(self._outputs)
 
+    def get_overridable_initializers(self):
+        """Always empty: onnx-mini treats initializers as constants (it folds
+        and packs them at creation), so a run cannot override them."""
+        return []
+
     def get_providers(self):
-        return ["CPUExecutionProvider"]
+        return list(PROVIDERS)
+
+    def get_provider_options(self):
+        """The options given for the CPU provider (str -> str; unused)."""
+        return {k: dict(v) for k, v in self._provider_options.items()}
+
+    def set_providers(self, providers=None, provider_options=None):
+        """ONNX Runtime's set_providers: onnx-mini has only the CPU's, so this
+        checks the arguments (warning about other providers) and keeps the session."""
+        self._provider_options = {PROVIDERS[0]: _check_providers(providers, provider_options)}
+
+    def disable_fallback(self):
+        """Accepted (nothing to fall back from)."""
+
+    def enable_fallback(self):
+        """Accepted (nothing to fall back from)."""
+
+    def get_session_options(self):
+        """A copy of the SessionOptions the session was made with."""
+        return self._sess_options._copy()
+
+    def get_modelmeta(self):
+        """The model's ModelMetadata (producer, graph name, doc strings,
+        custom metadata map). Needs C API 0.6 (om_session_metadata)."""
+        if self._metadata is None:
+            meta = _capi.ModelMetadata()
+            handle = self._acquire()
+            try:
+                _capi.check(_capi.om_session_metadata(handle, ctypes.byref(meta)))
+                self._metadata = ModelMetadata(meta)
+            finally:
+                self._release()
+        return self._metadata
+
+    def end_profiling(self):
+        """Writes the trace of the runs since the session was made (or since
+        the last end_profiling: unlike ONNX Runtime, recording goes on) as a
+        JSON file of Chrome trace events in ONNX Runtime's profile format and
+        returns its path; "" when profiling is off (as ONNX Runtime)."""
+        if not self._profiling:
+            return ""
+        path = ctypes.c_char_p()
+        handle = self._acquire()
+        try:
+            _capi.check(_capi.om_session_end_profiling(handle, ctypes.byref(path)))
+            return os.fsdecode(path.value) if path.value else ""
+        finally:
+            self._release()
+
+    def io_binding(self):
+        """A new IOBinding over this session (``run_with_iobinding``)."""
+        return IOBinding(self)
 
     # ---- lifetime ----
 
@@ -328,13 +573,20 @@ class InferenceSession:
     def _input_array(self, arg, value):
         """The array passed for input `arg`: `value` itself when it is a
         C-contiguous, aligned ndarray of the declared dtype; a contiguous copy
-        of it when only its layout differs; an error when its dtype differs."""
-        if arg.elem_type == _types.STRING:
-            raise OnnxMiniError(
-                "input '%s' is a string tensor: string tensors cannot cross onnx-mini's C API"
-                % arg.name,
-                _NOT_IMPLEMENTED,
-            )
+        of it when only its layout differs; an error when its dtype differs.
+        A string input takes an array of str, bytes or objects (copied when
+        the run starts)."""
+        if arg.elem_type == _types.STRING or (
+            arg.elem_type == 0 and is_string_dtype(np.asarray(value).dtype) and not isinstance(value, list)
+        ):
+            array = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
+            if not is_string_dtype(array.dtype):
+                raise OnnxMiniError(
+                    "input '%s' must be %s (numpy str, bytes or object), got numpy %s"
+                    % (arg.name, _types.type_string(_types.STRING), array.dtype),
+                    _INVALID,
+                )
+            return array
         if arg.elem_type != 0 and arg.dtype is None:
             raise OnnxMiniError(
                 "input '%s' is %s, which the Python API cannot pass (packed 4- and 2-bit types)"
@@ -363,54 +615,134 @@ class InferenceSession:
             array = array.copy(order="C")
         return array
 
-    def run(self, output_names, input_feed, outputs=None):
+    def run(self, output_names, input_feed, run_options=None, outputs=None):
         """Runs the model and returns a list of NumPy arrays, one per name of
         ``output_names`` (``None`` or empty: every output, in model order).
 
-        ``input_feed`` maps each graph input's name to its value. An ndarray of
-        the declared dtype that is C-contiguous is read in place (no copy); one
-        that is not contiguous is copied first. A different dtype is an error
-        (as in ONNX Runtime): Python lists and scalars become arrays with
-        NumPy's default dtypes (float64, int64, bool) and match only inputs of
-        those types.
+        ``input_feed`` maps each graph input's name to its value (an array or
+        an OrtValue). An ndarray of the declared dtype that is C-contiguous is
+        read in place (no copy); one that is not contiguous is copied first. A
+        different dtype is an error (as in ONNX Runtime): Python lists and
+        scalars become arrays with NumPy's default dtypes (float64, int64,
+        bool) and match only inputs of those types. String inputs take arrays
+        of str, bytes or objects; string outputs are object arrays of str.
 
-        ``outputs`` maps output names (which must be among those asked for) to
-        caller arrays that the run writes into; they must be C-contiguous,
-        writeable, of the output's exact dtype and shape, and are returned as
-        themselves. An array that is also an input's value (a static KV
-        cache: ``outputs={"present_key_0": cache}`` with
+        ``run_options``: a RunOptions (its ``terminate`` stops the run, which
+        raises ``Fail``).
+
+        ``outputs`` (onnx-mini's) maps output names (which must be among those
+        asked for) to caller arrays that the run writes into; they must be
+        C-contiguous, writeable, of the output's exact dtype and shape, and are
+        returned as themselves. An array that is also an input's value (a
+        static KV cache: ``outputs={"present_key_0": cache}`` with
         ``input_feed["cache_key_0"] is cache``) is updated in place: an op such
         as TensorScatter writes only the new rows. On error nothing is
         written into them.
         """
+        names = self._output_list(output_names)
+        if not isinstance(input_feed, Mapping):
+            raise TypeError("input_feed must be a dict of input name -> array, not %s" % type(input_feed).__name__)
+        _check_run_options(run_options)
+        if outputs is None:
+            outputs = {}
+        elif not isinstance(outputs, Mapping):
+            raise TypeError("outputs must be a dict of output name -> array, not %s" % type(outputs).__name__)
+        feed = {name: (v._feed() if isinstance(v, OrtValue) else v) for name, v in input_feed.items()}
+        for name, value in input_feed.items():
+            if isinstance(value, OrtValue):
+                self._check_ortvalue(name, value)
+        return self._run(names, feed, outputs, run_options)
+
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None):
+        """onnxruntime's run_async: runs on another thread, then calls
+        ``callback(results, user_data, err)`` there: the list of arrays and
+        "" on success, None and the error's message on failure. Arguments
+        are checked before it returns."""
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        names = self._output_list(output_names)
+        if not isinstance(input_feed, Mapping):
+            raise TypeError("input_feed must be a dict of input name -> array, not %s" % type(input_feed).__name__)
+        _check_run_options(run_options)
+        feed = dict(input_feed)
+
+        def work():
+            try:
+                results = self.run(names, feed, run_options)
+            except Exception as e:  # reported to the callback, as onnxruntime's status string
+                callback(None, user_data, str(e))
+                return
+            callback(results, user_data, "")
+
+        threading.Thread(target=work, name="onnx_mini.run_async", daemon=True).start()
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        """run() with OrtValues: ``input_dict_ort_values`` maps input names to
+        OrtValues (arrays are taken too) and the result is a list of
+        OrtValues, over the runtime's results (no copy)."""
+        names = self._output_list(output_names)
+        if not isinstance(input_dict_ort_values, Mapping):
+            raise TypeError(
+                "input_dict_ort_values must be a dict of input name -> OrtValue, not %s"
+                % type(input_dict_ort_values).__name__
+            )
+        _check_run_options(run_options)
+        feed = {}
+        for name, value in input_dict_ort_values.items():
+            if isinstance(value, OrtValue):
+                self._check_ortvalue(name, value)
+                value = value._feed()
+            feed[name] = value
+        results = self._run(names, feed, {}, run_options)
+        return [OrtValue._from_result(r, self._output_by_name[n].elem_type) for n, r in zip(names, results)]
+
+    def run_with_iobinding(self, iobinding, run_options=None):
+        """Runs with the inputs and outputs bound in ``iobinding`` (see
+        IOBinding); the outputs are then ``iobinding.get_outputs()``."""
+        if not isinstance(iobinding, IOBinding):
+            raise TypeError("run_with_iobinding takes an IOBinding, not %s" % type(iobinding).__name__)
+        if iobinding._session is not self:
+            raise OnnxMiniError("the IOBinding belongs to another session", _INVALID)
+        _check_run_options(run_options)
+        iobinding._run(run_options)
+
+    def _output_list(self, output_names):
         if isinstance(output_names, str):
             raise TypeError("output_names must be a list of names (or None), not a string")
         names = list(output_names) if output_names is not None else []
         for n in names:
             if not isinstance(n, str):
                 raise TypeError("output names must be str, not %s" % type(n).__name__)
-        if not names:
-            names = self._output_names
-        if not isinstance(input_feed, Mapping):
-            raise TypeError("input_feed must be a dict of input name -> array, not %s" % type(input_feed).__name__)
-        if outputs is None:
-            outputs = {}
-        elif not isinstance(outputs, Mapping):
-            raise TypeError("outputs must be a dict of output name -> array, not %s" % type(outputs).__name__)
+        return names or list(self._output_names)
 
+    def _check_ortvalue(self, name, value):
+        """An OrtValue's element type against the input's (uint16 bits are not bfloat16)."""
+        arg = self._input_by_name.get(name)
+        if arg is None or not value.has_value() or not arg.elem_type:
+            return
+        if value._elem_type and value._elem_type != arg.elem_type:
+            raise OnnxMiniError(
+                "input '%s' is %s, got an OrtValue of %s" % (name, arg.type, value.data_type()), _INVALID
+            )
+
+    def _run(self, names, input_feed, outputs, run_options):
+        """A run: `names` the outputs asked for, `input_feed` name -> array (a
+        list or None for sequences and optionals), `outputs` name -> caller
+        array written in place, `run_options` a RunOptions or None."""
+        options = run_options._handle if run_options is not None else None
         if self._values:
             if outputs:
                 raise OnnxMiniError(
                     "outputs: a model with sequence or optional values makes its own outputs", _INVALID
                 )
-            return self._run_values(names, input_feed)
+            return self._run_values(names, input_feed, options)
 
         # Inputs: (name, array actually passed, element type).
         feeds = []
         for name, value in input_feed.items():
             arg = self._input_arg(name)
             array = self._input_array(arg, value)
-            elem_type = arg.elem_type or _types.ELEM_TYPES[array.dtype]
+            elem_type = arg.elem_type or _elem_type_of_array(array)
             feeds.append((name, array, elem_type))
 
         # Bound outputs: checked before anything runs.
@@ -443,11 +775,11 @@ class InferenceSession:
             in_tensors = (ctypes.c_void_p * max(n_in, 1))()
             by_memory = {}  # (address, shape, elem type) -> the wrapper of an input
             for i, (name, array, elem_type) in enumerate(feeds):
-                tensor = _wrap(elem_type, array)
+                tensor = _wrap(elem_type, array, name)
                 wrappers.append(tensor)
                 in_names[i] = name.encode("utf-8")
                 in_tensors[i] = tensor
-                if array.nbytes:
+                if array.nbytes and elem_type != _types.STRING:
                     by_memory.setdefault((_address(array), array.shape, elem_type), tensor)
             out_names = (ctypes.c_char_p * max(n_out, 1))()
             out_tensors = (ctypes.c_void_p * max(n_out, 1))()
@@ -465,8 +797,8 @@ class InferenceSession:
                     bound_tensor[name] = tensor
                 if name in bound:
                     out_tensors[k] = bound_tensor[name]
-            status = _capi.om_session_run(
-                handle, in_names, in_tensors, n_in, out_names, out_tensors, n_out
+            status = _capi.om_session_run_with_options(
+                handle, options, in_names, in_tensors, n_in, out_names, out_tensors, n_out
             )
             # Take what the runtime allocated before looking at the status.
             fresh = [
@@ -521,7 +853,7 @@ class InferenceSession:
         if kind == _types.TENSOR:
             array = self._input_array(arg, value)
             keep.append(array)
-            tensor = _wrap(arg.elem_type or _types.ELEM_TYPES[array.dtype], array)
+            tensor = _wrap(arg.elem_type or _elem_type_of_array(array), array, arg.name)
             wrappers.append((_capi.om_tensor_free, tensor))
             _capi.check(_capi.om_value_create_tensor(tensor, ctypes.byref(handle)))
         else:
@@ -542,13 +874,13 @@ class InferenceSession:
                     )
             items = (ctypes.c_void_p * max(len(arrays), 1))()
             for i, array in enumerate(arrays):
-                items[i] = _wrap(elem_type, array)
+                items[i] = _wrap(elem_type, array, arg.name)
                 wrappers.append((_capi.om_tensor_free, items[i]))
             _capi.check(_capi.om_value_create_sequence(elem_type, items, len(arrays), ctypes.byref(handle)))
         wrappers.append((_capi.om_value_free, handle.value))
         return handle.value
 
-    def _run_values(self, names, input_feed):
+    def _run_values(self, names, input_feed, options=None):
         """run() for models with sequence or optional values: sequences come
         back as lists of arrays, an empty optional as None."""
         feeds = list(input_feed)
@@ -568,7 +900,9 @@ class InferenceSession:
             out_values = (ctypes.c_void_p * max(n_out, 1))()
             for k, name in enumerate(names):
                 out_names[k] = name.encode("utf-8")
-            status = _capi.om_session_run_values(handle, in_names, in_values, n_in, out_names, out_values, n_out)
+            status = _capi.om_session_run_values_with_options(
+                handle, options, in_names, in_values, n_in, out_names, out_values, n_out
+            )
             for k in range(n_out):
                 if out_values[k]:
                     wrappers.append((_capi.om_value_free, out_values[k]))
@@ -644,3 +978,142 @@ class InferenceSession:
                     _INVALID,
                 )
         return elem_type
+
+
+class IOBinding:
+    """ONNX Runtime's ``IOBinding`` (``session.io_binding()``): inputs and
+    outputs bound once, then ``session.run_with_iobinding(binding)``.
+
+    - ``bind_cpu_input(name, array)``: the array, read in place at each run
+      (the binding keeps a reference);
+    - ``bind_input(name, device_type, device_id, element_type, shape, buffer_ptr)``:
+      memory at an address (``device_type`` "cpu"), which the caller keeps alive;
+    - ``bind_ortvalue_input(name, ortvalue)``;
+    - ``bind_output(name)`` (or with ``device_type`` "cpu"): the runtime
+      allocates the output at each run; ``bind_output(name, "cpu", 0,
+      element_type, shape, buffer_ptr)``: the run writes into that memory;
+    - ``bind_ortvalue_output(name, ortvalue)``: the run writes into the OrtValue;
+    - ``get_outputs()``: the outputs as OrtValues, in the order bound;
+      ``copy_outputs_to_cpu()``: copies of them as NumPy arrays.
+
+    An output bound to the very memory of an input (the same address, shape
+    and element type: a static KV cache) is updated in place, as with
+    ``run(..., outputs=)``. ``synchronize_inputs`` / ``synchronize_outputs``
+    do nothing (the CPU needs no synchronization).
+    """
+
+    def __init__(self, session):
+        if not isinstance(session, InferenceSession):
+            raise TypeError("IOBinding takes an InferenceSession, not %s" % type(session).__name__)
+        self._session = session
+        self._inputs = {}  # name -> array, list or None (what run() takes)
+        self._outputs = {}  # name -> OrtValue written into, or None (the runtime allocates)
+        self._results = {}  # name -> OrtValue of the last run's result
+
+    def _input_name(self, name):
+        if not isinstance(name, str):
+            raise TypeError("input names are str, not %s" % type(name).__name__)
+        self._session._input_arg(name)
+        return name
+
+    def _output_name(self, name):
+        if not isinstance(name, str):
+            raise TypeError("output names are str, not %s" % type(name).__name__)
+        if name not in self._session._output_by_name:
+            raise OnnxMiniError(
+                "'%s' is not an output of the model (its outputs: %s)"
+                % (name, ", ".join(self._session._output_names)),
+                _INVALID,
+            )
+        return name
+
+    # ---- inputs ----
+
+    def bind_cpu_input(self, name, arr_on_cpu):
+        self._inputs[self._input_name(name)] = arr_on_cpu
+
+    def bind_input(self, name, device_type, device_id, element_type, shape, buffer_ptr):
+        _check_device(device_type, device_id)
+        name = self._input_name(name)
+        self._inputs[name] = array_at(buffer_ptr, shape, elem_type_of(element_type), "bind_input('%s')" % name)
+
+    def bind_ortvalue_input(self, name, ortvalue):
+        name = self._input_name(name)
+        if not isinstance(ortvalue, OrtValue):
+            raise TypeError("bind_ortvalue_input takes an OrtValue, not %s" % type(ortvalue).__name__)
+        self._session._check_ortvalue(name, ortvalue)
+        self._inputs[name] = ortvalue._feed()
+
+    def synchronize_inputs(self):
+        pass
+
+    def clear_binding_inputs(self):
+        self._inputs = {}
+
+    # ---- outputs ----
+
+    def bind_output(self, name, device_type="cpu", device_id=0, element_type=None, shape=None, buffer_ptr=None):
+        _check_device(device_type, device_id)
+        name = self._output_name(name)
+        if buffer_ptr is None:
+            self._outputs[name] = None
+        else:
+            if element_type is None or shape is None:
+                raise ValueError("`element_type` and `shape` are to be provided if pre-allocated memory is provided")
+            code = elem_type_of(element_type)
+            array = array_at(buffer_ptr, shape, code, "bind_output('%s')" % name)
+            self._outputs[name] = OrtValue._tensor(array, code)
+        self._results.pop(name, None)
+
+    def bind_ortvalue_output(self, name, ortvalue):
+        name = self._output_name(name)
+        if not isinstance(ortvalue, OrtValue):
+            raise TypeError("bind_ortvalue_output takes an OrtValue, not %s" % type(ortvalue).__name__)
+        if not ortvalue.is_tensor():
+            raise OnnxMiniError("bind_ortvalue_output('%s'): only a tensor can be written into" % name, _INVALID)
+        self._outputs[name] = ortvalue
+        self._results.pop(name, None)
+
+    def synchronize_outputs(self):
+        pass
+
+    def clear_binding_outputs(self):
+        self._outputs = {}
+        self._results = {}
+
+    def get_outputs(self):
+        """The bound outputs as OrtValues, in the order bound: the last run's
+        results (an output bound to memory: that memory's OrtValue)."""
+        values = []
+        for name, bound in self._outputs.items():
+            if bound is not None:
+                values.append(bound)
+            elif name in self._results:
+                values.append(self._results[name])
+            else:  # not run yet
+                values.append(OrtValue._from_result(None, self._session._output_by_name[name].elem_type))
+        return values
+
+    get_outputs_as_ortvaluevector = get_outputs
+
+    def copy_outputs_to_cpu(self):
+        """Copies of the outputs as NumPy arrays (lists of arrays for sequences, None for an empty optional)."""
+        result = []
+        for value in self.get_outputs():
+            if value.is_tensor():
+                result.append(value.numpy())
+            elif value.is_tensor_sequence():
+                result.append([a.copy() for a in value._items])
+            else:
+                result.append(None)
+        return result
+
+    def _run(self, run_options):
+        if not self._outputs:
+            raise OnnxMiniError("run_with_iobinding: no output is bound (bind_output)", _INVALID)
+        names = list(self._outputs)
+        written = {name: v._array for name, v in self._outputs.items() if v is not None}
+        results = self._session._run(names, dict(self._inputs), written, run_options)
+        for name, result in zip(names, results):
+            if self._outputs[name] is None:
+                self._results[name] = OrtValue._from_result(result, self._session._output_by_name[name].elem_type)

@@ -149,8 +149,8 @@ def test_one_wrapper_for_the_cache_as_input_and_output(monkeypatch):
     wrapped = []
     real_wrap = session_module._wrap
 
-    def counting_wrap(elem_type, array):
-        tensor = real_wrap(elem_type, array)
+    def counting_wrap(elem_type, array, *name):
+        tensor = real_wrap(elem_type, array, *name)
         wrapped.append(tensor)
         return tensor
 

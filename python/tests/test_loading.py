@@ -75,17 +75,17 @@ def fake_library(tmp_path, version, with_everything):
 def test_major_version_mismatch(tmp_path):
     r = python("import onnx_mini", ONNX_MINI_LIBRARY=fake_library(tmp_path, "1.0.0", False))
     assert r.returncode != 0
-    assert "is version 1.0.0, but this package needs the C API version 0.x, 0.3 or later" in r.stderr, r.stderr
+    assert "is version 1.0.0, but this package needs the C API version 0.x, 0.5 or later" in r.stderr, r.stderr
 
 
 def test_minor_version_too_old(tmp_path):
-    r = python("import onnx_mini", ONNX_MINI_LIBRARY=fake_library(tmp_path, "0.2.0", False))
+    r = python("import onnx_mini", ONNX_MINI_LIBRARY=fake_library(tmp_path, "0.4.0", False))
     assert r.returncode != 0
-    assert "is version 0.2.0, but this package needs the C API version 0.x, 0.3 or later" in r.stderr, r.stderr
+    assert "is version 0.4.0, but this package needs the C API version 0.x, 0.5 or later" in r.stderr, r.stderr
 
 
 def test_missing_function(tmp_path):
-    r = python("import onnx_mini", ONNX_MINI_LIBRARY=fake_library(tmp_path, "0.3.0", True))
+    r = python("import onnx_mini", ONNX_MINI_LIBRARY=fake_library(tmp_path, "0.5.0", True))
     assert r.returncode != 0
     assert "has no function om_status_message" in r.stderr, r.stderr
 
