@@ -690,12 +690,12 @@ TEST(Rewrite, AttentionTakesTheCacheConcatIn) {
           f.axis = kv == 2 ? -2 : 2;
           const std::string what = absl::StrCat(LowerName(dt), " kv ", kv, " where ", where, " outputs ", outputs);
           // One session: a prefill (no past), decode steps, batch 2, odd
-          // lengths; then shapes the kernel cannot read in place (K/V of
+          // lengths, no new key (Y empty, present = past); then shapes the kernel cannot read in place (K/V of
           // batch 1 against Q's 2, past K and V of different lengths): K'
           // and V' made first.
           std::vector<std::vector<NamedTensor>> runs = {
               CacheInputs(f, 1, 1, 5, 0, 1), CacheInputs(f, 1, 1, 1, 37, 2), CacheInputs(f, 2, 2, 3, 70, 3),
-              CacheInputs(f, 2, 2, 1, 1, 4), CacheInputs(f, 2, 1, 2, 9, 5)};
+              CacheInputs(f, 2, 2, 1, 1, 4), CacheInputs(f, 2, 2, 0, 6, 9), CacheInputs(f, 2, 1, 2, 9, 5)};
           if (!where) runs.push_back(CacheInputs(f, 1, 1, 2, 6, 6, 5));
           std::unique_ptr<Session> s;
           const std::vector<Node> nodes =
