@@ -1,6 +1,7 @@
 #include "kernels/quant/panel_memory.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -89,6 +90,14 @@ void PanelMemoryFree(void* p, size_t bytes) {
       munmap(c.base, c.size);
       a.mapped -= c.size;
       a.chunks.erase(a.chunks.begin() + int64_t(i));
+    } else {
+      // Others live on in the chunk (another session's weights): the pages
+      // wholly inside this array go back now (a huge page is split at its
+      // edges), so a closed session's weights do not stay resident.
+      static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+      const uintptr_t begin = (reinterpret_cast<uintptr_t>(q) + page - 1) / page * page;
+      const uintptr_t end = (reinterpret_cast<uintptr_t>(q) + bytes) / page * page;
+      if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
     }
     return;
   }

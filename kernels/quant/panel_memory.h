@@ -5,7 +5,8 @@
 // 4 KiB of codes costs a TLB miss (a 123 MB q8 step, ~30000 of them), over
 // 2 MiB pages a few dozen. Arrays are packed one after another into a chunk
 // (64 MiB, or one array's size rounded up to 2 MiB), so small matrices
-// share huge pages too; a chunk is unmapped when its last array is freed.
+// share huge pages too; a chunk is unmapped when its last array is freed,
+// and an array freed before that gives its pages back (MADV_DONTNEED).
 // Arrays below kPanelMemoryMinBytes, or any when the mapping fails to be
 // made, use the ordinary allocator.
 #pragma once
