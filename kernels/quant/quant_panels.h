@@ -30,6 +30,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/quant/panel_memory.h"
+
 namespace onnx_mini {
 
 struct NBitsMatrix;  // kernels/quant/nbits_matmul.h
@@ -59,9 +61,10 @@ struct QuantPanels {
 // 0) and returns false when a size overflows or the arguments break the rules
 // above; packers then fill codes, scales, zeros and code_sums.
 struct QuantPanelsBuffer {
-  std::vector<uint8_t> codes;
-  std::vector<float> scales, zeros;
-  std::vector<int32_t> code_sums;
+  // On huge pages where large (kernels/quant/panel_memory.h).
+  std::vector<uint8_t, PanelAllocator<uint8_t>> codes;
+  std::vector<float, PanelAllocator<float>> scales, zeros;
+  std::vector<int32_t, PanelAllocator<int32_t>> code_sums;
   QuantPanels view;
 
   bool Shape(int bits, int64_t k, int64_t n, int64_t block);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/attention/attention.h"
+#include "kernels/copy/copy.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 #include "runtime/checked.h"
@@ -332,6 +333,12 @@ class AttentionOp : public Op {
 //    broadcast as MatMul, Add and Where broadcast them (a batch, head or
 //    length of 1 against more: stride 0), K and V each repeated
 //    `kv_repeat` times per head (the GQA repeat the rewrite took off);
+//  - with past_key and past_value (inputs 4, 5), K' = Concat(past_key, K,
+//    axis 2) and V' likewise, refused as Concat refuses; present_key and
+//    present_value (outputs 1, 2) are those Concats, written exactly. When
+//    K' and V' have the scores' batch and length and one past length, the
+//    kernel reads past and new rows where they are and copies present as it
+//    reads (one pass over the cache); otherwise K' and V' are made first;
 //  - rows where the mask hides every key: `masked_rows` 1 gives NaN (the
 //    Softmax of a row of -inf), 2 the mean of V's rows (the Softmax of a
 //    row of one finite fill value), 0 zeros (Attention's rule).
@@ -344,37 +351,46 @@ class SdpaOp : public Op {
     if (!(scale > 0) || !std::isfinite(scale) || repeat < 1 || rows < 0 || rows > 2)
       return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": scale ", scale, ", kv_repeat ", repeat,
                                                      ", masked_rows ", rows, " out of range"));
+    const bool past = node.has_input(kPastKey);
+    if (past != node.has_input(kPastValue) || (!past && (node.has_output(kPresentKey) || node.has_output(kPresentValue))))
+      return absl::InvalidArgumentError(absl::StrCat(
+          node.Describe(), ": past_key and past_value come together, and present_key / present_value need them"));
     return std::unique_ptr<Op>(new SdpaOp(scale, repeat, int(rows)));
   }
 
   absl::Status Infer(InferContext& ctx) const override {
     const DType t1 = ctx.input(kQ).dtype;
-    std::vector<Shape> shapes;
+    std::vector<std::optional<Shape>> shapes(kPastValue + 1);
     bool all_known = true;
-    for (size_t i = 0; i < ctx.num_inputs() && i <= kMask; ++i) {
+    for (size_t i = 0; i < ctx.num_inputs() && i < shapes.size(); ++i) {
       if (!ctx.has_input(i)) continue;
-      auto c = ctx.input(i).concrete_shape();
-      if (!c) all_known = false;
-      else shapes.push_back(*c);
+      shapes[i] = ctx.input(i).concrete_shape();
+      if (!shapes[i]) all_known = false;
     }
-    ValueType y;
-    y.dtype = t1;
+    ValueType y, present_k, present_v;
+    y.dtype = present_k.dtype = present_v.dtype = t1;
     if (all_known) {
-      auto plan = std::make_shared<AttentionPlan>();
-      RETURN_IF_ERROR(Resolve(ctx.node(), shapes, plan->problem));
+      auto plan = std::make_shared<SdpaPlan>();
+      RETURN_IF_ERROR(Resolve(ctx.node(), shapes, *plan));
       plan->problem.dtype = plan->problem.softmax_dtype = t1;
       const AttentionProblem& p = plan->problem;
       y = ValueType::Of(t1, {p.batch, p.q_heads, p.q_len, p.v_head_size});
+      present_k = ValueType::Of(t1, plan->present_key);
+      present_v = ValueType::Of(t1, plan->present_value);
       ctx.set_plan(std::move(plan));
     } else {
-      y.dims = std::vector<Dim>(4);
+      y.dims = present_k.dims = present_v.dims = std::vector<Dim>(4);
     }
     ctx.set_output(kY, y);
+    if (ctx.num_outputs() > kPresentKey) ctx.set_output(kPresentKey, present_k);
+    if (ctx.num_outputs() > kPresentValue) ctx.set_output(kPresentValue, present_v);
     return absl::OkStatus();
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
-    AttentionProblem p = ctx.plan<AttentionPlan>().problem;
+    const SdpaPlan& plan = ctx.plan<SdpaPlan>();
+    AttentionProblem p = plan.problem;
+    const auto requested = [&](size_t i) { return i < ctx.num_outputs() && ctx.output_requested(i); };
     p.q_data = ctx.input(kQ)->raw();
     p.k_data = ctx.input(kK)->raw();
     p.v_data = ctx.input(kV)->raw();
@@ -382,16 +398,51 @@ class SdpaOp : public Op {
     const Tensor* mask = ctx.num_inputs() > kMask ? ctx.input(kMask) : nullptr;
     std::vector<double> bias;
     MemoryReservation workspace;  // the bias and the kernel's workspaces, against the session's budget
+    Tensor made_k, made_v;        // K' and V' when made here and present is not asked for
+    if (plan.has_past && plan.in_place) {
+      // Past rows read where they are; an empty past is no past (its
+      // pointer may be anything, even present's).
+      if (p.cache.past_len > 0) {
+        p.cache.past_key = ctx.input(kPastKey)->raw();
+        p.cache.past_value = ctx.input(kPastValue)->raw();
+      }
+      if (requested(kPresentKey)) p.cache.present_key = ctx.output(kPresentKey).raw();
+      if (requested(kPresentValue)) p.cache.present_value = ctx.output(kPresentValue).raw();
+    } else if (plan.has_past) {
+      void* k = nullptr;
+      void* v = nullptr;
+      if (requested(kPresentKey)) k = ctx.output(kPresentKey).raw();
+      else {
+        ASSIGN_OR_RETURN(made_k, ctx.NewTensor(p.dtype, plan.present_key));
+        k = made_k.raw();
+      }
+      if (requested(kPresentValue)) v = ctx.output(kPresentValue).raw();
+      else {
+        ASSIGN_OR_RETURN(made_v, ctx.NewTensor(p.dtype, plan.present_value));
+        v = made_v.raw();
+      }
+      RETURN_IF_ERROR(ConcatOnAxis2(p.dtype, *ctx.input(kPastKey), *ctx.input(kK), k, ctx.threads()));
+      RETURN_IF_ERROR(ConcatOnAxis2(p.dtype, *ctx.input(kPastValue), *ctx.input(kV), v, ctx.threads()));
+      p.k_data = k;
+      p.v_data = v;
+    }
     if (mask) {
       RETURN_IF_ERROR(MaskBias(ctx, *mask, p.dtype, workspace, bias));
       p.mask = bias.data();
     }
-    if (ctx.output(kY).size() == 0) return absl::OkStatus();
+    if (ctx.output(kY).size() == 0) {
+      WritePresent(p, ctx.threads());  // nothing unless the kernel reads present's rows in place
+      return absl::OkStatus();
+    }
     const bool fast = UsesFastPath(p);
     RETURN_IF_ERROR(ctx.Grow(workspace, AttentionWorkspaceBytes(p, ctx.threads(), fast), 1,
                              fast ? "the attention kernel's workspaces" : "the attention reference's rows"));
-    if (fast) AttentionFast(p, ctx.threads());
-    else AttentionReference(p);
+    if (fast) {
+      AttentionFast(p, ctx.threads());  // with present
+    } else {
+      WritePresent(p, ctx.threads());
+      AttentionReference(p);
+    }
     if (mask && masked_rows_ != 0) FixMaskedRows(p, mask->shape());
     return absl::OkStatus();
   }
@@ -399,19 +450,58 @@ class SdpaOp : public Op {
  private:
   SdpaOp(float scale, int64_t repeat, int rows) : scale_(scale), repeat_(repeat), masked_rows_(rows) {}
 
-  // The broadcast geometry; shapes are Q, K, V and the mask if given.
-  absl::Status Resolve(const Node& node, const std::vector<Shape>& s, AttentionProblem& p) const {
-    std::string what = absl::StrCat("Q ", ShapeToString(s[0]), ", K ", ShapeToString(s[1]), ", V ",
-                                    ShapeToString(s[2]));
-    if (s.size() > 3) absl::StrAppend(&what, ", mask ", ShapeToString(s[3]));
+  struct SdpaPlan : AttentionPlan {
+    bool has_past = false;
+    bool in_place = false;  // the kernel reads past and new rows (else K', V' are made first)
+    Shape present_key, present_value;  // K' and V' (the Concats' outputs)
+  };
+
+  // dst = Concat(past, x, axis 2) of two 4-D tensors that agree on the other axes.
+  static absl::Status ConcatOnAxis2(DType dtype, const Tensor& past, const Tensor& x, void* dst, int threads) {
+    const Shape& a = past.shape();
+    const Shape& b = x.shape();
+    const int64_t total = a[2] + b[2];
+    const std::vector<int64_t> dst_strides = {a[1] * total * a[3], total * a[3], a[3], 1};
+    RETURN_IF_ERROR(CopyStrided(dtype, a, past.raw(), {a[1] * a[2] * a[3], a[2] * a[3], a[3], 1}, dst, dst_strides,
+                                threads));
+    return CopyStrided(dtype, b, x.raw(), {b[1] * b[2] * b[3], b[2] * b[3], b[3], 1},
+                       ElementAt(dtype, dst, a[2] * a[3]), dst_strides, threads);
+  }
+
+  // The broadcast geometry of Q, K', V' and the mask (absent: no value).
+  absl::Status Resolve(const Node& node, const std::vector<std::optional<Shape>>& in, SdpaPlan& plan) const {
+    AttentionProblem& p = plan.problem;
+    std::string what = absl::StrCat("Q ", ShapeToString(*in[kQ]), ", K ", ShapeToString(*in[kK]), ", V ",
+                                    ShapeToString(*in[kV]));
+    if (in[kMask]) absl::StrAppend(&what, ", mask ", ShapeToString(*in[kMask]));
+    plan.has_past = in[kPastKey].has_value() && in[kPastValue].has_value();
+    if (plan.has_past)
+      absl::StrAppend(&what, ", past_key ", ShapeToString(*in[kPastKey]), ", past_value ",
+                      ShapeToString(*in[kPastValue]));
     auto error = [&](const std::string& rule) {
       return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": ", what, ": ", rule));
     };
-    if (s[0].size() != 4 || s[1].size() != 4 || s[2].size() != 4 || (s.size() > 3 && (s[3].empty() || s[3].size() > 4)))
+    if (in[kQ]->size() != 4 || in[kK]->size() != 4 || in[kV]->size() != 4 ||
+        (in[kMask] && (in[kMask]->empty() || in[kMask]->size() > 4)))
       return error("Q, K and V must be 4-D and the mask of rank 1 to 4 (the rewritten pattern's ranks)");
-    const Shape &q = s[0], &k = s[1], &v = s[2];
+    const Shape &q = *in[kQ], &k_new = *in[kK], &v_new = *in[kV];
+    Shape k = k_new, v = v_new;
+    if (plan.has_past) {
+      const Shape &pk = *in[kPastKey], &pv = *in[kPastValue];
+      const auto joins = [](const Shape& a, const Shape& b) {
+        return a.size() == 4 && a[0] == b[0] && a[1] == b[1] && a[3] == b[3];
+      };
+      if (!joins(pk, k_new) || !joins(pv, v_new))
+        return error("past and new keys (values) must be 4-D and agree on every axis but 2 (Concat)");
+      const std::optional<int64_t> tk = CheckedAdd(pk[2], k_new[2]), tv = CheckedAdd(pv[2], v_new[2]);
+      if (!tk || !tv) return error("the concatenated length overflows");
+      k[2] = *tk;
+      v[2] = *tv;
+    }
+    plan.present_key = k;
+    plan.present_value = v;
     Shape m(4, 1);
-    if (s.size() > 3) std::copy(s[3].begin(), s[3].end(), m.end() - int64_t(s[3].size()));
+    if (in[kMask]) std::copy(in[kMask]->begin(), in[kMask]->end(), m.end() - int64_t(in[kMask]->size()));
     if (k[3] != q[3]) return error("Q and K head sizes differ (MatMul(Q, Kᵀ))");
     const std::optional<int64_t> kh = CheckedMul(k[1], repeat_), vh = CheckedMul(v[1], repeat_);
     if (!kh || !vh) return error("head count overflows");
@@ -436,7 +526,7 @@ class SdpaOp : public Op {
     // (one head) or both the query heads' count.
     if ((*kh == 1) != (*vh == 1)) return error("K and V have different head counts");
     p.kv_heads = *kh == 1 ? 1 : k[1];
-    if (p.q_heads % p.kv_heads != 0) return error("kv heads do not divide the query heads");
+    if (p.kv_heads != 0 && p.q_heads % p.kv_heads != 0) return error("kv heads do not divide the query heads");
     p.head_size = q[3];
     p.v_head_size = v[3];
     const auto view = [&](const Shape& x, int64_t len) {
@@ -450,7 +540,7 @@ class SdpaOp : public Op {
     p.k = view(k, k[2]);
     p.v = view(v, v[2]);
     p.y = HeadView::Of4D(p.q_heads, p.q_len, p.v_head_size);
-    if (s.size() > 3) {
+    if (in[kMask]) {
       int64_t stride = 1;
       for (int d = 3; d >= 0; --d) {
         p.mask_stride[d] = m[size_t(d)] == 1 ? 0 : stride;
@@ -459,6 +549,17 @@ class SdpaOp : public Op {
       p.mask_len = p.total_len;
     }
     p.scale = scale_;
+    // The cache read in place: the kernel's past is (batch, kv heads, P, D)
+    // for every batch row and key position of the scores, one P for K and V.
+    const Shape &pk = plan.has_past ? *in[kPastKey] : k, &pv = plan.has_past ? *in[kPastValue] : v;
+    plan.in_place = plan.has_past && k[0] == p.batch && v[0] == p.batch && k[2] == p.total_len && pk[2] == pv[2];
+    if (plan.in_place) {
+      p.kv_len = k_new[2];
+      p.k = view(k_new, k_new[2]);
+      p.v = view(v_new, v_new[2]);
+      p.cache.past_len = p.cache.capacity = pk[2];
+      p.cache.present_capacity = p.total_len;
+    }
     return absl::OkStatus();
   }
 
@@ -480,6 +581,13 @@ class SdpaOp : public Op {
       using T = typename decltype(tag)::type;
       const double weight = RoundToPrecision(p.dtype, 1.0 / double(p.total_len));
       std::vector<double> acc(size_t(p.v_head_size));
+      // V's row j: in the past (read in place) or this step's.
+      const int64_t past = p.cache.past_value ? p.cache.past_len : 0;
+      const auto value_row = [&](int64_t b, int64_t g, int64_t j) {
+        if (j < past)
+          return static_cast<const T*>(p.cache.past_value) + ((b * p.kv_heads + g) * p.cache.capacity + j) * p.v_head_size;
+        return static_cast<const T*>(p.v_data) + p.v.At(b, g, j - past);
+      };
       for (int64_t b = 0; b < p.batch; ++b)
         for (int64_t h = 0; h < p.q_heads; ++h)
           for (int64_t i = 0; i < p.q_len; ++i) {
@@ -490,7 +598,7 @@ class SdpaOp : public Op {
             if (masked_rows_ == 2) {
               const int64_t g = h / (p.q_heads / p.kv_heads);
               for (int64_t j = 0; j < p.total_len; ++j) {
-                const T* v = static_cast<const T*>(p.v_data) + p.v.At(b, g, j);
+                const T* v = value_row(b, g, j);
                 for (int64_t d = 0; d < p.v_head_size; ++d) acc[size_t(d)] += weight * double(Widen(v[d]));
               }
             }
@@ -515,7 +623,7 @@ std::vector<OpDef> AttentionOps() {
   return {
       {kOnnxDomain, "Attention", Versions{23, 23}, "T T T U? T? T?", "T T? T? T?", types, AttentionOp::Create},
       {kOnnxDomain, "Attention", Versions{24}, "T T T U? T? T? I?", "T T? T? T?", types, AttentionOp::Create},
-      {kInternalDomain, "Attention", Versions{1}, "T T T U?", "T", types, SdpaOp::Create},
+      {kInternalDomain, "Attention", Versions{1}, "T T T U? T? T?", "T T? T?", types, SdpaOp::Create},
   };
 }
 

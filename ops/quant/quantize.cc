@@ -400,9 +400,26 @@ absl::Status PlanIntMatMul(InferContext& ctx, size_t ia, size_t ib, DType dtype,
                            std::initializer_list<std::pair<size_t, char>> sides) {
   const std::optional<Shape> sa0 = ctx.input(ia).concrete_shape(), sb0 = ctx.input(ib).concrete_shape();
   if (!sa0 || !sb0) {
-    ValueType unknown;
-    unknown.dtype = dtype;
-    ctx.set_output(0, unknown);
+    // The dims known so far, as MatMul infers them: later rewrites and
+    // inference read the rank and the columns (an RMSNorm over a residual
+    // sum of this product needs its last dim).
+    ValueType out;
+    out.dtype = dtype;
+    const ValueType &ta = ctx.input(ia), &tb = ctx.input(ib);
+    if (ta.dims && tb.dims && !ta.dims->empty() && !tb.dims->empty()) {
+      std::vector<Dim> da = *ta.dims, db = *tb.dims;
+      const bool a_vec = da.size() == 1, b_vec = db.size() == 1;
+      if (a_vec) da.insert(da.begin(), Dim::Known(1));
+      if (b_vec) db.push_back(Dim::Known(1));
+      const Dim &k1 = da.back(), &k2 = db[db.size() - 2];
+      if (k1.known() && k2.known() && k1.value != k2.value)
+        return ctx.Error(absl::StrCat("inner dimensions differ: ", ta.ToString(), " x ", tb.ToString()));
+      ASSIGN_OR_RETURN(out.dims, BroadcastDims(ctx, std::vector<Dim>(da.begin(), da.end() - 2),
+                                               std::vector<Dim>(db.begin(), db.end() - 2)));
+      if (!a_vec) out.dims->push_back(da[da.size() - 2]);
+      if (!b_vec) out.dims->push_back(db.back());
+    }
+    ctx.set_output(0, out);
     return absl::OkStatus();
   }
   auto p = std::make_shared<MatMulPlan>();

@@ -27,8 +27,18 @@
 //               row is below c + 745 (about -1e30); the one difference left,
 //               with the NaN or infinite values the kernel does not read at
 //               hidden keys.
+//             KV cache: when K' (or the repeat's x) and V' are each
+//             Concat(past, new) on axis 2 of two 4-D values of Q's type,
+//             the op takes past and new (inputs 4, 5 past_key, past_value;
+//             1, 2 the new rows) and writes the Concat outputs itself
+//             (outputs 1, 2: present_key, present_value) while it reads
+//             them, exactly as Concat would; an output is dropped when
+//             nothing else reads it. A present that other nodes read stays
+//             theirs to read, unless one of them leads to the op's own
+//             inputs (Shape(present) into the mask): then the Concat stays.
 
 #include <cmath>
+#include <set>
 
 #include "runtime/checked.h"
 #include "runtime/element.h"
@@ -141,6 +151,49 @@ std::optional<Scores> MatchScores(const Index& ix, const std::string& s) {
   return out;
 }
 
+// The KV cache's concatenation, `present` = Concat(past, new, axis 2) of two
+// 4-D values of type `dtype`.
+struct CacheConcat {
+  std::string past, fresh, present;
+  size_t node = 0;
+};
+std::optional<CacheConcat> MatchCacheConcat(const Index& ix, const std::string& present, DType dtype) {
+  size_t i;
+  const Node* concat = ix.Producer(present, "Concat", &i);
+  if (!concat || !Binary(*concat) || concat->outputs.size() != 1) return std::nullopt;
+  const int64_t axis = concat->attr_int("axis", 0);
+  if (axis != 2 && axis != -2) return std::nullopt;
+  for (const std::string& x : concat->inputs) {
+    const ValueType* t = ix.Type(x);
+    if (!t || !t->is_tensor() || t->dtype != dtype || !t->dims || t->dims->size() != 4) return std::nullopt;
+  }
+  return CacheConcat{concat->inputs[0], concat->inputs[1], present, i};
+}
+
+// Whether any of `targets` is computed from `from` (through any nodes,
+// subgraph reads included) in g, dead nodes aside.
+bool Reaches(const Graph& g, const std::vector<bool>& dead, const std::string& from,
+             const std::vector<std::string>& targets) {
+  std::set<std::string> reached = {from};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      if (dead[n]) continue;
+      const Node& node = g.nodes[n];
+      bool reads = false;
+      for (const std::string& in : node.inputs) reads = reads || (!in.empty() && reached.count(in));
+      if (!reads)
+        for (const std::string& in : ImplicitInputs(node)) reads = reads || reached.count(in);
+      if (!reads) continue;
+      for (const std::string& o : node.outputs)
+        if (!o.empty() && reached.insert(o).second) grew = true;
+    }
+  }
+  for (const std::string& t : targets)
+    if (reached.count(t)) return true;
+  return false;
+}
+
 // Masked positions of the Where form get this or less: exp(mask - max) is 0
 // in float and double unless every visible score of the row is below -1e30.
 constexpr double kMaskValueLimit = -1e30;
@@ -217,6 +270,32 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
     const auto kd = ix.DimsOf(k), vd = ix.DimsOf(v);
     if (!kd || !vd || kd->size() != 4 || vd->size() != 4 || (*kd)[1] < 0 || (*kd)[1] != (*vd)[1]) return false;
   }
+  // The cache: K and V each the Concat of past and new keys, which the op
+  // then reads in place and writes to present as it goes. The pattern's
+  // read of each present is its one read by a node; others stay readers of
+  // the op's output when none of them feeds the op.
+  std::optional<CacheConcat> ck, cv;
+  if (k != v) {
+    const ValueType* qt = ix.Type(scores->q);
+    if (qt && qt->is_tensor()) {
+      ck = MatchCacheConcat(ix, k, qt->dtype);
+      cv = MatchCacheConcat(ix, v, qt->dtype);
+    }
+    if (ck && cv) {
+      // The pattern reads each once; in the no-repeat form K' is read by the
+      // Transpose and V' by this MatMul.
+      const bool alone = ix.Uses(ck->present) == 1 && ix.Uses(cv->present) == 1;
+      std::vector<std::string> fed = {scores->q, ck->past, ck->fresh, cv->past, cv->fresh};
+      if (!mask.empty()) fed.push_back(mask);
+      if (!alone) {
+        std::vector<bool> gone = dead;
+        for (size_t k2 : nodes) gone[k2] = true;
+        gone[n] = true;
+        if (Reaches(g, gone, ck->present, fed) || Reaches(g, gone, cv->present, fed)) ck.reset();
+      }
+    }
+    if (!ck || !cv) ck.reset(), cv.reset();
+  }
   for (size_t k2 : nodes) dead[k2] = true;
   Node fused;
   fused.name = node.name;  // errors name the user's node (or its output)
@@ -224,8 +303,20 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   fused.domain = kInternalDomain;
   fused.opset = 1;
   fused.inputs = {scores->q, k, v};
-  if (!mask.empty()) fused.inputs.push_back(mask);
+  if (!mask.empty() || ck) fused.inputs.push_back(mask);
   fused.outputs = node.outputs;
+  if (ck) {
+    dead[ck->node] = dead[cv->node] = true;
+    fused.inputs[1] = ck->fresh;
+    fused.inputs[2] = cv->fresh;
+    fused.inputs.push_back(ck->past);
+    fused.inputs.push_back(cv->past);
+    // A present read by nothing but the pattern is not written.
+    const auto kept = [&](const std::string& p) { return ix.IsOutput(p) || ix.Uses(p) > 1 ? p : std::string(); };
+    fused.outputs.push_back(kept(ck->present));
+    fused.outputs.push_back(kept(cv->present));
+    while (fused.outputs.size() > 1 && fused.outputs.back().empty()) fused.outputs.pop_back();
+  }
   fused.attributes = {{"scale", FloatAttr("scale", float(scores->scale))},
                       {"kv_repeat", IntAttr("kv_repeat", repeat)},
                       {"masked_rows", IntAttr("masked_rows", masked_rows)}};

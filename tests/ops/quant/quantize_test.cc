@@ -265,6 +265,29 @@ TEST(MatMulInteger, PerRowAndPerColumnZeroPoints) {
   EXPECT_THAT(Message(bad.status()), HasSubstr("one per row of A"));
 }
 
+// Rows known only at run time: the output keeps the rank, the rows' dims as
+// they are and B's columns (what rewrites downstream read); known inner dims
+// that differ are refused at session creation.
+TEST(MatMulInteger, InfersTheDimsItKnowsBeforeRunning) {
+  for (int64_t k : {8, 5}) {
+    ModelBuilder m(10);
+    m.Input("a", DType::kUInt8, {-1, -1, 8}).Output("c", DType::kInt32, {-1, -1, -1});
+    m.Initializer("b", Tensor::Zeros(DType::kInt8, {k, 4}));
+    m.Node("MatMulInteger", {"a", "b"}, {"c"});
+    absl::StatusOr<std::unique_ptr<Session>> s = m.Build();
+    if (k == 5) {
+      ASSERT_FALSE(s.ok());
+      EXPECT_THAT(Message(s.status()), HasSubstr("inner dimensions differ"));
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->outputs()[0].type.ToString(), "int32[N0,N1,4]");  // the input's symbols
+    absl::StatusOr<std::vector<Tensor>> c = (*s)->Run({{"a", Tensor::Zeros(DType::kUInt8, {2, 3, 8})}});
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ((*c)[0].shape(), (Shape{2, 3, 4}));
+  }
+}
+
 TEST(MatMulInteger, AgreesWithAPlainProductAcrossShapes) {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{3, 5}, {5, 4}}, {{2, 1, 3, 7}, {4, 7, 2}}, {{5}, {5, 3}}, {{2, 4}, {4}}, {{0, 3}, {3, 2}}, {{1, 17, 9}, {9, 33}},

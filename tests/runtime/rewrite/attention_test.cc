@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -524,6 +525,289 @@ TEST(Rewrite, ANormOverAFusedAttentionIsFused) {
   m.Node("Mul", {"normed", "w"}, {"z"});
   const std::vector<std::string> ops = RunBothWays(m, DynamicSdpaInputs(0, {2, 2, 3, kSdpaD}, 2, 5, {}, 3), 1e-5);
   EXPECT_THAT(ops, ::testing::ElementsAre("Attention", "RMSNormalization"));
+}
+
+// ---- The KV cache's Concat taken into the fused attention ----
+
+// A decoder's attention over its cache, as optimum's exports write it:
+// present = Concat(past, new, axis 2) (graph outputs), then the repeat and
+// the scores over present. Q [B, 4, S, D], new K/V [B, KV, S, D|Dv], past
+// [B, KV, P, D|Dv], an additive mask [B, 1, S, P + S] (or Where with a
+// finite fill).
+struct CacheForm {
+  int64_t kv_heads = 2;
+  bool repeat = true;
+  int64_t axis = 2;
+  bool three = false;           // Concat(past, new, new)
+  bool outputs = true;          // present_k / present_v graph outputs
+  int reader = 0;               // 1: ReduceSum(present_k) an output too; 2: Q + ReduceMean(present_k)
+  bool cast = false;            // the cache in float16, Cast to float after the Concat
+  bool where = false;           // Where(mask, s, lowest) with a bool mask
+  DType dtype = DType::kFloat;
+};
+
+ModelBuilder CacheModel(const CacheForm& f) {
+  ModelBuilder m(17);
+  const DType dt = f.dtype, ct = f.cast ? DType::kFloat16 : dt;
+  const int64_t kv = f.kv_heads, g = kSdpaH / kv;
+  m.Input("q", dt, {-1, kSdpaH, -1, kSdpaD});
+  m.Input("k", ct, {-1, kv, -1, kSdpaD}).Input("v", ct, {-1, kv, -1, kSdpaDv});
+  m.Input("past_k", ct, {-1, kv, -1, kSdpaD}).Input("past_v", ct, {-1, kv, -1, kSdpaDv});
+  m.Input("mask", f.where ? DType::kBool : dt, {-1, 1, -1, -1});
+  m.Output("y", dt, {-1, kSdpaH, -1, kSdpaDv});
+  if (f.outputs) m.Output("present_k", ct, {-1, kv, -1, kSdpaD}).Output("present_v", ct, {-1, kv, -1, kSdpaDv});
+  const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+  for (const char* t : {"k", "v"}) {
+    const std::string past = std::string("past_") + t, present = std::string("present_") + t;
+    std::vector<std::string> parts = {past, t};
+    if (f.three) parts.push_back(t);
+    SetAttr(m.Node("Concat", parts, {present}), "axis", f.axis);
+    if (f.cast) SetAttr(m.Node("Cast", {present}, {present + "_f"}), "to", int64_t(dt));
+  }
+  std::string k = f.cast ? "present_k_f" : "present_k", v = f.cast ? "present_v_f" : "present_v";
+  if (f.repeat) {
+    m.Initializer("axis2", i64({2})).Initializer("expand", i64({1, 1, g, 1, 1}));
+    for (auto [in, d] : {std::pair{&k, kSdpaD}, {&v, kSdpaDv}}) {
+      const std::string out = *in + "_rep";
+      m.Initializer(out + "_shape", i64({0, kSdpaH, -1, d}));
+      m.Node("Unsqueeze", {*in, "axis2"}, {out + "5"});
+      m.Node("Expand", {out + "5", "expand"}, {out + "x"});
+      m.Node("Reshape", {out + "x", out + "_shape"}, {out});
+      *in = out;
+    }
+  }
+  std::string mask = "mask", q = "q";
+  if (f.reader == 1) {
+    m.Output("sum_k", ct, {-1, kv, 1, kSdpaD});
+    m.Node("ReduceSum", {"present_k", "axes_t"}, {"sum_k"});
+    m.Initializer("axes_t", i64({2}));
+  } else if (f.reader == 2) {
+    // Q shifted by present's mean: present is read upstream of the
+    // attention's own inputs.
+    SetAttr(m.Node("ReduceMean", {"present_k"}, {"kmean"}), "axes", std::vector<int64_t>{1, 2, 3});
+    m.Node("Add", {"q", "kmean"}, {"q2"});
+    q = "q2";
+  }
+  SetAttr(m.Node("Transpose", {k}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.Node("MatMul", {q, "kt"}, {"scores"});
+  Tensor c = Tensor::Zeros(dt, {});
+  SetDouble(c, 0, std::sqrt(double(kSdpaD)));
+  m.Initializer("c", c);
+  m.Node("Div", {"scores", "c"}, {"scaled"});
+  if (f.where) {
+    Tensor lowest = Tensor::Zeros(dt, {});
+    SetDouble(lowest, 0, dt == DType::kFloat16 ? -INFINITY : -3.4028234663852886e38);
+    m.Initializer("lowest", lowest);
+    m.Node("Where", {mask, "scaled", "lowest"}, {"masked"});
+  } else {
+    m.Node("Add", {"scaled", mask}, {"masked"});
+  }
+  SetAttr(m.Node("Softmax", {"masked"}, {"probs"}), "axis", int64_t{-1});
+  m.Node("MatMul", {"probs", v}, {"y"});
+  return m;
+}
+
+// Batch B (Q's; K/V's `kb`), S new keys after P cached ones (`pv` the past
+// values' length when it differs: the Concat of V then has its own
+// split), the mask hiding key j > P + i of row i and, with `hide_row`,
+// every key of query row 0.
+std::vector<NamedTensor> CacheInputs(const CacheForm& f, int64_t b, int64_t kb, int64_t s, int64_t p, uint32_t seed,
+                                     int64_t pv = -1, bool hide_row = false) {
+  const DType ct = f.cast ? DType::kFloat16 : f.dtype;
+  if (pv < 0) pv = p;
+  const int64_t mult = f.three ? 2 : 1, t = p + s * mult;
+  std::vector<NamedTensor> in = {{"q", RandomUniform(f.dtype, {b, kSdpaH, s, kSdpaD}, seed)},
+                                 {"k", RandomUniform(ct, {kb, f.kv_heads, s, kSdpaD}, seed + 1)},
+                                 {"v", RandomUniform(ct, {kb, f.kv_heads, p + s - pv, kSdpaDv}, seed + 2)},
+                                 {"past_k", RandomUniform(ct, {kb, f.kv_heads, p, kSdpaD}, seed + 3)},
+                                 {"past_v", RandomUniform(ct, {kb, f.kv_heads, pv, kSdpaDv}, seed + 4)}};
+  if (f.three) in[2].tensor = RandomUniform(ct, {kb, f.kv_heads, s, kSdpaDv}, seed + 2);
+  Tensor mask = f.where ? Tensor::Zeros(DType::kBool, {b, 1, s, t}) : RandomUniform(f.dtype, {b, 1, s, t}, seed + 5, -1, 0);
+  for (int64_t r = 0; r < b; ++r)
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t j = 0; j < t; ++j) {
+        const bool visible = j <= p + i && !(hide_row && i == 0);
+        if (f.where) mask.data<bool>()[(r * s + i) * t + j] = visible;
+        else if (!visible) SetDouble(mask, (r * s + i) * t + j, -INFINITY);
+      }
+  in.push_back({"mask", mask});
+  return in;
+}
+
+// Runs `m` with rewrites on and off over each input set: y within `tol`,
+// every other output (the cache's) exactly equal; the rewritten session's
+// nodes.
+std::vector<Node> RunCacheBothWays(const ModelBuilder& m, const std::vector<std::vector<NamedTensor>>& runs,
+                                          double tol, std::unique_ptr<Session>* keep = nullptr) {
+  SessionOptions on, off;
+  off.graph_rewrites = false;
+  auto a = m.Build(on);
+  auto b = m.Build(off);
+  EXPECT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  if (!a.ok() || !b.ok()) return {};
+  for (size_t run = 0; run < runs.size(); ++run) {
+    auto ya = (*a)->Run(runs[run]);
+    auto yb = (*b)->Run(runs[run]);
+    EXPECT_TRUE(ya.ok() && yb.ok()) << "run " << run << ": " << ya.status() << " / " << yb.status();
+    if (!ya.ok() || !yb.ok()) return {};
+    for (size_t k = 0; k < ya->size(); ++k) {
+      const Tensor &x = (*ya)[k], &y = (*yb)[k];
+      if (x.shape() != y.shape() || x.dtype() != y.dtype()) {
+        ADD_FAILURE() << "run " << run << " output " << k << ": " << ShapeToString(x.shape()) << " rewritten, "
+                      << ShapeToString(y.shape()) << " as written";
+        return {};
+      }
+      if (k > 0) {
+        EXPECT_EQ(0, std::memcmp(x.raw(), y.raw(), x.bytes())) << "run " << run << " output " << k;
+        continue;
+      }
+      int64_t bad = 0;
+      for (int64_t i = 0; i < x.size() && bad < 5; ++i)
+        if (!Agree(GetDouble(x, i), GetDouble(y, i), tol)) {
+          ++bad;
+          ADD_FAILURE() << "run " << run << " y[" << i << "]: " << GetDouble(x, i) << " rewritten, "
+                        << GetDouble(y, i) << " as written";
+        }
+    }
+  }
+  std::vector<Node> nodes;
+  for (const Node& n : (*a)->graph().nodes) nodes.push_back(n);
+  if (keep) *keep = std::move(*a);
+  return nodes;
+}
+
+TEST(Rewrite, AttentionTakesTheCacheConcatIn) {
+  for (DType dt : {DType::kFloat, DType::kFloat16})
+    for (int64_t kv : {4, 2, 1})
+      for (bool where : {false, true})
+        for (bool outputs : {true, false}) {
+          CacheForm f;
+          f.dtype = dt;
+          f.kv_heads = kv;
+          f.repeat = kv != 4;
+          f.where = where;
+          f.outputs = outputs;
+          f.axis = kv == 2 ? -2 : 2;
+          const std::string what = absl::StrCat(LowerName(dt), " kv ", kv, " where ", where, " outputs ", outputs);
+          // One session: a prefill (no past), decode steps, batch 2, odd
+          // lengths, no new key (Y empty, present = past); then shapes the kernel cannot read in place (K/V of
+          // batch 1 against Q's 2, past K and V of different lengths): K'
+          // and V' made first.
+          std::vector<std::vector<NamedTensor>> runs = {
+              CacheInputs(f, 1, 1, 5, 0, 1), CacheInputs(f, 1, 1, 1, 37, 2), CacheInputs(f, 2, 2, 3, 70, 3),
+              CacheInputs(f, 2, 2, 1, 1, 4), CacheInputs(f, 2, 2, 0, 6, 9), CacheInputs(f, 2, 1, 2, 9, 5)};
+          if (!where) runs.push_back(CacheInputs(f, 1, 1, 2, 6, 6, 5));
+          std::unique_ptr<Session> s;
+          const std::vector<Node> nodes =
+              RunCacheBothWays(CacheModel(f), runs, dt == DType::kFloat ? 1e-5 : 4e-3, &s);
+          ASSERT_EQ(nodes.size(), 1u) << what;
+          EXPECT_EQ(nodes[0].op_type, "Attention") << what;
+          EXPECT_EQ(nodes[0].inputs, (std::vector<std::string>{"q", "k", "v", "mask", "past_k", "past_v"})) << what;
+          // A present nothing else reads is not written.
+          const std::vector<std::string> written =
+              outputs ? std::vector<std::string>{"y", "present_k", "present_v"} : std::vector<std::string>{"y"};
+          EXPECT_EQ(nodes[0].outputs, written) << what;
+        }
+}
+
+// Rows whose mask hides every key read V's mean (a finite Where fill) or
+// are NaN (-inf), past rows included.
+TEST(Rewrite, AttentionOverTheCacheGivesFullyMaskedRowsTheGraphsAnswer) {
+  for (bool where : {false, true}) {
+    CacheForm f;
+    f.where = where;
+    const std::vector<Node> nodes = RunCacheBothWays(
+        CacheModel(f), {CacheInputs(f, 2, 2, 3, 11, 7, -1, true), CacheInputs(f, 1, 1, 1, 20, 8, -1, true)}, 1e-5);
+    ASSERT_EQ(nodes.size(), 1u);
+    EXPECT_EQ(nodes[0].inputs.size(), 6u);
+  }
+}
+
+// Where the rule keeps the Concat: another axis, three inputs, the cache
+// cast after it (past of another type than Q), present read upstream of the
+// attention's inputs (here Q: a cycle once the op would write present). A
+// present also read by an unrelated node is the fused op's output, which
+// that node then reads.
+TEST(Rewrite, AttentionCacheConcatNearMisses) {
+  const auto kept = [](const CacheForm& f, const std::vector<NamedTensor>& in, const char* what) {
+    const std::vector<Node> nodes = RunCacheBothWays(CacheModel(f), {in}, 1e-5);
+    int concats = 0, attention = 0;
+    for (const Node& n : nodes) {
+      concats += n.op_type == "Concat" && n.outputs[0].rfind("present_", 0) == 0;
+      attention += n.op_type == "Attention";
+      if (n.op_type == "Attention") {
+        EXPECT_EQ(n.inputs.size(), 4u) << what;
+      }
+    }
+    EXPECT_EQ(concats, 2) << what;
+    EXPECT_EQ(attention, 1) << what;
+  };
+  CacheForm f;
+  f.three = true;
+  kept(f, CacheInputs(f, 2, 2, 2, 5, 1), "three inputs");
+  f = CacheForm();
+  f.cast = true;
+  kept(f, CacheInputs(f, 2, 2, 2, 5, 2), "a float16 cache cast to float");
+  f = CacheForm();
+  f.reader = 2;
+  kept(f, CacheInputs(f, 2, 2, 2, 5, 3), "present read into Q");
+  // Concat on axis 1 (heads: past's 2 and the new 2 make K's 4): not the
+  // cache; the attention fuses over the Concat's output.
+  f = CacheForm();
+  f.axis = 1;
+  f.repeat = false;
+  f.outputs = false;
+  {
+    const auto r = [](Shape shape, uint32_t seed) { return RandomUniform(DType::kFloat, shape, seed); };
+    const std::vector<NamedTensor> in = {
+        {"q", r({1, kSdpaH, 3, kSdpaD}, 1)},      {"k", r({1, 2, 3, kSdpaD}, 2)},
+        {"v", r({1, 2, 3, kSdpaDv}, 3)},          {"past_k", r({1, 2, 3, kSdpaD}, 4)},
+        {"past_v", r({1, 2, 3, kSdpaDv}, 5)},     {"mask", RandomUniform(DType::kFloat, {1, 1, 3, 3}, 6, -1, 0)}};
+    const std::vector<Node> nodes = RunCacheBothWays(CacheModel(f), {in}, 1e-5);
+    int attention = 0;
+    for (const Node& n : nodes)
+      if (n.op_type == "Attention") {
+        ++attention;
+        EXPECT_EQ(n.inputs.size(), 4u) << "axis 1";
+      }
+    EXPECT_EQ(attention, 1);
+  }
+  f = CacheForm();
+  f.reader = 1;
+  const std::vector<Node> nodes = RunCacheBothWays(CacheModel(f), {CacheInputs(f, 2, 2, 2, 5, 5)}, 1e-5);
+  ASSERT_EQ(nodes.size(), 2u);
+  const size_t at = nodes[0].op_type == "Attention" ? 0 : 1;
+  EXPECT_EQ(nodes[at].op_type, "Attention");
+  EXPECT_EQ(nodes[at].outputs, (std::vector<std::string>{"y", "present_k", "present_v"}));
+  EXPECT_EQ(nodes[1 - at].op_type, "ReduceSum");
+}
+
+// Present bound by the caller over past's memory (a shared buffer: same
+// start, longer): the fused op never writes present while past is read; the
+// results are those of the graph as written.
+TEST(Rewrite, AttentionOverTheCacheWithPresentBoundOverPast) {
+  CacheForm f;
+  std::unique_ptr<Session> s;
+  const std::vector<NamedTensor> in = CacheInputs(f, 1, 1, 1, 9, 11);
+  RunCacheBothWays(CacheModel(f), {in}, 1e-5, &s);
+  ASSERT_TRUE(s);
+  ASSERT_EQ(s->graph().nodes.size(), 1u);
+  auto expected = s->Run(in);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  // Buffers of past + 1 rows that hold past in their first rows.
+  std::vector<float> kbuf(size_t(2 * 10 * kSdpaD)), vbuf(size_t(2 * 10 * kSdpaDv));
+  std::memcpy(kbuf.data(), in[3].tensor.raw(), in[3].tensor.bytes());
+  std::memcpy(vbuf.data(), in[4].tensor.raw(), in[4].tensor.bytes());
+  std::vector<NamedTensor> bound_in = in;
+  bound_in[3].tensor = Tensor::Borrow(DType::kFloat, {1, 2, 9, kSdpaD}, kbuf.data());
+  bound_in[4].tensor = Tensor::Borrow(DType::kFloat, {1, 2, 9, kSdpaDv}, vbuf.data());
+  std::vector<Tensor> outputs = {Tensor(), Tensor::Borrow(DType::kFloat, {1, 2, 10, kSdpaD}, kbuf.data()),
+                                 Tensor::Borrow(DType::kFloat, {1, 2, 10, kSdpaDv}, vbuf.data())};
+  ASSERT_TRUE(s->Run(bound_in, &outputs).ok());
+  for (size_t k = 0; k < 3; ++k) {
+    ASSERT_EQ(outputs[k].bytes(), (*expected)[k].bytes());
+    EXPECT_EQ(0, std::memcmp(outputs[k].raw(), (*expected)[k].raw(), outputs[k].bytes())) << "output " << k;
+  }
 }
 
 }  // namespace

@@ -78,5 +78,36 @@ TEST(Rewrite, Q8SpellingStaysWhereItMayNotFuse) {
               ::testing::ElementsAre("DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul", "Mul"));
 }
 
+
+// A decoder's residual stream over a q8 product with rows known only at run
+// time: MatMulInteger's inferred type keeps the rank and B's columns, so the
+// RMSNorm over x + product (x / Sqrt(ReduceMean(x^2) + eps) * w) fuses.
+TEST(Rewrite, ANormOverAQ8ProductWithRunTimeRowsIsFused) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {1, -1, 24}).Input("a", DType::kFloat, {1, -1, 24});
+  m.Output("z", DType::kFloat, {1, -1, 24});
+  m.Initializer("w", Ints(DType::kInt8, {24, 24}, 1)).Initializer("wz", Ints(DType::kInt8, {}, 2));
+  m.Initializer("ws", RandomUniform(DType::kFloat, {}, 3, 0.01, 0.05));
+  m.Initializer("g", RandomUniform(DType::kFloat, {24}, 4, 0.5, 1.5));
+  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {}));
+  m.Initializer("eps", Tensor::FromVector(std::vector<float>{1e-5f}, {}));
+  m.Node("DynamicQuantizeLinear", {"a"}, {"aq", "as", "az"});
+  m.Node("MatMulInteger", {"aq", "w", "az", "wz"}, {"mi"});
+  SetAttr(m.Node("Cast", {"mi"}, {"mf"}), "to", int64_t(DType::kFloat));
+  m.Node("Mul", {"as", "ws"}, {"sc"});
+  m.Node("Mul", {"mf", "sc"}, {"p"});
+  m.Node("Add", {"x", "p"}, {"r"});
+  m.Node("Pow", {"r", "two"}, {"sq"});
+  SetAttr(m.Node("ReduceMean", {"sq"}, {"ms"}), "axes", std::vector<int64_t>{-1});
+  m.Node("Add", {"ms", "eps"}, {"mse"});
+  m.Node("Sqrt", {"mse"}, {"rms"});
+  m.Node("Div", {"r", "rms"}, {"normed"});
+  m.Node("Mul", {"normed", "g"}, {"z"});
+  EXPECT_THAT(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {1, 3, 24}, 5)},
+                              {"a", RandomUniform(DType::kFloat, {1, 3, 24}, 6)}},
+                          1e-5),
+              ::testing::ElementsAre("DynamicQuantizeMatMul", "Add", "RMSNormalization"));
+}
+
 }  // namespace
 }  // namespace onnx_mini
