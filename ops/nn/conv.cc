@@ -127,6 +127,7 @@ class ConvOp : public Op {
       return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": group ", op->group_, " must be positive"));
     op->output_padding_ = node.attr_ints("output_padding");
     op->output_shape_ = node.attr_ints("output_shape");
+    if (node.domain == kInternalDomain) RETURN_IF_ERROR(op->ParsePostOps(node));
     for (const auto* v : {&op->output_padding_, &op->output_shape_})
       for (int64_t x : *v)
         if (x < 0 || x >= (int64_t(1) << 31))
@@ -209,7 +210,14 @@ class ConvOp : public Op {
     Shape ys = {p->n, p->m};
     for (int64_t v : p->w.Spatial(p->w.out)) ys.push_back(v);
     if (ElementCount(ys) < 0) return ctx.Error(absl::StrCat("the output ", ShapeToString(ys), " is too large"));
-    if (!kInteger) p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed);
+    // FusedConv's residual: Y's shape exactly (the rewrite fuses no broadcast).
+    if (kKind == ConvKind::kConv && ctx.num_inputs() > 3 && ctx.has_input(3)) {
+      const std::optional<Shape> zs = ctx.input(3).concrete_shape();
+      if (!zs || *zs != ys)
+        return ctx.Error(absl::StrCat("the residual ", ctx.input(3).ToString(), " must have Y's shape ", ShapeToString(ys)));
+    }
+    if (!kInteger)
+      p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, post_);
     ctx.set_output(0, ValueType::Of(out.dtype, ys));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();
@@ -225,6 +233,7 @@ class ConvOp : public Op {
     const Tensor& x = *ctx.input(0);
     const Tensor& wt = *ctx.input(kW);
     const Tensor* b = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+    const Tensor* z = kKind == ConvKind::kConv && ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
     Tensor& y = ctx.output(0);
     const ConvPlan& p = ctx.plan<ConvPlan>();
     if (y.size() == 0) return absl::OkStatus();
@@ -233,14 +242,28 @@ class ConvOp : public Op {
     const double macs = double(p.n) * double(p.m) * double(p.c / p.group) * double(p.w.k_size()) *
                         double(kTransposed ? p.w.in_size() : p.w.out_size());
     const int dnn_threads = ThreadsForWork(ctx.threads(), macs, kMinOneDnnThreadWork);
-    if (p.dnn &&
-        p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget()))
+    if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_,
+                            ctx.budget(), z ? z->raw() : nullptr))
       return absl::OkStatus();
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* pb = b ? b->data<T>() : nullptr;
       if (kTransposed) ConvTransposeReference(p, x.data<T>(), wt.data<T>(), pb, y.data<T>(), ctx.threads());
       else ConvReference(p, x.data<T>(), wt.data<T>(), pb, y.data<T>(), ctx.threads());
+      // The post-ops one by one, each result rounded to T as the unfused ops round it.
+      if (!post_.empty()) {
+        T* py = y.data<T>();
+        const T* pz = z ? z->data<T>() : nullptr;
+        ParallelFor(ctx.threads(), y.size(), WorkPerIndex{double(4 * post_.size())}, [&](int64_t begin, int64_t end) {
+          for (int64_t e = begin; e < end; ++e) {
+            T v = py[e];
+            for (const ConvPostOp& op : post_)
+              v = Narrow<T>(typename Arith<T>::type(op.kind == ConvPostOp::kAdd ? double(Widen(v)) + double(Widen(pz[e]))
+                                                                                : op.Apply(double(Widen(v)))));
+            py[e] = v;
+          }
+        });
+      }
     });
   }
 
@@ -348,8 +371,34 @@ class ConvOp : public Op {
     return w;
   }
 
+  // FusedConv's post-ops: `activations` (names), `alphas` and `betas`, one per entry.
+  absl::Status ParsePostOps(const Node& node) {
+    const Attribute* names = node.attr("activations");
+    const Attribute* alphas = node.attr("alphas");
+    const Attribute* betas = node.attr("betas");
+    const size_t count = names ? names->strings.size() : 0;
+    if ((alphas ? alphas->floats.size() : 0) != count || (betas ? betas->floats.size() : 0) != count)
+      return absl::InvalidArgumentError(
+          absl::StrCat(node.Describe(), ": activations, alphas and betas must have one entry each"));
+    int adds = 0;
+    for (size_t i = 0; i < count; ++i) {
+      ConvPostOp op;
+      if (!ConvPostOp::Parse(names->strings[i], op.kind))
+        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": unknown activation '", names->strings[i], "'"));
+      op.alpha = alphas->floats[i];
+      op.beta = betas->floats[i];
+      adds += op.kind == ConvPostOp::kAdd;
+      post_.push_back(op);
+    }
+    if (adds != (node.has_input(3) ? 1 : 0))
+      return absl::InvalidArgumentError(
+          absl::StrCat(node.Describe(), ": the residual input Z needs exactly one 'Add' in activations (", adds, ")"));
+    return absl::OkStatus();
+  }
+
   WindowAttrs a_;
   int64_t group_ = 1;
+  std::vector<ConvPostOp> post_;
   std::vector<int64_t> output_padding_, output_shape_;
   bool constant_weights_ = false;  // set by Prepare
 };
@@ -361,6 +410,8 @@ std::vector<OpDef> ConvOps() {
   return {
       {kOnnxDomain, "Conv", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kConv>::Create},
       {kOnnxDomain, "ConvTranspose", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kTransposed>::Create},
+      // Conv with post-ops (runtime/rewrite/conv.cc): X, W, B, the residual Z.
+      {kInternalDomain, "FusedConv", Versions{1}, "T T T? T?", "T", t, ConvOp<ConvKind::kConv>::Create},
       {kOnnxDomain, "ConvInteger", Versions{10}, "T1 T2 T1? T2?", "T3",
        {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", {DType::kInt32}}},
        ConvOp<ConvKind::kInteger>::Create},

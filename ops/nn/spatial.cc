@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include <optional>
 #include <unordered_map>
@@ -145,6 +147,29 @@ dnnl::primitive_attr UserScratchpad() {
   return attr;
 }
 
+// The post-ops as oneDNN's: each activation one or two eltwise steps (HardSigmoid
+// is linear then clip to [0, 1]), kAdd a sum with the destination, which
+// Forward fills with the residual before the primitive runs.
+dnnl::post_ops OneDnnPostOps(const std::vector<ConvPostOp>& post) {
+  dnnl::post_ops ops;
+  using A = dnnl::algorithm;
+  for (const ConvPostOp& p : post) switch (p.kind) {
+      case ConvPostOp::kRelu: ops.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f); break;
+      case ConvPostOp::kLeakyRelu: ops.append_eltwise(1.f, A::eltwise_relu, p.alpha, 0.f); break;
+      case ConvPostOp::kClip: ops.append_eltwise(1.f, A::eltwise_clip, p.alpha, p.beta); break;
+      case ConvPostOp::kHardSigmoid:
+        ops.append_eltwise(1.f, A::eltwise_linear, p.alpha, p.beta);
+        ops.append_eltwise(1.f, A::eltwise_clip, 0.f, 1.f);
+        break;
+      case ConvPostOp::kHardSwish: ops.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f); break;
+      case ConvPostOp::kSigmoid: ops.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f); break;
+      case ConvPostOp::kSwish: ops.append_eltwise(1.f, A::eltwise_swish, p.alpha, 0.f); break;
+      case ConvPostOp::kTanh: ops.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f); break;
+      case ConvPostOp::kAdd: ops.append_sum(1.f); break;
+    }
+  return ops;
+}
+
 // A reorder between two layouts of one tensor.
 struct Reorder {
   dnnl::reorder::primitive_desc pd;
@@ -170,15 +195,21 @@ template <class P>
 class Forward : public OneDnnForward::Primitive {
  public:
   // `weights` and `bias` are zero descriptors for primitives without them.
+  // `residual`: the post-ops sum the destination (filled with the residual first).
   Forward(const typename P::primitive_desc& pd, memory::desc src, memory::desc weights, memory::desc bias,
-          memory::desc dst)
+          memory::desc dst, bool residual = false)
       : pd_(pd), primitive_(pd), src_(src), weights_(weights), bias_(bias), dst_(dst),
         src_in_(MakeReorder(src, pd.src_desc())), dst_out_(MakeReorder(pd.dst_desc(), dst)) {
     if (!weights.is_zero()) weights_in_ = MakeReorder(weights, pd.weights_desc());
+    if (residual) {
+      residual_ = true;
+      dst_in_ = MakeReorder(dst, pd.dst_desc());
+    }
   }
 
   bool Run(const void* src, const void* weights, const void* bias, void* dst, bool constant_weights,
-           const std::shared_ptr<MemoryBudget>& budget) const override {
+           const std::shared_ptr<MemoryBudget>& budget, const void* residual) const override {
+    if (residual_ != (residual != nullptr)) return false;
     try {
       dnnl::stream stream(OneDnnEngine());
       // Constant weights: reordered once, on the first run, and kept.
@@ -221,6 +252,12 @@ class Forward : public OneDnnForward::Primitive {
       if (bias) args[DNNL_ARG_BIAS] = memory(bias_, OneDnnEngine(), const_cast<void*>(bias));
       memory user_dst(dst_, OneDnnEngine(), dst);
       args[DNNL_ARG_DST] = dst_out_ ? memory(pd_.dst_desc(), OneDnnEngine()) : user_dst;
+      if (residual) {
+        // The sum post-op adds what the destination holds.
+        memory z(dst_, OneDnnEngine(), const_cast<void*>(residual));
+        if (dst_in_) dst_in_->Run(stream, z, args[DNNL_ARG_DST]);
+        else if (residual != dst) std::memcpy(dst, residual, dst_.get_size());
+      }
       primitive_.execute(stream, args);
       if (dst_out_) dst_out_->Run(stream, args[DNNL_ARG_DST], user_dst);
       stream.wait();
@@ -234,7 +271,8 @@ class Forward : public OneDnnForward::Primitive {
   typename P::primitive_desc pd_;
   P primitive_;
   memory::desc src_, weights_, bias_, dst_;
-  std::optional<Reorder> src_in_, weights_in_, dst_out_;
+  std::optional<Reorder> src_in_, weights_in_, dst_out_, dst_in_;
+  bool residual_ = false;
   mutable std::mutex kept_mu_;
   mutable const void* kept_from_ = nullptr;  // the constant weights kept_weights_ holds, reordered
   mutable memory kept_weights_;
@@ -244,7 +282,8 @@ class Forward : public OneDnnForward::Primitive {
 }  // namespace
 
 bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, void* dst, int threads,
-                        bool constant_weights, const std::shared_ptr<MemoryBudget>& budget) const {
+                        bool constant_weights, const std::shared_ptr<MemoryBudget>& budget,
+                        const void* residual) const {
   std::shared_ptr<const Primitive> primitive;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -259,14 +298,14 @@ bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, 
   }
   if (!primitive) return false;
   const OmpThreadsScope scope(threads);
-  return primitive->Run(src, weights, bias, dst, constant_weights, budget);
+  return primitive->Run(src, weights, bias, dst, constant_weights, budget, residual);
 }
 
 namespace {
 
 std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type dt, const Window& w, int64_t n,
                                                               int64_t c, int64_t m, int64_t group, bool has_bias,
-                                                              bool transposed) {
+                                                              bool transposed, const std::vector<ConvPostOp>& post) {
   try {
     memory::dims src_dims = {n, c}, dst_dims = {n, m};
     const memory::dims in = Dims(w, w.in), out = Dims(w, w.out), k = Dims(w, w.k);
@@ -294,17 +333,21 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type 
     const memory::desc src_any(src_dims, dt, memory::format_tag::any);
     const memory::desc dst_any(dst_dims, dt, memory::format_tag::any);
     const memory::desc weights_any(weights.dims(), dt, memory::format_tag::any);
+    dnnl::primitive_attr attr = UserScratchpad();
+    if (!post.empty()) attr.set_post_ops(OneDnnPostOps(post));
+    const bool residual =
+        std::any_of(post.begin(), post.end(), [](const ConvPostOp& p) { return p.kind == ConvPostOp::kAdd; });
     if (transposed) {
       const dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                                 dnnl::algorithm::deconvolution_direct, src_any, weights_any, bias,
                                                 dst_any, strides, dilates, pl, pr);
-      const dnnl::deconvolution_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
-      return std::make_shared<Forward<dnnl::deconvolution_forward>>(pd, src, weights, bias, dst);
+      const dnnl::deconvolution_forward::primitive_desc pd(d, attr, OneDnnEngine());
+      return std::make_shared<Forward<dnnl::deconvolution_forward>>(pd, src, weights, bias, dst, residual);
     }
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                             src_any, weights_any, bias, dst_any, strides, dilates, pl, pr);
-    const dnnl::convolution_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
-    return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst);
+    const dnnl::convolution_forward::primitive_desc pd(d, attr, OneDnnEngine());
+    return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst, residual);
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -353,13 +396,15 @@ bool OneDnnType(DType dtype, memory::data_type& dt) {
 }  // namespace
 
 std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
-                                                    int64_t group, bool has_bias, bool transposed) {
+                                                    int64_t group, bool has_bias, bool transposed,
+                                                    const std::vector<ConvPostOp>& post) {
   memory::data_type dt;
   if (!OneDnnType(dtype, dt)) return nullptr;
   if (n <= 0 || c <= 0 || m <= 0 || group <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
   for (int i = 0; i < kMaxSpatial; ++i)
     if (w.pb[size_t(i)] < 0 || w.pe[size_t(i)] < 0) return nullptr;
-  return std::make_shared<OneDnnForward>([=] { return ConvPrimitive(dt, w, n, c, m, group, has_bias, transposed); });
+  return std::make_shared<OneDnnForward>(
+      [=] { return ConvPrimitive(dt, w, n, c, m, group, has_bias, transposed, post); });
 }
 
 std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind) {
@@ -377,6 +422,38 @@ std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w
                 w.pb[size_t(i)] > w.pe[size_t(i)])
       return nullptr;
   return std::make_shared<OneDnnForward>([=] { return PoolPrimitive(dt, w, n, c, kind); });
+}
+
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+
+bool ConvPostOp::Parse(const std::string& name, Kind& kind) {
+  static const std::pair<const char*, Kind> kNames[] = {
+      {"Relu", kRelu},           {"LeakyRelu", kLeakyRelu}, {"Clip", kClip}, {"HardSigmoid", kHardSigmoid},
+      {"HardSwish", kHardSwish}, {"Sigmoid", kSigmoid},     {"Swish", kSwish}, {"Tanh", kTanh},
+      {"Add", kAdd}};
+  for (const auto& [n, k] : kNames)
+    if (name == n) {
+      kind = k;
+      return true;
+    }
+  return false;
+}
+
+double ConvPostOp::Apply(double x) const {
+  switch (kind) {
+    case kRelu: return x > 0 ? x : 0;
+    case kLeakyRelu: return x < 0 ? double(alpha) * x : x;
+    case kClip: return std::min(double(beta), std::max(double(alpha), x));
+    case kHardSigmoid: return std::max(0.0, std::min(1.0, double(alpha) * x + double(beta)));
+    case kHardSwish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+    case kSigmoid: return 1 / (1 + std::exp(-x));
+    case kSwish: return x / (1 + std::exp(-double(alpha) * x));
+    case kTanh: return std::tanh(x);
+    case kAdd: break;
+  }
+  return x;
 }
 
 }  // namespace onnx_mini

@@ -166,6 +166,9 @@ bool RewriteInt8MatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& d
 bool RewriteInt8MatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteUnreadDynamicQuantize(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteDequantizeMatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // quant_matmul.cc
+bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);     // conv.cc
+bool RewriteConvActivation(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 
 }  // namespace rewrite
 }  // namespace onnx_mini

@@ -14,7 +14,8 @@ using namespace rewrite;
 // folded float weight.
 constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
-                           RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize};
+                           RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize,
+                           RewriteConvBatchNorm, RewriteConvActivation, RewriteConvAdd};
 
 }  // namespace
 

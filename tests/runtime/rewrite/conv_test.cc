@@ -1,0 +1,159 @@
+// runtime/rewrite/conv.cc: BatchNormalization folded into Conv, activations
+// and a residual Add fused as FusedConv's post-ops.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/runtime/rewrite/rewrite_test_util.h"
+
+namespace onnx_mini {
+namespace {
+
+using ::testing::ElementsAre;
+
+double Tol(DType dt) { return dt == DType::kFloat16 ? 2e-2 : dt == DType::kDouble ? 1e-9 : 1e-4; }
+
+// Conv(x, w, b?) -> "c" over x (2, c, 7, 6), kernel 3x3, pads 1, M output channels.
+void AddConv(ModelBuilder& m, DType dt, int64_t c, int64_t mo, int64_t group, bool bias, const std::string& out,
+             uint32_t seed) {
+  const std::string w = out + "_w", b = out + "_b";
+  m.Initializer(w, RandomUniform(dt, {mo, c / group, 3, 3}, seed, -0.5, 0.5));
+  std::vector<std::string> in = {"x", w};
+  if (bias) {
+    m.Initializer(b, RandomUniform(dt, {mo}, seed + 1, -1, 1));
+    in.push_back(b);
+  }
+  auto& n = m.Node("Conv", in, {out});
+  SetAttr(n, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  if (group > 1) SetAttr(n, "group", group);
+}
+
+void AddBatchNorm(ModelBuilder& m, DType dt, int64_t mo, const std::string& in, const std::string& out,
+                  uint32_t seed) {
+  m.Initializer(out + "_s", RandomUniform(dt, {mo}, seed, 0.5, 2));
+  m.Initializer(out + "_b", RandomUniform(dt, {mo}, seed + 1, -1, 1));
+  m.Initializer(out + "_m", RandomUniform(dt, {mo}, seed + 2, -1, 1));
+  m.Initializer(out + "_v", RandomUniform(dt, {mo}, seed + 3, 0.1, 3));
+  auto& n = m.Node("BatchNormalization", {in, out + "_s", out + "_b", out + "_m", out + "_v"}, {out});
+  SetAttr(n, "epsilon", 1e-3f);
+}
+
+TEST(Rewrite, ConvBatchNormActivationBecomesFusedConv) {
+  const std::vector<std::string> acts = {"Relu",    "LeakyRelu", "Clip", "Clip6", "HardSigmoid",
+                                         "HardSwish", "Sigmoid", "SiLU", "Tanh"};
+  for (DType dt : {DType::kFloat, DType::kDouble, DType::kFloat16})
+    for (const std::string& act : acts) {
+      ModelBuilder m(17);
+      m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 6, 1, true, "c", 1);
+      AddBatchNorm(m, dt, 6, "c", "n", 3);
+      if (act == "SiLU") {
+        m.Node("Sigmoid", {"n"}, {"s"});
+        m.Node("Mul", {"n", "s"}, {"y"});
+      } else if (act == "Clip" || act == "Clip6") {
+        m.Initializer("lo", Tensor::Zeros(dt, {}));
+        Tensor hi = Tensor::Zeros(dt, {});
+        SetDouble(hi, 0, act == "Clip" ? 0.75 : 6);
+        m.Initializer("hi", hi);
+        m.Node("Clip", {"n", "lo", "hi"}, {"y"});
+      } else {
+        auto& n = m.Node(act, {"n"}, {"y"});
+        if (act == "LeakyRelu") SetAttr(n, "alpha", 0.3f);
+        if (act == "HardSigmoid") SetAttr(n, "alpha", 0.25f);
+      }
+      const Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -2, 2);
+      EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("FusedConv")) << LowerName(dt) << " " << act;
+    }
+}
+
+TEST(Rewrite, BatchNormFoldsIntoGroupedAndUnbiasedConv) {
+  for (DType dt : {DType::kFloat, DType::kDouble, DType::kBFloat16})
+    for (bool bias : {false, true})
+      for (int64_t group : {1, 2, 4}) {  // 4: depthwise
+        ModelBuilder m(15);
+        m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false);
+        AddConv(m, dt, 4, 4, group, bias, "c", 5);
+        AddBatchNorm(m, dt, 4, "c", "y", 7);
+        const Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 11, -2, 2);
+        EXPECT_THAT(RunBothWays(m, {{"x", x}}, dt == DType::kBFloat16 ? 5e-2 : Tol(dt)), ElementsAre("Conv"))
+            << LowerName(dt) << " bias " << bias << " group " << group;
+      }
+}
+
+TEST(Rewrite, ResidualAddOnEitherSideBecomesFusedConv) {
+  for (DType dt : {DType::kFloat, DType::kDouble})
+    for (bool conv_first : {false, true}) {
+      // y = Relu(BN(Conv(x)) + z); u = Conv(x) + Relu(...) of another conv: both sides conv outputs.
+      ModelBuilder m(17);
+      m.Input("x", dt, {2, 4, 7, 6}).Input("z", dt, {2, 6, 7, 6}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 6, 2, false, "c", 1);
+      AddBatchNorm(m, dt, 6, "c", "n", 3);
+      if (conv_first) m.Node("Add", {"n", "z"}, {"a"});
+      else m.Node("Add", {"z", "n"}, {"a"});
+      m.Node("Relu", {"a"}, {"r"});
+      AddConv(m, dt, 4, 6, 1, true, "d", 13);
+      m.Node("HardSwish", {"d"}, {"h"});
+      if (conv_first) m.Node("Add", {"h", "r"}, {"y"});
+      else m.Node("Add", {"r", "h"}, {"y"});
+      const Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -2, 2);
+      const Tensor z = RandomUniform(dt, {2, 6, 7, 6}, 10, -2, 2);
+      // The first FusedConv: BN, Add(z), Relu; the second: HardSwish, Add(the first's output).
+      EXPECT_THAT(RunBothWays(m, {{"x", x}, {"z", z}}, Tol(dt)), ElementsAre("FusedConv", "FusedConv"))
+          << LowerName(dt) << " conv first " << conv_first;
+    }
+}
+
+TEST(Rewrite, ConvNotFusedWhereAnIntermediateIsSeen) {
+  const DType dt = DType::kFloat;
+  const Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -2, 2);
+  {
+    // The conv's output is a graph output: nothing fused.
+    ModelBuilder m(17);
+    m.Input("x", dt, {2, 4, 7, 6}).Output("c", dt, {}, false).Output("y", dt, {}, false);
+    AddConv(m, dt, 4, 6, 1, true, "c", 1);
+    AddBatchNorm(m, dt, 6, "c", "y", 3);
+    EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("Conv", "BatchNormalization"));
+  }
+  {
+    // The conv's output read twice: nothing fused.
+    ModelBuilder m(17);
+    m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false).Output("t", dt, {}, false);
+    AddConv(m, dt, 4, 6, 1, true, "c", 1);
+    m.Node("Relu", {"c"}, {"y"});
+    m.Node("Tanh", {"c"}, {"t"});
+    EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("Conv", "Relu", "Tanh"));
+  }
+  {
+    // The BN's output is a graph output: folded into the conv, the Relu not fused.
+    ModelBuilder m(17);
+    m.Input("x", dt, {2, 4, 7, 6}).Output("n", dt, {}, false).Output("y", dt, {}, false);
+    AddConv(m, dt, 4, 6, 1, true, "c", 1);
+    AddBatchNorm(m, dt, 6, "c", "n", 3);
+    m.Node("Relu", {"n"}, {"y"});
+    EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("Conv", "Relu"));
+  }
+  {
+    // A broadcast residual ((1, 6, 1, 1)), a Clip with min > max, a BN of a scale known only at run time: left as written.
+    ModelBuilder m(17);
+    m.Input("x", dt, {2, 4, 7, 6}).Input("z", dt, {1, 6, 1, 1}).Input("s", dt, {6}).Output("y", dt, {}, false);
+    m.Output("v", dt, {}, false).Output("q", dt, {}, false);
+    AddConv(m, dt, 4, 6, 1, true, "c", 1);
+    m.Node("Add", {"c", "z"}, {"y"});
+    AddConv(m, dt, 4, 6, 1, true, "d", 3);
+    m.Initializer("lo", Tensor::FromVector(std::vector<float>{1}, {}));
+    m.Initializer("hi", Tensor::FromVector(std::vector<float>{0}, {}));
+    m.Node("Clip", {"d", "lo", "hi"}, {"v"});
+    // A BN whose scale is not a constant.
+    AddConv(m, dt, 4, 6, 1, true, "e", 5);
+    m.Initializer("q_b", RandomUniform(dt, {6}, 1, -1, 1));
+    m.Initializer("q_m", RandomUniform(dt, {6}, 2, -1, 1));
+    m.Initializer("q_v", RandomUniform(dt, {6}, 3, 0.1, 3));
+    m.Node("BatchNormalization", {"e", "s", "q_b", "q_m", "q_v"}, {"q"});
+    const Tensor z = RandomUniform(dt, {1, 6, 1, 1}, 10, -2, 2);
+    const Tensor s = RandomUniform(dt, {6}, 12, 0.5, 2);
+    const std::vector<std::string> ops = RunBothWays(m, {{"x", x}, {"z", z}, {"s", s}}, Tol(dt));
+    EXPECT_THAT(ops, ElementsAre("Conv", "Add", "Conv", "Clip", "Conv", "BatchNormalization"));
+  }
+}
+
+}  // namespace
+}  // namespace onnx_mini
