@@ -12,6 +12,14 @@
 //   Conv+add  Add(Conv(...), z) (either order), z of the conv's output
 //             dtype and shape exactly (no broadcast) -> FusedConv(x, W, B, z)
 //             with "Add" appended to its post-ops (once)
+//   Conv*c+c  Mul(Conv(x, W, B?), s) and Add(Conv(x, W, B?), c) (either
+//             order), s and c constants of one value or one per output
+//             channel ((M, 1, ...) or (1, M, 1, ...), at most the conv's
+//             rank), W and B constants -> Conv(x, W * s, B * s) and
+//             Conv(x, W, B + c) (PaddleOCR's exports scale and shift so)
+//   HardSwish Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) (Mul and Add in either
+//             order; or the Mul by 1/6) -> HardSwish(x) (opset 14), which
+//             the activation rule then fuses into a conv before it
 // FusedConv (ops/nn/conv.cc) takes Conv's attributes plus `activations`
 // (strings, applied in order, "Add" meaning + z), `alphas` and `betas`
 // (floats, one per entry): oneDNN runs them as post-ops.
@@ -142,7 +150,126 @@ std::string FreshName(const Graph& g, const Index& ix, const std::string& base) 
   }
 }
 
+// Turns `node` into Conv(x, w, b) with `conv`'s attributes and marks `conv` dead.
+void MakeConv(Graph& g, const Index& ix, Node& node, size_t i_conv, Tensor w, Tensor b, std::vector<bool>& dead) {
+  const Node& conv = g.nodes[i_conv];
+  const std::string wn = FreshName(g, ix, node.outputs[0] + "/folded_W");
+  const std::string bn = FreshName(g, ix, node.outputs[0] + "/folded_B");
+  g.initializers[wn] = std::move(w);
+  g.initializers[bn] = std::move(b);
+  const std::string x = conv.inputs[0];
+  std::map<std::string, Attribute> attrs = conv.attributes;
+  const int64_t opset = conv.opset;
+  dead[i_conv] = true;
+  node.op_type = "Conv";
+  node.domain.clear();
+  node.opset = opset;
+  node.inputs = {x, wn, bn};
+  node.attributes = std::move(attrs);
+}
+
+// The constant `name` as m per-channel values of a conv output of `rank`
+// dims: one value, or (M, 1, ...) / (1, M, 1, ...) right-aligned to the output.
+bool PerChannel(const Index& ix, const std::string& name, int64_t m, size_t rank, DType dt, std::vector<double>& v) {
+  const Tensor* t = ix.Constant(name);
+  if (!t || t->dtype() != dt || t->shape().size() > rank) return false;
+  const Shape& s = t->shape();
+  v.assign(size_t(m), 0);
+  if (t->size() == 1) {
+    std::fill(v.begin(), v.end(), GetDouble(*t, 0));
+    return true;
+  }
+  // The channel axis, right-aligned: index 1 of `rank` dims.
+  for (size_t i = 0; i < s.size(); ++i) {
+    const size_t axis = rank - s.size() + i;
+    if (s[i] != (axis == 1 ? m : 1)) return false;
+  }
+  if (s.size() < rank - 1) return false;  // no channel axis
+  for (int64_t c = 0; c < m; ++c) v[size_t(c)] = GetDouble(*t, c);
+  return true;
+}
+
 }  // namespace
+
+bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  Node& node = g.nodes[n];
+  const bool mul = node.op_type == "Mul";
+  if ((!mul && node.op_type != "Add") || !node.domain.empty() || !Binary(node) || node.outputs.size() != 1)
+    return false;
+  for (int side = 0; side < 2; ++side) {
+    const std::string& y = node.inputs[size_t(side)];
+    const std::string& k = node.inputs[size_t(1 - side)];
+    size_t i_conv;
+    const Node* conv = ix.Inner(y) ? ix.Producer(y, "Conv", &i_conv) : nullptr;
+    if (!conv || conv->outputs.size() != 1 || conv->inputs.size() < 2) continue;
+    const Tensor* w = ix.Constant(conv->inputs[1]);
+    const bool has_b = conv->has_input(2);
+    const Tensor* b = has_b ? ix.Constant(conv->inputs[2]) : nullptr;
+    if (!w || (has_b && !b) || w->shape().size() < 3 || !IsFloat(w->dtype())) continue;
+    const int64_t m = w->shape()[0];
+    if (m <= 0 || (b && (b->dtype() != w->dtype() || b->shape() != Shape{m}))) continue;
+    const ValueType* ty = ix.Type(node.outputs[0]);
+    std::vector<double> v;
+    if (!ty || ty->dtype != w->dtype() || !PerChannel(ix, k, m, w->shape().size(), w->dtype(), v)) continue;
+    for (double x : v)
+      if (!std::isfinite(x)) return false;
+    Tensor w2 = Tensor::Zeros(w->dtype(), w->shape());
+    Tensor b2 = Tensor::Zeros(w->dtype(), {m});
+    const int64_t per = w->size() / m;
+    for (int64_t e = 0; e < w->size(); ++e) SetDouble(w2, e, GetDouble(*w, e) * (mul ? v[size_t(e / per)] : 1.0));
+    for (int64_t c = 0; c < m; ++c) {
+      const double bc = b ? GetDouble(*b, c) : 0.0;
+      SetDouble(b2, c, mul ? bc * v[size_t(c)] : bc + v[size_t(c)]);
+    }
+    MakeConv(g, ix, node, i_conv, std::move(w2), std::move(b2), dead);
+    return true;
+  }
+  return false;
+}
+
+bool RewriteHardSwish(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  Node& node = g.nodes[n];
+  if (!node.domain.empty() || !Binary(node) || node.outputs.size() != 1) return false;
+  // Div(p, 6) or Mul(p, 1/6) (either order).
+  std::string p;
+  if (node.op_type == "Div" && ix.ConstantIs(node.inputs[1], 6)) {
+    p = node.inputs[0];
+  } else if (node.op_type == "Mul") {
+    for (int side = 0; side < 2 && p.empty(); ++side) {
+      const Tensor* t = ix.Constant(node.inputs[size_t(1 - side)]);
+      if (t && t->size() == 1 && t->shape().size() <= 1 && std::fabs(GetDouble(*t, 0) - 1.0 / 6) < 1e-6)
+        p = node.inputs[size_t(side)];
+    }
+  }
+  size_t i_mul, i_clip, i_add;
+  const Node* mul = !p.empty() && ix.Inner(p) ? ix.Producer(p, "Mul", &i_mul) : nullptr;
+  if (!mul || !Binary(*mul)) return false;
+  for (int side = 0; side < 2; ++side) {
+    const std::string x = mul->inputs[size_t(side)];
+    const std::string& cl = mul->inputs[size_t(1 - side)];
+    const Node* clip = ix.Inner(cl) ? ix.Producer(cl, "Clip", &i_clip) : nullptr;
+    std::string op;
+    float lo, hi;
+    if (!clip || !Activation(ix, *clip, op, lo, hi) || lo != 0 || hi != 6) continue;
+    const Node* add = ix.Inner(clip->inputs[0]) ? ix.Producer(clip->inputs[0], "Add", &i_add) : nullptr;
+    if (!add || !Binary(*add)) continue;
+    const bool x_first = add->inputs[0] == x && ix.ConstantIs(add->inputs[1], 3);
+    const bool x_second = add->inputs[1] == x && ix.ConstantIs(add->inputs[0], 3);
+    if (!x_first && !x_second) continue;
+    // One-element constants broadcast no further than x of rank >= 1.
+    const ValueType* tx = ix.Type(x);
+    const ValueType* ty = ix.Type(node.outputs[0]);
+    const std::optional<Dims> dx = ix.DimsOf(x);
+    if (!tx || !ty || !dx || dx->empty() || tx->dtype != ty->dtype || !IsFloat(tx->dtype)) continue;
+    dead[i_mul] = dead[i_clip] = dead[i_add] = true;
+    node.op_type = "HardSwish";
+    node.opset = 14;
+    node.inputs = {x};
+    node.attributes.clear();
+    return true;
+  }
+  return false;
+}
 
 bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
   Node& node = g.nodes[n];
@@ -180,17 +307,7 @@ bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>
   for (int64_t e = 0; e < w->size(); ++e) SetDouble(w2, e, GetDouble(*w, e) * s[size_t(e / per)]);
   for (int64_t c = 0; c < m; ++c)
     SetDouble(b2, c, ((b ? GetDouble(*b, c) : 0.0) - GetDouble(*p[2], c)) * s[size_t(c)] + GetDouble(*p[1], c));
-  const std::string wn = FreshName(g, ix, node.outputs[0] + "/bn_folded_W");
-  const std::string bn = FreshName(g, ix, node.outputs[0] + "/bn_folded_B");
-  g.initializers[wn] = std::move(w2);
-  g.initializers[bn] = std::move(b2);
-  const std::string x = conv->inputs[0];
-  std::map<std::string, Attribute> attrs = conv->attributes;
-  dead[i_conv] = true;
-  node.op_type = "Conv";
-  node.opset = conv->opset;
-  node.inputs = {x, wn, bn};
-  node.attributes = std::move(attrs);
+  MakeConv(g, ix, node, i_conv, std::move(w2), std::move(b2), dead);
   return true;
 }
 

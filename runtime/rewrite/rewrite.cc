@@ -15,7 +15,7 @@ using namespace rewrite;
 constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
                            RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize,
-                           RewriteConvBatchNorm, RewriteConvActivation, RewriteConvAdd};
+                           RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation, RewriteConvAdd};
 
 }  // namespace
 

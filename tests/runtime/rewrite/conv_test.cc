@@ -157,3 +157,58 @@ TEST(Rewrite, ConvNotFusedWhereAnIntermediateIsSeen) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+TEST(Rewrite, ConvScaleAndShiftFoldAndHardSwishFuses) {
+  for (DType dt : {DType::kFloat, DType::kDouble})
+    for (int form = 0; form < 4; ++form) {
+      // y = HardSwish(Conv(x) * s + c) spelled x * Clip(x + 3, 0, 6) / 6, s and c of
+      // one value, (M, 1, 1) or (1, M, 1, 1) constants.
+      ModelBuilder m(13);
+      m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 6, 2, form % 2 == 0, "c", 1);
+      const Shape ks = form == 0 ? Shape{1} : form == 1 ? Shape{6, 1, 1} : form == 2 ? Shape{1, 6, 1, 1} : Shape{};
+      m.Initializer("s", RandomUniform(dt, ks, 3, 0.5, 2));
+      m.Initializer("k", RandomUniform(dt, ks, 4, -1, 1));
+      if (form == 1) m.Node("Mul", {"s", "c"}, {"p"});
+      else m.Node("Mul", {"c", "s"}, {"p"});
+      if (form == 3) m.Node("Add", {"k", "p"}, {"a"});
+      else m.Node("Add", {"p", "k"}, {"a"});
+      Tensor three = Tensor::Zeros(dt, {}), zero = Tensor::Zeros(dt, {}), six = Tensor::Zeros(dt, {});
+      SetDouble(three, 0, 3);
+      SetDouble(six, 0, 6);
+      m.Initializer("three", three).Initializer("zero", zero).Initializer("six", six);
+      if (form == 2) m.Node("Add", {"three", "a"}, {"a3"});
+      else m.Node("Add", {"a", "three"}, {"a3"});
+      m.Node("Clip", {"a3", "zero", "six"}, {"cl"});
+      if (form == 3) m.Node("Mul", {"cl", "a"}, {"h"});
+      else m.Node("Mul", {"a", "cl"}, {"h"});
+      if (form == 1) {
+        Tensor sixth = Tensor::Zeros(dt, {});
+        SetDouble(sixth, 0, 1.0 / 6);
+        m.Initializer("sixth", sixth);
+        m.Node("Mul", {"h", "sixth"}, {"y"});
+      } else {
+        m.Node("Div", {"h", "six"}, {"y"});
+      }
+      const Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -3, 3);
+      EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("FusedConv")) << LowerName(dt) << " form " << form;
+    }
+  // A shift of another channel count or of the spatial dims: left as written.
+  const DType dt = DType::kFloat;
+  ModelBuilder m(13);
+  m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false).Output("z", dt, {}, false);
+  AddConv(m, dt, 4, 6, 1, true, "c", 1);
+  m.Initializer("k", RandomUniform(dt, {1, 1, 1, 6}, 4, -1, 1));
+  m.Node("Add", {"c", "k"}, {"y"});
+  AddConv(m, dt, 4, 6, 1, true, "d", 1);
+  m.Initializer("k2", RandomUniform(dt, {1, 1, 6, 1, 1}, 4, -1, 1));
+  m.Node("Mul", {"d", "k2"}, {"z"});
+  const Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -3, 3);
+  EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("Conv", "Add", "Conv", "Mul"));
+}
+
+}  // namespace
+}  // namespace onnx_mini
