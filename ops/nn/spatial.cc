@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include <optional>
@@ -175,9 +176,65 @@ struct Reorder {
   dnnl::reorder::primitive_desc pd;
   dnnl::reorder primitive;
   void Run(dnnl::stream& stream, const memory& from, const memory& to) const {
+    if (pd.scratchpad_desc().get_size() == 0) {  // the usual case: no buffer to make
+      primitive.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+      return;
+    }
     primitive.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to},
                                {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), OneDnnEngine())}});
   }
+};
+
+// One buffer per calling thread for a run's temporaries (the scratchpad and
+// the reordered copies), kept from run to run: allocating them at each run
+// cost a small conv more than its arithmetic (malloc, and the heap growing
+// and trimmed back, page faults each time). Larger needs than kMaxKept are
+// allocated for the run alone.
+class RunBuffer {
+ public:
+  static constexpr size_t kAlign = 64, kMaxKept = size_t(64) << 20;
+  // A buffer of `bytes` for this run (released by the destructor), or nullptr.
+  explicit RunBuffer(size_t bytes) {
+    Kept& k = kept();
+    if (bytes <= kMaxKept && !k.in_use) {
+      if (k.size < bytes) {
+        k.data.reset(static_cast<char*>(std::aligned_alloc(kAlign, RoundUp(bytes))));
+        k.size = k.data ? RoundUp(bytes) : 0;
+      }
+      if (k.data) {
+        k.in_use = true;
+        data_ = k.data.get();
+        borrowed_ = true;
+        return;
+      }
+    }
+    own_.reset(static_cast<char*>(std::aligned_alloc(kAlign, RoundUp(bytes))));
+    data_ = own_.get();
+  }
+  ~RunBuffer() {
+    if (borrowed_) kept().in_use = false;
+  }
+  RunBuffer(const RunBuffer&) = delete;
+  RunBuffer& operator=(const RunBuffer&) = delete;
+  char* data() const { return data_; }
+  static size_t RoundUp(size_t n) { return (std::max<size_t>(n, 1) + kAlign - 1) / kAlign * kAlign; }
+
+ private:
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  struct Kept {
+    std::unique_ptr<char, Free> data;
+    size_t size = 0;
+    bool in_use = false;
+  };
+  static Kept& kept() {
+    thread_local Kept k;
+    return k;
+  }
+  std::unique_ptr<char, Free> own_;
+  char* data_ = nullptr;
+  bool borrowed_ = false;
 };
 
 // None when the layouts are the same.
@@ -199,8 +256,12 @@ class Forward : public OneDnnForward::Primitive {
   Forward(const typename P::primitive_desc& pd, memory::desc src, memory::desc weights, memory::desc bias,
           memory::desc dst, bool residual = false)
       : pd_(pd), primitive_(pd), src_(src), weights_(weights), bias_(bias), dst_(dst),
-        src_in_(MakeReorder(src, pd.src_desc())), dst_out_(MakeReorder(pd.dst_desc(), dst)) {
-    if (!weights.is_zero()) weights_in_ = MakeReorder(weights, pd.weights_desc());
+        src_in_(MakeReorder(src, pd.src_desc())), dst_out_(MakeReorder(pd.dst_desc(), dst)),
+        src_md_(pd.src_desc()), dst_md_(pd.dst_desc()), scratch_md_(pd.scratchpad_desc()) {
+    if (!weights.is_zero()) {
+      weights_in_ = MakeReorder(weights, pd.weights_desc());
+      weights_md_ = pd.weights_desc();
+    }
     if (residual) {
       residual_ = true;
       dst_in_ = MakeReorder(dst, pd.dst_desc());
@@ -211,7 +272,8 @@ class Forward : public OneDnnForward::Primitive {
            const std::shared_ptr<MemoryBudget>& budget, const void* residual) const override {
     if (residual_ != (residual != nullptr)) return false;
     try {
-      dnnl::stream stream(OneDnnEngine());
+      // One stream per thread, made once (the engine is one for the process).
+      thread_local dnnl::stream stream(OneDnnEngine());
       // Constant weights: reordered once, on the first run, and kept.
       std::optional<memory> kept;
       if (weights && weights_in_ && constant_weights) {
@@ -228,30 +290,45 @@ class Forward : public OneDnnForward::Primitive {
         }
         if (kept_from_ == weights) kept = kept_weights_;
       }
-      // This run's buffers: the scratchpad and the reordered copies.
-      size_t bytes = pd_.scratchpad_desc().get_size();
-      if (src_in_) bytes += pd_.src_desc().get_size();
-      if (dst_out_) bytes += pd_.dst_desc().get_size();
-      if (weights && weights_in_ && !kept) bytes += pd_.weights_desc().get_size();
+      // This run's buffers: the scratchpad and the reordered copies, carved
+      // from one per-thread buffer.
+      const bool weights_copy = weights && weights_in_ && !kept;
+      const size_t sizes[4] = {scratch_md_.get_size(), src_in_ ? src_md_.get_size() : 0,
+                               dst_out_ ? dst_md_.get_size() : 0, weights_copy ? weights_md_.get_size() : 0};
+      size_t bytes = 0;
+      for (size_t n : sizes) bytes += RunBuffer::RoundUp(n);
       MemoryReservation charge(budget);
       if (!charge.Grow(int64_t(bytes), 1, "oneDNN's buffers").ok()) return false;
+      RunBuffer buffer(bytes);
+      if (!buffer.data()) return false;
+      char* next = buffer.data();
+      auto carve = [&](size_t i) {
+        char* p = next;
+        next += RunBuffer::RoundUp(sizes[i]);
+        return p;
+      };
+      char* scratch = carve(0);
+      char* src_copy = carve(1);
+      char* dst_copy = carve(2);
+      char* weights_buf = carve(3);
       // Reorders into the primitive's layout, where it differs from the caller's.
       auto in = [&](const memory::desc& plain, const void* data, const std::optional<Reorder>& reorder,
-                    const memory::desc& wanted) {
+                    const memory::desc& wanted, char* copy) {
         memory user(plain, OneDnnEngine(), const_cast<void*>(data));
         if (!reorder) return user;
-        memory mine(wanted, OneDnnEngine());
+        memory mine(wanted, OneDnnEngine(), copy);
         reorder->Run(stream, user, mine);
         return mine;
       };
       std::unordered_map<int, memory> args = {
-          {DNNL_ARG_SRC, in(src_, src, src_in_, pd_.src_desc())},
-          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), OneDnnEngine())},
+          {DNNL_ARG_SRC, in(src_, src, src_in_, src_md_, src_copy)},
+          {DNNL_ARG_SCRATCHPAD, memory(scratch_md_, OneDnnEngine(), scratch)},
       };
-      if (weights) args[DNNL_ARG_WEIGHTS] = kept ? *kept : in(weights_, weights, weights_in_, pd_.weights_desc());
+      if (weights)
+        args[DNNL_ARG_WEIGHTS] = kept ? *kept : in(weights_, weights, weights_in_, weights_md_, weights_buf);
       if (bias) args[DNNL_ARG_BIAS] = memory(bias_, OneDnnEngine(), const_cast<void*>(bias));
       memory user_dst(dst_, OneDnnEngine(), dst);
-      args[DNNL_ARG_DST] = dst_out_ ? memory(pd_.dst_desc(), OneDnnEngine()) : user_dst;
+      args[DNNL_ARG_DST] = dst_out_ ? memory(dst_md_, OneDnnEngine(), dst_copy) : user_dst;
       if (residual) {
         // The sum post-op adds what the destination holds.
         memory z(dst_, OneDnnEngine(), const_cast<void*>(residual));
@@ -272,6 +349,7 @@ class Forward : public OneDnnForward::Primitive {
   P primitive_;
   memory::desc src_, weights_, bias_, dst_;
   std::optional<Reorder> src_in_, weights_in_, dst_out_, dst_in_;
+  memory::desc src_md_, dst_md_, scratch_md_, weights_md_;  // the primitive's (queried once)
   bool residual_ = false;
   mutable std::mutex kept_mu_;
   mutable const void* kept_from_ = nullptr;  // the constant weights kept_weights_ holds, reordered
