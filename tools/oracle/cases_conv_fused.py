@@ -1,0 +1,149 @@
+"""Convolutions as the rewrites fuse them (runtime/rewrite/conv.cc), against
+onnxruntime: Conv followed by BatchNormalization (with and without the conv's
+bias), a per-channel Mul/Add, each activation FusedConv takes (Relu,
+LeakyRelu, Clip/Relu6, HardSigmoid, HardSwish and its spelled-out form,
+Sigmoid, x*sigmoid(x), Tanh) and a residual Add on either side; grouped,
+depthwise, strided, dilated and 1-D convs, batches > 1, odd sizes; and the
+near misses the rewrites leave as written (an intermediate read twice or a
+graph output, a broadcast residual). float32 only: onnxruntime's CPU Conv
+takes no float16 or double."""
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from oracle import Case, value_info
+
+F32 = dict(rtol=1e-4, atol=1e-5,
+           why="both convolve in float32 (oneDNN and MLAS sum in different orders; BN folded into the weights in double here, in float there)")
+
+
+def model(nodes, inputs, outputs, inits, opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs,
+                              initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def cases():
+    rng = np.random.default_rng(27)
+    out = []
+
+    def r(*shape, lo=-1.0, hi=1.0):
+        return rng.uniform(lo, hi, size=shape).astype(np.float32)
+
+    def conv(nodes, inits, x, y, c, m, k, group=1, bias=True, **attrs):
+        w = y + "_w"
+        inits[w] = r(m, c // group, *k, lo=-0.5, hi=0.5)
+        ins = [x, w]
+        if bias:
+            inits[y + "_b"] = r(m)
+            ins.append(y + "_b")
+        pads = attrs.pop("pads", [kk // 2 for kk in k] * 2)
+        nodes.append(helper.make_node("Conv", ins, [y], group=group, pads=pads, **attrs))
+
+    def bn(nodes, inits, x, y, m):
+        for s, lo, hi in (("s", 0.5, 2), ("b", -1, 1), ("m", -1, 1), ("v", 0.1, 3)):
+            inits[y + "_" + s] = r(m, lo=lo, hi=hi)
+        nodes.append(helper.make_node("BatchNormalization", [x] + [y + "_" + s for s in "sbmv"], [y],
+                                      epsilon=1e-3))
+
+    def act(nodes, inits, kind, x, y):
+        if kind == "Relu6":
+            inits[y + "_lo"] = np.array(0, np.float32)
+            inits[y + "_hi"] = np.array(6, np.float32)
+            nodes.append(helper.make_node("Clip", [x, y + "_lo", y + "_hi"], [y]))
+        elif kind == "Clip":
+            inits[y + "_lo"] = np.array(-0.5, np.float32)
+            inits[y + "_hi"] = np.array(0.75, np.float32)
+            nodes.append(helper.make_node("Clip", [x, y + "_lo", y + "_hi"], [y]))
+        elif kind == "SiLU":
+            nodes.append(helper.make_node("Sigmoid", [x], [y + "_sig"]))
+            nodes.append(helper.make_node("Mul", [x, y + "_sig"], [y]))
+        elif kind == "HardSwishSpelled":  # PaddleOCR's export: x * Clip(x + 3, 0, 6) / 6
+            for n, v in (("3", 3), ("0", 0), ("6", 6)):
+                inits[y + "_c" + n] = np.array(v, np.float32)
+            nodes.append(helper.make_node("Add", [x, y + "_c3"], [y + "_a"]))
+            nodes.append(helper.make_node("Clip", [y + "_a", y + "_c0", y + "_c6"], [y + "_cl"]))
+            nodes.append(helper.make_node("Mul", [x, y + "_cl"], [y + "_m"]))
+            nodes.append(helper.make_node("Div", [y + "_m", y + "_c6"], [y]))
+        elif kind == "LeakyRelu":
+            nodes.append(helper.make_node("LeakyRelu", [x], [y], alpha=0.1))
+        elif kind == "HardSigmoid":
+            nodes.append(helper.make_node("HardSigmoid", [x], [y], alpha=0.25, beta=0.4))
+        else:
+            nodes.append(helper.make_node(kind, [x], [y]))
+
+    # Conv + BN + each activation, 2-D, batch 2, odd sizes.
+    for kind in ("Relu", "LeakyRelu", "Relu6", "Clip", "HardSigmoid", "HardSwish", "HardSwishSpelled",
+                 "Sigmoid", "SiLU", "Tanh"):
+        nodes, inits = [], {}
+        conv(nodes, inits, "x", "c", 5, 7, (3, 3))
+        bn(nodes, inits, "c", "n", 7)
+        act(nodes, inits, kind, "n", "y")
+        x = r(2, 5, 9, 11, lo=-3, hi=3)
+        out.append(Case("bn_" + kind.lower(), model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)],
+                                                    inits), [{"x": x}], **F32))
+
+    # BN over a conv without bias, grouped and depthwise, strided and dilated.
+    for name, c, m, k, group, bias, attrs in [
+            ("grouped_nobias", 6, 9, (3, 3), 3, False, dict(strides=[2, 1])),
+            ("depthwise", 8, 8, (5, 5), 8, True, dict(strides=[2, 2])),
+            ("depthwise_dilated", 8, 8, (3, 3), 8, False, dict(dilations=[2, 2], pads=[2, 2, 2, 2])),
+            ("pointwise", 16, 24, (1, 1), 1, True, {})]:
+        nodes, inits = [], {}
+        conv(nodes, inits, "x", "c", c, m, k, group=group, bias=bias, **attrs)
+        bn(nodes, inits, "c", "n", m)
+        act(nodes, inits, "HardSwish", "n", "y")
+        x = r(2, c, 13, 10, lo=-3, hi=3)
+        out.append(Case(name, model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)], inits),
+                        [{"x": x}], **F32))
+
+    # 1-D: Conv + Relu (the audio nets' form), batch 3.
+    nodes, inits = [], {}
+    conv(nodes, inits, "x", "c", 4, 6, (5,), strides=[2])
+    act(nodes, inits, "Relu", "c", "y")
+    x = r(3, 4, 37)
+    out.append(Case("conv1d_relu", model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)], inits),
+                    [{"x": x}], **F32))
+
+    # Residual blocks: Relu(BN(Conv(x)) + x) with the Add either way round, and a
+    # second conv's HardSwish output added to the first block's.
+    for conv_first in (True, False):
+        nodes, inits = [], {}
+        conv(nodes, inits, "x", "c", 8, 8, (3, 3), group=2)
+        bn(nodes, inits, "c", "n", 8)
+        nodes.append(helper.make_node("Add", ["n", "x"] if conv_first else ["x", "n"], ["a"]))
+        act(nodes, inits, "Relu", "a", "r")
+        conv(nodes, inits, "r", "d", 8, 8, (1, 1))
+        act(nodes, inits, "HardSwish", "d", "h")
+        nodes.append(helper.make_node("Add", ["h", "r"] if conv_first else ["r", "h"], ["y"]))
+        x = r(2, 8, 7, 9, lo=-2, hi=2)
+        out.append(Case("residual_" + ("conv_first" if conv_first else "conv_second"),
+                        model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)], inits),
+                        [{"x": x}], **F32))
+
+    # PaddleOCR's per-channel scale and shift after a conv, then the spelled-out HardSwish.
+    nodes, inits = [], {}
+    conv(nodes, inits, "x", "c", 6, 6, (3, 3), group=6, bias=False)
+    inits["s"] = r(1, 6, 1, 1, lo=0.5, hi=2)
+    inits["k"] = r(1, 6, 1, 1)
+    nodes.append(helper.make_node("Mul", ["s", "c"], ["p"]))
+    nodes.append(helper.make_node("Add", ["p", "k"], ["a"]))
+    act(nodes, inits, "HardSwishSpelled", "a", "y")
+    x = r(1, 6, 15, 17, lo=-3, hi=3)
+    out.append(Case("scale_shift_hardswish", model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)],
+                                                   inits), [{"x": x}], **F32))
+
+    # Near misses: the conv's output also a graph output; read twice; a broadcast residual.
+    nodes, inits = [], {}
+    conv(nodes, inits, "x", "c", 4, 6, (3, 3))
+    bn(nodes, inits, "c", "n", 6)
+    act(nodes, inits, "Relu", "n", "y")
+    nodes.append(helper.make_node("Tanh", ["n"], ["t"]))
+    conv(nodes, inits, "x", "d", 4, 6, (3, 3))
+    nodes.append(helper.make_node("Add", ["d", "z"], ["u"]))
+    x, z = r(2, 4, 8, 8), r(1, 6, 1, 1)
+    out.append(Case("near_misses", model(nodes, [value_info("x", x), value_info("z", z)],
+                                         [value_info(o, np.float32, None) for o in ("c", "y", "t", "u")], inits),
+                    [{"x": x, "z": z}], **F32))
+    return out
