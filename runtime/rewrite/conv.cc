@@ -9,6 +9,8 @@
 //             Sigmoid, Swish (x * sigmoid(x), made by RewriteSilu), Tanh
 //             -> onnx_mini::FusedConv with the activation appended to its
 //             post-ops
+//             Max(y, c) and Min(y, c), c a one-element constant, are
+//             clips with one bound
 //   Conv+add  Add(Conv(...), z) (either order), z of the conv's output
 //             dtype and shape exactly (no broadcast) -> FusedConv(x, W, B, z)
 //             with "Add" appended to its post-ops (once)
@@ -130,7 +132,8 @@ bool Activation(const Index& ix, const Node& n, std::string& op, float& alpha, f
       return false;
     }
     // min > max gives max everywhere in ONNX; oneDNN's clip would not: leave it.
-    if (!(lo <= hi)) return false;
+    // The post-op keeps its bounds in float: a double bound must be one.
+    if (!(lo <= hi) || double(float(lo)) != lo || double(float(hi)) != hi) return false;
     alpha = float(std::max(lo, lowest));
     beta = float(std::min(hi, highest));
     return true;
@@ -311,15 +314,38 @@ bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>
   return true;
 }
 
+// Max(x, c) or Min(x, c) (either order), c a constant of one element of
+// x's dtype that broadcasts no further than x (rank at most x's): a clip
+// with one bound (openWakeWord's Max(LeakyRelu(conv), -0.4)). Sets x.
+bool OneSidedClip(const Index& ix, const Node& n, std::string& x, float& lo, float& hi) {
+  const bool max = n.op_type == "Max";
+  if ((!max && n.op_type != "Min") || !n.domain.empty() || !Binary(n) || n.outputs.size() != 1) return false;
+  for (int side = 0; side < 2; ++side) {
+    const Tensor* c = ix.Constant(n.inputs[size_t(1 - side)]);
+    const std::optional<Dims> dx = ix.DimsOf(n.inputs[size_t(side)]);
+    const ValueType* tx = ix.Type(n.inputs[size_t(side)]);
+    if (!c || c->size() != 1 || !dx || c->shape().size() > dx->size() || !tx || tx->dtype != c->dtype()) continue;
+    const double v = GetDouble(*c, 0);
+    if (!std::isfinite(v) || double(float(v)) != v) continue;  // the post-op's bound is a float
+    x = n.inputs[size_t(side)];
+    lo = max ? float(v) : std::numeric_limits<float>::lowest();
+    hi = max ? std::numeric_limits<float>::max() : float(v);
+    return true;
+  }
+  return false;
+}
+
 bool RewriteConvActivation(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
   Node& node = g.nodes[n];
-  std::string op;
+  std::string op, x;
   float alpha, beta;
-  if (!Activation(ix, node, op, alpha, beta)) return false;
+  if (Activation(ix, node, op, alpha, beta)) x = node.inputs[0];
+  else if (OneSidedClip(ix, node, x, alpha, beta)) op = "Clip";
+  else return false;
   size_t i_conv;
-  Node* conv = ConvProducer(g, ix, dead, node.inputs[0], &i_conv);
+  Node* conv = ConvProducer(g, ix, dead, x, &i_conv);
   if (!conv || PostOps(*conv).size() >= kMaxPostOps) return false;
-  const ValueType* t = ix.Type(node.inputs[0]);
+  const ValueType* t = ix.Type(x);
   if (!t || !IsFloat(t->dtype)) return false;
   const Node c = *conv;
   dead[i_conv] = true;

@@ -2,7 +2,7 @@
 onnxruntime: Conv followed by BatchNormalization (with and without the conv's
 bias), a per-channel Mul/Add, each activation FusedConv takes (Relu,
 LeakyRelu, Clip/Relu6, HardSigmoid, HardSwish and its spelled-out form,
-Sigmoid, x*sigmoid(x), Tanh) and a residual Add on either side; grouped,
+Sigmoid, x*sigmoid(x), Tanh, Max/Min with a constant) and a residual Add on either side; grouped,
 depthwise, strided, dilated and 1-D convs, batches > 1, odd sizes; and the
 near misses the rewrites leave as written (an intermediate read twice or a
 graph output, a broadcast residual). float32 only: onnxruntime's CPU Conv
@@ -66,6 +66,9 @@ def cases():
             nodes.append(helper.make_node("Clip", [y + "_a", y + "_c0", y + "_c6"], [y + "_cl"]))
             nodes.append(helper.make_node("Mul", [x, y + "_cl"], [y + "_m"]))
             nodes.append(helper.make_node("Div", [y + "_m", y + "_c6"], [y]))
+        elif kind in ("Max", "Min"):  # openWakeWord's Max(LeakyRelu(conv), -0.4)
+            inits[y + "_c"] = np.array([[[[-0.4 if kind == "Max" else 0.3]]]], np.float32)
+            nodes.append(helper.make_node(kind, [x, y + "_c"] if kind == "Max" else [y + "_c", x], [y]))
         elif kind == "LeakyRelu":
             nodes.append(helper.make_node("LeakyRelu", [x], [y], alpha=0.1))
         elif kind == "HardSigmoid":
@@ -75,7 +78,7 @@ def cases():
 
     # Conv + BN + each activation, 2-D, batch 2, odd sizes.
     for kind in ("Relu", "LeakyRelu", "Relu6", "Clip", "HardSigmoid", "HardSwish", "HardSwishSpelled",
-                 "Sigmoid", "SiLU", "Tanh"):
+                 "Sigmoid", "SiLU", "Tanh", "Max", "Min"):
         nodes, inits = [], {}
         conv(nodes, inits, "x", "c", 5, 7, (3, 3))
         bn(nodes, inits, "c", "n", 7)
@@ -97,6 +100,15 @@ def cases():
         x = r(2, c, 13, 10, lo=-3, hi=3)
         out.append(Case(name, model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)], inits),
                         [{"x": x}], **F32))
+
+    # openWakeWord's block: Conv (pads on one axis) + LeakyRelu + Max with a constant, batch of 3.
+    nodes, inits = [], {}
+    conv(nodes, inits, "x", "c", 3, 5, (1, 3), pads=[0, 1, 0, 1])
+    act(nodes, inits, "LeakyRelu", "c", "l")
+    act(nodes, inits, "Max", "l", "y")
+    x = r(3, 3, 11, 8, lo=-3, hi=3)
+    out.append(Case("leakyrelu_max", model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)], inits),
+                    [{"x": x}], **F32))
 
     # 1-D: Conv + Relu (the audio nets' form), batch 3.
     nodes, inits = [], {}

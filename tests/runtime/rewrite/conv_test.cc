@@ -39,7 +39,7 @@ void AddBatchNorm(ModelBuilder& m, DType dt, int64_t mo, const std::string& in, 
 
 TEST(Rewrite, ConvBatchNormActivationBecomesFusedConv) {
   const std::vector<std::string> acts = {"Relu",    "LeakyRelu", "Clip", "Clip6", "HardSigmoid",
-                                         "HardSwish", "Sigmoid", "SiLU", "Tanh"};
+                                         "HardSwish", "Sigmoid", "SiLU", "Tanh", "Max", "Min"};
   for (DType dt : {DType::kFloat, DType::kDouble, DType::kFloat16})
     for (const std::string& act : acts) {
       ModelBuilder m(17);
@@ -55,6 +55,13 @@ TEST(Rewrite, ConvBatchNormActivationBecomesFusedConv) {
         SetDouble(hi, 0, act == "Clip" ? 0.75 : 6);
         m.Initializer("hi", hi);
         m.Node("Clip", {"n", "lo", "hi"}, {"y"});
+      } else if (act == "Max" || act == "Min") {
+        // A one-element constant of the conv's rank: a clip with one bound.
+        Tensor c = Tensor::Zeros(dt, {1, 1, 1, 1});
+        SetDouble(c, 0, act == "Max" ? -0.375 : 0.3125);  // exact in every float type
+        m.Initializer("c1", c);
+        if (act == "Max") m.Node("Max", {"n", "c1"}, {"y"});
+        else m.Node("Min", {"c1", "n"}, {"y"});
       } else {
         auto& n = m.Node(act, {"n"}, {"y"});
         if (act == "LeakyRelu") SetAttr(n, "alpha", 0.3f);
