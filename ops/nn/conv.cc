@@ -217,7 +217,7 @@ class ConvOp : public Op {
         return ctx.Error(absl::StrCat("the residual ", ctx.input(3).ToString(), " must have Y's shape ", ShapeToString(ys)));
     }
     if (!kInteger)
-      p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, post_);
+      p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
     ctx.set_output(0, ValueType::Of(out.dtype, ys));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();
@@ -245,14 +245,24 @@ class ConvOp : public Op {
     if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_,
                             ctx.budget(), z ? z->raw() : nullptr))
       return absl::OkStatus();
+    // Channels-last X or Y (a FusedConv between convolutions): the reference
+    // runs on NCHW copies.
+    const bool src_cl = fusion_.src_channels_last, dst_cl = fusion_.dst_channels_last;
+    ASSIGN_OR_RETURN(MemoryReservation reserved,
+                     ctx.Reserve((src_cl ? x.size() : 0) + (dst_cl ? y.size() : 0), StorageBytes(x.dtype(), 1),
+                                 "NCHW copies of channels-last values"));
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* pb = b ? b->data<T>() : nullptr;
-      if (kTransposed) ConvTransposeReference(p, x.data<T>(), wt.data<T>(), pb, y.data<T>(), ctx.threads());
-      else ConvReference(p, x.data<T>(), wt.data<T>(), pb, y.data<T>(), ctx.threads());
+      std::vector<T> x_nchw(src_cl ? size_t(x.size()) : 0), y_nchw(dst_cl ? size_t(y.size()) : 0);
+      if (src_cl) ChannelsLast(x.data<T>(), x_nchw.data(), p.n, p.c, x.size() / std::max<int64_t>(1, p.n * p.c), false);
+      const T* px = src_cl ? x_nchw.data() : x.data<T>();
+      T* py = dst_cl ? y_nchw.data() : y.data<T>();
+      if (kTransposed) ConvTransposeReference(p, px, wt.data<T>(), pb, py, ctx.threads());
+      else ConvReference(p, px, wt.data<T>(), pb, py, ctx.threads());
+      const std::vector<ConvPostOp>& post_ = fusion_.post;
       // The post-ops one by one, each result rounded to T as the unfused ops round it.
       if (!post_.empty()) {
-        T* py = y.data<T>();
         const T* pz = z ? z->data<T>() : nullptr;
         ParallelFor(ctx.threads(), y.size(), WorkPerIndex{double(4 * post_.size())}, [&](int64_t begin, int64_t end) {
           for (int64_t e = begin; e < end; ++e) {
@@ -264,6 +274,7 @@ class ConvOp : public Op {
           }
         });
       }
+      if (dst_cl) ChannelsLast(py, y.data<T>(), p.n, p.m, y.size() / std::max<int64_t>(1, p.n * p.m), true);
     });
   }
 
@@ -371,8 +382,30 @@ class ConvOp : public Op {
     return w;
   }
 
-  // FusedConv's post-ops: `activations` (names), `alphas` and `betas`, one per entry.
+  // Copies n images of c channels of `plane` elements from NCHW to channels
+  // last (N, plane, C), or back when !to_last.
+  template <class T>
+  static void ChannelsLast(const T* from, T* to, int64_t n, int64_t c, int64_t plane, bool to_last) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t e = 0; e < plane; ++e) {
+          const int64_t nchw = (i * c + ch) * plane + e, last = (i * plane + e) * c + ch;
+          if (to_last) to[last] = from[nchw];
+          else to[nchw] = from[last];
+        }
+  }
+
+  // FusedConv's post-ops: `activations` (names), `alphas` and `betas`, one
+  // per entry; `channels_last`: X's and Y's layouts (0 NCHW, 1 channels last).
   absl::Status ParsePostOps(const Node& node) {
+    const std::vector<int64_t> layout = node.attr_ints("channels_last");
+    if (!layout.empty()) {
+      if (layout.size() != 2 || (layout[0] | layout[1]) & ~int64_t(1))
+        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": channels_last must be two flags (X, Y)"));
+      fusion_.src_channels_last = layout[0] == 1;
+      fusion_.dst_channels_last = layout[1] == 1;
+    }
+    std::vector<ConvPostOp>& post_ = fusion_.post;
     const Attribute* names = node.attr("activations");
     const Attribute* alphas = node.attr("alphas");
     const Attribute* betas = node.attr("betas");
@@ -398,7 +431,7 @@ class ConvOp : public Op {
 
   WindowAttrs a_;
   int64_t group_ = 1;
-  std::vector<ConvPostOp> post_;
+  ConvFusion fusion_;
   std::vector<int64_t> output_padding_, output_shape_;
   bool constant_weights_ = false;  // set by Prepare
 };

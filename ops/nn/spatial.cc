@@ -252,9 +252,10 @@ template <class P>
 class Forward : public OneDnnForward::Primitive {
  public:
   // `weights` and `bias` are zero descriptors for primitives without them.
-  // `residual`: the post-ops sum the destination (filled with the residual first).
+  // `residual` (not zero): the post-ops sum the destination, filled first
+  // with the residual, whose layout this is.
   Forward(const typename P::primitive_desc& pd, memory::desc src, memory::desc weights, memory::desc bias,
-          memory::desc dst, bool residual = false)
+          memory::desc dst, memory::desc residual = memory::desc())
       : pd_(pd), primitive_(pd), src_(src), weights_(weights), bias_(bias), dst_(dst),
         src_in_(MakeReorder(src, pd.src_desc())), dst_out_(MakeReorder(pd.dst_desc(), dst)),
         src_md_(pd.src_desc()), dst_md_(pd.dst_desc()), scratch_md_(pd.scratchpad_desc()) {
@@ -262,9 +263,10 @@ class Forward : public OneDnnForward::Primitive {
       weights_in_ = MakeReorder(weights, pd.weights_desc());
       weights_md_ = pd.weights_desc();
     }
-    if (residual) {
+    if (!residual.is_zero()) {
       residual_ = true;
-      dst_in_ = MakeReorder(dst, pd.dst_desc());
+      residual_md_ = residual;
+      dst_in_ = MakeReorder(residual, pd.dst_desc());
     }
   }
 
@@ -331,7 +333,7 @@ class Forward : public OneDnnForward::Primitive {
       args[DNNL_ARG_DST] = dst_out_ ? memory(dst_md_, OneDnnEngine(), dst_copy) : user_dst;
       if (residual) {
         // The sum post-op adds what the destination holds.
-        memory z(dst_, OneDnnEngine(), const_cast<void*>(residual));
+        memory z(residual_md_, OneDnnEngine(), const_cast<void*>(residual));
         if (dst_in_) dst_in_->Run(stream, z, args[DNNL_ARG_DST]);
         else if (residual != dst) std::memcpy(dst, residual, dst_.get_size());
       }
@@ -350,6 +352,7 @@ class Forward : public OneDnnForward::Primitive {
   memory::desc src_, weights_, bias_, dst_;
   std::optional<Reorder> src_in_, weights_in_, dst_out_, dst_in_;
   memory::desc src_md_, dst_md_, scratch_md_, weights_md_;  // the primitive's (queried once)
+  memory::desc residual_md_;
   bool residual_ = false;
   mutable std::mutex kept_mu_;
   mutable const void* kept_from_ = nullptr;  // the constant weights kept_weights_ holds, reordered
@@ -383,7 +386,8 @@ namespace {
 
 std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type dt, const Window& w, int64_t n,
                                                               int64_t c, int64_t m, int64_t group, bool has_bias,
-                                                              bool transposed, const std::vector<ConvPostOp>& post) {
+                                                              bool transposed, const ConvFusion& fusion) {
+  const std::vector<ConvPostOp>& post = fusion.post;
   try {
     memory::dims src_dims = {n, c}, dst_dims = {n, m};
     const memory::dims in = Dims(w, w.in), out = Dims(w, w.out), k = Dims(w, w.k);
@@ -404,12 +408,23 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type 
       if (transposed) std::swap(o[0], o[1]);
       weights = memory::desc(plain, dt, StridesInOrder(plain, o));
     }
-    const memory::desc src = Plain(src_dims, dt), dst = Plain(dst_dims, dt);
+    // The caller's layouts: plain, or channels last where the fusion says
+    // (a value only convolutions read, kept so from one to the next).
+    auto layout = [&](const memory::dims& dims, bool channels_last) {
+      if (!channels_last) return Plain(dims, dt);
+      std::vector<int> o = {0};
+      for (size_t i = 2; i < dims.size(); ++i) o.push_back(int(i));
+      o.push_back(1);
+      return memory::desc(dims, dt, StridesInOrder(dims, o));
+    };
+    const memory::desc src = layout(src_dims, fusion.src_channels_last);
+    const memory::desc dst = layout(dst_dims, fusion.dst_channels_last);
     const memory::desc bias = has_bias ? Plain({m}, dt) : memory::desc();
     const memory::dims strides = Dims(w, w.s), dilates = Dims(w, w.d, 1), pl = Dims(w, w.pb), pr = Dims(w, w.pe);
-    // The primitive picks its own layouts (format any); Forward reorders.
-    const memory::desc src_any(src_dims, dt, memory::format_tag::any);
-    const memory::desc dst_any(dst_dims, dt, memory::format_tag::any);
+    // The primitive picks its own layouts (format any) but for a channels-last
+    // side, which it takes as it is; Forward reorders the others.
+    const memory::desc src_any = fusion.src_channels_last ? src : memory::desc(src_dims, dt, memory::format_tag::any);
+    const memory::desc dst_any = fusion.dst_channels_last ? dst : memory::desc(dst_dims, dt, memory::format_tag::any);
     const memory::desc weights_any(weights.dims(), dt, memory::format_tag::any);
     dnnl::primitive_attr attr = UserScratchpad();
     if (!post.empty()) attr.set_post_ops(OneDnnPostOps(post));
@@ -420,12 +435,14 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type 
                                                 dnnl::algorithm::deconvolution_direct, src_any, weights_any, bias,
                                                 dst_any, strides, dilates, pl, pr);
       const dnnl::deconvolution_forward::primitive_desc pd(d, attr, OneDnnEngine());
-      return std::make_shared<Forward<dnnl::deconvolution_forward>>(pd, src, weights, bias, dst, residual);
+      return std::make_shared<Forward<dnnl::deconvolution_forward>>(pd, src, weights, bias, dst,
+                                                                    residual ? Plain(dst_dims, dt) : memory::desc());
     }
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                             src_any, weights_any, bias, dst_any, strides, dilates, pl, pr);
     const dnnl::convolution_forward::primitive_desc pd(d, attr, OneDnnEngine());
-    return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst, residual);
+    return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst,
+                                                                residual ? Plain(dst_dims, dt) : memory::desc());
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -475,14 +492,14 @@ bool OneDnnType(DType dtype, memory::data_type& dt) {
 
 std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
                                                     int64_t group, bool has_bias, bool transposed,
-                                                    const std::vector<ConvPostOp>& post) {
+                                                    const ConvFusion& fusion) {
   memory::data_type dt;
   if (!OneDnnType(dtype, dt)) return nullptr;
   if (n <= 0 || c <= 0 || m <= 0 || group <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
   for (int i = 0; i < kMaxSpatial; ++i)
     if (w.pb[size_t(i)] < 0 || w.pe[size_t(i)] < 0) return nullptr;
   return std::make_shared<OneDnnForward>(
-      [=] { return ConvPrimitive(dt, w, n, c, m, group, has_bias, transposed, post); });
+      [=] { return ConvPrimitive(dt, w, n, c, m, group, has_bias, transposed, fusion); });
 }
 
 std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind) {

@@ -100,12 +100,20 @@ struct ConvPostOp {
   double Apply(double x) const;
 };
 
+// What a FusedConv adds to its convolution: the post-ops, and which of its
+// input X and output Y hold their values channels last (N, spatial..., C)
+// instead of NCHW: a value that only convolutions read (runtime/rewrite/conv.cc).
+struct ConvFusion {
+  std::vector<ConvPostOp> post;
+  bool src_channels_last = false, dst_channels_last = false;
+};
+
 // Conv (transposed: ConvTranspose) of N x C images into N x M, in groups,
-// then `post` as oneDNN post-ops. Both for float and bfloat16 (nullptr for
-// other types).
+// then the post-ops, in the layouts `fusion` gives. Both for float and
+// bfloat16 (nullptr for other types).
 std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
                                                     int64_t group, bool has_bias, bool transposed,
-                                                    const std::vector<ConvPostOp>& post = {});
+                                                    const ConvFusion& fusion = {});
 enum class PoolKind { kMax, kAverageIncludePad, kAverageExcludePad };
 std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind);
 

@@ -380,3 +380,50 @@ bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
 
 }  // namespace rewrite
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace rewrite {
+
+// After every other rule: a float or bfloat16 value that a Conv or FusedConv
+// makes and only convolutions read (each as X) stays channels last from one
+// to the next, so that oneDNN reorders it neither out of the first nor into
+// the others (FusedConv's `channels_last`: X's and Y's flags). Its shape
+// stays NCHW: only its bytes are laid out otherwise, and no other op sees them.
+bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  Node& producer = g.nodes[n];
+  if (dead[n] || !IsConvLike(producer) || producer.outputs.size() != 1 || producer.inputs.size() < 2) return false;
+  const std::string& y = producer.outputs[0];
+  const ValueType* t = ix.Type(y);
+  const std::optional<Dims> dims = ix.DimsOf(y);
+  if (y.empty() || ix.IsOutput(y) || !t || (t->dtype != DType::kFloat && t->dtype != DType::kBFloat16) || !dims ||
+      dims->size() < 3 || dims->size() > 5)
+    return false;
+  std::vector<size_t> readers;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (dead[i]) continue;
+    const Node& r = g.nodes[i];
+    const int reads = int(std::count(r.inputs.begin(), r.inputs.end(), y));
+    if (reads == 0) continue;
+    if (!IsConvLike(r) || reads != 1 || r.inputs[0] != y || r.outputs.size() != 1) return false;
+    readers.push_back(i);
+  }
+  if (readers.empty() || int(readers.size()) != ix.Uses(y)) return false;  // a subgraph reads it too
+  auto set = [](Node& c, size_t flag) {
+    if (c.op_type == "Conv") {
+      c.op_type = "FusedConv";
+      c.domain = kInternalDomain;
+      c.opset = 1;
+    }
+    Attribute& a = c.attributes["channels_last"];
+    a.name = "channels_last";
+    a.type = AttrType::kInts;
+    a.ints.resize(2, 0);
+    a.ints[flag] = 1;
+  };
+  set(producer, 1);
+  for (size_t i : readers) set(g.nodes[i], 0);
+  return true;
+}
+
+}  // namespace rewrite
+}  // namespace onnx_mini

@@ -171,6 +171,7 @@ bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool
 bool RewriteHardSwish(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteConvActivation(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
 
 }  // namespace rewrite
 }  // namespace onnx_mini

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "runtime/op.h"
 #include "tests/runtime/rewrite/rewrite_test_util.h"
 
 namespace onnx_mini {
@@ -215,6 +216,79 @@ TEST(Rewrite, ConvScaleAndShiftFoldAndHardSwishFuses) {
   m.Node("Mul", {"d", "k2"}, {"z"});
   const Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -3, 3);
   EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("Conv", "Add", "Conv", "Mul"));
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+TEST(Rewrite, ConvChainsKeepChannelsLastBetweenConvs) {
+  for (DType dt : {DType::kFloat, DType::kBFloat16})
+    for (bool two_readers : {false, true}) {
+      // x -> Conv -> Relu -> depthwise Conv -> BN -> HardSwish -> 1x1 Conv -> y (and a
+      // second 1x1 Conv reading the same value -> z): the values between convs only convs read.
+      ModelBuilder m(17);
+      m.Input("x", dt, {2, 4, 9, 7}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 8, 1, true, "c", 1);
+      m.Node("Relu", {"c"}, {"r"});
+      m.Initializer("dw_w", RandomUniform(dt, {8, 1, 3, 3}, 2, -0.5, 0.5));
+      SetAttr(m.Node("Conv", {"r", "dw_w"}, {"d"}, ""), "group", int64_t(8));
+      AddBatchNorm(m, dt, 8, "d", "n", 3);
+      m.Node("HardSwish", {"n"}, {"h"});
+      m.Initializer("pw_w", RandomUniform(dt, {6, 8, 1, 1}, 4, -0.5, 0.5));
+      m.Node("Conv", {"h", "pw_w"}, {"y"});
+      if (two_readers) {
+        m.Output("z", dt, {}, false);
+        m.Initializer("pw2_w", RandomUniform(dt, {5, 8, 1, 1}, 5, -0.5, 0.5));
+        m.Node("Conv", {"h", "pw2_w"}, {"z"});
+      }
+      const Tensor x = RandomUniform(dt, {2, 4, 9, 7}, 9, -2, 2);
+      const std::vector<std::string> ops = RunBothWays(m, {{"x", x}}, dt == DType::kBFloat16 ? 5e-2 : Tol(dt));
+      EXPECT_EQ(ops, std::vector<std::string>(two_readers ? 4 : 3, "FusedConv")) << LowerName(dt);
+    }
+}
+
+// FusedConv's channels_last flags, also on the reference path (float16):
+// the same values as Conv between Transposes that lay X and Y out so.
+TEST(Rewrite, FusedConvChannelsLastMatchesConvBetweenTransposes) {
+  for (DType dt : {DType::kFloat, DType::kFloat16})
+    for (int flags = 1; flags < 4; ++flags) {
+      const bool src_cl = flags & 1, dst_cl = flags & 2;
+      ModelBuilder m(17);
+      m.Input("x", dt, {2, 3, 5, 4}).Output("y", dt, {}, false).Output("ref", dt, {}, false);
+      m.Initializer("w", RandomUniform(dt, {6, 3, 3, 3}, 2, -0.5, 0.5));
+      m.Initializer("b", RandomUniform(dt, {6}, 3, -0.5, 0.5));
+      m.Initializer("xs", Tensor::FromVector(std::vector<int64_t>{2, 3, 5, 4}, {4}));
+      m.Initializer("ys", Tensor::FromVector(std::vector<int64_t>{2, 5, 4, 6}, {4}));
+      std::string xin = "x";
+      if (src_cl) {  // NHWC bytes under an NCHW shape
+        SetAttr(m.Node("Transpose", {"x"}, {"xt"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+        m.Node("Reshape", {"xt", "xs"}, {"xl"});
+        xin = "xl";
+      }
+      auto& f = m.Node("FusedConv", {xin, "w", "b"}, {dst_cl ? "yl" : "y"}, kInternalDomain);
+      SetAttr(f, "pads", std::vector<int64_t>{1, 1, 1, 1});
+      SetAttr(f, "channels_last", std::vector<int64_t>{src_cl ? 1 : 0, dst_cl ? 1 : 0});
+      if (dst_cl) {
+        m.Node("Reshape", {"yl", "ys"}, {"yt"});
+        SetAttr(m.Node("Transpose", {"yt"}, {"y"}), "perm", std::vector<int64_t>{0, 3, 1, 2});
+      }
+      SetAttr(m.Node("Conv", {"x", "w", "b"}, {"ref"}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+      m.Opset(kInternalDomain, 1);
+      SessionOptions off;
+      off.graph_rewrites = false;
+      auto s = m.Build(off);
+      ASSERT_TRUE(s.ok()) << s.status();
+      auto out = (*s)->Run({{"x", RandomUniform(dt, {2, 3, 5, 4}, 7, -2, 2)}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      const Tensor& y = (*out)[0];
+      const Tensor& ref = (*out)[1];
+      ASSERT_EQ(y.shape(), ref.shape());
+      for (int64_t i = 0; i < y.size(); ++i)
+        ASSERT_TRUE(Agree(GetDouble(y, i), GetDouble(ref, i), Tol(dt))) << LowerName(dt) << " flags " << flags << " [" << i << "]";
+    }
 }
 
 }  // namespace
