@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/conv/conv_transpose.h"
 #include "ops/ops.h"
 #include "ops/nn/spatial.h"
 
@@ -22,6 +23,7 @@ struct ConvPlan : OpPlan {
   Window w;
   int64_t n = 0, c = 0, m = 0, group = 1;  // batch, input and output channels, groups
   std::shared_ptr<const OneDnnForward> dnn;
+  bool pixel = false;  // ConvTranspose without overlapping windows: kernels/conv/conv_transpose.h
 };
 
 // Y[n, oc] = B[oc] + sum over the group's input channels and the kernel of X * W,
@@ -216,6 +218,13 @@ class ConvOp : public Op {
       if (!zs || *zs != ys)
         return ctx.Error(absl::StrCat("the residual ", ctx.input(3).ToString(), " must have Y's shape ", ShapeToString(ys)));
     }
+    if (kTransposed && x.dtype == DType::kFloat && group_ == 1) {
+      p->pixel = true;
+      for (int i = 0; i < kMaxSpatial; ++i)
+        p->pixel = p->pixel && p->w.s[size_t(i)] == p->w.k[size_t(i)] && p->w.d[size_t(i)] == 1 &&
+                   p->w.pb[size_t(i)] == 0 && p->w.pe[size_t(i)] == 0 &&
+                   p->w.out[size_t(i)] == p->w.in[size_t(i)] * p->w.k[size_t(i)];
+    }
     if (!kInteger)
       p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
     ctx.set_output(0, ValueType::Of(out.dtype, ys));
@@ -242,6 +251,20 @@ class ConvOp : public Op {
     const double macs = double(p.n) * double(p.m) * double(p.c / p.group) * double(p.w.k_size()) *
                         double(kTransposed ? p.w.in_size() : p.w.out_size());
     const int dnn_threads = ThreadsForWork(ctx.threads(), macs, kMinOneDnnThreadWork);
+    if (kTransposed && p.pixel) {
+      PixelDeconvProblem pp;
+      pp.n = p.n;
+      pp.c = p.c;
+      pp.m = p.m;
+      pp.in = p.w.in;
+      pp.k = p.w.k;
+      const int64_t scratch = p.m * p.w.k_size() * p.w.in_size();  // one image's output: fits
+      ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(scratch, sizeof(float), "the transposed product"));
+      std::vector<float> buffer(static_cast<size_t>(scratch));
+      if (PixelDeconv(pp, x.data<float>(), wt.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(),
+                      buffer.data(), ctx.threads()))
+        return absl::OkStatus();
+    }
     if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_,
                             ctx.budget(), z ? z->raw() : nullptr))
       return absl::OkStatus();

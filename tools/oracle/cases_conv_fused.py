@@ -83,7 +83,7 @@ def cases():
         conv(nodes, inits, "x", "c", 5, 7, (3, 3))
         bn(nodes, inits, "c", "n", 7)
         act(nodes, inits, kind, "n", "y")
-        x = r(2, 5, 9, 11, lo=-3, hi=3)
+        x = r(2, 5, 6, 7, lo=-3, hi=3)
         out.append(Case("bn_" + kind.lower(), model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)],
                                                     inits), [{"x": x}], **F32))
 
@@ -97,7 +97,7 @@ def cases():
         conv(nodes, inits, "x", "c", c, m, k, group=group, bias=bias, **attrs)
         bn(nodes, inits, "c", "n", m)
         act(nodes, inits, "HardSwish", "n", "y")
-        x = r(2, c, 13, 10, lo=-3, hi=3)
+        x = r(2, c, 7, 6, lo=-3, hi=3)
         out.append(Case(name, model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)], inits),
                         [{"x": x}], **F32))
 
@@ -142,9 +142,24 @@ def cases():
     nodes.append(helper.make_node("Mul", ["s", "c"], ["p"]))
     nodes.append(helper.make_node("Add", ["p", "k"], ["a"]))
     act(nodes, inits, "HardSwishSpelled", "a", "y")
-    x = r(1, 6, 15, 17, lo=-3, hi=3)
+    x = r(1, 6, 9, 8, lo=-3, hi=3)
     out.append(Case("scale_shift_hardswish", model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)],
                                                    inits), [{"x": x}], **F32))
+
+    # ConvTranspose whose windows do not overlap (stride = kernel: PaddleOCR's
+    # detector upsamples so), 2-D with and without bias, 1-D, batch 2.
+    for name, c, m, k, shape, bias in [("deconv_k2_24to1", 24, 1, (2, 2), (1, 24, 6, 8), True),
+                                        ("deconv_k2x3_nobias", 5, 7, (2, 3), (2, 5, 4, 3), False),
+                                        ("deconv1d_k4", 3, 4, (4,), (2, 3, 9), True)]:
+        inits = {"w": r(c, m, *k, lo=-0.5, hi=0.5)}
+        ins = ["x", "w"]
+        if bias:
+            inits["b"] = r(m)
+            ins.append("b")
+        nodes = [helper.make_node("ConvTranspose", ins, ["y"], strides=list(k), kernel_shape=list(k))]
+        x = r(*shape)
+        out.append(Case(name, model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)], inits),
+                        [{"x": x}], **F32))
 
     # Near misses: the conv's output also a graph output; read twice; a broadcast residual.
     nodes, inits = [], {}
@@ -154,7 +169,7 @@ def cases():
     nodes.append(helper.make_node("Tanh", ["n"], ["t"]))
     conv(nodes, inits, "x", "d", 4, 6, (3, 3))
     nodes.append(helper.make_node("Add", ["d", "z"], ["u"]))
-    x, z = r(2, 4, 8, 8), r(1, 6, 1, 1)
+    x, z = r(2, 4, 6, 5), r(1, 6, 1, 1)
     out.append(Case("near_misses", model(nodes, [value_info("x", x), value_info("z", z)],
                                          [value_info(o, np.float32, None) for o in ("c", "y", "t", "u")], inits),
                     [{"x": x, "z": z}], **F32))
