@@ -153,9 +153,19 @@ std::string FreshName(const Graph& g, const Index& ix, const std::string& base) 
   }
 }
 
-// Turns `node` into Conv(x, w, b) with `conv`'s attributes and marks `conv` dead.
-void MakeConv(Graph& g, const Index& ix, Node& node, size_t i_conv, Tensor w, Tensor b, std::vector<bool>& dead) {
+// Drops the initializers among `names` that the pattern alone read: the
+// session keeps every initializer, and the folded copies replace them.
+void DropUnread(Graph& g, const Index& ix, const std::vector<std::string>& names) {
+  for (const std::string& name : names)
+    if (!name.empty() && ix.Uses(name) <= 1 && !ix.IsOutput(name)) g.initializers.erase(name);
+}
+
+// Turns `node` into Conv(x, w, b) with `conv`'s attributes and marks `conv`
+// dead; `read` names the constants the pattern read (dropped if unread now).
+void MakeConv(Graph& g, const Index& ix, Node& node, size_t i_conv, Tensor w, Tensor b, std::vector<bool>& dead,
+              std::vector<std::string> read) {
   const Node& conv = g.nodes[i_conv];
+  read.insert(read.end(), conv.inputs.begin() + 1, conv.inputs.end());
   const std::string wn = FreshName(g, ix, node.outputs[0] + "/folded_W");
   const std::string bn = FreshName(g, ix, node.outputs[0] + "/folded_B");
   g.initializers[wn] = std::move(w);
@@ -169,6 +179,7 @@ void MakeConv(Graph& g, const Index& ix, Node& node, size_t i_conv, Tensor w, Te
   node.opset = opset;
   node.inputs = {x, wn, bn};
   node.attributes = std::move(attrs);
+  DropUnread(g, ix, read);
 }
 
 // The constant `name` as m per-channel values of a conv output of `rank`
@@ -224,7 +235,7 @@ bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool
       const double bc = b ? GetDouble(*b, c) : 0.0;
       SetDouble(b2, c, mul ? bc * v[size_t(c)] : bc + v[size_t(c)]);
     }
-    MakeConv(g, ix, node, i_conv, std::move(w2), std::move(b2), dead);
+    MakeConv(g, ix, node, i_conv, std::move(w2), std::move(b2), dead, {k});
     return true;
   }
   return false;
@@ -310,7 +321,8 @@ bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>
   for (int64_t e = 0; e < w->size(); ++e) SetDouble(w2, e, GetDouble(*w, e) * s[size_t(e / per)]);
   for (int64_t c = 0; c < m; ++c)
     SetDouble(b2, c, ((b ? GetDouble(*b, c) : 0.0) - GetDouble(*p[2], c)) * s[size_t(c)] + GetDouble(*p[1], c));
-  MakeConv(g, ix, node, i_conv, std::move(w2), std::move(b2), dead);
+  MakeConv(g, ix, node, i_conv, std::move(w2), std::move(b2), dead,
+           std::vector<std::string>(node.inputs.begin() + 1, node.inputs.end()));
   return true;
 }
 

@@ -293,3 +293,26 @@ TEST(Rewrite, FusedConvChannelsLastMatchesConvBetweenTransposes) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+TEST(Rewrite, FoldedConvDropsTheConstantsOnlyThePatternRead) {
+  const DType dt = DType::kFloat;
+  ModelBuilder m(17);
+  m.Input("x", dt, {1, 4, 5, 5}).Output("y", dt, {}, false).Output("z", dt, {}, false);
+  AddConv(m, dt, 4, 6, 1, true, "c", 1);
+  AddBatchNorm(m, dt, 6, "c", "y", 3);
+  // A second conv sharing c's weights: they stay.
+  m.Node("Conv", {"x", "c_w"}, {"z"});
+  SessionOptions on;
+  on.graph_rewrites = true;
+  auto s = m.Build(on);
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<std::string> names;
+  for (const auto& [name, t] : (*s)->graph().initializers) names.push_back(name);
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("c_w", "y/folded_W", "y/folded_B")) << ::testing::PrintToString(names);
+}
+
+}  // namespace
+}  // namespace onnx_mini
