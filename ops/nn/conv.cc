@@ -4,7 +4,10 @@
 // and ConvTranspose run on oneDNN in the layouts it prefers (the primitive is kept
 // in the plan, made on the first run for the session's thread count); every
 // type also has the plain reference kernel, which accumulates 16-bit floats
-// in float and ConvInteger in int32.
+// in float and ConvInteger in int32. onnx_mini::FusedConv (the rewrites of
+// runtime/rewrite/conv.cc) is Conv with post-ops (activations, a residual
+// Z) and channels-last X or Y; a float ConvTranspose whose windows do not
+// overlap runs as one product (kernels/conv/conv_transpose.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
