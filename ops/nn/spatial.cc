@@ -166,6 +166,7 @@ dnnl::post_ops OneDnnPostOps(const std::vector<ConvPostOp>& post) {
       case ConvPostOp::kSigmoid: ops.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f); break;
       case ConvPostOp::kSwish: ops.append_eltwise(1.f, A::eltwise_swish, p.alpha, 0.f); break;
       case ConvPostOp::kTanh: ops.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f); break;
+      case ConvPostOp::kLinear: ops.append_eltwise(1.f, A::eltwise_linear, p.alpha, p.beta); break;
       case ConvPostOp::kAdd: ops.append_sum(1.f); break;
     }
   return ops;
@@ -426,6 +427,12 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type 
     const memory::desc src_any = fusion.src_channels_last ? src : memory::desc(src_dims, dt, memory::format_tag::any);
     const memory::desc dst_any = fusion.dst_channels_last ? dst : memory::desc(dst_dims, dt, memory::format_tag::any);
     const memory::desc weights_any(weights.dims(), dt, memory::format_tag::any);
+    // oneDNN 2.6 computes a conv whose post-ops hold two eltwise_linear
+    // steps wrong (Linear, HardSigmoid): the reference runs those.
+    if (std::count_if(post.begin(), post.end(), [](const ConvPostOp& p) {
+          return p.kind == ConvPostOp::kLinear || p.kind == ConvPostOp::kHardSigmoid;
+        }) > 1)
+      return nullptr;
     dnnl::primitive_attr attr = UserScratchpad();
     if (!post.empty()) attr.set_post_ops(OneDnnPostOps(post));
     const bool residual =
@@ -526,7 +533,7 @@ namespace onnx_mini {
 bool ConvPostOp::Parse(const std::string& name, Kind& kind) {
   static const std::pair<const char*, Kind> kNames[] = {
       {"Relu", kRelu},           {"LeakyRelu", kLeakyRelu}, {"Clip", kClip}, {"HardSigmoid", kHardSigmoid},
-      {"HardSwish", kHardSwish}, {"Sigmoid", kSigmoid},     {"Swish", kSwish}, {"Tanh", kTanh},
+      {"HardSwish", kHardSwish}, {"Sigmoid", kSigmoid},     {"Swish", kSwish}, {"Tanh", kTanh}, {"Linear", kLinear},
       {"Add", kAdd}};
   for (const auto& [n, k] : kNames)
     if (name == n) {
@@ -546,6 +553,7 @@ double ConvPostOp::Apply(double x) const {
     case kSigmoid: return 1 / (1 + std::exp(-x));
     case kSwish: return x / (1 + std::exp(-double(alpha) * x));
     case kTanh: return std::tanh(x);
+    case kLinear: return double(alpha) * x + double(beta);
     case kAdd: break;
   }
   return x;

@@ -92,7 +92,8 @@ class OneDnnForward {
 // (alpha and beta as the ONNX op's attributes; Clip's bounds as alpha and
 // beta) or kAdd, the residual input added.
 struct ConvPostOp {
-  enum Kind { kRelu, kLeakyRelu, kClip, kHardSigmoid, kHardSwish, kSigmoid, kSwish, kTanh, kAdd } kind = kRelu;
+  // kLinear: alpha * x + beta (a Mul and an Add by one-element constants).
+  enum Kind { kRelu, kLeakyRelu, kClip, kHardSigmoid, kHardSwish, kSigmoid, kSwish, kTanh, kLinear, kAdd } kind = kRelu;
   float alpha = 0, beta = 0;
   // The kind named as the ONNX op ("Add" for kAdd); false if none.
   static bool Parse(const std::string& name, Kind& kind);

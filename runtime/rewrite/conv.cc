@@ -11,6 +11,8 @@
 //             post-ops
 //             Max(y, c) and Min(y, c), c a one-element constant, are
 //             clips with one bound
+//   affine    Mul(y, a) and Add(y, b) of a FusedConv's output y and
+//             one-element constants -> a Linear post-op (a * x + b)
 //   Conv+add  Add(Conv(...), z) (either order), z of the conv's output
 //             dtype and shape exactly (no broadcast) -> FusedConv(x, W, B, z)
 //             with "Add" appended to its post-ops (once)
@@ -61,6 +63,13 @@ Node* ConvProducer(Graph& g, const Index& ix, const std::vector<bool>& dead, con
 std::vector<std::string> PostOps(const Node& conv) {
   const Attribute* a = conv.attr("activations");
   return a ? a->strings : std::vector<std::string>{};
+}
+
+// The post-ops that run as oneDNN's eltwise_linear (HardSigmoid's first
+// step): oneDNN 2.6 computes a conv with two of them wrong, so a FusedConv
+// gets one at most (ConvPrimitive declines more).
+int LinearPostOps(const std::vector<std::string>& ops) {
+  return int(std::count(ops.begin(), ops.end(), "Linear") + std::count(ops.begin(), ops.end(), "HardSigmoid"));
 }
 
 // Turns `node` (the pattern's last node, whose name and output it keeps)
@@ -357,12 +366,64 @@ bool RewriteConvActivation(Graph& g, const Index& ix, size_t n, std::vector<bool
   size_t i_conv;
   Node* conv = ConvProducer(g, ix, dead, x, &i_conv);
   if (!conv || PostOps(*conv).size() >= kMaxPostOps) return false;
+  if (op == "HardSigmoid" && LinearPostOps(PostOps(*conv)) > 0) return false;
   const ValueType* t = ix.Type(x);
   if (!t || !IsFloat(t->dtype)) return false;
   const Node c = *conv;
   dead[i_conv] = true;
   MakeFused(node, c, op, alpha, beta, "");
   return true;
+}
+
+// PP-LCNetV3's learnable affine block: Mul(y, a) then Add(., b) with a and b
+// one-element constants after a conv's activation (where the weights can no
+// longer take them) -> a Linear post-op (alpha * x + beta), merged into a
+// Linear just before it.
+bool RewriteConvAffine(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  Node& node = g.nodes[n];
+  const bool mul = node.op_type == "Mul";
+  if ((!mul && node.op_type != "Add") || !node.domain.empty() || !Binary(node) || node.outputs.size() != 1)
+    return false;
+  for (int side = 0; side < 2; ++side) {
+    const std::string y = node.inputs[size_t(side)];
+    const Tensor* c = ix.Constant(node.inputs[size_t(1 - side)]);
+    const ValueType* ty = ix.Type(y);
+    const std::optional<Dims> dy = ix.DimsOf(y);
+    if (!c || c->size() != 1 || !ty || !dy || c->shape().size() > dy->size() || c->dtype() != ty->dtype ||
+        !IsFloat(ty->dtype))
+      continue;
+    const double v = GetDouble(*c, 0);
+    if (!std::isfinite(v) || double(float(v)) != v) continue;  // the post-op keeps a float
+    size_t i_conv;
+    Node* conv = ConvProducer(g, ix, dead, y, &i_conv);
+    // Straight after the conv the weights take it (RewriteConvScaleShift, in
+    // the next pass when they were folded in this one).
+    if (!conv || PostOps(*conv).empty()) continue;
+    const std::vector<std::string> ops = PostOps(*conv);
+    Node c2 = *conv;
+    // Merged into a last Linear where its new coefficients stay floats.
+    if (!ops.empty() && ops.back() == "Linear") {
+      float& alpha = c2.attributes["alphas"].floats.back();
+      float& beta = c2.attributes["betas"].floats.back();
+      const double a2 = mul ? double(alpha) * v : double(alpha), b2 = mul ? double(beta) * v : double(beta) + v;
+      if (double(float(a2)) == a2 && double(float(b2)) == b2) {
+        alpha = float(a2);
+        beta = float(b2);
+        dead[i_conv] = true;
+        node.op_type = "FusedConv";
+        node.domain = kInternalDomain;
+        node.opset = 1;
+        node.inputs = c2.inputs;
+        node.attributes = std::move(c2.attributes);
+        return true;
+      }
+    }
+    if (ops.size() >= kMaxPostOps || LinearPostOps(ops) > 0) continue;
+    dead[i_conv] = true;
+    MakeFused(node, c2, "Linear", mul ? float(v) : 1.f, mul ? 0.f : float(v), c2.has_input(3) ? c2.inputs[3] : "");
+    return true;
+  }
+  return false;
 }
 
 bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {

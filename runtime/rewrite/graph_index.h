@@ -170,6 +170,7 @@ bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>
 bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteHardSwish(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteConvActivation(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteConvAffine(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
 

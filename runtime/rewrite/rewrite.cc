@@ -16,7 +16,8 @@ using namespace rewrite;
 constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
                            RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize,
-                           RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation, RewriteConvAdd};
+                           RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation,
+                           RewriteConvAffine, RewriteConvAdd};
 
 }  // namespace
 

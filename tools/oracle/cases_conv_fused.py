@@ -146,6 +146,23 @@ def cases():
     out.append(Case("scale_shift_hardswish", model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)],
                                                    inits), [{"x": x}], **F32))
 
+    # PP-LCNetV3's learnable affine blocks: Conv -> * s + k -> HardSwish (spelled out) -> * a + b -> Conv.
+    nodes, inits = [], {}
+    conv(nodes, inits, "x", "c", 4, 8, (3, 3), group=4)
+    inits["s"] = np.array([0.8], np.float32)
+    inits["k"] = np.array([0.3], np.float32)
+    nodes.append(helper.make_node("Mul", ["s", "c"], ["cs"]))
+    nodes.append(helper.make_node("Add", ["cs", "k"], ["ck"]))
+    act(nodes, inits, "HardSwishSpelled", "ck", "h")
+    inits["a"] = np.array([1.3], np.float32)
+    inits["b"] = np.array([-0.2], np.float32)
+    nodes.append(helper.make_node("Mul", ["a", "h"], ["s"]))
+    nodes.append(helper.make_node("Add", ["s", "b"], ["t"]))
+    conv(nodes, inits, "t", "y", 8, 6, (1, 1))
+    x = r(2, 4, 7, 6, lo=-3, hi=3)
+    out.append(Case("affine_block", model(nodes, [value_info("x", x)], [value_info("y", np.float32, None)], inits),
+                    [{"x": x}], **F32))
+
     # ConvTranspose whose windows do not overlap (stride = kernel: PaddleOCR's
     # detector upsamples so), 2-D with and without bias, 1-D, batch 2.
     for name, c, m, k, shape, bias in [("deconv_k2_24to1", 24, 1, (2, 2), (1, 24, 6, 8), True),

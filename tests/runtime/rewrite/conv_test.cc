@@ -316,3 +316,138 @@ TEST(Rewrite, FoldedConvDropsTheConstantsOnlyThePatternRead) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+TEST(Rewrite, AffineAfterAConvActivationBecomesALinearPostOp) {
+  for (DType dt : {DType::kFloat, DType::kDouble})
+    for (bool scalars_first : {false, true}) {
+      // PP-LCNetV3's block: Conv -> HardSwish -> Mul(a) -> Add(b) -> Conv (and the
+      // value between the convs then channels last).
+      ModelBuilder m(17);
+      m.Input("x", dt, {2, 4, 6, 5}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 6, 1, true, "c", 1);
+      m.Node("HardSwish", {"c"}, {"h"});
+      Tensor a = Tensor::Zeros(dt, {1}), b = Tensor::Zeros(dt, {});
+      SetDouble(a, 0, 1.25);
+      SetDouble(b, 0, -0.375);
+      m.Initializer("a", a).Initializer("b", b);
+      if (scalars_first) {
+        m.Node("Mul", {"a", "h"}, {"s"});
+        m.Node("Add", {"b", "s"}, {"t"});
+      } else {
+        m.Node("Mul", {"h", "a"}, {"s"});
+        m.Node("Add", {"s", "b"}, {"t"});
+      }
+      m.Initializer("w2", RandomUniform(dt, {3, 6, 1, 1}, 4, -0.5, 0.5));
+      m.Node("Conv", {"t", "w2"}, {"y"});
+      const Tensor x = RandomUniform(dt, {2, 4, 6, 5}, 9, -3, 3);
+      // The second conv is a FusedConv only to read its input channels last (float, not double).
+      EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)),
+                  ElementsAre("FusedConv", dt == DType::kFloat ? "FusedConv" : "Conv"))
+          << LowerName(dt);
+    }
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+TEST(Rewrite, PaddleLcNetBlockFusesWhole) {
+  const DType dt = DType::kFloat;
+  // PP-LCNetV3 as PaddleOCR exports it: Conv -> * s + k (one value each) ->
+  // x * Clip(x + 3, 0, 6) / 6 -> * a + b -> Conv.
+  ModelBuilder m(13);
+  m.Input("x", dt, {1, 4, 6, 5}).Output("y", dt, {}, false);
+  AddConv(m, dt, 4, 6, 1, false, "c", 1);
+  auto scalar = [&](const std::string& name, double v) {
+    Tensor t = Tensor::Zeros(dt, {1});
+    SetDouble(t, 0, v);
+    m.Initializer(name, t);
+  };
+  scalar("s", 0.8);
+  scalar("k", 0.3);
+  scalar("three", 3);
+  scalar("zero", 0);
+  scalar("six", 6);
+  scalar("a", 1.3);
+  scalar("b", -0.2);
+  m.Node("Mul", {"s", "c"}, {"p"});
+  m.Node("Add", {"p", "k"}, {"q"});
+  m.Node("Add", {"q", "three"}, {"q3"});
+  m.Node("Clip", {"q3", "zero", "six"}, {"cl"});
+  m.Node("Mul", {"q", "cl"}, {"qm"});
+  m.Node("Div", {"qm", "six"}, {"h"});
+  m.Node("Mul", {"a", "h"}, {"ha"});
+  m.Node("Add", {"ha", "b"}, {"t"});
+  m.Initializer("w2", RandomUniform(dt, {3, 6, 1, 1}, 4, -0.5, 0.5));
+  m.Node("Conv", {"t", "w2"}, {"y"});
+  const Tensor x = RandomUniform(dt, {1, 4, 6, 5}, 9, -3, 3);
+  // The scale and shift in the weights, HardSwish then a * x + b as post-ops, the
+  // value between the convs channels last.
+  EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("FusedConv", "FusedConv"));
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// FusedConv's post-op chains against the unfused ops; two Linear steps (or a
+// Linear and a HardSigmoid) run on the reference: oneDNN 2.6 gets them wrong.
+TEST(Rewrite, FusedConvPostOpChainsMatchTheUnfusedOps) {
+  const std::vector<std::vector<std::string>> chains = {{"Linear", "Relu", "Linear"}, {"Linear", "HardSwish", "Relu"},
+    {"Relu", "Linear"}, {"Linear", "Tanh"}, {"HardSwish", "Linear"}, {"Linear", "Linear"}, {"HardSigmoid", "Relu"}, {"Sigmoid", "HardSigmoid"}};
+  for (const auto& chain : chains) {
+    const DType dt = DType::kFloat;
+    ModelBuilder m(17);
+    m.Input("x", dt, {1, 4, 6, 5}).Output("y", dt, {}, false).Output("ref", dt, {}, false);
+    m.Initializer("w", RandomUniform(dt, {6, 4, 3, 3}, 2, -0.5, 0.5));
+    auto& f = m.Node("FusedConv", {"x", "w"}, {"y"}, kInternalDomain);
+    onnx::AttributeProto* a = f.add_attribute();
+    a->set_name("activations"); a->set_type(onnx::AttributeProto::STRINGS);
+    onnx::AttributeProto* al = f.add_attribute();
+    al->set_name("alphas"); al->set_type(onnx::AttributeProto::FLOATS);
+    onnx::AttributeProto* be = f.add_attribute();
+    be->set_name("betas"); be->set_type(onnx::AttributeProto::FLOATS);
+    std::string prev = "c";
+    m.Node("Conv", {"x", "w"}, {"c"});
+    int i = 0;
+    for (const std::string& op : chain) {
+      a->add_strings(op);
+      const float alpha = op == "Linear" ? 1.3f + i : op == "HardSigmoid" ? 0.2f : 0.f;
+      const float beta = op == "Linear" ? -0.2f - i : op == "HardSigmoid" ? 0.5f : 0.f;
+      al->add_floats(alpha);
+      be->add_floats(beta);
+      const std::string out = "r" + std::to_string(i++);
+      if (op == "Linear") {
+        m.Initializer(out + "a", Tensor::FromVector(std::vector<float>{alpha}, {}));
+        m.Initializer(out + "b", Tensor::FromVector(std::vector<float>{beta}, {}));
+        m.Node("Mul", {prev, out + "a"}, {out + "m"});
+        m.Node("Add", {out + "m", out + "b"}, {out});
+      } else {
+        m.Node(op, {prev}, {out});
+      }
+      prev = out;
+    }
+    m.Node("Identity", {prev}, {"ref"});
+    m.Opset(kInternalDomain, 1);
+    SessionOptions off;
+    off.graph_rewrites = false;
+    auto s = m.Build(off);
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto out = (*s)->Run({{"x", RandomUniform(dt, {1, 4, 6, 5}, 7, -2, 2)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    int bad = 0;
+    for (int64_t k = 0; k < (*out)[0].size(); ++k)
+      bad += !Agree(GetDouble((*out)[0], k), GetDouble((*out)[1], k), 1e-4);
+    EXPECT_EQ(bad, 0) << ::testing::PrintToString(chain);
+  }
+}
+
+}  // namespace
+}  // namespace onnx_mini
