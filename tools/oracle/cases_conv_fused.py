@@ -149,10 +149,10 @@ def cases():
     # PP-LCNetV3's learnable affine blocks: Conv -> * s + k -> HardSwish (spelled out) -> * a + b -> Conv.
     nodes, inits = [], {}
     conv(nodes, inits, "x", "c", 4, 8, (3, 3), group=4)
-    inits["s"] = np.array([0.8], np.float32)
-    inits["k"] = np.array([0.3], np.float32)
-    nodes.append(helper.make_node("Mul", ["s", "c"], ["cs"]))
-    nodes.append(helper.make_node("Add", ["cs", "k"], ["ck"]))
+    inits["sc"] = np.array([0.8], np.float32)
+    inits["kc"] = np.array([0.3], np.float32)
+    nodes.append(helper.make_node("Mul", ["sc", "c"], ["cs"]))
+    nodes.append(helper.make_node("Add", ["cs", "kc"], ["ck"]))
     act(nodes, inits, "HardSwishSpelled", "ck", "h")
     inits["a"] = np.array([1.3], np.float32)
     inits["b"] = np.array([-0.2], np.float32)
