@@ -219,7 +219,8 @@ class ConvOp : public Op {
     if (kKind == ConvKind::kConv && ctx.num_inputs() > 3 && ctx.has_input(3)) {
       const std::optional<Shape> zs = ctx.input(3).concrete_shape();
       if (!zs || *zs != ys)
-        return ctx.Error(absl::StrCat("the residual ", ctx.input(3).ToString(), " must have Y's shape ", ShapeToString(ys)));
+        return ctx.Error(
+            absl::StrCat("the residual ", ctx.input(3).ToString(), " must have Y's shape ", ShapeToString(ys)));
     }
     if (kTransposed && x.dtype == DType::kFloat && group_ == 1) {
       p->pixel = true;
@@ -293,9 +294,10 @@ class ConvOp : public Op {
         ParallelFor(ctx.threads(), y.size(), WorkPerIndex{double(4 * post_.size())}, [&](int64_t begin, int64_t end) {
           for (int64_t e = begin; e < end; ++e) {
             T v = py[e];
-            for (const ConvPostOp& op : post_)
-              v = Narrow<T>(typename Arith<T>::type(op.kind == ConvPostOp::kAdd ? double(Widen(v)) + double(Widen(pz[e]))
-                                                                                : op.Apply(double(Widen(v)))));
+            for (const ConvPostOp& op : post_) {
+              const double w = double(Widen(v));
+              v = Narrow<T>(typename Arith<T>::type(op.kind == ConvPostOp::kAdd ? w + double(Widen(pz[e])) : op.Apply(w)));
+            }
             py[e] = v;
           }
         });

@@ -57,7 +57,8 @@ int RewriteGraph(Graph& g, const OpRegistry& ops, const RewriteOptions& options)
   }
   // Layouts once the rules are done (conv.cc): no later rule may give a
   // channels-last value another reader. They mark nodes, remove none.
-  if (std::any_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op_type == "FusedConv" || n.op_type == "Conv"; })) {
+  if (std::any_of(g.nodes.begin(), g.nodes.end(),
+                  [](const Node& n) { return n.op_type == "FusedConv" || n.op_type == "Conv"; })) {
     const std::vector<bool> none(g.nodes.size(), false);
     std::vector<bool> dead = none;
     Index ix(g, none, ops, options);
