@@ -4,11 +4,15 @@
 // and ConvTranspose run on oneDNN in the layouts it prefers (the primitive is kept
 // in the plan, made on the first run for the session's thread count); every
 // type also has the plain reference kernel, which accumulates 16-bit floats
-// in float and ConvInteger in int32.
+// in float and ConvInteger in int32. onnx_mini::FusedConv (the rewrites of
+// runtime/rewrite/conv.cc) is Conv with post-ops (activations, a residual
+// Z) and channels-last X or Y; a float ConvTranspose whose windows do not
+// overlap runs as one product (kernels/conv/conv_transpose.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "kernels/conv/conv_transpose.h"
 #include "ops/ops.h"
 #include "ops/nn/spatial.h"
 
@@ -22,6 +26,7 @@ struct ConvPlan : OpPlan {
   Window w;
   int64_t n = 0, c = 0, m = 0, group = 1;  // batch, input and output channels, groups
   std::shared_ptr<const OneDnnForward> dnn;
+  bool pixel = false;  // ConvTranspose without overlapping windows: kernels/conv/conv_transpose.h
 };
 
 // Y[n, oc] = B[oc] + sum over the group's input channels and the kernel of X * W,
@@ -127,6 +132,7 @@ class ConvOp : public Op {
       return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": group ", op->group_, " must be positive"));
     op->output_padding_ = node.attr_ints("output_padding");
     op->output_shape_ = node.attr_ints("output_shape");
+    if (node.domain == kInternalDomain) RETURN_IF_ERROR(op->ParsePostOps(node));
     for (const auto* v : {&op->output_padding_, &op->output_shape_})
       for (int64_t x : *v)
         if (x < 0 || x >= (int64_t(1) << 31))
@@ -209,7 +215,22 @@ class ConvOp : public Op {
     Shape ys = {p->n, p->m};
     for (int64_t v : p->w.Spatial(p->w.out)) ys.push_back(v);
     if (ElementCount(ys) < 0) return ctx.Error(absl::StrCat("the output ", ShapeToString(ys), " is too large"));
-    if (!kInteger) p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed);
+    // FusedConv's residual: Y's shape exactly (the rewrite fuses no broadcast).
+    if (kKind == ConvKind::kConv && ctx.num_inputs() > 3 && ctx.has_input(3)) {
+      const std::optional<Shape> zs = ctx.input(3).concrete_shape();
+      if (!zs || *zs != ys)
+        return ctx.Error(
+            absl::StrCat("the residual ", ctx.input(3).ToString(), " must have Y's shape ", ShapeToString(ys)));
+    }
+    if (kTransposed && x.dtype == DType::kFloat && group_ == 1) {
+      p->pixel = true;
+      for (int i = 0; i < kMaxSpatial; ++i)
+        p->pixel = p->pixel && p->w.s[size_t(i)] == p->w.k[size_t(i)] && p->w.d[size_t(i)] == 1 &&
+                   p->w.pb[size_t(i)] == 0 && p->w.pe[size_t(i)] == 0 &&
+                   p->w.out[size_t(i)] == p->w.in[size_t(i)] * p->w.k[size_t(i)];
+    }
+    if (!kInteger)
+      p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
     ctx.set_output(0, ValueType::Of(out.dtype, ys));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();
@@ -225,6 +246,7 @@ class ConvOp : public Op {
     const Tensor& x = *ctx.input(0);
     const Tensor& wt = *ctx.input(kW);
     const Tensor* b = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
+    const Tensor* z = kKind == ConvKind::kConv && ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
     Tensor& y = ctx.output(0);
     const ConvPlan& p = ctx.plan<ConvPlan>();
     if (y.size() == 0) return absl::OkStatus();
@@ -233,14 +255,54 @@ class ConvOp : public Op {
     const double macs = double(p.n) * double(p.m) * double(p.c / p.group) * double(p.w.k_size()) *
                         double(kTransposed ? p.w.in_size() : p.w.out_size());
     const int dnn_threads = ThreadsForWork(ctx.threads(), macs, kMinOneDnnThreadWork);
-    if (p.dnn &&
-        p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget()))
+    if (kTransposed && p.pixel) {
+      PixelDeconvProblem pp;
+      pp.n = p.n;
+      pp.c = p.c;
+      pp.m = p.m;
+      pp.in = p.w.in;
+      pp.k = p.w.k;
+      const int64_t scratch = p.m * p.w.k_size() * p.w.in_size();  // one image's output: fits
+      ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(scratch, sizeof(float), "the transposed product"));
+      std::vector<float> buffer(static_cast<size_t>(scratch));
+      if (PixelDeconv(pp, x.data<float>(), wt.data<float>(), b ? b->data<float>() : nullptr, y.data<float>(),
+                      buffer.data(), ctx.threads()))
+        return absl::OkStatus();
+    }
+    if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_,
+                            ctx.budget(), z ? z->raw() : nullptr))
       return absl::OkStatus();
+    // Channels-last X or Y (a FusedConv between convolutions): the reference
+    // runs on NCHW copies.
+    const bool src_cl = fusion_.src_channels_last, dst_cl = fusion_.dst_channels_last;
+    ASSIGN_OR_RETURN(MemoryReservation reserved,
+                     ctx.Reserve((src_cl ? x.size() : 0) + (dst_cl ? y.size() : 0), StorageBytes(x.dtype(), 1),
+                                 "NCHW copies of channels-last values"));
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* pb = b ? b->data<T>() : nullptr;
-      if (kTransposed) ConvTransposeReference(p, x.data<T>(), wt.data<T>(), pb, y.data<T>(), ctx.threads());
-      else ConvReference(p, x.data<T>(), wt.data<T>(), pb, y.data<T>(), ctx.threads());
+      std::vector<T> x_nchw(src_cl ? size_t(x.size()) : 0), y_nchw(dst_cl ? size_t(y.size()) : 0);
+      if (src_cl) ChannelsLast(x.data<T>(), x_nchw.data(), p.n, p.c, x.size() / std::max<int64_t>(1, p.n * p.c), false);
+      const T* px = src_cl ? x_nchw.data() : x.data<T>();
+      T* py = dst_cl ? y_nchw.data() : y.data<T>();
+      if (kTransposed) ConvTransposeReference(p, px, wt.data<T>(), pb, py, ctx.threads());
+      else ConvReference(p, px, wt.data<T>(), pb, py, ctx.threads());
+      const std::vector<ConvPostOp>& post_ = fusion_.post;
+      // The post-ops one by one, each result rounded to T as the unfused ops round it.
+      if (!post_.empty()) {
+        const T* pz = z ? z->data<T>() : nullptr;
+        ParallelFor(ctx.threads(), y.size(), WorkPerIndex{double(4 * post_.size())}, [&](int64_t begin, int64_t end) {
+          for (int64_t e = begin; e < end; ++e) {
+            T v = py[e];
+            for (const ConvPostOp& op : post_) {
+              const double w = double(Widen(v));
+              v = Narrow<T>(typename Arith<T>::type(op.kind == ConvPostOp::kAdd ? w + double(Widen(pz[e])) : op.Apply(w)));
+            }
+            py[e] = v;
+          }
+        });
+      }
+      if (dst_cl) ChannelsLast(py, y.data<T>(), p.n, p.m, y.size() / std::max<int64_t>(1, p.n * p.m), true);
     });
   }
 
@@ -348,8 +410,56 @@ class ConvOp : public Op {
     return w;
   }
 
+  // Copies n images of c channels of `plane` elements from NCHW to channels
+  // last (N, plane, C), or back when !to_last.
+  template <class T>
+  static void ChannelsLast(const T* from, T* to, int64_t n, int64_t c, int64_t plane, bool to_last) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t e = 0; e < plane; ++e) {
+          const int64_t nchw = (i * c + ch) * plane + e, last = (i * plane + e) * c + ch;
+          if (to_last) to[last] = from[nchw];
+          else to[nchw] = from[last];
+        }
+  }
+
+  // FusedConv's post-ops: `activations` (names), `alphas` and `betas`, one
+  // per entry; `channels_last`: X's and Y's layouts (0 NCHW, 1 channels last).
+  absl::Status ParsePostOps(const Node& node) {
+    const std::vector<int64_t> layout = node.attr_ints("channels_last");
+    if (!layout.empty()) {
+      if (layout.size() != 2 || (layout[0] | layout[1]) & ~int64_t(1))
+        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": channels_last must be two flags (X, Y)"));
+      fusion_.src_channels_last = layout[0] == 1;
+      fusion_.dst_channels_last = layout[1] == 1;
+    }
+    std::vector<ConvPostOp>& post_ = fusion_.post;
+    const Attribute* names = node.attr("activations");
+    const Attribute* alphas = node.attr("alphas");
+    const Attribute* betas = node.attr("betas");
+    const size_t count = names ? names->strings.size() : 0;
+    if ((alphas ? alphas->floats.size() : 0) != count || (betas ? betas->floats.size() : 0) != count)
+      return absl::InvalidArgumentError(
+          absl::StrCat(node.Describe(), ": activations, alphas and betas must have one entry each"));
+    int adds = 0;
+    for (size_t i = 0; i < count; ++i) {
+      ConvPostOp op;
+      if (!ConvPostOp::Parse(names->strings[i], op.kind))
+        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": unknown activation '", names->strings[i], "'"));
+      op.alpha = alphas->floats[i];
+      op.beta = betas->floats[i];
+      adds += op.kind == ConvPostOp::kAdd;
+      post_.push_back(op);
+    }
+    if (adds != (node.has_input(3) ? 1 : 0))
+      return absl::InvalidArgumentError(
+          absl::StrCat(node.Describe(), ": the residual input Z needs exactly one 'Add' in activations (", adds, ")"));
+    return absl::OkStatus();
+  }
+
   WindowAttrs a_;
   int64_t group_ = 1;
+  ConvFusion fusion_;
   std::vector<int64_t> output_padding_, output_shape_;
   bool constant_weights_ = false;  // set by Prepare
 };
@@ -361,6 +471,8 @@ std::vector<OpDef> ConvOps() {
   return {
       {kOnnxDomain, "Conv", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kConv>::Create},
       {kOnnxDomain, "ConvTranspose", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kTransposed>::Create},
+      // Conv with post-ops (runtime/rewrite/conv.cc): X, W, B, the residual Z.
+      {kInternalDomain, "FusedConv", Versions{1}, "T T T? T?", "T", t, ConvOp<ConvKind::kConv>::Create},
       {kOnnxDomain, "ConvInteger", Versions{10}, "T1 T2 T1? T2?", "T3",
        {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", {DType::kInt32}}},
        ConvOp<ConvKind::kInteger>::Create},

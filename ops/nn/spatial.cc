@@ -3,6 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include <optional>
 #include <unordered_map>
@@ -145,14 +148,94 @@ dnnl::primitive_attr UserScratchpad() {
   return attr;
 }
 
+// The post-ops as oneDNN's: each activation one or two eltwise steps (HardSigmoid
+// is linear then clip to [0, 1]), kAdd a sum with the destination, which
+// Forward fills with the residual before the primitive runs.
+dnnl::post_ops OneDnnPostOps(const std::vector<ConvPostOp>& post) {
+  dnnl::post_ops ops;
+  using A = dnnl::algorithm;
+  for (const ConvPostOp& p : post) switch (p.kind) {
+      case ConvPostOp::kRelu: ops.append_eltwise(1.f, A::eltwise_relu, 0.f, 0.f); break;
+      case ConvPostOp::kLeakyRelu: ops.append_eltwise(1.f, A::eltwise_relu, p.alpha, 0.f); break;
+      case ConvPostOp::kClip: ops.append_eltwise(1.f, A::eltwise_clip, p.alpha, p.beta); break;
+      case ConvPostOp::kHardSigmoid:
+        ops.append_eltwise(1.f, A::eltwise_linear, p.alpha, p.beta);
+        ops.append_eltwise(1.f, A::eltwise_clip, 0.f, 1.f);
+        break;
+      case ConvPostOp::kHardSwish: ops.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f); break;
+      case ConvPostOp::kSigmoid: ops.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f); break;
+      case ConvPostOp::kSwish: ops.append_eltwise(1.f, A::eltwise_swish, p.alpha, 0.f); break;
+      case ConvPostOp::kTanh: ops.append_eltwise(1.f, A::eltwise_tanh, 0.f, 0.f); break;
+      case ConvPostOp::kLinear: ops.append_eltwise(1.f, A::eltwise_linear, p.alpha, p.beta); break;
+      case ConvPostOp::kAdd: ops.append_sum(1.f); break;
+    }
+  return ops;
+}
+
 // A reorder between two layouts of one tensor.
 struct Reorder {
   dnnl::reorder::primitive_desc pd;
   dnnl::reorder primitive;
   void Run(dnnl::stream& stream, const memory& from, const memory& to) const {
+    if (pd.scratchpad_desc().get_size() == 0) {  // the usual case: no buffer to make
+      primitive.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+      return;
+    }
     primitive.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to},
                                {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), OneDnnEngine())}});
   }
+};
+
+// One buffer per calling thread for a run's temporaries (the scratchpad and
+// the reordered copies), kept from run to run: allocating them at each run
+// cost a small conv more than its arithmetic (malloc, and the heap growing
+// and trimmed back, page faults each time). Larger needs than kMaxKept are
+// allocated for the run alone.
+class RunBuffer {
+ public:
+  static constexpr size_t kAlign = 64, kMaxKept = size_t(64) << 20;
+  // A buffer of `bytes` for this run (released by the destructor), or nullptr.
+  explicit RunBuffer(size_t bytes) {
+    Kept& k = kept();
+    if (bytes <= kMaxKept && !k.in_use) {
+      if (k.size < bytes) {
+        k.data.reset(static_cast<char*>(std::aligned_alloc(kAlign, RoundUp(bytes))));
+        k.size = k.data ? RoundUp(bytes) : 0;
+      }
+      if (k.data) {
+        k.in_use = true;
+        data_ = k.data.get();
+        borrowed_ = true;
+        return;
+      }
+    }
+    own_.reset(static_cast<char*>(std::aligned_alloc(kAlign, RoundUp(bytes))));
+    data_ = own_.get();
+  }
+  ~RunBuffer() {
+    if (borrowed_) kept().in_use = false;
+  }
+  RunBuffer(const RunBuffer&) = delete;
+  RunBuffer& operator=(const RunBuffer&) = delete;
+  char* data() const { return data_; }
+  static size_t RoundUp(size_t n) { return (std::max<size_t>(n, 1) + kAlign - 1) / kAlign * kAlign; }
+
+ private:
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  struct Kept {
+    std::unique_ptr<char, Free> data;
+    size_t size = 0;
+    bool in_use = false;
+  };
+  static Kept& kept() {
+    thread_local Kept k;
+    return k;
+  }
+  std::unique_ptr<char, Free> own_;
+  char* data_ = nullptr;
+  bool borrowed_ = false;
 };
 
 // None when the layouts are the same.
@@ -170,17 +253,30 @@ template <class P>
 class Forward : public OneDnnForward::Primitive {
  public:
   // `weights` and `bias` are zero descriptors for primitives without them.
+  // `residual` (not zero): the post-ops sum the destination, filled first
+  // with the residual, whose layout this is.
   Forward(const typename P::primitive_desc& pd, memory::desc src, memory::desc weights, memory::desc bias,
-          memory::desc dst)
+          memory::desc dst, memory::desc residual = memory::desc())
       : pd_(pd), primitive_(pd), src_(src), weights_(weights), bias_(bias), dst_(dst),
-        src_in_(MakeReorder(src, pd.src_desc())), dst_out_(MakeReorder(pd.dst_desc(), dst)) {
-    if (!weights.is_zero()) weights_in_ = MakeReorder(weights, pd.weights_desc());
+        src_in_(MakeReorder(src, pd.src_desc())), dst_out_(MakeReorder(pd.dst_desc(), dst)),
+        src_md_(pd.src_desc()), dst_md_(pd.dst_desc()), scratch_md_(pd.scratchpad_desc()) {
+    if (!weights.is_zero()) {
+      weights_in_ = MakeReorder(weights, pd.weights_desc());
+      weights_md_ = pd.weights_desc();
+    }
+    if (!residual.is_zero()) {
+      residual_ = true;
+      residual_md_ = residual;
+      dst_in_ = MakeReorder(residual, pd.dst_desc());
+    }
   }
 
   bool Run(const void* src, const void* weights, const void* bias, void* dst, bool constant_weights,
-           const std::shared_ptr<MemoryBudget>& budget) const override {
+           const std::shared_ptr<MemoryBudget>& budget, const void* residual) const override {
+    if (residual_ != (residual != nullptr)) return false;
     try {
-      dnnl::stream stream(OneDnnEngine());
+      // One stream per thread, made once (the engine is one for the process).
+      thread_local dnnl::stream stream(OneDnnEngine());
       // Constant weights: reordered once, on the first run, and kept.
       std::optional<memory> kept;
       if (weights && weights_in_ && constant_weights) {
@@ -197,30 +293,51 @@ class Forward : public OneDnnForward::Primitive {
         }
         if (kept_from_ == weights) kept = kept_weights_;
       }
-      // This run's buffers: the scratchpad and the reordered copies.
-      size_t bytes = pd_.scratchpad_desc().get_size();
-      if (src_in_) bytes += pd_.src_desc().get_size();
-      if (dst_out_) bytes += pd_.dst_desc().get_size();
-      if (weights && weights_in_ && !kept) bytes += pd_.weights_desc().get_size();
+      // This run's buffers: the scratchpad and the reordered copies, carved
+      // from one per-thread buffer.
+      const bool weights_copy = weights && weights_in_ && !kept;
+      const size_t sizes[4] = {scratch_md_.get_size(), src_in_ ? src_md_.get_size() : 0,
+                               dst_out_ ? dst_md_.get_size() : 0, weights_copy ? weights_md_.get_size() : 0};
+      size_t bytes = 0;
+      for (size_t n : sizes) bytes += RunBuffer::RoundUp(n);
       MemoryReservation charge(budget);
       if (!charge.Grow(int64_t(bytes), 1, "oneDNN's buffers").ok()) return false;
+      RunBuffer buffer(bytes);
+      if (!buffer.data()) return false;
+      char* next = buffer.data();
+      auto carve = [&](size_t i) {
+        char* p = next;
+        next += RunBuffer::RoundUp(sizes[i]);
+        return p;
+      };
+      char* scratch = carve(0);
+      char* src_copy = carve(1);
+      char* dst_copy = carve(2);
+      char* weights_buf = carve(3);
       // Reorders into the primitive's layout, where it differs from the caller's.
       auto in = [&](const memory::desc& plain, const void* data, const std::optional<Reorder>& reorder,
-                    const memory::desc& wanted) {
+                    const memory::desc& wanted, char* copy) {
         memory user(plain, OneDnnEngine(), const_cast<void*>(data));
         if (!reorder) return user;
-        memory mine(wanted, OneDnnEngine());
+        memory mine(wanted, OneDnnEngine(), copy);
         reorder->Run(stream, user, mine);
         return mine;
       };
       std::unordered_map<int, memory> args = {
-          {DNNL_ARG_SRC, in(src_, src, src_in_, pd_.src_desc())},
-          {DNNL_ARG_SCRATCHPAD, memory(pd_.scratchpad_desc(), OneDnnEngine())},
+          {DNNL_ARG_SRC, in(src_, src, src_in_, src_md_, src_copy)},
+          {DNNL_ARG_SCRATCHPAD, memory(scratch_md_, OneDnnEngine(), scratch)},
       };
-      if (weights) args[DNNL_ARG_WEIGHTS] = kept ? *kept : in(weights_, weights, weights_in_, pd_.weights_desc());
+      if (weights)
+        args[DNNL_ARG_WEIGHTS] = kept ? *kept : in(weights_, weights, weights_in_, weights_md_, weights_buf);
       if (bias) args[DNNL_ARG_BIAS] = memory(bias_, OneDnnEngine(), const_cast<void*>(bias));
       memory user_dst(dst_, OneDnnEngine(), dst);
-      args[DNNL_ARG_DST] = dst_out_ ? memory(pd_.dst_desc(), OneDnnEngine()) : user_dst;
+      args[DNNL_ARG_DST] = dst_out_ ? memory(dst_md_, OneDnnEngine(), dst_copy) : user_dst;
+      if (residual) {
+        // The sum post-op adds what the destination holds.
+        memory z(residual_md_, OneDnnEngine(), const_cast<void*>(residual));
+        if (dst_in_) dst_in_->Run(stream, z, args[DNNL_ARG_DST]);
+        else if (residual != dst) std::memcpy(dst, residual, dst_.get_size());
+      }
       primitive_.execute(stream, args);
       if (dst_out_) dst_out_->Run(stream, args[DNNL_ARG_DST], user_dst);
       stream.wait();
@@ -234,7 +351,10 @@ class Forward : public OneDnnForward::Primitive {
   typename P::primitive_desc pd_;
   P primitive_;
   memory::desc src_, weights_, bias_, dst_;
-  std::optional<Reorder> src_in_, weights_in_, dst_out_;
+  std::optional<Reorder> src_in_, weights_in_, dst_out_, dst_in_;
+  memory::desc src_md_, dst_md_, scratch_md_, weights_md_;  // the primitive's (queried once)
+  memory::desc residual_md_;
+  bool residual_ = false;
   mutable std::mutex kept_mu_;
   mutable const void* kept_from_ = nullptr;  // the constant weights kept_weights_ holds, reordered
   mutable memory kept_weights_;
@@ -244,7 +364,8 @@ class Forward : public OneDnnForward::Primitive {
 }  // namespace
 
 bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, void* dst, int threads,
-                        bool constant_weights, const std::shared_ptr<MemoryBudget>& budget) const {
+                        bool constant_weights, const std::shared_ptr<MemoryBudget>& budget,
+                        const void* residual) const {
   std::shared_ptr<const Primitive> primitive;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -259,14 +380,15 @@ bool OneDnnForward::Run(const void* src, const void* weights, const void* bias, 
   }
   if (!primitive) return false;
   const OmpThreadsScope scope(threads);
-  return primitive->Run(src, weights, bias, dst, constant_weights, budget);
+  return primitive->Run(src, weights, bias, dst, constant_weights, budget, residual);
 }
 
 namespace {
 
 std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type dt, const Window& w, int64_t n,
                                                               int64_t c, int64_t m, int64_t group, bool has_bias,
-                                                              bool transposed) {
+                                                              bool transposed, const ConvFusion& fusion) {
+  const std::vector<ConvPostOp>& post = fusion.post;
   try {
     memory::dims src_dims = {n, c}, dst_dims = {n, m};
     const memory::dims in = Dims(w, w.in), out = Dims(w, w.out), k = Dims(w, w.k);
@@ -287,24 +409,47 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type 
       if (transposed) std::swap(o[0], o[1]);
       weights = memory::desc(plain, dt, StridesInOrder(plain, o));
     }
-    const memory::desc src = Plain(src_dims, dt), dst = Plain(dst_dims, dt);
+    // The caller's layouts: plain, or channels last where the fusion says
+    // (a value only convolutions read, kept so from one to the next).
+    auto layout = [&](const memory::dims& dims, bool channels_last) {
+      if (!channels_last) return Plain(dims, dt);
+      std::vector<int> o = {0};
+      for (size_t i = 2; i < dims.size(); ++i) o.push_back(int(i));
+      o.push_back(1);
+      return memory::desc(dims, dt, StridesInOrder(dims, o));
+    };
+    const memory::desc src = layout(src_dims, fusion.src_channels_last);
+    const memory::desc dst = layout(dst_dims, fusion.dst_channels_last);
     const memory::desc bias = has_bias ? Plain({m}, dt) : memory::desc();
     const memory::dims strides = Dims(w, w.s), dilates = Dims(w, w.d, 1), pl = Dims(w, w.pb), pr = Dims(w, w.pe);
-    // The primitive picks its own layouts (format any); Forward reorders.
-    const memory::desc src_any(src_dims, dt, memory::format_tag::any);
-    const memory::desc dst_any(dst_dims, dt, memory::format_tag::any);
+    // The primitive picks its own layouts (format any) but for a channels-last
+    // side, which it takes as it is; Forward reorders the others.
+    const memory::desc src_any = fusion.src_channels_last ? src : memory::desc(src_dims, dt, memory::format_tag::any);
+    const memory::desc dst_any = fusion.dst_channels_last ? dst : memory::desc(dst_dims, dt, memory::format_tag::any);
     const memory::desc weights_any(weights.dims(), dt, memory::format_tag::any);
+    // oneDNN 2.6 computes a conv whose post-ops hold two eltwise_linear
+    // steps wrong (Linear, HardSigmoid): the reference runs those.
+    if (std::count_if(post.begin(), post.end(), [](const ConvPostOp& p) {
+          return p.kind == ConvPostOp::kLinear || p.kind == ConvPostOp::kHardSigmoid;
+        }) > 1)
+      return nullptr;
+    dnnl::primitive_attr attr = UserScratchpad();
+    if (!post.empty()) attr.set_post_ops(OneDnnPostOps(post));
+    const bool residual =
+        std::any_of(post.begin(), post.end(), [](const ConvPostOp& p) { return p.kind == ConvPostOp::kAdd; });
     if (transposed) {
       const dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                                 dnnl::algorithm::deconvolution_direct, src_any, weights_any, bias,
                                                 dst_any, strides, dilates, pl, pr);
-      const dnnl::deconvolution_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
-      return std::make_shared<Forward<dnnl::deconvolution_forward>>(pd, src, weights, bias, dst);
+      const dnnl::deconvolution_forward::primitive_desc pd(d, attr, OneDnnEngine());
+      return std::make_shared<Forward<dnnl::deconvolution_forward>>(pd, src, weights, bias, dst,
+                                                                    residual ? Plain(dst_dims, dt) : memory::desc());
     }
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                             src_any, weights_any, bias, dst_any, strides, dilates, pl, pr);
-    const dnnl::convolution_forward::primitive_desc pd(d, UserScratchpad(), OneDnnEngine());
-    return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst);
+    const dnnl::convolution_forward::primitive_desc pd(d, attr, OneDnnEngine());
+    return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst,
+                                                                residual ? Plain(dst_dims, dt) : memory::desc());
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -353,13 +498,15 @@ bool OneDnnType(DType dtype, memory::data_type& dt) {
 }  // namespace
 
 std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
-                                                    int64_t group, bool has_bias, bool transposed) {
+                                                    int64_t group, bool has_bias, bool transposed,
+                                                    const ConvFusion& fusion) {
   memory::data_type dt;
   if (!OneDnnType(dtype, dt)) return nullptr;
   if (n <= 0 || c <= 0 || m <= 0 || group <= 0 || w.in_size() <= 0 || w.out_size() <= 0) return nullptr;
   for (int i = 0; i < kMaxSpatial; ++i)
     if (w.pb[size_t(i)] < 0 || w.pe[size_t(i)] < 0) return nullptr;
-  return std::make_shared<OneDnnForward>([=] { return ConvPrimitive(dt, w, n, c, m, group, has_bias, transposed); });
+  return std::make_shared<OneDnnForward>(
+      [=] { return ConvPrimitive(dt, w, n, c, m, group, has_bias, transposed, fusion); });
 }
 
 std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind) {
@@ -377,6 +524,39 @@ std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w
                 w.pb[size_t(i)] > w.pe[size_t(i)])
       return nullptr;
   return std::make_shared<OneDnnForward>([=] { return PoolPrimitive(dt, w, n, c, kind); });
+}
+
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+
+bool ConvPostOp::Parse(const std::string& name, Kind& kind) {
+  static const std::pair<const char*, Kind> kNames[] = {
+      {"Relu", kRelu},           {"LeakyRelu", kLeakyRelu}, {"Clip", kClip}, {"HardSigmoid", kHardSigmoid},
+      {"HardSwish", kHardSwish}, {"Sigmoid", kSigmoid},     {"Swish", kSwish}, {"Tanh", kTanh}, {"Linear", kLinear},
+      {"Add", kAdd}};
+  for (const auto& [n, k] : kNames)
+    if (name == n) {
+      kind = k;
+      return true;
+    }
+  return false;
+}
+
+double ConvPostOp::Apply(double x) const {
+  switch (kind) {
+    case kRelu: return x > 0 ? x : 0;
+    case kLeakyRelu: return x < 0 ? double(alpha) * x : x;
+    case kClip: return std::min(double(beta), std::max(double(alpha), x));
+    case kHardSigmoid: return std::max(0.0, std::min(1.0, double(alpha) * x + double(beta)));
+    case kHardSwish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
+    case kSigmoid: return 1 / (1 + std::exp(-x));
+    case kSwish: return x / (1 + std::exp(-double(alpha) * x));
+    case kTanh: return std::tanh(x);
+    case kLinear: return double(alpha) * x + double(beta);
+    case kAdd: break;
+  }
+  return x;
 }
 
 }  // namespace onnx_mini

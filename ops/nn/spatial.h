@@ -71,13 +71,15 @@ class OneDnnForward {
     // the weights reordered into the primitive's layout are kept and reused.
     // What oneDNN allocates (scratchpad, reordered inputs and output, the
     // kept weights) is charged to `budget` (if any): false when it refuses.
+    // `residual` (if any): a tensor of dst's shape the post-ops add ("Add").
     virtual bool Run(const void* src, const void* weights, const void* bias, void* dst, bool constant_weights,
-                     const std::shared_ptr<MemoryBudget>& budget) const = 0;
+                     const std::shared_ptr<MemoryBudget>& budget, const void* residual) const = 0;
   };
   // `make` returns nullptr when oneDNN has no primitive for the case.
   explicit OneDnnForward(std::function<std::shared_ptr<const Primitive>()> make) : make_(std::move(make)) {}
   bool Run(const void* src, const void* weights, const void* bias, void* dst, int threads,
-           bool constant_weights = false, const std::shared_ptr<MemoryBudget>& budget = nullptr) const;
+           bool constant_weights = false, const std::shared_ptr<MemoryBudget>& budget = nullptr,
+           const void* residual = nullptr) const;
 
  private:
   std::function<std::shared_ptr<const Primitive>()> make_;
@@ -85,10 +87,34 @@ class OneDnnForward {
   mutable std::vector<std::pair<int, std::shared_ptr<const Primitive>>> made_;  // by thread count
 };
 
-// Conv (transposed: ConvTranspose) of N x C images into N x M, in groups.
-// Both for float and bfloat16 (nullptr for other types).
+// What a fused convolution (onnx_mini::FusedConv, made by the rewrites in
+// runtime/rewrite/conv.cc) applies to its output, in order: an activation
+// (alpha and beta as the ONNX op's attributes; Clip's bounds as alpha and
+// beta) or kAdd, the residual input added.
+struct ConvPostOp {
+  // kLinear: alpha * x + beta (a Mul and an Add by one-element constants).
+  enum Kind { kRelu, kLeakyRelu, kClip, kHardSigmoid, kHardSwish, kSigmoid, kSwish, kTanh, kLinear, kAdd } kind = kRelu;
+  float alpha = 0, beta = 0;
+  // The kind named as the ONNX op ("Add" for kAdd); false if none.
+  static bool Parse(const std::string& name, Kind& kind);
+  // The activation of one value (not kAdd), computed as the ONNX op does.
+  double Apply(double x) const;
+};
+
+// What a FusedConv adds to its convolution: the post-ops, and which of its
+// input X and output Y hold their values channels last (N, spatial..., C)
+// instead of NCHW: a value that only convolutions read (runtime/rewrite/conv.cc).
+struct ConvFusion {
+  std::vector<ConvPostOp> post;
+  bool src_channels_last = false, dst_channels_last = false;
+};
+
+// Conv (transposed: ConvTranspose) of N x C images into N x M, in groups,
+// then the post-ops, in the layouts `fusion` gives. Both for float and
+// bfloat16 (nullptr for other types).
 std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
-                                                    int64_t group, bool has_bias, bool transposed);
+                                                    int64_t group, bool has_bias, bool transposed,
+                                                    const ConvFusion& fusion = {});
 enum class PoolKind { kMax, kAverageIncludePad, kAverageExcludePad };
 std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind);
 

@@ -166,6 +166,13 @@ bool RewriteInt8MatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& d
 bool RewriteInt8MatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteUnreadDynamicQuantize(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteDequantizeMatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // quant_matmul.cc
+bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);     // conv.cc
+bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteHardSwish(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteConvActivation(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteConvAffine(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
 
 }  // namespace rewrite
 }  // namespace onnx_mini

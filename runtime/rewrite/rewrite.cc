@@ -1,5 +1,6 @@
 #include "runtime/rewrite/rewrite.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "runtime/rewrite/graph_index.h"
@@ -14,7 +15,9 @@ using namespace rewrite;
 // folded float weight.
 constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
-                           RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize};
+                           RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize,
+                           RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation,
+                           RewriteConvAffine, RewriteConvAdd};
 
 }  // namespace
 
@@ -51,6 +54,15 @@ int RewriteGraph(Graph& g, const OpRegistry& ops, const RewriteOptions& options)
     for (size_t n = 0; n < g.nodes.size(); ++n)
       if (!dead[n]) kept.push_back(std::move(g.nodes[n]));
     g.nodes = std::move(kept);
+  }
+  // Layouts once the rules are done (conv.cc): no later rule may give a
+  // channels-last value another reader. They mark nodes, remove none.
+  if (std::any_of(g.nodes.begin(), g.nodes.end(),
+                  [](const Node& n) { return n.op_type == "FusedConv" || n.op_type == "Conv"; })) {
+    const std::vector<bool> none(g.nodes.size(), false);
+    std::vector<bool> dead = none;
+    Index ix(g, none, ops, options);
+    for (size_t n = 0; n < g.nodes.size(); ++n) total += RewriteConvLayout(g, ix, n, dead) ? 1 : 0;
   }
   return total;
 }

@@ -15,6 +15,8 @@
 //
 // The families, each file with its rules' conditions: norms.cc (RMSNorm,
 // LayerNorm), activations.cc (SiLU, Pow2), matmul_bias.cc (MatMul + bias),
+// conv.cc (BatchNormalization, scale and shift folded into Conv; activations
+// and a residual Add fused as FusedConv's post-ops),
 // attention.cc (SDPA); graph_index.h: what they share.
 #pragma once
 

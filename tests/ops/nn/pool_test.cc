@@ -258,6 +258,23 @@ TEST(GlobalPools, AverageMaxAndLpOverEverySpatialDim) {
               HasSubstr("no spatial elements"));
 }
 
+TEST(GlobalPools, FloatAverageMatchesTheMeanInDoubleForOddPlanes) {
+  // The float path sums in eight lanes: plane sizes below, at and past a multiple of 8.
+  for (int64_t hw : {1, 7, 8, 9, 63, 1000})
+    for (int threads : {1, 2}) {
+      Tensor x = Tensor::Zeros(DType::kFloat, {3, 5, hw});
+      for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] = float((i * 7919) % 101) / 13.0f - 3.5f;
+      auto y = RunOne(1, "GlobalAveragePool", {x}, nullptr, threads);
+      ASSERT_TRUE(y.ok()) << y.status();
+      ASSERT_EQ(y->shape(), Shape({3, 5, 1}));
+      for (int64_t plane = 0; plane < 15; ++plane) {
+        double sum = 0;
+        for (int64_t e = 0; e < hw; ++e) sum += double(x.data<float>()[plane * hw + e]);
+        EXPECT_NEAR(y->data<float>()[plane], sum / double(hw), 1e-5) << "hw " << hw << " plane " << plane;
+      }
+    }
+}
+
 TEST(LpPool, OpsetOneTakesAFloatP) {
   Tensor x = F({3, 4, 1, 1}, {1, 1, 4});
   auto y = RunOne(1, "LpPool", {x}, [](onnx::NodeProto& n) {

@@ -9,6 +9,22 @@ std::vector<Smoke> NnSmoke() {
     cases.push_back({kOnnxDomain, op, Versions{1}, Case({{{{1, 2, 3, 3}}, {{2, 2, 2, 2}}}})});
   cases.push_back({kOnnxDomain, "QLinearConv", Versions{10},
                    Case({{{{1, 2, 3, 3}}, {{}}, {{}}, {{2, 2, 2, 2}}, {{}}, {{}}, {{}}, {{}}, {{2}}}})});
+  cases.push_back({kInternalDomain, "FusedConv", Versions{1},
+                   Case({{{{1, 2, 3, 3}}, {{2, 2, 2, 2}}, {{2}}, {{1, 2, 2, 2}}}, 1, [](onnx::NodeProto& n) {
+                     for (const char* name : {"activations", "alphas", "betas"}) {
+                       onnx::AttributeProto* a = n.add_attribute();
+                       a->set_name(name);
+                       a->set_type(name[0] == 'a' && name[1] == 'c' ? onnx::AttributeProto::STRINGS
+                                                                    : onnx::AttributeProto::FLOATS);
+                       if (a->type() == onnx::AttributeProto::STRINGS) {
+                         a->add_strings("LeakyRelu");
+                         a->add_strings("Add");
+                       } else {
+                         a->add_floats(0.1f);
+                         a->add_floats(0.f);
+                       }
+                     }
+                   }})});
   cases.push_back({kOnnxDomain, "DeformConv", Versions{19}, Case({{{{1, 2, 3, 3}}, {{2, 2, 2, 2}}, {{1, 8, 2, 2}}}})});
   for (const char* op : {"MaxPool", "AveragePool", "LpPool"})
     cases.push_back({kOnnxDomain, op, Versions{1}, Case({{{{1, 1, 3, 3}}}, 1, [](onnx::NodeProto& n) {
