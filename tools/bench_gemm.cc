@@ -6,8 +6,10 @@
 // each with "hot" weights (one matrix, run again and again: it stays in the
 // caches) and "cold" ones (enough copies to fill 200 MB, run in turn, as a
 // model's layers are), each as GFLOP/s and as % of the FMA peak of the cores
-// used (the best of many runs each timed alone, and cold also on CPU time:
-// the cores are often shared, see Gflops), with the machine's floors measured beside them: one core's float32 FMA
+// used (the best of many runs each timed alone, and cold also per CPU
+// second at 1 thread, as % of one core's peak: the cores are often shared,
+// see Gflops),
+// with the machine's floors measured beside them: one core's float32 FMA
 // peak (AVX-512 and AVX2), and the memory read bandwidth at 1 and N threads
 // (84 MB read in order, from three such buffers in turn so that none is still
 // in the caches).
@@ -100,17 +102,18 @@ double g_wall = 0, g_cpu = 0;
 
 // GFLOP/s of `rounds` runs of every matrix in `mats` once, each run timed
 // alone: the best run by wall time (the one least disturbed by other
-// processes: a run of a few ms fits between their time slices), the best by
-// CPU time into `on_cpu` (flops x threads / the CPU seconds of the run: the
-// wall rate when every thread computes all along, blind to time slices given
-// to others; a thread that waits for another without spinning reads high),
-// and the median by wall time into `median`.
+// processes: a run of a few ms fits between their time slices), the best
+// GFLOP per CPU second into `per_cpu` (one core's rate while it computed,
+// blind to time slices given to others: the wall rate of a quiet machine;
+// only at 1 thread, as the process's CPU clock counts the other threads' time
+// only at scheduler ticks, up to ms late), and the median by wall time into
+// `median`.
 double Gflops(const std::vector<std::unique_ptr<PackedMatMul>>& mats, const float* a, float* c, int64_t m,
-              int64_t k, int64_t n, int threads, int rounds, double* on_cpu, double* median) {
+              int64_t k, int64_t n, int threads, int rounds, double* per_cpu, double* median) {
   for (auto& p : mats) p->Run(a, c, m, threads);  // packs, makes primitives
   const double flops = 2.0 * double(m) * double(k) * double(n);
   std::vector<double> rates;
-  *on_cpu = 0;
+  *per_cpu = 0;
   for (int r = 0; r < rounds; ++r) {
     for (auto& p : mats) {
       const double start = Seconds(), cpu = ProcessCpuSeconds();
@@ -119,7 +122,7 @@ double Gflops(const std::vector<std::unique_ptr<PackedMatMul>>& mats, const floa
       g_wall += wall * threads;
       g_cpu += used;
       rates.push_back(flops / wall / 1e9);
-      *on_cpu = std::max(*on_cpu, flops * threads / std::max(used, 1e-9) / 1e9);
+      *per_cpu = std::max(*per_cpu, flops / std::max(used, 1e-9) / 1e9);
     }
   }
   std::sort(rates.begin(), rates.end());
@@ -189,10 +192,10 @@ int main(int argc, char** argv) {
           : std::vector<Shape2>{{512, 512, 8}, {512, 128, 8}, {512, 1408, 8}, {1408, 512, 4}, {512, 8192, 1}};
   for (const int64_t m : rows) {
     std::printf("\n%lld rows of A\n\n", static_cast<long long>(m));
-    std::printf("| k x n | in the prefill | gemm hot | %% peak | gemm cold | %% peak | cold on CPU time | %% peak "
+    std::printf("| k x n | in the prefill | gemm hot | %% peak | gemm cold | %% peak | cold per CPU s | %% 1 core "
                 "| onednn hot | onednn cold |\n|---|---|---|---|---|---|---|---|---|---|\n");
     double model_ms[2] = {0, 0};
-    std::vector<std::array<double, 5>> table;  // gemm hot, cold, cold on CPU time; onednn hot, cold
+    std::vector<std::array<double, 5>> table;  // gemm hot, cold, cold per CPU s; onednn hot, cold
     for (const Shape2& s : shapes) {
       const int copies = int(200e6 / double(s.k * s.n * 4)) + 1;
       std::vector<Tensor> weights;
@@ -216,7 +219,7 @@ int main(int argc, char** argv) {
         rate[way][1] = Gflops(all, a.data(), c.data(), m, s.k, s.n, threads, 5, &cold_cpu[way], &median_cold);
         model_ms[way] += 2.0 * double(m) * double(s.k) * double(s.n) * double(s.per_model) / median_cold / 1e6;
       }
-      table.push_back({rate[0][0], rate[0][1], cold_cpu[0], rate[1][0], rate[1][1]});
+      table.push_back({rate[0][0], rate[0][1], cold_cpu[0], rate[1][0], rate[1][1]});  // cold_cpu: per CPU s
 #if defined(__x86_64__)
       peak = std::max(peak, PeakAvx512Gflops());
 #endif
@@ -225,17 +228,18 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < shapes.size(); ++i) {
       const Shape2& s = shapes[i];
       const std::array<double, 5>& r = table[i];
-      std::printf("| %lld x %lld | %lld | %.0f | %.0f%% | %.0f | %.0f%% | %.0f | %.0f%% | ",
-                  static_cast<long long>(s.k), static_cast<long long>(s.n), static_cast<long long>(s.per_model), r[0],
-                  100 * r[0] / cores_peak,
-                  r[1], 100 * r[1] / cores_peak, r[2], 100 * r[2] / cores_peak);
+      std::printf("| %lld x %lld | %lld | %.0f | %.0f%% | %.0f | %.0f%% | ", static_cast<long long>(s.k),
+                  static_cast<long long>(s.n), static_cast<long long>(s.per_model), r[0], 100 * r[0] / cores_peak,
+                  r[1], 100 * r[1] / cores_peak);
+      if (threads == 1) std::printf("%.0f | %.0f%% | ", r[2], 100 * r[2] / peak);
+      else std::printf("- | - | ");
       if (onednn) std::printf("%.0f | %.0f |\n", r[3], r[4]);
       else std::printf("- | - |\n");
     }
     std::printf("\nthe peak the %% are of: %.0f GFLOP/s per core", peak);
     // Below ~95%, other processes had the cores part of the time: the wall
     // rates (the best run of each: short runs dodge them) and the times
-    // (median runs) read low; the rates on CPU time do not.
+    // (median runs) read low; the rates per CPU second do not.
     std::printf("\nCPU time / (wall time x threads) over the timed runs: %.0f%%",
                 100 * g_cpu / std::max(g_wall, 1e-9));
     g_wall = g_cpu = 0;

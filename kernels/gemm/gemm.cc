@@ -14,7 +14,9 @@ namespace onnx_mini {
 namespace {
 
 // Rows of A per register tile: 6 x 4 accumulator vectors, 4 vectors of the
-// panel's row and a broadcast fit the 32 registers.
+// panel's row and a broadcast fit the 32 registers. 24 independent FMA
+// chains: Zen 5 needs 8 in flight (latency 4 x 2 pipes), Zen 4 4; per row of
+// the panel, 4 loads of B and 6 broadcasts feed 24 FMAs.
 constexpr int kTileRows = 6;
 // Rows of a panel per block: 128 KiB, which stays in L2 while every tile of
 // A passes over it.
