@@ -14,7 +14,9 @@ namespace onnx_mini {
 namespace {
 
 // Rows of A per register tile: 6 x 4 accumulator vectors, 4 vectors of the
-// panel's row and a broadcast fit the 32 registers.
+// panel's row and a broadcast fit the 32 registers. 24 independent FMA
+// chains: Zen 5 needs 8 in flight (latency 4 x 2 pipes), Zen 4 4; per row of
+// the panel, 4 loads of B and 6 broadcasts feed 24 FMAs.
 constexpr int kTileRows = 6;
 // Rows of a panel per block: 128 KiB, which stays in L2 while every tile of
 // A passes over it.
@@ -66,10 +68,32 @@ template <int R>
     for (int v = 0; v < 4; ++v) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask.v[v], acc[r][v]);
 }
 
+// The rows of A's tiles: six at a time, but a last tile of one or two rows
+// (a 1-row tile has four FMA chains, too few for the FMA latency on two
+// pipes; a 2-row one reads four vectors of B per eight FMAs) joins the tile
+// before it and the two split evenly: 128 rows are 20 x 6 + 4 + 4.
+struct TileRows {
+  int64_t full, tiles, first_split;  // tiles [full, tiles) are the split or short ones
+  explicit TileRows(int64_t m) {
+    const int64_t rem = m % kTileRows;
+    full = m / kTileRows;
+    if (full > 0 && rem > 0 && rem <= 2) {
+      --full;
+      tiles = full + 2;
+      first_split = (kTileRows + rem + 1) / 2;
+    } else {
+      tiles = full + (rem > 0);
+      first_split = rem;
+    }
+  }
+  int64_t start(int64_t t) const { return t * kTileRows + (t > full ? first_split - kTileRows : 0); }
+};
+
 // Panels [j0, j1) of C: for each block of a panel, every tile of A's rows.
 [[ONNX_MINI_GEMM_TARGET]] void PanelsAvx512(const float* a, const float* packed, const float* bias, float* c,
                                             int64_t m, int64_t k, int64_t n, int64_t j0, int64_t j1) {
-  const int64_t tiles = (m + kTileRows - 1) / kTileRows;
+  const TileRows rows(m);
+  const int64_t tiles = rows.tiles;
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t col = j * kGemmPanel, cols = std::min(kGemmPanel, n - col);
     PanelMasks mask;
@@ -88,13 +112,13 @@ template <int R>
       const int64_t next_lines = next ? next_depth * kGemmPanel * int64_t(sizeof(float)) / 64 : 0;
       const int64_t per_tile = (next_lines + tiles - 1) / tiles;
       for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t i = t * kTileRows;
+        const int64_t i = rows.start(t), height = (t + 1 < tiles ? rows.start(t + 1) : m) - i;
         const float* ta = a + i * k + k0;
         float* tc = c + i * n + col;
         const float* tb = bias ? bias + col : nullptr;
         const char* pf = next ? reinterpret_cast<const char*>(next) + 64 * t * per_tile : nullptr;
         const int64_t lines = std::clamp<int64_t>(next_lines - t * per_tile, 0, per_tile);
-        switch (std::min<int64_t>(kTileRows, m - i)) {
+        switch (height) {
           case 1: Tile<1>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
           case 2: Tile<2>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
           case 3: Tile<3>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;

@@ -20,12 +20,19 @@ TEST(GemmPacked, MatchesTheReference) {
   if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active features: " << ActiveCpuFeatures().name() << ")";
   struct Case { int64_t m, k, n; };
   // Rows around the 6-row tile (and the decode's few), columns around the 64-column panel and its
-  // 16-column vectors, depths around the 512-row block; one of everything.
+  // 16-column vectors, depths around the 512-row block; one of everything; M, N, K not multiples of
+  // the tile, the panel or the block.
   const std::vector<Case> cases = {{1, 1, 1},     {5, 3, 17},     {6, 64, 64},    {7, 33, 65},
                                    {12, 511, 16}, {13, 512, 130}, {25, 513, 200}, {128, 1030, 129},
                                    {31, 1100, 8}, {64, 7, 1000},
                                    // Decode steps' row counts (1-4) with B of many panels.
-                                   {1, 512, 1408}, {2, 1408, 130}, {3, 70, 513}, {4, 513, 64}};
+                                   {1, 512, 1408}, {2, 1408, 130}, {3, 70, 513}, {4, 513, 64},
+                                   // A last tile of 1 or 2 rows split with the one before (7 = 4 + 3,
+                                   // 8 = 4 + 4, 127 = 20 x 6 + 4 + 3, 128 = 20 x 6 + 4 + 4), and 9-12, 16.
+                                   {7, 40, 70}, {8, 515, 33}, {9, 17, 64}, {10, 1, 130}, {11, 9, 16},
+                                   {14, 100, 48}, {16, 64, 200}, {127, 600, 70}, {128, 33, 129},
+                                   // K = 1 (one row of every panel), N = 1, one row and a deep K.
+                                   {7, 1, 65}, {128, 1, 300}, {20, 70, 1}, {1, 1030, 3}};
   uint32_t seed = 1;
   for (const Case& c : cases)
     for (bool trans_b : {false, true})
