@@ -75,8 +75,14 @@ template <VecBinaryKind K, class F>
   else if constexpr (K == VecBinaryKind::kSub) return a - b;
   else if constexpr (K == VecBinaryKind::kMul) return a * b;
   else if constexpr (K == VecBinaryKind::kDiv) return a / b;
-  else if constexpr (K == VecBinaryKind::kMax) return (b > a || b != b) ? b : a;
-  else return (b < a || b != b) ? b : a;
+  else {
+    // b wins where it is NaN, found on the bits: GCC lowers a float
+    // self-comparison here (b != b) lane by lane, an integer one not.
+    using I = decltype(b < a);
+    const I nan = ((I)b & 0x7fffffff) > 0x7f800000;
+    const F m = K == VecBinaryKind::kMax ? (b > a ? b : a) : (b < a ? b : a);
+    return (F)((nan & (I)b) | (~nan & (I)m));
+  }
 }
 
 template <VecBinaryKind K>
@@ -89,6 +95,13 @@ template <VecBinaryKind K>
   else return (b < a || b != b) ? b : a;
 }
 
+// An operand's vector at i: loaded (step 1) or the splat scalar (step 0).
+template <int kStep, class F>
+[[gnu::always_inline]] inline F LoadOr(const float* p, int64_t i, F splat) {
+  if constexpr (kStep) return Load<F>(p + i);
+  else return splat;
+}
+
 // kAStep / kBStep: 1 for an array, 0 for a scalar operand.
 template <int kBytes, VecBinaryKind K, int kAStep, int kBStep>
 [[gnu::always_inline]] inline void BinaryBody(const float* a, const float* b, float* out, int64_t n) {
@@ -96,15 +109,14 @@ template <int kBytes, VecBinaryKind K, int kAStep, int kBStep>
   constexpr int64_t L = V<kBytes>::kLanes;
   const F zero = {};
   const F sa = zero + a[0], sb = zero + b[0];  // n > 0: the caller returns on empty
-  const auto load_a = [&](int64_t i) { if constexpr (kAStep) return Load<F>(a + i); else return sa; };
-  const auto load_b = [&](int64_t i) { if constexpr (kBStep) return Load<F>(b + i); else return sb; };
   int64_t i = 0;
   for (; i + 2 * L <= n; i += 2 * L) {
-    const F r0 = BinaryOp<K>(load_a(i), load_b(i)), r1 = BinaryOp<K>(load_a(i + L), load_b(i + L));
+    const F r0 = BinaryOp<K>(LoadOr<kAStep>(a, i, sa), LoadOr<kBStep>(b, i, sb));
+    const F r1 = BinaryOp<K>(LoadOr<kAStep>(a, i + L, sa), LoadOr<kBStep>(b, i + L, sb));
     Store(out + i, r0);
     Store(out + i + L, r1);
   }
-  for (; i + L <= n; i += L) Store(out + i, BinaryOp<K>(load_a(i), load_b(i)));
+  for (; i + L <= n; i += L) Store(out + i, BinaryOp<K>(LoadOr<kAStep>(a, i, sa), LoadOr<kBStep>(b, i, sb)));
   for (; i < n; ++i) out[i] = BinaryOne<K>(a[i * kAStep], b[i * kBStep]);
 }
 
