@@ -25,6 +25,10 @@ using session_detail::Step;
 // small are evaluated once at session creation, so shape functions downstream
 // see their values.
 constexpr int64_t kFoldLimit = 1 << 16;
+// Inputs up to this size fold too when the outputs are within kFoldLimit: the
+// Slices and Concats exporters put between a weight and its LSTM or MatMul
+// (silero VAD re-sliced 64K-element weights in an If body at every run).
+constexpr int64_t kFoldInputLimit = 1 << 20;
 // Folding a node runs at most this many nodes and loop iterations of its
 // subgraphs: a constant Loop of 2^62 iterations is left to the runs, which
 // RunOptions can stop, rather than hanging session creation.
@@ -234,7 +238,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
         output_elements = count < 0 || output_elements > kFoldLimit ? kFoldLimit + 1 : output_elements + count;
       }
     // (A node without inputs, a Constant, holds its value already: always folded.)
-    if (all_constant && tensors_only && !row->def.random && constant_elements <= kFoldLimit &&
+    if (all_constant && tensors_only && !row->def.random && constant_elements <= kFoldInputLimit &&
         (step.inputs.empty() || output_elements <= kFoldLimit)) {
       std::vector<Value> values(constants.begin(), constants.end());
       const RunControl bounded(RunOptions{}, kFoldChecks);
