@@ -197,6 +197,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
     const bool makes_outputs = row->def.makes_outputs;
     step.is_static = makes_outputs || (shapes_known && !ictx.needs_values());
     step.output_types = ictx.outputs();
+    for (const ValueType& t : step.output_types) step.output_shapes.push_back(t.concrete_shape().value_or(Shape{}));
     for (size_t i = 0; i < node.outputs.size(); ++i)
       step.scratch.push_back(!makes_outputs && !node.has_output(i) &&
                              row->output(i)->kind == RegisteredOp::Formal::kRequired);
@@ -334,7 +335,20 @@ absl::Status Session::Impl::Prepare() {
     }
   }
   for (const std::unique_ptr<Impl>& sub : subgraphs) RETURN_IF_ERROR(sub->Prepare());
+  for (size_t v = 0; v < constants.size(); ++v)
+    if (readers[v] > 0 && constants[v].defined()) run_constants.push_back(int(v));
+  run_constants_ready = true;
   return absl::OkStatus();
+}
+
+void Session::Impl::FillConstants(std::vector<Value>& values) const {
+  if (run_constants_ready) {
+    for (int v : run_constants)
+      if (constants[size_t(v)].defined()) values[size_t(v)] = constants[size_t(v)];
+    return;
+  }
+  for (size_t v = 0; v < constants.size(); ++v)
+    if (constants[v].defined()) values[v] = constants[v];
 }
 
 // Drops the session's references to constant v's data (the graph's
