@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <type_traits>
 
+#include "absl/container/inlined_vector.h"
 #include "kernels/vec/arith.h"
 #include "runtime/op.h"
 #include "runtime/thread_pool.h"
@@ -93,7 +94,7 @@ void ForEachBroadcast(const Shape& out, const std::vector<int64_t>& sa,
   // The size rule at 2 units an element: ~16K elements per chunk, from 32K on.
   ParallelFor(threads, rows, WorkPerIndex{2.0 * double(inner)}, [&](int64_t r0, int64_t r1) {
     // The first row's index by division, the next ones by counting.
-    std::vector<int64_t> idx(size_t(std::max<int64_t>(rank - 1, 0)));
+    absl::InlinedVector<int64_t, 8> idx(size_t(std::max<int64_t>(rank - 1, 0)));  // no allocation for the usual ranks
     int64_t a = 0, b = 0, rem = r0;
     for (int64_t d = rank - 2; d >= 0; --d) {
       idx[size_t(d)] = rem % out[size_t(d)];

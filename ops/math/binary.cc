@@ -11,6 +11,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "kernels/vec/elementwise.h"
 #include "kernels/vec/vec_math.h"
 #include "runtime/cpu.h"
 #include "runtime/element.h"
@@ -211,6 +212,67 @@ void PowConstChunks(const float* x, float* y, int64_t n, double e, int threads) 
   ParallelElements(n, threads, [&](int64_t i0, int64_t i1) { VecPowConst(x + i0, y + i0, i1 - i0, e); });
 }
 
+// The vectorized float loops (kernels/vec/elementwise.h) over a broadcast:
+// dims of size 1 dropped and neighbours merged where both inputs run through
+// them alike, so same shapes, a scalar and a per-channel [C,1,1] operand
+// become few long rows; f(out, a, a_step, b, b_step, len) gets one row (or,
+// for one row, a chunk of it), a step 0 where that input repeats one value.
+template <class F>
+void ForEachBroadcastRow(const Shape& out, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb,
+                         int threads, const F& f) {
+  const int64_t total = ElementCount(out);
+  if (total == 0) return;
+  Shape dims;
+  std::vector<int64_t> da, db;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    if (!dims.empty() && da.back() == sa[d] * out[d] && db.back() == sb[d] * out[d]) {
+      dims.back() *= out[d];
+      da.back() = sa[d];
+      db.back() = sb[d];
+      continue;
+    }
+    dims.push_back(out[d]);
+    da.push_back(sa[d]);
+    db.push_back(sb[d]);
+  }
+  if (dims.empty()) {
+    f(0, 0, 0, 0, 0, 1);
+    return;
+  }
+  const int64_t inner = dims.back(), ia = da.back(), ib = db.back();  // steps 0 or 1
+  const int64_t rows = total / inner;
+  if (rows == 1) {
+    ParallelElements(inner, threads, [&](int64_t i0, int64_t i1) { f(i0, i0 * ia, ia, i0 * ib, ib, i1 - i0); });
+    return;
+  }
+  const int64_t rank = int64_t(dims.size());
+  ParallelFor(threads, rows, WorkPerIndex{2.0 * double(inner)}, [&](int64_t r0, int64_t r1) {
+    int64_t small[16] = {};  // no allocation for the usual ranks
+    std::vector<int64_t> large;
+    if (rank > 16) large.assign(size_t(rank), 0);
+    int64_t* idx = rank > 16 ? large.data() : small;
+    int64_t a = 0, b = 0, rem = r0;
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      idx[d] = rem % dims[size_t(d)];
+      rem /= dims[size_t(d)];
+      a += idx[d] * da[size_t(d)];
+      b += idx[d] * db[size_t(d)];
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      f(r * inner, a, ia, b, ib, inner);
+      for (int64_t d = rank - 2; d >= 0; --d) {
+        a += da[size_t(d)];
+        b += db[size_t(d)];
+        if (++idx[d] < dims[size_t(d)]) break;
+        a -= dims[size_t(d)] * da[size_t(d)];
+        b -= dims[size_t(d)] * db[size_t(d)];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
 template <BinaryOp Kind>
 class BinaryOpKernel : public Op {
  public:
@@ -286,6 +348,17 @@ class BinaryOpKernel : public Op {
         using A = typename Arith<T>::type;
         const T* pb = b.data<T>();
         T* po = out.data<T>();
+        if constexpr (std::is_same_v<T, float> && Kind != BinaryOp::kMod) {
+          constexpr VecBinaryKind kVec = Kind == BinaryOp::kAdd   ? VecBinaryKind::kAdd
+                                         : Kind == BinaryOp::kSub ? VecBinaryKind::kSub
+                                         : Kind == BinaryOp::kMul ? VecBinaryKind::kMul
+                                                                  : VecBinaryKind::kDiv;
+          ForEachBroadcastRow(out.shape(), sa, sb, ctx.threads(),
+                              [&](int64_t o, int64_t i, int64_t is, int64_t j, int64_t js, int64_t len) {
+                                VecBinary(kVec, pa + i, is, pb + j, js, po + o, len);
+                              });
+          return;
+        }
         ForEachBroadcast(out.shape(), sa, sb, ctx.threads(), [&](int64_t o, int64_t i, int64_t j) {
           po[o] = Narrow<T>(A(Arithmetic<Kind, A>(Widen(pa[i]), Widen(pb[j]), fmod_, divided_by_zero)));
         });
@@ -361,6 +434,10 @@ class VariadicOpKernel : public Op {
   }
   absl::Status Compute(KernelContext& ctx) const override {
     Tensor& out = ctx.output(0);
+    if (out.dtype() == DType::kFloat) {
+      ComputeFloat(ctx, out);
+      return absl::OkStatus();
+    }
     const std::vector<int64_t> zero(out.shape().size(), 0);
     ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(out.size(), sizeof(double), "the accumulators"));
     return Dispatch<typename VariadicTypes<Kind>::type>(ctx, out.dtype(), [&](auto tag) {
@@ -384,6 +461,45 @@ class VariadicOpKernel : public Op {
       for (int64_t o = 0; o < out.size(); ++o)
         out.data<T>()[o] = Narrow<T>(Kind == VariadicOp::kMean ? A(acc[size_t(o)] / n) : acc[size_t(o)]);
     });
+  }
+
+ private:
+  // Float: the vectorized loops straight into the output, no accumulators:
+  // out = in0 op in1, then out = out op in_k, the plain loop's order (Mean
+  // divides the sum by the count at the end, as it does).
+  static void ComputeFloat(KernelContext& ctx, Tensor& out) {
+    constexpr VecBinaryKind kVec = Kind == VariadicOp::kMax   ? VecBinaryKind::kMax
+                                   : Kind == VariadicOp::kMin ? VecBinaryKind::kMin
+                                                              : VecBinaryKind::kAdd;
+    float* po = out.data<float>();
+    const size_t inputs = ctx.num_inputs();
+    const Tensor& first = *ctx.input(0);
+    const std::vector<int64_t> s0 = BroadcastStrides(first.shape(), out.shape());
+    const auto run = [&](const float* pa, const std::vector<int64_t>& sa, const Tensor& in) {
+      const float* pb = in.data<float>();
+      ForEachBroadcastRow(out.shape(), sa, BroadcastStrides(in.shape(), out.shape()), ctx.threads(),
+                          [&](int64_t o, int64_t i, int64_t is, int64_t j, int64_t js, int64_t len) {
+                            VecBinary(kVec, pa + i, is, pb + j, js, po + o, len);
+                          });
+    };
+    if (inputs == 1) {  // a copy, broadcast to the output's shape
+      const std::vector<int64_t> zero(out.shape().size(), 0);
+      const float* pa = first.data<float>();
+      ForEachBroadcastRow(out.shape(), s0, zero, ctx.threads(),
+                          [&](int64_t o, int64_t i, int64_t is, int64_t, int64_t, int64_t len) {
+                            for (int64_t k = 0; k < len; ++k) po[o + k] = pa[i + k * is];
+                          });
+    } else {
+      run(first.data<float>(), s0, *ctx.input(1));
+      const std::vector<int64_t> dense = BroadcastStrides(out.shape(), out.shape());
+      for (size_t k = 2; k < inputs; ++k) run(po, dense, *ctx.input(k));
+    }
+    if (Kind == VariadicOp::kMean) {
+      const float n = float(inputs);
+      ParallelElements(out.size(), ctx.threads(), [&](int64_t i0, int64_t i1) {
+        VecBinary(VecBinaryKind::kDiv, po + i0, 1, &n, 0, po + i0, i1 - i0);
+      });
+    }
   }
 };
 

@@ -4,6 +4,7 @@
 // Mish, Swish, ThresholdedRelu, Shrink), Sign, Round, the trigonometric and
 // hyperbolic functions, IsNaN, IsInf; Clip and Dropout. 16-bit floats compute
 // in float.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +12,7 @@
 
 #include "ops/common.h"
 #include "ops/ops.h"
+#include "kernels/vec/elementwise.h"
 #include "kernels/vec/vec_math.h"
 #include "kernels/vec/sigmoid.h"
 #include "runtime/cpu.h"
@@ -149,6 +151,33 @@ double ToDouble(T v) {
   else return double(ToFloat(v));
 }
 
+// Runs a float32 kernel k(x, y, n) over a float array, or over a 16-bit one
+// through a float buffer a chunk at a time, in chunks across threads.
+template <class T, class K>
+void ThroughFloat(const T* src, T* dst, int64_t n, int threads, const K& k) {
+  ParallelElements(n, threads, [&](int64_t i0, int64_t i1) {
+    if constexpr (std::is_same_v<T, float>) {
+      k(src + i0, dst + i0, i1 - i0);
+    } else {
+      constexpr int64_t kChunk = 512;
+      float buf[kChunk];
+      for (int64_t i = i0; i < i1; i += kChunk) {
+        const int64_t len = std::min(kChunk, i1 - i);
+        if constexpr (std::is_same_v<T, Float16>) Float16ToFloat(src + i, buf, len);
+        else for (int64_t e = 0; e < len; ++e) buf[e] = Widen(src[i + e]);
+        k(buf, buf, len);
+        if constexpr (std::is_same_v<T, Float16>) FloatToFloat16(buf, dst + i, len);
+        else for (int64_t e = 0; e < len; ++e) dst[i + e] = Narrow<T>(buf[e]);
+      }
+    }
+  });
+}
+
+// The activations with a kernel in kernels/vec/elementwise.h.
+template <UnaryOp Kind>
+constexpr bool kVecActivation = Kind == UnaryOp::kRelu || Kind == UnaryOp::kLeakyRelu ||
+                                Kind == UnaryOp::kHardSigmoid || Kind == UnaryOp::kHardSwish;
+
 template <UnaryOp Kind>
 class UnaryOpKernel : public Op {
  public:
@@ -191,6 +220,19 @@ class UnaryOpKernel : public Op {
       } else {
         T* dst = out.data<T>();
         using A = typename Arith<T>::type;
+        if constexpr (kVecActivation<Kind> && (std::is_same_v<T, float> || std::is_same_v<T, Float16> ||
+                                               std::is_same_v<T, BFloat16>)) {
+          constexpr VecActivationKind kAct = Kind == UnaryOp::kRelu        ? VecActivationKind::kRelu
+                                             : Kind == UnaryOp::kLeakyRelu ? VecActivationKind::kLeakyRelu
+                                             : Kind == UnaryOp::kHardSigmoid ? VecActivationKind::kHardSigmoid
+                                                                             : VecActivationKind::kHardSwish;
+          VecActivationParams p;
+          p.alpha = float(params_.alpha);
+          p.beta = float(params_.beta);
+          ThroughFloat(src, dst, n, ctx.threads(),
+                       [&](const float* x, float* y, int64_t len) { VecActivation(kAct, p, x, y, len); });
+          return;
+        }
         constexpr bool kVec = std::is_same_v<T, float> &&
                               (Kind == UnaryOp::kExp || Kind == UnaryOp::kSigmoid || Kind == UnaryOp::kSwish ||
                                Kind == UnaryOp::kTanh || Kind == UnaryOp::kErf || Kind == UnaryOp::kGelu);
@@ -270,6 +312,14 @@ class ClipOp : public Op {
       }
       const T* src = in.data<T>();
       T* dst = out.data<T>();
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+        VecActivationParams p;
+        p.lo = lo;
+        p.hi = hi;
+        ThroughFloat(src, dst, n, ctx.threads(),
+                     [&](const float* x, float* y, int64_t len) { VecActivation(VecActivationKind::kClip, p, x, y, len); });
+        return;
+      }
       // max, then min: with min > max every element becomes max; NaN stays NaN.
       ParallelElements(n, ctx.threads(), [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {

@@ -25,6 +25,10 @@ using session_detail::Step;
 // small are evaluated once at session creation, so shape functions downstream
 // see their values.
 constexpr int64_t kFoldLimit = 1 << 16;
+// Inputs up to this size fold too when the outputs are within kFoldLimit: the
+// Slices and Concats exporters put between a weight and its LSTM or MatMul
+// (silero VAD re-sliced 64K-element weights in an If body at every run).
+constexpr int64_t kFoldInputLimit = 1 << 20;
 // Folding a node runs at most this many nodes and loop iterations of its
 // subgraphs: a constant Loop of 2^62 iterations is left to the runs, which
 // RunOptions can stop, rather than hanging session creation.
@@ -193,6 +197,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
     const bool makes_outputs = row->def.makes_outputs;
     step.is_static = makes_outputs || (shapes_known && !ictx.needs_values());
     step.output_types = ictx.outputs();
+    for (const ValueType& t : step.output_types) step.output_shapes.push_back(t.concrete_shape().value_or(Shape{}));
     for (size_t i = 0; i < node.outputs.size(); ++i)
       step.scratch.push_back(!makes_outputs && !node.has_output(i) &&
                              row->output(i)->kind == RegisteredOp::Formal::kRequired);
@@ -234,7 +239,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
         output_elements = count < 0 || output_elements > kFoldLimit ? kFoldLimit + 1 : output_elements + count;
       }
     // (A node without inputs, a Constant, holds its value already: always folded.)
-    if (all_constant && tensors_only && !row->def.random && constant_elements <= kFoldLimit &&
+    if (all_constant && tensors_only && !row->def.random && constant_elements <= kFoldInputLimit &&
         (step.inputs.empty() || output_elements <= kFoldLimit)) {
       std::vector<Value> values(constants.begin(), constants.end());
       const RunControl bounded(RunOptions{}, kFoldChecks);
@@ -330,7 +335,20 @@ absl::Status Session::Impl::Prepare() {
     }
   }
   for (const std::unique_ptr<Impl>& sub : subgraphs) RETURN_IF_ERROR(sub->Prepare());
+  for (size_t v = 0; v < constants.size(); ++v)
+    if (readers[v] > 0 && constants[v].defined()) run_constants.push_back(int(v));
+  run_constants_ready = true;
   return absl::OkStatus();
+}
+
+void Session::Impl::FillConstants(std::vector<Value>& values) const {
+  if (run_constants_ready) {
+    for (int v : run_constants)
+      if (constants[size_t(v)].defined()) values[size_t(v)] = constants[size_t(v)];
+    return;
+  }
+  for (size_t v = 0; v < constants.size(); ++v)
+    if (constants[v].defined()) values[v] = constants[v];
 }
 
 // Drops the session's references to constant v's data (the graph's

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/session/impl.h"
 
@@ -15,15 +16,26 @@ using session_detail::Step;
 
 namespace {
 
+// A step's inputs and outputs, inline for the usual counts: a run allocates
+// nothing for them.
+using InputList = absl::InlinedVector<const Value*, 8>;
+using TensorPtrList = absl::InlinedVector<const Tensor*, 8>;
+using OutputList = absl::InlinedVector<Value, 4>;
+
+std::vector<Shape> ConcreteShapes(const std::vector<ValueType>& types) {
+  std::vector<Shape> shapes;
+  shapes.reserve(types.size());
+  for (const ValueType& t : types) shapes.push_back(t.concrete_shape().value_or(Shape{}));
+  return shapes;
+}
+
 class StepContext : public KernelContext {
  public:
-  StepContext(const Session::Impl& plan, const Node& node, std::vector<const Value*> inputs,
-              std::vector<Value>& outputs, const std::vector<ValueType>& types, const RegisteredOp& row,
-              const OpPlan* op_plan, const std::vector<Value>& frame, const RunControl* control)
-      : graph_(plan), node_(node), inputs_(std::move(inputs)), outputs_(outputs), types_(types), row_(row),
-        plan_(op_plan), frame_(frame), control_(control) {
-    for (const ValueType& t : types_) shapes_.push_back(t.concrete_shape().value_or(Shape{}));
-  }
+  StepContext(const Session::Impl& plan, const Node& node, const InputList& inputs, OutputList& outputs,
+              const std::vector<Shape>& shapes, const RegisteredOp& row, const OpPlan* op_plan,
+              const std::vector<Value>& frame, const RunControl* control)
+      : graph_(plan), node_(node), inputs_(inputs), outputs_(outputs), shapes_(shapes), row_(row),
+        plan_(op_plan), frame_(frame), control_(control) {}
 
   const Node& node() const override { return node_; }
   size_t num_inputs() const override { return inputs_.size(); }
@@ -62,10 +74,9 @@ class StepContext : public KernelContext {
  private:
   const Session::Impl& graph_;
   const Node& node_;
-  std::vector<const Value*> inputs_;
-  std::vector<Value>& outputs_;
-  const std::vector<ValueType>& types_;
-  std::vector<Shape> shapes_;
+  const InputList& inputs_;
+  OutputList& outputs_;
+  const std::vector<Shape>& shapes_;
   const RegisteredOp& row_;
   const OpPlan* plan_;
   const std::vector<Value>& frame_;
@@ -77,7 +88,7 @@ class StepContext : public KernelContext {
 // like these (dtypes, shapes, and the bytes of those Infer read), and the
 // memo of a new plan (nullptr when an input is not a plain tensor or Infer
 // read a large or string value: those steps infer at every run).
-bool SameInputs(const session_detail::RunPlan& memo, const std::vector<const Tensor*>& in) {
+bool SameInputs(const session_detail::RunPlan& memo, const TensorPtrList& in) {
   if (memo.dtypes.size() != in.size()) return false;
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i] == nullptr ? memo.dtypes[i] != DType::kUndefined
@@ -90,8 +101,7 @@ bool SameInputs(const session_detail::RunPlan& memo, const std::vector<const Ten
   return true;
 }
 constexpr size_t kMaxReadBytes = 4096;
-std::shared_ptr<const session_detail::RunPlan> MakeRunPlan(const std::vector<const Value*>& values,
-                                                           const std::vector<const Tensor*>& in,
+std::shared_ptr<const session_detail::RunPlan> MakeRunPlan(const InputList& values, const TensorPtrList& in,
                                                            const std::vector<bool>& read,
                                                            std::vector<ValueType> types,
                                                            std::shared_ptr<const OpPlan> plan) {
@@ -113,6 +123,7 @@ std::shared_ptr<const session_detail::RunPlan> MakeRunPlan(const std::vector<con
     memo->read[i].assign(p, p + in[i]->bytes());
     memo->was_read[i] = true;
   }
+  memo->output_shapes = ConcreteShapes(types);
   memo->types = std::move(types);
   memo->plan = std::move(plan);
   return memo;
@@ -138,8 +149,8 @@ absl::Status StepContext::RunSubgraph(const Subgraph& graph, std::vector<Value> 
 absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values, const std::vector<Tensor>& bound,
                                     const RunControl* control) const {
   const Node& node = *step.node;
-  std::vector<const Value*> in_values(step.num_explicit, nullptr);
-  std::vector<const Tensor*> in_ptrs(step.num_explicit, nullptr);
+  InputList in_values(step.num_explicit, nullptr);
+  TensorPtrList in_ptrs(step.num_explicit, nullptr);
   bool planned = step.is_static;
   const bool makes_outputs = step.row->def.makes_outputs;
   for (size_t i = 0; i < step.num_explicit; ++i) {
@@ -152,14 +163,17 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
   }
   // The plan: made at creation, or made now from the real inputs.
   const std::vector<ValueType>* types = &step.output_types;
+  const std::vector<Shape>* shapes = &step.output_shapes;
   const OpPlan* plan = step.plan.get();
   std::vector<ValueType> run_types;
+  std::vector<Shape> run_shapes;
   std::shared_ptr<const OpPlan> run_plan;
   std::shared_ptr<const session_detail::RunPlan> memo;
   if (!planned) {
     memo = std::atomic_load(&step.last_run);
     if (memo && SameInputs(*memo, in_ptrs)) {
       types = &memo->types;
+      shapes = &memo->output_shapes;
       plan = memo->plan.get();
       planned = true;
       reused_steps.fetch_add(1, std::memory_order_relaxed);
@@ -176,7 +190,7 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
         in_type_ptrs[i] = &value_types[size_t(step.inputs[i])];
       }
     }
-    InferContext ictx(node, in_type_ptrs, in_ptrs);
+    InferContext ictx(node, in_type_ptrs, std::vector<const Tensor*>(in_ptrs.begin(), in_ptrs.end()));
     RETURN_IF_ERROR(step.op->Infer(ictx));
     run_types = ictx.outputs();
     run_plan = ictx.plan();
@@ -195,18 +209,20 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
     memo = MakeRunPlan(in_values, in_ptrs, ictx.values_read(), run_types, run_plan);
     if (memo) std::atomic_store(&step.last_run, memo);
     types = &run_types;
+    run_shapes = ConcreteShapes(run_types);
+    shapes = &run_shapes;
     plan = run_plan.get();
   }
 
   // Every buffer the kernel writes exists before it runs: a caller's
   // buffer, an input's storage taken in place, or a new allocation.
-  std::vector<Value> results(step.outputs.size());
+  OutputList results(step.outputs.size());
   for (size_t i = 0; i < step.outputs.size() && !makes_outputs; ++i) {
     if (!step.has_buffer(i)) continue;
     const Alias* alias = step.row->alias(i);
     if (alias && alias->kind == Alias::kView) continue;  // the kernel sets a view
     const DType dtype = (*types)[i].dtype;
-    const Shape shape = *(*types)[i].concrete_shape();
+    const Shape& shape = (*shapes)[i];
     if (i < bound.size() && bound[i].defined()) {
       if (bound[i].dtype() != dtype || bound[i].shape() != shape)
         return absl::InvalidArgumentError(absl::StrCat(
@@ -227,7 +243,7 @@ absl::Status Session::Impl::RunStep(const Step& step, std::vector<Value>& values
                           absl::StrCat(node.Describe(), ": output ", i, ": ", made.status().message()));
     results[i] = *std::move(made);
   }
-  StepContext ctx(*this, node, in_values, results, *types, *step.row, plan, values, control);
+  StepContext ctx(*this, node, in_values, results, *shapes, *step.row, plan, values, control);
   RETURN_IF_ERROR(step.op->Compute(ctx));
   if (ctx.misused())
     return absl::InternalError(absl::StrCat(node.Describe(), ": the kernel set an output its row does not let it set"));
@@ -266,8 +282,7 @@ absl::Status Session::Impl::RunGraph(std::vector<Value> inputs, const std::vecto
     return absl::InternalError(absl::StrCat("subgraph '", graph->name, "' takes ", input_values.size(),
                                             " inputs, got ", inputs.size()));
   std::vector<Value> values(value_names.size());
-  for (size_t v = 0; v < constants.size(); ++v)
-    if (constants[v].defined()) values[v] = constants[v];
+  FillConstants(values);
   for (size_t i = 0; i < inputs.size(); ++i) {
     RETURN_IF_ERROR(CheckValue(absl::StrCat("subgraph '", graph->name, "' input '", input_infos[i].name, "'"),
                                input_infos[i].type, inputs[i], false));

@@ -36,6 +36,7 @@ struct RunPlan {
   std::vector<std::vector<char>> read;  // per input: the bytes Infer read, or empty
   std::vector<bool> was_read;
   std::vector<ValueType> types;
+  std::vector<Shape> output_shapes;  // types' concrete shapes (empty where unknown)
   std::shared_ptr<const OpPlan> plan;
 };
 
@@ -54,6 +55,9 @@ struct Step {
   bool is_static = false;
   std::vector<Shape> input_shapes;
   std::vector<ValueType> output_types;
+  // output_types' concrete shapes (empty where unknown), made once: a run
+  // reads them rather than building a Shape per output per step.
+  std::vector<Shape> output_shapes;
   std::shared_ptr<const OpPlan> plan;
   // Per output: the input position whose storage it takes (in place), or -1.
   // Decided at creation; with dynamic shapes a run checks dtype and size too.
@@ -185,6 +189,14 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   std::unordered_set<const Storage*> constant_storage;
   // Outer-scope values a subgraph reads: (value here, value in the parent).
   std::vector<std::pair<int, int>> captures;
+  // The constants a run puts in its frame: those a step or a graph output
+  // reads (a constant read only by folded nodes is left out: each one copied
+  // is a Shape allocated at every run). Set by Prepare; until then (folding
+  // at creation) every constant.
+  std::vector<int> run_constants;
+  bool run_constants_ready = false;
+  // Puts the constants in a run's frame.
+  void FillConstants(std::vector<Value>& values) const;
   std::vector<session_detail::Step> steps;
   std::vector<std::unique_ptr<Impl>> subgraphs;  // planned by steps' Infer
   // The storage plan, by value index: each value's storage root and where

@@ -257,8 +257,7 @@ absl::Status Session::RunValuesUnguarded(const std::vector<NamedValue>& inputs, 
     const Impl& im = *impl_;
     RETURN_IF_ERROR(ValidateValues(inputs));
     std::vector<Value> values(im.value_names.size());
-    for (size_t v = 0; v < im.constants.size(); ++v)
-      if (im.constants[v].defined()) values[v] = im.constants[v];
+    im.FillConstants(values);
     for (const NamedValue& in : inputs) {
       const int v = im.value_index.at(in.name);
       ASSIGN_OR_RETURN(values[size_t(v)], NormalizedValue(absl::StrCat("input '", in.name, "'"), in.value, im.budget));
@@ -337,8 +336,7 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& given, std::v
   }
   const std::vector<NamedTensor>& inputs = normalized.empty() ? given : normalized;
   std::vector<Value> values(im.value_names.size());
-  for (size_t v = 0; v < im.constants.size(); ++v)
-    if (im.constants[v].defined()) values[v] = im.constants[v];
+  im.FillConstants(values);
   for (const NamedTensor& in : inputs) {
     const int v = im.value_index.at(in.name);
     values[size_t(v)] = in.tensor;

@@ -254,6 +254,30 @@ TEST(Executor, OptionalInputsAndConstantFolding) {
   EXPECT_EQ((*s)->outputs()[0].type.ToString(), "float[3,2]");
 }
 
+// A small result of a constant larger than the folding limit folds too (the
+// Slices exporters put between a weight and its LSTM): here the Slice's value
+// reaches Reshape's inference at creation.
+TEST(Executor, ASmallSliceOfALargeConstantIsFolded) {
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {2, 3}).Output("y", DType::kFloat, {}, false);
+  std::vector<int64_t> big(70000, 7);
+  big[0] = 3;
+  big[1] = 2;
+  SetAttr(m.Node("Constant", {}, {"big"}), "value", Tensor::FromVector<int64_t>(big, {70000}));
+  SetAttr(m.Node("Constant", {}, {"starts"}), "value", Tensor::FromVector<int64_t>({0}, {1}));
+  SetAttr(m.Node("Constant", {}, {"ends"}), "value", Tensor::FromVector<int64_t>({2}, {1}));
+  m.Node("Slice", {"big", "starts", "ends"}, {"shape"});
+  m.Node("Reshape", {"x", "shape"}, {"y"});
+  absl::StatusOr<std::unique_ptr<Session>> s = m.Build();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->outputs()[0].type.ToString(), "float[3,2]");
+  Tensor x = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  absl::StatusOr<std::vector<Tensor>> out = (*s)->Run({{"x", x}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), (Shape{3, 2}));
+  EXPECT_EQ((*out)[0].data<float>()[5], 6.0f);
+}
+
 TEST(Executor, CyclesAndDanglingInputsAreErrors) {
   ModelBuilder cycle(17);
   cycle.Input("x", DType::kFloat, {1}).Output("y", DType::kFloat, {1});
