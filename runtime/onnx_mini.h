@@ -285,8 +285,8 @@ om_status* om_session_metadata(const om_session* session, om_model_metadata* out
  * runs any model). Every graph input must be given by name, with its
  * declared element type and a shape that fits the declared one; an input
  * declared a scalar may also be given as shape [1] (as onnxruntime takes it;
- * since 0.6) and runs as the scalar (an output that is that input has shape
- * []), in om_session_run_values too. Inputs are read in
+ * since 0.6) and runs as given, as onnxruntime 1.30 runs it (an output that
+ * is that input has shape [1]), in om_session_run_values too. Inputs are read in
  * place (never copied) and not modified, except through a bound output.
  *
  * Outputs are asked for by name, any subset in any order. outputs[i] == NULL
