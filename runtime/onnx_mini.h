@@ -338,7 +338,7 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
  * model_run per run, SequentialExecutor::Execute per graph or subgraph run. Past
  * a million events a recording keeps no more, and ends with a
  * "dropped_events" event (args count). *path (owned by the session, valid
- * until the next call or the session is freed) is the file written; it is
+ * until the session is freed) is the file written; it is
  * written whole or not at all (OM_INVALID_ARGUMENT when it cannot be written;
  * the events are then kept for the next call). OM_INVALID_ARGUMENT when
  * profiling is off. Runs may go on in other threads meanwhile; calls to this
