@@ -861,7 +861,9 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
       const om_session::Info& info = infos[size_t(requested[k])];
       const Tensor& buffer = outputs[k]->tensor;
       bool fits = info.elem_type == 0 || int32_t(buffer.dtype()) == info.elem_type;
-      if (info.ranked) {
+      // A declared scalar may be [1] (computed from a scalar input given as
+      // [1]); the run checks the buffer against the result before writing.
+      if (info.ranked && !(info.dims.empty() && buffer.shape() == Shape{1})) {
         fits = fits && info.dims.size() == buffer.shape().size();
         // A symbolic dim the inputs bind is checked up front too, so that a
         // mis-sized buffer fails before any output is written; except for a
