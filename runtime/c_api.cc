@@ -356,9 +356,10 @@ struct om_session {
     om_model_metadata c{};
   } metadata;
   // Profiling: the trace files' prefix ("" when off), when the current
-  // recording began (its file's name), the last file written.
-  std::string profile_prefix, profile_path;
-  std::set<std::string> profile_paths;  // every file written, never overwritten by a later one
+  // recording began (its file's name).
+  std::string profile_prefix;
+  // Every file written, never overwritten by a later one; om_session_end_profiling's paths point here.
+  std::set<std::string> profile_paths;
   std::chrono::system_clock::time_point profile_start;
   std::mutex profile_mutex;
 };
@@ -860,7 +861,9 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
       const om_session::Info& info = infos[size_t(requested[k])];
       const Tensor& buffer = outputs[k]->tensor;
       bool fits = info.elem_type == 0 || int32_t(buffer.dtype()) == info.elem_type;
-      if (info.ranked) {
+      // A declared scalar may be [1] (computed from a scalar input given as
+      // [1]); the run checks the buffer against the result before writing.
+      if (info.ranked && !(info.dims.empty() && buffer.shape() == Shape{1})) {
         fits = fits && info.dims.size() == buffer.shape().size();
         // A symbolic dim the inputs bind is checked up front too, so that a
         // mis-sized buffer fails before any output is written; except for a
@@ -925,10 +928,10 @@ om_status* om_session_end_profiling(om_session* session, const char** path) {
     for (int k = 2; session->profile_paths.count(name); ++k) name = absl::StrCat(base, "_", k, ".json");
     const auto now = std::chrono::system_clock::now();
     if (om_status* st = FromAbsl(session->session->WriteTrace(name))) return st;
-    session->profile_paths.insert(name);
-    session->profile_path = name;
+    // A set's strings do not move: each path stays valid as long as the
+    // session (a caller in another thread may still be reading the last one).
+    *path = session->profile_paths.insert(name).first->c_str();
     session->profile_start = now;
-    *path = session->profile_path.c_str();
     return nullptr;
   });
 }

@@ -285,8 +285,8 @@ om_status* om_session_metadata(const om_session* session, om_model_metadata* out
  * runs any model). Every graph input must be given by name, with its
  * declared element type and a shape that fits the declared one; an input
  * declared a scalar may also be given as shape [1] (as onnxruntime takes it;
- * since 0.6) and runs as the scalar (an output that is that input has shape
- * []), in om_session_run_values too. Inputs are read in
+ * since 0.6) and runs as given, as onnxruntime 1.30 runs it (an output that
+ * is that input has shape [1]), in om_session_run_values too. Inputs are read in
  * place (never copied) and not modified, except through a bound output.
  *
  * Outputs are asked for by name, any subset in any order. outputs[i] == NULL
@@ -338,7 +338,7 @@ om_status* om_session_run_with_options(const om_session* session, const om_run_o
  * model_run per run, SequentialExecutor::Execute per graph or subgraph run. Past
  * a million events a recording keeps no more, and ends with a
  * "dropped_events" event (args count). *path (owned by the session, valid
- * until the next call or the session is freed) is the file written; it is
+ * until the session is freed) is the file written; it is
  * written whole or not at all (OM_INVALID_ARGUMENT when it cannot be written;
  * the events are then kept for the next call). OM_INVALID_ARGUMENT when
  * profiling is off. Runs may go on in other threads meanwhile; calls to this

@@ -972,6 +972,8 @@ class InferenceSession:
             fits = array.ndim == arg.rank and all(
                 not isinstance(want, int) or want == got for want, got in zip(arg.shape, array.shape)
             )
+            # A declared scalar computed from a scalar input given as [1] is [1] (as in onnxruntime).
+            fits = fits or (arg.rank == 0 and array.shape == (1,))
             if not fits:
                 raise OnnxMiniError(
                     "%s has shape %s, but the output's shape is %s" % (where, list(array.shape), arg.shape),

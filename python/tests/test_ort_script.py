@@ -262,9 +262,24 @@ def test_a_declared_scalar_fed_as_shape_one():
     assert session.get_inputs()[1].shape == []
     x = np.array([1, 2, 3], np.float32)
     y, scalar = session.run(None, {"x": x, "s": np.array([2], np.float32)})
-    assert y.tolist() == [2, 4, 6] and scalar.shape == () and scalar.tolist() == 2
+    # onnxruntime 1.30 runs it as given (warning that {} was expected): [1].
+    assert y.tolist() == [2, 4, 6] and scalar.shape == (1,) and scalar.tolist() == [2]
     y, scalar = session.run(None, {"x": x, "s": np.array(3, np.float32)})
     assert y.tolist() == [3, 6, 9] and scalar.shape == ()
+    # An output array of the shape it then has is written in place.
+    binding = session.io_binding()
+    binding.bind_cpu_input("x", x)
+    binding.bind_cpu_input("s", np.array([4], np.float32))
+    out = np.zeros([1], np.float32)
+    binding.bind_output("id", "cpu", 0, np.float32, [1], out.ctypes.data)
+    session.run_with_iobinding(binding)
+    assert out.tolist() == [4]
+    # Given as a scalar, the result is one: the [1] array is refused, not written.
+    binding.bind_cpu_input("s", np.array(5, np.float32))
+    refused = ort.capi.onnxruntime_pybind11_state.InvalidArgument
+    with pytest.raises(refused, match="float\\[1\\] but the result is float\\[\\]"):
+        session.run_with_iobinding(binding)
+    assert out.tolist() == [4]
 
 
 def test_errors_by_onnxruntime_class():

@@ -130,7 +130,8 @@ absl::Status MergeDeclared(const Node& node, const std::string& name, const Valu
 absl::Status CheckValue(const std::string& what, const ValueType& type, const Value& v, bool check_dims = true);
 // A graph input declared a scalar and given as a one-element tensor of shape
 // [1] (onnxruntime runs it; the JS front ends of silero VAD feed `sr` so):
-// CheckValue admits it and the run reads it as the scalar.
+// CheckValue admits it and the run reads it as given (onnxruntime 1.30's
+// outputs computed from it keep the [1]: a scalar would change their shapes).
 bool ScalarGivenAsOne(const ValueType& type, const Value& v);
 
 // The static memory plan of a graph's steps (storage_plan.cc): a pure

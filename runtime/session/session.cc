@@ -21,7 +21,6 @@ namespace onnx_mini {
 namespace {
 
 using session_detail::CheckValue;
-using session_detail::ScalarGivenAsOne;
 using session_detail::RootKind;
 using session_detail::RunControl;
 using session_detail::Step;
@@ -261,8 +260,6 @@ absl::Status Session::RunValuesUnguarded(const std::vector<NamedValue>& inputs, 
     for (const NamedValue& in : inputs) {
       const int v = im.value_index.at(in.name);
       ASSIGN_OR_RETURN(values[size_t(v)], NormalizedValue(absl::StrCat("input '", in.name, "'"), in.value, im.budget));
-      if (ScalarGivenAsOne(im.input_infos[size_t(im.input_position[size_t(v)])].type, values[size_t(v)]))
-        values[size_t(v)] = values[size_t(v)].tensor().Reshaped({});
     }
     RETURN_IF_ERROR(im.Execute(values, nullptr, control.active() ? &control : nullptr));
     // Hand out only memory this run made: a tensor that may share a constant's,
@@ -340,8 +337,6 @@ absl::Status Session::RunUnguarded(const std::vector<NamedTensor>& given, std::v
   for (const NamedTensor& in : inputs) {
     const int v = im.value_index.at(in.name);
     values[size_t(v)] = in.tensor;
-    if (ScalarGivenAsOne(im.input_infos[size_t(im.input_position[size_t(v)])].type, values[size_t(v)]))
-      values[size_t(v)] = in.tensor.Reshaped({});
   }
 
   outputs->resize(im.output_values.size());
