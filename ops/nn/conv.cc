@@ -269,8 +269,22 @@ class ConvOp : public Op {
                       buffer.data(), ctx.threads()))
         return absl::OkStatus();
     }
-    if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_,
-                            ctx.budget(), z ? z->raw() : nullptr))
+    // oneDNN's clip takes a NaN to its lower bound; Clip, Max and Min as
+    // written keep it: a NaN or infinity among the inputs runs the reference.
+    bool non_finite = false;
+    if (p.dnn && std::any_of(fusion_.post.begin(), fusion_.post.end(),
+                             [](const ConvPostOp& op) { return op.kind == ConvPostOp::kClip; }))
+      RETURN_IF_ERROR(Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        for (const Tensor* t : {&x, &wt, b, z})
+          if (t) {
+            const T* v = t->data<T>();
+            for (int64_t i = 0; i < t->size() && !non_finite; ++i) non_finite = !std::isfinite(double(Widen(v[i])));
+          }
+      }));
+    if (p.dnn && !non_finite &&
+        p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget(),
+                   z ? z->raw() : nullptr))
       return absl::OkStatus();
     // Channels-last X or Y (a FusedConv between convolutions): the reference
     // runs on NCHW copies.

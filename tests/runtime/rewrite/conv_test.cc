@@ -451,3 +451,39 @@ TEST(Rewrite, FusedConvPostOpChainsMatchTheUnfusedOps) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// A NaN in X reaches every output pixel whose window holds it: the fused
+// conv's activations keep it as the unfused ops do (Max and Min let NaN win,
+// Clip keeps it), on oneDNN (float) and the reference (double, float16).
+TEST(Rewrite, FusedConvActivationsKeepNaNAsTheUnfusedOps) {
+  for (DType dt : {DType::kFloat, DType::kDouble, DType::kFloat16})
+    for (const std::string act : {"Relu", "LeakyRelu", "Clip", "Max", "Min", "HardSwish", "Tanh"}) {
+      SCOPED_TRACE(LowerName(dt) + " " + act);
+      ModelBuilder m(17);
+      m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 6, 1, true, "c", 1);
+      if (act == "Clip") {
+        m.Initializer("lo", Tensor::Zeros(dt, {}));
+        Tensor hi = Tensor::Zeros(dt, {});
+        SetDouble(hi, 0, 6);
+        m.Initializer("hi", hi);
+        m.Node("Clip", {"c", "lo", "hi"}, {"y"});
+      } else if (act == "Max" || act == "Min") {
+        Tensor c = Tensor::Zeros(dt, {1});
+        SetDouble(c, 0, act == "Max" ? -0.375 : 0.3125);
+        m.Initializer("c1", c);
+        m.Node(act, {"c", "c1"}, {"y"});
+      } else {
+        m.Node(act, {"c"}, {"y"});
+      }
+      Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -2, 2);
+      SetDouble(x, 3 * 6 + 2, std::nan(""));
+      EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("FusedConv")) << LowerName(dt) << " " << act;
+    }
+}
+
+}  // namespace
+}  // namespace onnx_mini
