@@ -270,10 +270,12 @@ class ConvOp : public Op {
         return absl::OkStatus();
     }
     // oneDNN's clip takes a NaN to its lower bound; Clip, Max and Min as
-    // written keep it: a NaN or infinity among the inputs runs the reference.
+    // written keep it (HardSigmoid gives 1): a NaN or infinity among the
+    // inputs runs the reference.
     bool non_finite = false;
-    if (p.dnn && std::any_of(fusion_.post.begin(), fusion_.post.end(),
-                             [](const ConvPostOp& op) { return op.kind == ConvPostOp::kClip; }))
+    if (p.dnn && std::any_of(fusion_.post.begin(), fusion_.post.end(), [](const ConvPostOp& op) {
+          return op.kind == ConvPostOp::kClip || op.kind == ConvPostOp::kHardSigmoid;
+        }))
       RETURN_IF_ERROR(Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
         for (const Tensor* t : {&x, &wt, b, z})

@@ -460,7 +460,7 @@ namespace {
 // Clip keeps it), on oneDNN (float) and the reference (double, float16).
 TEST(Rewrite, FusedConvActivationsKeepNaNAsTheUnfusedOps) {
   for (DType dt : {DType::kFloat, DType::kDouble, DType::kFloat16})
-    for (const std::string act : {"Relu", "LeakyRelu", "Clip", "Max", "Min", "HardSwish", "Tanh"}) {
+    for (const std::string act : {"Relu", "LeakyRelu", "Clip", "Max", "Min", "HardSwish", "Tanh", "HardSigmoid", "Sigmoid"}) {
       SCOPED_TRACE(LowerName(dt) + " " + act);
       ModelBuilder m(17);
       m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false);
