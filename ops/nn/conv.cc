@@ -269,8 +269,21 @@ class ConvOp : public Op {
                       buffer.data(), ctx.threads()))
         return absl::OkStatus();
     }
-    if (p.dnn && p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_,
-                            ctx.budget(), z ? z->raw() : nullptr))
+    // oneDNN's clip takes a NaN to its lower bound; Clip, Max and Min as
+    // written keep it (HardSigmoid gives 1): a NaN or infinity among the
+    // inputs runs the reference.
+    bool non_finite = false;
+    if (p.dnn && std::any_of(fusion_.post.begin(), fusion_.post.end(), [](const ConvPostOp& op) {
+          return op.kind == ConvPostOp::kClip || op.kind == ConvPostOp::kHardSigmoid;
+        }))
+      RETURN_IF_ERROR(Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        for (const Tensor* t : {&x, &wt, b, z})
+          if (t && !non_finite) non_finite = AnyNonFinite(t->data<T>(), t->size());
+      }));
+    if (p.dnn && !non_finite &&
+        p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget(),
+                   z ? z->raw() : nullptr))
       return absl::OkStatus();
     // Channels-last X or Y (a FusedConv between convolutions): the reference
     // runs on NCHW copies.
@@ -408,6 +421,20 @@ class ConvOp : public Op {
       w.pe[j] = pe - op;
     }
     return w;
+  }
+
+  // Whether any of the n values is NaN or infinite: v * 0 is then NaN, else
+  // 0 (summed in 8 lanes, which vectorize).
+  template <class T>
+  static bool AnyNonFinite(const T* v, int64_t n) {
+    float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int l = 0; l < 8; ++l) lane[l] += float(Widen(v[i + l])) * 0.f;
+    for (; i < n; ++i) lane[0] += float(Widen(v[i])) * 0.f;
+    float sum = 0;
+    for (float s : lane) sum += s;
+    return sum != 0 || std::isnan(sum);
   }
 
   // Copies n images of c channels of `plane` elements from NCHW to channels

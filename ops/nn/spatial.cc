@@ -547,7 +547,7 @@ double ConvPostOp::Apply(double x) const {
   switch (kind) {
     case kRelu: return x > 0 ? x : 0;
     case kLeakyRelu: return x < 0 ? double(alpha) * x : x;
-    case kClip: return std::min(double(beta), std::max(double(alpha), x));
+    case kClip: return std::isnan(x) ? x : std::min(double(beta), std::max(double(alpha), x));  // NaN stays, as in Clip
     case kHardSigmoid: return std::max(0.0, std::min(1.0, double(alpha) * x + double(beta)));
     case kHardSwish: return x * std::max(0.0, std::min(1.0, x / 6 + 0.5));
     case kSigmoid: return 1 / (1 + std::exp(-x));

@@ -451,3 +451,70 @@ TEST(Rewrite, FusedConvPostOpChainsMatchTheUnfusedOps) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// A NaN in X reaches every output pixel whose window holds it: the fused
+// conv's activations keep it as the unfused ops do (Max and Min let NaN win,
+// Clip keeps it), on oneDNN (float) and the reference (double, float16).
+TEST(Rewrite, FusedConvActivationsKeepNaNAsTheUnfusedOps) {
+  for (DType dt : {DType::kFloat, DType::kDouble, DType::kFloat16})
+    for (const std::string act : {"Relu", "LeakyRelu", "Clip", "Max", "Min", "HardSwish", "Tanh", "HardSigmoid", "Sigmoid"}) {
+      SCOPED_TRACE(LowerName(dt) + " " + act);
+      ModelBuilder m(17);
+      m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 6, 1, true, "c", 1);
+      if (act == "Clip") {
+        m.Initializer("lo", Tensor::Zeros(dt, {}));
+        Tensor hi = Tensor::Zeros(dt, {});
+        SetDouble(hi, 0, 6);
+        m.Initializer("hi", hi);
+        m.Node("Clip", {"c", "lo", "hi"}, {"y"});
+      } else if (act == "Max" || act == "Min") {
+        Tensor c = Tensor::Zeros(dt, {1});
+        SetDouble(c, 0, act == "Max" ? -0.375 : 0.3125);
+        m.Initializer("c1", c);
+        m.Node(act, {"c", "c1"}, {"y"});
+      } else {
+        m.Node(act, {"c"}, {"y"});
+      }
+      Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -2, 2);
+      SetDouble(x, 3 * 6 + 2, std::nan(""));
+      EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("FusedConv")) << LowerName(dt) << " " << act;
+    }
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// A residual Add into a conv whose input and output both stay channels last
+// (a conv reads it, a conv reads its sum): Z, written NCHW, is reordered into
+// the channels-last destination before the sum; also with a NaN in X (the
+// Clip post-op then runs the reference on NCHW copies).
+TEST(Rewrite, ChannelsLastConvWithResidualMatchesTheGraph) {
+  for (bool nan : {false, true}) {
+    const DType dt = DType::kFloat;
+    ModelBuilder m(17);
+    m.Input("x", dt, {2, 4, 7, 6}).Input("z", dt, {2, 6, 7, 6}).Output("y", dt, {}, false);
+    AddConv(m, dt, 4, 6, 1, true, "c", 1);
+    m.Initializer("w2", RandomUniform(dt, {6, 6, 1, 1}, 2, -0.5, 0.5));
+    m.Node("Conv", {"c", "w2"}, {"c2"});
+    m.Node("Add", {"z", "c2"}, {"s"});
+    m.Initializer("lo", Tensor::Zeros(dt, {}));
+    m.Initializer("hi", Tensor::FromVector(std::vector<float>{0.75f}, {}));
+    m.Node("Clip", {"s", "lo", "hi"}, {"r"});
+    m.Initializer("w3", RandomUniform(dt, {5, 6, 3, 3}, 3, -0.5, 0.5));
+    SetAttr(m.Node("Conv", {"r", "w3"}, {"y"}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+    Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -2, 2);
+    if (nan) SetDouble(x, 20, std::nan(""));
+    const Tensor z = RandomUniform(dt, {2, 6, 7, 6}, 10, -1, 1);
+    EXPECT_EQ(RunBothWays(m, {{"x", x}, {"z", z}}, Tol(dt)), std::vector<std::string>(3, "FusedConv")) << nan;
+  }
+}
+
+}  // namespace
+}  // namespace onnx_mini
