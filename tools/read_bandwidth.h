@@ -8,7 +8,11 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <vector>
+
+#include <sys/mman.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -50,10 +54,22 @@ inline float SumFloatsPlain(const float* x, int64_t begin, int64_t end) {
 
 // GB/s reading `bytes` in order on `threads` threads of the kernels' pool:
 // the median of 9 reads, over `buffers` buffers of that size in turn (more
-// than one, so that none is still in the caches when it is read again).
+// than one, so that none is still in the caches when it is read again). The
+// buffers ask for transparent huge pages, as packed quantized weights do
+// (kernels/quant/panel_memory.cc): on 4 KiB pages the TLB misses make the
+// floor lower than what those weights are read at.
 inline double ReadBandwidthGBs(int64_t bytes, int threads, int buffers = 1) {
   const int64_t n = bytes / 4 / 64 * 64;
-  std::vector<std::vector<float>> data(size_t(std::max(1, buffers)), std::vector<float>(size_t(n), 1.0f));
+  constexpr size_t kHugePage = size_t(2) << 20;
+  const size_t size = (size_t(n) * 4 + kHugePage - 1) / kHugePage * kHugePage;
+  std::vector<std::unique_ptr<float, decltype(&std::free)>> data;
+  for (int b = 0; b < std::max(1, buffers); ++b) {
+    float* p = static_cast<float*>(std::aligned_alloc(kHugePage, size));
+    if (p == nullptr) return 0;
+    madvise(p, size, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+    std::fill(p, p + n, 1.0f);
+    data.emplace_back(p, &std::free);
+  }
 #if defined(__x86_64__)
   const bool avx512 = CpuTargetUsable(CpuTarget::kAvx512, HostCpuFeatures());
 #else
@@ -62,7 +78,7 @@ inline double ReadBandwidthGBs(int64_t bytes, int threads, int buffers = 1) {
   std::vector<double> times;
   float total = 0;
   for (int round = 0; round < 9; ++round) {
-    const float* x = data[size_t(round) % data.size()].data();
+    const float* x = data[size_t(round) % data.size()].get();
     std::vector<float> sums(size_t(threads), 0.0f);
     const int64_t per = (n / 64 + threads - 1) / threads * 64;
     const auto start = std::chrono::steady_clock::now();
