@@ -77,6 +77,40 @@ def _str(name, value):
     return value
 
 
+def _nonnegative(name, value):
+    return _int(name, value, 0)
+
+
+def _severity(name, value):
+    return _int(name, value, 0, 4)
+
+
+def _enum(cls):
+    """A check that converts to the IntEnum `cls` (TypeError naming its members)."""
+
+    def check(name, value):
+        try:
+            return cls(value)
+        except (ValueError, TypeError):
+            members = ", ".join(m.name for m in cls)
+            raise TypeError("%s must be a %s (%s), not %r" % (name, cls.__name__, members, value)) from None
+
+    return check
+
+
+def _checked(name, check, doc=None):
+    """A property kept in the slot ``_<name>``, its setter checked by ``check(name, value)``."""
+    slot = "_" + name
+
+    def get(self):
+        return getattr(self, slot)
+
+    def set_(self, value):
+        setattr(self, slot, check(name, value))
+
+    return property(get, set_, doc=doc)
+
+
 def _entry(key, value):
     if not isinstance(key, str) or not isinstance(value, str):
         raise TypeError("config entries are str -> str, got %s -> %s" % (type(key).__name__, type(value).__name__))
@@ -184,147 +218,37 @@ class SessionOptions:
 
     # ---- ONNX Runtime's properties ----
 
-    @property
-    def intra_op_num_threads(self):
-        """Threads each run uses for its kernels; 0 (the default): all cores."""
-        return self._intra_op_num_threads
-
-    @intra_op_num_threads.setter
-    def intra_op_num_threads(self, value):
-        self._intra_op_num_threads = _int("intra_op_num_threads", value, 0)
-
-    @property
-    def inter_op_num_threads(self):
-        """Accepted, unused: onnx-mini runs a graph's nodes one after another."""
-        return self._inter_op_num_threads
-
-    @inter_op_num_threads.setter
-    def inter_op_num_threads(self, value):
-        self._inter_op_num_threads = _int("inter_op_num_threads", value, 0)
-
-    @property
-    def graph_optimization_level(self):
-        """ORT_DISABLE_ALL: no graph rewrites; any other level: the rewrites."""
-        return self._graph_optimization_level
-
-    @graph_optimization_level.setter
-    def graph_optimization_level(self, value):
-        try:
-            self._graph_optimization_level = GraphOptimizationLevel(value)
-        except (ValueError, TypeError):
-            raise TypeError(
-                "graph_optimization_level must be a GraphOptimizationLevel (%s), not %r"
-                % (", ".join(m.name for m in GraphOptimizationLevel), value)
-            ) from None
-
-    @property
-    def execution_mode(self):
-        """Accepted; ORT_PARALLEL runs as ORT_SEQUENTIAL."""
-        return self._execution_mode
-
-    @execution_mode.setter
-    def execution_mode(self, value):
-        try:
-            self._execution_mode = ExecutionMode(value)
-        except (ValueError, TypeError):
-            raise TypeError("execution_mode must be an ExecutionMode, not %r" % (value,)) from None
-
-    @property
-    def execution_order(self):
-        return self._execution_order
-
-    @execution_order.setter
-    def execution_order(self, value):
-        try:
-            self._execution_order = ExecutionOrder(value)
-        except (ValueError, TypeError):
-            raise TypeError("execution_order must be an ExecutionOrder, not %r" % (value,)) from None
-
-    @property
-    def enable_profiling(self):
-        """Record a trace of every run (written by InferenceSession.end_profiling())."""
-        return self._enable_profiling
-
-    @enable_profiling.setter
-    def enable_profiling(self, value):
-        self._enable_profiling = _bool("enable_profiling", value)
-
-    @property
-    def profile_file_prefix(self):
-        """The trace file's prefix: ``<prefix>_<date>_<time>.json`` (a path
-        relative to the working directory, or absolute)."""
-        return self._profile_file_prefix
-
-    @profile_file_prefix.setter
-    def profile_file_prefix(self, value):
-        self._profile_file_prefix = _str("profile_file_prefix", value)
-
-    @property
-    def log_severity_level(self):
-        """Accepted (0-4, as ONNX Runtime), unused."""
-        return self._log_severity_level
-
-    @log_severity_level.setter
-    def log_severity_level(self, value):
-        self._log_severity_level = _int("log_severity_level", value, 0, 4)
-
-    @property
-    def log_verbosity_level(self):
-        """Accepted, unused."""
-        return self._log_verbosity_level
-
-    @log_verbosity_level.setter
-    def log_verbosity_level(self, value):
-        self._log_verbosity_level = _int("log_verbosity_level", value, 0)
-
-    @property
-    def logid(self):
-        return self._logid
-
-    @logid.setter
-    def logid(self, value):
-        self._logid = _str("logid", value)
-
-    @property
-    def optimized_model_filepath(self):
-        """Not supported: a session made with it set warns and writes nothing."""
-        return self._optimized_model_filepath
-
-    @optimized_model_filepath.setter
-    def optimized_model_filepath(self, value):
-        self._optimized_model_filepath = _str("optimized_model_filepath", value)
-
-    @property
-    def enable_cpu_mem_arena(self):
-        return self._enable_cpu_mem_arena
-
-    @enable_cpu_mem_arena.setter
-    def enable_cpu_mem_arena(self, value):
-        self._enable_cpu_mem_arena = _bool("enable_cpu_mem_arena", value)
-
-    @property
-    def enable_mem_pattern(self):
-        return self._enable_mem_pattern
-
-    @enable_mem_pattern.setter
-    def enable_mem_pattern(self, value):
-        self._enable_mem_pattern = _bool("enable_mem_pattern", value)
-
-    @property
-    def enable_mem_reuse(self):
-        return self._enable_mem_reuse
-
-    @enable_mem_reuse.setter
-    def enable_mem_reuse(self, value):
-        self._enable_mem_reuse = _bool("enable_mem_reuse", value)
-
-    @property
-    def use_deterministic_compute(self):
-        return self._use_deterministic_compute
-
-    @use_deterministic_compute.setter
-    def use_deterministic_compute(self, value):
-        self._use_deterministic_compute = _bool("use_deterministic_compute", value)
+    intra_op_num_threads = _checked(
+        "intra_op_num_threads", _nonnegative, "Threads each run uses for its kernels; 0 (the default): all cores."
+    )
+    inter_op_num_threads = _checked(
+        "inter_op_num_threads", _nonnegative, "Accepted, unused: onnx-mini runs a graph's nodes one after another."
+    )
+    graph_optimization_level = _checked(
+        "graph_optimization_level",
+        _enum(GraphOptimizationLevel),
+        "ORT_DISABLE_ALL: no graph rewrites; any other level: the rewrites.",
+    )
+    execution_mode = _checked("execution_mode", _enum(ExecutionMode), "Accepted; ORT_PARALLEL runs as ORT_SEQUENTIAL.")
+    execution_order = _checked("execution_order", _enum(ExecutionOrder))
+    enable_profiling = _checked(
+        "enable_profiling", _bool, "Record a trace of every run (written by InferenceSession.end_profiling())."
+    )
+    profile_file_prefix = _checked(
+        "profile_file_prefix",
+        _str,
+        "The trace file's prefix: ``<prefix>_<date>_<time>.json`` (a path relative to the working directory, or absolute).",
+    )
+    log_severity_level = _checked("log_severity_level", _severity, "Accepted (0-4, as ONNX Runtime), unused.")
+    log_verbosity_level = _checked("log_verbosity_level", _nonnegative, "Accepted, unused.")
+    logid = _checked("logid", _str)
+    optimized_model_filepath = _checked(
+        "optimized_model_filepath", _str, "Not supported: a session made with it set warns and writes nothing."
+    )
+    enable_cpu_mem_arena = _checked("enable_cpu_mem_arena", _bool)
+    enable_mem_pattern = _checked("enable_mem_pattern", _bool)
+    enable_mem_reuse = _checked("enable_mem_reuse", _bool)
+    use_deterministic_compute = _checked("use_deterministic_compute", _bool)
 
     # ---- config entries ----
 
@@ -480,46 +404,11 @@ class RunOptions:
         _capi.check(_capi.om_run_options_set_terminate(self._handle, 1 if value else 0))
         self._terminate = value
 
-    @property
-    def log_severity_level(self):
-        return self._log_severity_level
-
-    @log_severity_level.setter
-    def log_severity_level(self, value):
-        self._log_severity_level = _int("log_severity_level", value, 0, 4)
-
-    @property
-    def log_verbosity_level(self):
-        return self._log_verbosity_level
-
-    @log_verbosity_level.setter
-    def log_verbosity_level(self, value):
-        self._log_verbosity_level = _int("log_verbosity_level", value, 0)
-
-    @property
-    def logid(self):
-        return self._logid
-
-    @logid.setter
-    def logid(self, value):
-        self._logid = _str("logid", value)
-
-    @property
-    def run_tag(self):
-        """A tag for the run (ONNX Runtime logs it; onnx-mini keeps it)."""
-        return self._run_tag
-
-    @run_tag.setter
-    def run_tag(self, value):
-        self._run_tag = _str("run_tag", value)
-
-    @property
-    def only_execute_path_to_fetches(self):
-        return self._only_execute_path_to_fetches
-
-    @only_execute_path_to_fetches.setter
-    def only_execute_path_to_fetches(self, value):
-        self._only_execute_path_to_fetches = _bool("only_execute_path_to_fetches", value)
+    log_severity_level = _checked("log_severity_level", _severity)
+    log_verbosity_level = _checked("log_verbosity_level", _nonnegative)
+    logid = _checked("logid", _str)
+    run_tag = _checked("run_tag", _str, "A tag for the run (ONNX Runtime logs it; onnx-mini keeps it).")
+    only_execute_path_to_fetches = _checked("only_execute_path_to_fetches", _bool)
 
     def add_run_config_entry(self, key, value):
         """Sets a run config entry; ``run.onnx_mini.timeout_ms`` is a deadline
