@@ -9,24 +9,9 @@
 #include <utility>
 #include <vector>
 
-namespace onnx_mini {
+#include "../runtime/json_escape.h"  // relative: onnx-decode sees only the C API's include path
 
-inline std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", int(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+namespace onnx_mini {
 
 struct JsonValue {
   enum Kind { kNull, kBool, kNumber, kString, kArray, kObject };

@@ -13,26 +13,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/json_escape.h"
 #include "runtime/session/impl.h"
 
 namespace onnx_mini {
 namespace session_detail {
 namespace {
-
-void AppendEscaped(std::string& out, const std::string& s) {
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", int(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-}
 
 // onnxruntime's names of element types in its traces.
 const char* TraceTypeName(DType dtype) {
@@ -150,7 +136,7 @@ std::string Tracer::ToJson(const std::vector<TraceEvent>& events, int64_t droppe
       continue;
     }
     head("Node", e->tid, e->start_ns, e->end_ns);
-    AppendEscaped(out, e->node->name);
+    AppendJsonEscaped(out, e->node->name);
     size_t activation = 0, parameter = 0, output = 0;
     for (size_t i = 0; i < e->values.size(); ++i) {
       const TraceValue& v = e->values[i];
@@ -158,7 +144,7 @@ std::string Tracer::ToJson(const std::vector<TraceEvent>& events, int64_t droppe
       (i >= e->num_inputs ? output : v.constant ? parameter : activation) += v.bytes;
     }
     out += "\",\"args\" : {\"op_name\" : \"";
-    AppendEscaped(out, e->node->op_type);
+    AppendJsonEscaped(out, e->node->op_type);
     absl::StrAppend(&out, "\",\"provider\" : \"CPUExecutionProvider\",\"node_index\" : \"", e->node->node_index,
                     "\",\"activation_size\" : \"", activation, "\",\"parameter_size\" : \"", parameter,
                     "\",\"output_size\" : \"", output, "\",\"input_type_shape\" : ");
