@@ -1,0 +1,252 @@
+// Rotary position embedding as exporters write HF's apply_rotary_pos_emb:
+//   Add(Mul(x, cos), Mul(rotate_half(x), sin)) (operands in either order)
+//   with rotate_half(x) = Concat(Neg(x2), x1, axis = -1), x1 and x2 x's first
+//   and second halves along the last axis as
+//     Slice(x, 0, h) and Slice(x, h, >= D) (axes -1 or 3, steps absent or 1;
+//     starts and ends constants, or h as Div(Gather(Shape(v), 3 | -1), 2)
+//     for a v whose last dim is D, optionally Unsqueezed to 1-D), or
+//     Split(x, axis -1 | 3) into [h, h] (sizes given or equal halves);
+//   cos and sin each Unsqueeze(Gather(table, position_ids, axis 0), [1]) of a
+//   constant table [P, D] of x's type whose two halves [:, :h] and [:, h:]
+//   are equal (HF's cat(freqs, freqs)), with x known 4-D [B, H, S, D], D =
+//   2h known, and position_ids int64 [B, S] (the same B and S as x: equal
+//   known values or the same symbol)
+//   -> RotaryEmbedding(x, cos[:, :h], sin[:, :h], position_ids) (ai.onnx 23,
+//   non-interleaved), the half tables made once at creation. The table
+//   multiplied by x is the op's cos whatever its name: cos and sin exchanged
+//   compute x1*s - x2*c, x2*s + x1*c, which the op computes with them exchanged.
+//   The one difference: the op refuses position ids outside [0, P) (an error
+//   naming the node), where Gather also took [-P, 0) from the end.
+// What it leaves unread (the shared Gather/Unsqueeze of the tables, the
+// Shape chain of the halves) goes at the next pass (RewriteUnreadShapeOps).
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+
+#include "runtime/element.h"
+#include "runtime/rewrite/graph_index.h"
+
+namespace onnx_mini {
+namespace rewrite {
+namespace {
+
+bool SameDim(const Dim& a, const Dim& b) {
+  if (a.known() || b.known()) return a.value == b.value;
+  return !a.symbol.empty() && a.symbol == b.symbol;
+}
+
+// A constant int64 (or int32) of one element, rank <= 1.
+std::optional<int64_t> IntScalar(const Index& ix, const std::string& name) {
+  const Tensor* t = ix.Constant(name);
+  if (!t || t->size() != 1 || t->shape().size() > 1) return std::nullopt;
+  if (t->dtype() == DType::kInt64) return t->data<int64_t>()[0];
+  if (t->dtype() == DType::kInt32) return t->data<int32_t>()[0];
+  return std::nullopt;
+}
+
+// An axis naming the last of rank 4.
+bool LastOf4(int64_t axis) { return axis == -1 || axis == 3; }
+
+// A Slice bound: a constant, or D / 2 as Div(Gather(Shape(v), 3 | -1), 2)
+// (through an Unsqueeze to 1-D) with v's last dim D known.
+std::optional<int64_t> SliceBound(const Index& ix, const std::string& name) {
+  if (auto c = IntScalar(ix, name)) return c;
+  std::string e = name;
+  if (const Node* u = ix.Producer(e, "Unsqueeze"); u && !u->inputs.empty()) {
+    std::vector<int64_t> axes = u->attr_ints("axes");
+    if (u->inputs.size() > 1) {
+      const Tensor* a = ix.Constant(u->inputs[1]);
+      if (!a || a->size() != 1 || a->dtype() != DType::kInt64) return std::nullopt;
+      axes = {a->data<int64_t>()[0]};
+    }
+    if (axes.size() != 1 || (axes[0] != 0 && axes[0] != -1)) return std::nullopt;
+    e = u->inputs[0];
+  }
+  const Node* div = ix.Producer(e, "Div");
+  if (!div || !Binary(*div) || !ix.ConstantIs(div->inputs[1], 2)) return std::nullopt;
+  const Node* gather = ix.Producer(div->inputs[0], "Gather");
+  if (!gather || !Binary(*gather) || gather->attr_int("axis", 0) != 0) return std::nullopt;
+  const std::optional<int64_t> at = IntScalar(ix, gather->inputs[1]);
+  const Node* shape = ix.Producer(gather->inputs[0], "Shape");
+  if (!at || !shape || shape->inputs.size() != 1 || shape->attr_int("start", 0) != 0 || shape->attr("end"))
+    return std::nullopt;
+  const std::optional<Dims> d = ix.DimsOf(shape->inputs[0]);
+  if (!d || d->size() != 4 || (*at != 3 && *at != -1) || d->back() < 0) return std::nullopt;
+  return d->back() / 2;
+}
+
+// Slice(x, start, end, axis) with unit steps over x's last axis (of length
+// d): [start, end) clamped to [0, d].
+struct Range {
+  std::string x;
+  int64_t start = 0, end = 0;
+};
+std::optional<Range> LastAxisSlice(const Index& ix, const Node& s, int64_t d) {
+  if (s.inputs.size() < 4 || s.inputs.size() > 5) return std::nullopt;  // Slice-10+: axes given
+  const std::optional<int64_t> axis = IntScalar(ix, s.inputs[3]);
+  if (!axis || !LastOf4(*axis)) return std::nullopt;
+  if (s.inputs.size() == 5 && !s.inputs[4].empty() && IntScalar(ix, s.inputs[4]) != std::optional<int64_t>(1))
+    return std::nullopt;
+  const std::optional<int64_t> a = SliceBound(ix, s.inputs[1]), b = SliceBound(ix, s.inputs[2]);
+  if (!a || !b) return std::nullopt;
+  auto clamp = [d](int64_t v) { return v < 0 ? std::max<int64_t>(v + d, 0) : std::min(v, d); };
+  return Range{s.inputs[0], clamp(*a), clamp(*b)};
+}
+
+// rotate_half(x) as `rot`: x and the nodes to remove.
+struct RotateHalf {
+  std::string x;
+  std::vector<size_t> nodes;
+};
+std::optional<RotateHalf> MatchRotateHalf(const Index& ix, const std::string& rot) {
+  size_t i_cat = 0, i_neg = 0, i_1 = 0, i_2 = 0;
+  const Node* cat = ix.Inner(rot) ? ix.Producer(rot, "Concat", &i_cat) : nullptr;
+  if (!cat || !Binary(*cat) || !LastOf4(cat->attr_int("axis", 0))) return std::nullopt;
+  const std::string& x1 = cat->inputs[1];
+  const Node* neg = ix.Inner(cat->inputs[0]) ? ix.Producer(cat->inputs[0], "Neg", &i_neg) : nullptr;
+  if (!neg || neg->inputs.size() != 1 || !ix.Inner(neg->inputs[0]) || !ix.Inner(x1)) return std::nullopt;
+  const std::string& x2 = neg->inputs[0];
+  RotateHalf r;
+  // Split(x) into two halves: x1 its first output, x2 its second.
+  if (const Node* split = ix.Producer(x1, "Split", &i_1)) {
+    if (ix.Producer(x2, "Split", &i_2) != split || split->outputs.size() != 2 || split->outputs[0] != x1 ||
+        split->outputs[1] != x2 || !LastOf4(split->attr_int("axis", 0)))
+      return std::nullopt;
+    const std::optional<Dims> d = ix.DimsOf(split->inputs[0]);
+    if (!d || d->size() != 4 || d->back() < 2 || d->back() % 2 != 0) return std::nullopt;
+    std::vector<int64_t> sizes = split->attr_ints("split");
+    if (split->inputs.size() > 1 && !split->inputs[1].empty()) {
+      const Tensor* s = ix.Constant(split->inputs[1]);
+      if (!s || s->dtype() != DType::kInt64 || s->size() != 2) return std::nullopt;
+      sizes = {s->data<int64_t>()[0], s->data<int64_t>()[1]};
+    }
+    if (!sizes.empty() && (sizes.size() != 2 || sizes[0] != d->back() / 2 || sizes[1] != d->back() / 2))
+      return std::nullopt;
+    r.x = split->inputs[0];
+    r.nodes = {i_cat, i_neg, i_1};
+    return r;
+  }
+  const Node* s1 = ix.Producer(x1, "Slice", &i_1);
+  const Node* s2 = ix.Producer(x2, "Slice", &i_2);
+  if (!s1 || !s2 || s1->inputs.empty() || s2->inputs.empty() || s1->inputs[0] != s2->inputs[0]) return std::nullopt;
+  const std::optional<Dims> d = ix.DimsOf(s1->inputs[0]);
+  if (!d || d->size() != 4 || d->back() < 2 || d->back() % 2 != 0) return std::nullopt;
+  const int64_t h = d->back() / 2;
+  const std::optional<Range> a = LastAxisSlice(ix, *s1, d->back()), b = LastAxisSlice(ix, *s2, d->back());
+  if (!a || !b || a->start != 0 || a->end != h || b->start != h || b->end != 2 * h) return std::nullopt;
+  r.x = s1->inputs[0];
+  r.nodes = {i_cat, i_neg, i_1, i_2};
+  return r;
+}
+
+// cos or sin: Unsqueeze(Gather(table, ids), [1]) with table a constant [P, D].
+struct Table {
+  std::string table, ids;
+};
+std::optional<Table> MatchTable(const Index& ix, const std::string& v) {
+  const Node* u = ix.Producer(v, "Unsqueeze");
+  if (!u || u->inputs.empty()) return std::nullopt;
+  std::vector<int64_t> axes = u->attr_ints("axes");
+  if (u->inputs.size() > 1) {
+    const Tensor* a = ix.Constant(u->inputs[1]);
+    if (!a || a->size() != 1 || a->dtype() != DType::kInt64) return std::nullopt;
+    axes = {a->data<int64_t>()[0]};
+  }
+  if (axes != std::vector<int64_t>{1}) return std::nullopt;
+  const Node* gather = ix.Producer(u->inputs[0], "Gather");
+  if (!gather || !Binary(*gather) || gather->attr_int("axis", 0) != 0) return std::nullopt;
+  const Tensor* t = ix.Constant(gather->inputs[0]);
+  if (!t || t->shape().size() != 2) return std::nullopt;
+  return Table{gather->inputs[0], gather->inputs[1]};
+}
+
+// The first half [P, D/2] of a table whose halves are equal (bit for bit),
+// as an initializer made once: its name, or "" when the halves differ.
+std::string HalfTable(Graph& g, const Index& ix, const std::string& name) {
+  const std::string half = name + "/rotary_half";
+  if (g.initializers.count(half)) return half;
+  const Tensor& t = *ix.Constant(name);
+  const int64_t rows = t.shape()[0], d = t.shape()[1], h = d / 2;
+  const size_t e = StorageBytes(t.dtype(), 1);
+  const char* src = static_cast<const char*>(t.raw());
+  for (int64_t r = 0; r < rows; ++r)
+    if (std::memcmp(src + size_t(r * d) * e, src + size_t(r * d + h) * e, size_t(h) * e) != 0) return "";
+  Tensor out = Tensor::Zeros(t.dtype(), {rows, h});
+  char* dst = static_cast<char*>(out.raw());
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + size_t(r * h) * e, src + size_t(r * d) * e, size_t(h) * e);
+  g.initializers[half] = std::move(out);
+  return half;
+}
+
+}  // namespace
+
+bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  Node& node = g.nodes[n];
+  if (node.op_type != "Add" || !node.domain.empty() || !Binary(node) || node.outputs.size() != 1) return false;
+  for (int side = 0; side < 2; ++side) {
+    size_t i_a = 0, i_b = 0;
+    const std::string& a = node.inputs[size_t(side)];
+    const std::string& b = node.inputs[size_t(1 - side)];
+    const Node* mul_a = ix.Inner(a) ? ix.Producer(a, "Mul", &i_a) : nullptr;
+    const Node* mul_b = ix.Inner(b) ? ix.Producer(b, "Mul", &i_b) : nullptr;
+    if (!mul_a || !mul_b || !Binary(*mul_a) || !Binary(*mul_b)) continue;
+    for (int rs = 0; rs < 2; ++rs) {
+      const std::optional<RotateHalf> rot = MatchRotateHalf(ix, mul_b->inputs[size_t(rs)]);
+      if (!rot) continue;
+      const std::string& sin = mul_b->inputs[size_t(1 - rs)];
+      std::string cos;
+      if (mul_a->inputs[0] == rot->x) cos = mul_a->inputs[1];
+      else if (mul_a->inputs[1] == rot->x) cos = mul_a->inputs[0];
+      else continue;
+      const std::optional<Table> tc = MatchTable(ix, cos), ts = MatchTable(ix, sin);
+      if (!tc || !ts || tc->ids != ts->ids) continue;
+      // The shapes: x [B, H, S, D], ids int64 [B, S], tables [P, D] of x's type.
+      const ValueType* xt = ix.Type(rot->x);
+      const ValueType* it = ix.Type(tc->ids);
+      if (!xt || !it || !xt->is_tensor() || !it->is_tensor() || !xt->dims || !it->dims) continue;
+      const std::vector<Dim>& xd = *xt->dims;
+      const std::vector<Dim>& id = *it->dims;
+      if (xd.size() != 4 || id.size() != 2 || it->dtype != DType::kInt64 || !xd[3].known()) continue;
+      if (!SameDim(xd[0], id[0]) || !SameDim(xd[2], id[1])) continue;
+      const Tensor* c = ix.Constant(tc->table);
+      const Tensor* s = ix.Constant(ts->table);
+      if (c->dtype() != xt->dtype || s->dtype() != xt->dtype || c->shape() != s->shape() ||
+          c->shape()[1] != xd[3].value || c->shape()[0] < 1)
+        continue;
+      const std::string cos_half = HalfTable(g, ix, tc->table);
+      const std::string sin_half = cos_half.empty() ? "" : HalfTable(g, ix, ts->table);
+      if (sin_half.empty()) continue;
+      for (size_t k : rot->nodes) dead[k] = true;
+      dead[i_a] = dead[i_b] = true;
+      Node fused;
+      fused.name = node.name;  // errors name the user's node (or its output)
+      fused.op_type = "RotaryEmbedding";
+      fused.opset = 23;
+      fused.inputs = {rot->x, cos_half, sin_half, tc->ids};
+      fused.outputs = node.outputs;
+      fused.attributes = {{"interleaved", IntAttr("interleaved", 0)}};
+      node = std::move(fused);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The shape and table plumbing a fused pattern no longer reads: a Gather,
+// Unsqueeze, Squeeze, Shape, Div or Slice none of whose outputs has a reader
+// (nodes, subgraphs) or is a graph output.
+bool RewriteUnreadShapeOps(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  const Node& node = g.nodes[n];
+  static const char* const kOps[] = {"Gather", "Unsqueeze", "Squeeze", "Shape", "Div", "Slice"};
+  if (!node.domain.empty() ||
+      std::none_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return node.op_type == op; }))
+    return false;
+  for (const std::string& o : node.outputs)
+    if (!o.empty() && (ix.Uses(o) > 0 || ix.IsOutput(o))) return false;
+  dead[n] = true;
+  return true;
+}
+
+}  // namespace rewrite
+}  // namespace onnx_mini
