@@ -1,0 +1,228 @@
+// runtime/rewrite/rotary.cc: HF's rotary (x * cos + rotate_half(x) * sin) as
+// exporters spell it -> RotaryEmbedding-23.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tests/runtime/rewrite/rewrite_test_util.h"
+
+namespace onnx_mini {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::Not;
+
+enum class Halves { kSlice, kShapeSlice, kSplit };
+
+struct RotaryForm {
+  Halves halves = Halves::kSlice;
+  int64_t opset = 17;
+  bool cos_first = false;  // Mul(cos, x) and Mul(sin, rot)
+  bool add_swapped = false;
+  // What must keep the rewrite away (or, for exchanged tables, not).
+  bool halves_swapped = false;  // Concat(Neg(x1), x2)
+  bool wrong_sign = false;      // Concat(x2, Neg(x1))
+  bool exchanged = false;       // x * sin + rotate_half(x) * cos
+  int64_t cut = 0;              // where x1 ends (0: D / 2)
+  bool unequal_halves = false;  // the tables' halves differ
+  bool ids_one_row = false;     // position_ids [1, S] against x of batch 2
+  bool k_too = false;           // a second rotary (k) sharing cos and sin
+};
+
+constexpr int64_t kB = 2, kH = 3, kD = 8, kP = 40;
+
+void Symbol(ModelBuilder& m, int input, int dim, const std::string& name) {
+  m.graph().mutable_input(input)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(dim)->set_dim_param(
+      name);
+}
+
+Tensor Table(DType dt, bool is_cos, bool unequal) {
+  Tensor t = Tensor::Zeros(dt, {kP, kD});
+  for (int64_t p = 0; p < kP; ++p)
+    for (int64_t i = 0; i < kD; ++i) {
+      const double f = std::pow(10000.0, -double(2 * (i % (kD / 2))) / kD);
+      double v = is_cos ? std::cos(double(p) * f) : std::sin(double(p) * f);
+      if (unequal && i >= kD / 2 && p % 3 == 1) v += 0.25;
+      SetDouble(t, p * kD + i, v);
+    }
+  return t;
+}
+
+// rotary of `x` into `y`, reading rope_cos / rope_sin.
+void Rotary(ModelBuilder& m, const RotaryForm& f, const std::string& x, const std::string& y) {
+  const std::string x1 = y + "_x1", x2 = y + "_x2";
+  const int64_t cut = f.cut ? f.cut : kD / 2;
+  switch (f.halves) {
+    case Halves::kSlice:
+      m.Node("Slice", {x, "zero", "cut", "last"}, {x1});
+      m.Node("Slice", {x, "cut", "big", "last"}, {x2});
+      break;
+    case Halves::kShapeSlice: {
+      // x.shape[-1] // 2, as TorchScript exports it.
+      m.Node("Shape", {x}, {y + "_shape"});
+      SetAttr(m.Node("Gather", {y + "_shape", "three"}, {y + "_d"}), "axis", int64_t{0});
+      m.Node("Div", {y + "_d", "two"}, {y + "_h"});
+      if (f.opset >= 13) m.Node("Unsqueeze", {y + "_h", "zero"}, {y + "_h1"});
+      else SetAttr(m.Node("Unsqueeze", {y + "_h"}, {y + "_h1"}), "axes", std::vector<int64_t>{0});
+      m.Node("Slice", {x, "zero", y + "_h1", "last"}, {x1});
+      m.Node("Slice", {x, y + "_h1", "big", "last"}, {x2});
+      break;
+    }
+    case Halves::kSplit: {
+      onnx::NodeProto& s = f.opset >= 18 ? m.Node("Split", {x}, {x1, x2}) : m.Node("Split", {x, "halves"}, {x1, x2});
+      SetAttr(s, "axis", int64_t{-1});
+      if (f.opset >= 18) SetAttr(s, "num_outputs", int64_t{2});
+      break;
+    }
+  }
+  if (f.halves_swapped) {
+    m.Node("Neg", {x1}, {y + "_neg"});
+    SetAttr(m.Node("Concat", {y + "_neg", x2}, {y + "_rot"}), "axis", int64_t{-1});
+  } else if (f.wrong_sign) {
+    m.Node("Neg", {x1}, {y + "_neg"});
+    SetAttr(m.Node("Concat", {x2, y + "_neg"}, {y + "_rot"}), "axis", int64_t{-1});
+  } else {
+    m.Node("Neg", {x2}, {y + "_neg"});
+    SetAttr(m.Node("Concat", {y + "_neg", x1}, {y + "_rot"}), "axis", int64_t{-1});
+  }
+  const std::string c = f.exchanged ? "rope_sin" : "rope_cos", s = f.exchanged ? "rope_cos" : "rope_sin";
+  if (f.cos_first) {
+    m.Node("Mul", {c, x}, {y + "_c"});
+    m.Node("Mul", {s, y + "_rot"}, {y + "_s"});
+  } else {
+    m.Node("Mul", {x, c}, {y + "_c"});
+    m.Node("Mul", {y + "_rot", s}, {y + "_s"});
+  }
+  if (f.add_swapped) m.Node("Add", {y + "_s", y + "_c"}, {y});
+  else m.Node("Add", {y + "_c", y + "_s"}, {y});
+}
+
+ModelBuilder RotaryModel(const RotaryForm& f, DType dt) {
+  ModelBuilder m(f.opset);
+  m.Input("x", dt, {kB, kH, -1, kD}).Input("ids", DType::kInt64, {f.ids_one_row ? 1 : kB, -1});
+  Symbol(m, 0, 2, "seq");
+  Symbol(m, 1, 1, "seq");
+  m.Output("y", dt, {kB, kH, -1, kD});
+  if (f.k_too) {
+    m.Input("k", dt, {kB, 1, -1, kD});
+    Symbol(m, 2, 2, "seq");
+    m.Output("yk", dt, {kB, 1, -1, kD});
+  }
+  m.Initializer("cos_cached", Table(dt, true, f.unequal_halves));
+  m.Initializer("sin_cached", Table(dt, false, false));
+  m.Initializer("zero", I({0}, {1})).Initializer("one", I({1}, {1})).Initializer("last", I({-1}, {1}));
+  m.Initializer("cut", I({f.cut ? f.cut : kD / 2}, {1}));
+  m.Initializer("big", I({std::numeric_limits<int64_t>::max()}, {1}));
+  m.Initializer("three", I({3}, {})).Initializer("two", I({2}, {}));
+  m.Initializer("halves", I({kD / 2, kD / 2}, {2}));
+  for (const char* t : {"cos", "sin"}) {
+    const std::string g = std::string("rope_") + t + "_3d";
+    m.Node("Gather", {std::string(t) + "_cached", "ids"}, {g});
+    if (f.opset >= 13) m.Node("Unsqueeze", {g, "one"}, {std::string("rope_") + t});
+    else SetAttr(m.Node("Unsqueeze", {g}, {std::string("rope_") + t}), "axes", std::vector<int64_t>{1});
+  }
+  Rotary(m, f, "x", "y");
+  if (f.k_too) Rotary(m, f, "k", "yk");
+  return m;
+}
+
+std::vector<NamedTensor> Inputs(DType dt, int64_t s, bool one_row, bool k_too) {
+  std::vector<int64_t> ids;
+  for (int64_t b = 0; b < (one_row ? 1 : kB); ++b)
+    for (int64_t i = 0; i < s; ++i) ids.push_back((7 * b + 5 * i + 3) % kP);
+  std::vector<NamedTensor> in = {{"x", RandomUniform(dt, {kB, kH, s, kD}, uint32_t(s))},
+                                 {"ids", I(ids, {one_row ? 1 : kB, s})}};
+  if (k_too) in.push_back({"k", RandomUniform(dt, {kB, 1, s, kD}, uint32_t(s + 9))});
+  return in;
+}
+
+std::vector<std::string> RunForm(const RotaryForm& f, DType dt = DType::kFloat) {
+  const double tol = dt == DType::kFloat ? 1e-5 : 4e-3;
+  return RunBothWaysMany(RotaryModel(f, dt),
+                         {Inputs(dt, 5, f.ids_one_row, f.k_too), Inputs(dt, 1, f.ids_one_row, f.k_too)}, tol);
+}
+
+TEST(RewriteRotary, HfRotaryBecomesRotaryEmbeddingInEverySpelling) {
+  for (DType dt : {DType::kFloat, DType::kFloat16})
+    for (Halves h : {Halves::kSlice, Halves::kShapeSlice, Halves::kSplit})
+      for (int64_t opset : {11, 13, 18})
+        for (bool cos_first : {false, true})
+          for (bool add_swapped : {false, true}) {
+            if (h == Halves::kSplit && opset < 13) continue;  // Split-11's sizes are an attribute: not written here
+            RotaryForm f;
+            f.halves = h, f.opset = opset, f.cos_first = cos_first, f.add_swapped = add_swapped;
+            EXPECT_THAT(RunForm(f, dt), ElementsAre("RotaryEmbedding"))
+                << LowerName(dt) << " halves " << int(h) << " opset " << opset << " cos first " << cos_first
+                << " add swapped " << add_swapped;
+          }
+}
+
+// q and k share cos and sin: both fuse, and the Gather/Unsqueeze of the
+// tables (and the Shape plumbing) go with them.
+TEST(RewriteRotary, SharedTablesFuseBothAndTheirPlumbingGoes) {
+  for (Halves h : {Halves::kSlice, Halves::kShapeSlice}) {
+    RotaryForm f;
+    f.halves = h, f.k_too = true, f.opset = 18;
+    EXPECT_THAT(RunForm(f), ElementsAre("RotaryEmbedding", "RotaryEmbedding")) << int(h);
+  }
+}
+
+// x * sin + rotate_half(x) * cos is the op with its tables exchanged: it
+// fuses so and gives the graph's values.
+TEST(RewriteRotary, ExchangedTablesFuseExchanged) {
+  RotaryForm f;
+  f.exchanged = true;
+  EXPECT_THAT(RunForm(f), ElementsAre("RotaryEmbedding"));
+}
+
+TEST(RewriteRotary, OtherRotationsAreKept) {
+  RotaryForm swapped, sign, cut, unequal, one_row;
+  swapped.halves_swapped = true;
+  sign.wrong_sign = true;
+  cut.cut = kD / 2 - 1;
+  unequal.unequal_halves = true;
+  one_row.ids_one_row = true;  // broadcast by the graph, refused by the op
+  for (const RotaryForm& f : {swapped, sign, cut, unequal, one_row})
+    EXPECT_THAT(RunForm(f), Not(Contains("RotaryEmbedding")))
+        << f.halves_swapped << f.wrong_sign << f.cut << f.unequal_halves << f.ids_one_row;
+  RotaryForm split_cut;
+  split_cut.halves = Halves::kSplit;
+  split_cut.opset = 13;
+  ModelBuilder m = RotaryModel(split_cut, DType::kFloat);
+  // Split into [5, 3]: not the halves.
+  for (auto& init : *m.graph().mutable_initializer())
+    if (init.name() == "halves") {
+      init.clear_int64_data();
+      init.clear_raw_data();
+      init.add_int64_data(5);
+      init.add_int64_data(3);
+    }
+  EXPECT_THAT(RunBothWaysMany(m, {Inputs(DType::kFloat, 4, false, false)}, 1e-5), Not(Contains("RotaryEmbedding")));
+}
+
+// A rotated value read elsewhere (the rotate_half output a graph output)
+// keeps the graph as written.
+TEST(RewriteRotary, AnIntermediateReadElsewhereKeepsThePattern) {
+  ModelBuilder m = RotaryModel(RotaryForm{}, DType::kFloat);
+  m.Output("y_rot", DType::kFloat, {kB, kH, -1, kD});
+  EXPECT_THAT(RunBothWaysMany(m, {Inputs(DType::kFloat, 3, false, false)}, 1e-5), Not(Contains("RotaryEmbedding")));
+}
+
+// Position ids outside the table: Gather and the fused op both refuse
+// (the fused op names the node); the session stays usable.
+TEST(RewriteRotary, PositionsOutsideTheTableAreAnError) {
+  auto s = RotaryModel(RotaryForm{}, DType::kFloat).Build();
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_THAT(OpTypes(**s), ElementsAre("RotaryEmbedding"));
+  std::vector<NamedTensor> bad = Inputs(DType::kFloat, 2, false, false);
+  bad[1].tensor = I({0, 1, 2, kP}, {kB, 2});
+  EXPECT_FALSE((*s)->Run(bad).ok());
+  EXPECT_TRUE((*s)->Run(Inputs(DType::kFloat, 2, false, false)).ok());
+}
+
+}  // namespace
+}  // namespace onnx_mini
