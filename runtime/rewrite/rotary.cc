@@ -8,21 +8,25 @@
 //     Split(x, axis -1 | 3) into [h, h] (sizes given or equal halves);
 //   cos and sin each Unsqueeze(Gather(table, position_ids, axis 0), [1]) of a
 //   constant table [P, D] of x's type whose two halves [:, :h] and [:, h:]
-//   are equal (HF's cat(freqs, freqs)), with x known 4-D [B, H, S, D], D =
+//   are equal (HF's cat(freqs, freqs)), or of such a table [1, 1, P, D]
+//   through Slices from 0 along its leading axes (any, even dynamic, ends)
+//   and Squeezes (older exports), with x known 4-D [B, H, S, D], D =
 //   2h known, and position_ids int64 [B, S] (the same B and S as x: equal
 //   known values or the same symbol)
 //   -> RotaryEmbedding(x, cos[:, :h], sin[:, :h], position_ids) (ai.onnx 23,
 //   non-interleaved), the half tables made once at creation. The table
 //   multiplied by x is the op's cos whatever its name: cos and sin exchanged
 //   compute x1*s - x2*c, x2*s + x1*c, which the op computes with them exchanged.
-//   The one difference: the op refuses position ids outside [0, P) (an error
-//   naming the node), where Gather also took [-P, 0) from the end.
+//   The differences, for bad ids only: the op refuses position ids outside
+//   [0, P) (an error naming the node), where Gather also took [-P, 0) from
+//   the end; and takes ids in [T, P) that a table sliced to T rows refused.
 // What it leaves unread (the shared Gather/Unsqueeze of the tables, the
 // Shape chain of the halves) goes at the next pass (RewriteUnreadShapeOps).
 
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <set>
 
 #include "runtime/element.h"
 #include "runtime/rewrite/graph_index.h"
@@ -140,9 +144,11 @@ std::optional<RotateHalf> MatchRotateHalf(const Index& ix, const std::string& ro
   return r;
 }
 
-// cos or sin: Unsqueeze(Gather(table, ids), [1]) with table a constant [P, D].
+// cos or sin: Unsqueeze(Gather(table, ids), [1]) with table a constant
+// [1, ..., 1, P, D] seen as [P, D], directly or through Squeezes and Slices
+// from 0 along the positions (older exports: cos_cached[:, :, :T] squeezed).
 struct Table {
-  std::string table, ids;
+  std::string table, ids;  // the constant, position_ids
 };
 std::optional<Table> MatchTable(const Index& ix, const std::string& v) {
   const Node* u = ix.Producer(v, "Unsqueeze");
@@ -156,9 +162,39 @@ std::optional<Table> MatchTable(const Index& ix, const std::string& v) {
   if (axes != std::vector<int64_t>{1}) return std::nullopt;
   const Node* gather = ix.Producer(u->inputs[0], "Gather");
   if (!gather || !Binary(*gather) || gather->attr_int("axis", 0) != 0) return std::nullopt;
-  const Tensor* t = ix.Constant(gather->inputs[0]);
-  if (!t || t->shape().size() != 2) return std::nullopt;
-  return Table{gather->inputs[0], gather->inputs[1]};
+  const std::optional<Dims> gd = ix.DimsOf(gather->inputs[0]);
+  if (!gd || gd->size() != 2) return std::nullopt;
+  std::string src = gather->inputs[0];
+  for (int hops = 0; hops < 8 && !ix.Constant(src); ++hops) {
+    if (const Node* sq = ix.Producer(src, "Squeeze"); sq && !sq->inputs.empty()) {
+      src = sq->inputs[0];  // removes unit dims only
+      continue;
+    }
+    // Slice(t, 0, any end, axes) over axes other than the last, unit steps.
+    const Node* sl = ix.Producer(src, "Slice");
+    const std::optional<Dims> sd = sl && sl->inputs.size() >= 4 ? ix.DimsOf(sl->inputs[0]) : std::nullopt;
+    const Tensor* starts = sd ? ix.Constant(sl->inputs[1]) : nullptr;
+    const Tensor* sax = sd ? ix.Constant(sl->inputs[3]) : nullptr;
+    if (!starts || !sax || starts->dtype() != DType::kInt64 || sax->dtype() != DType::kInt64 ||
+        starts->size() != sax->size())
+      return std::nullopt;
+    for (int64_t k = 0; k < starts->size(); ++k) {
+      const int64_t a = sax->data<int64_t>()[k];
+      if (starts->data<int64_t>()[k] != 0 || a == -1 || a == int64_t(sd->size()) - 1) return std::nullopt;
+    }
+    if (sl->inputs.size() > 4 && !sl->inputs[4].empty()) {
+      const Tensor* st = ix.Constant(sl->inputs[4]);
+      if (!st || st->dtype() != DType::kInt64) return std::nullopt;
+      for (int64_t k = 0; k < st->size(); ++k)
+        if (st->data<int64_t>()[k] != 1) return std::nullopt;
+    }
+    src = sl->inputs[0];
+  }
+  const Tensor* t = ix.Constant(src);
+  if (!t || t->shape().size() < 2) return std::nullopt;
+  for (size_t k = 0; k + 2 < t->shape().size(); ++k)
+    if (t->shape()[k] != 1) return std::nullopt;
+  return Table{src, gather->inputs[1]};
 }
 
 // The first half [P, D/2] of a table whose halves are equal (bit for bit),
@@ -167,7 +203,7 @@ std::string HalfTable(Graph& g, const Index& ix, const std::string& name) {
   const std::string half = name + "/rotary_half";
   if (g.initializers.count(half)) return half;
   const Tensor& t = *ix.Constant(name);
-  const int64_t rows = t.shape()[0], d = t.shape()[1], h = d / 2;
+  const int64_t d = t.shape().back(), rows = t.size() / d, h = d / 2;
   const size_t e = StorageBytes(t.dtype(), 1);
   const char* src = static_cast<const char*>(t.raw());
   for (int64_t r = 0; r < rows; ++r)
@@ -212,7 +248,7 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
       const Tensor* c = ix.Constant(tc->table);
       const Tensor* s = ix.Constant(ts->table);
       if (c->dtype() != xt->dtype || s->dtype() != xt->dtype || c->shape() != s->shape() ||
-          c->shape()[1] != xd[3].value || c->shape()[0] < 1)
+          c->shape().back() != xd[3].value || c->size() < 1)
         continue;
       const std::string cos_half = HalfTable(g, ix, tc->table);
       const std::string sin_half = cos_half.empty() ? "" : HalfTable(g, ix, ts->table);
@@ -233,18 +269,54 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
   return false;
 }
 
-// The shape and table plumbing a fused pattern no longer reads: a Gather,
-// Unsqueeze, Squeeze, Shape, Div or Slice none of whose outputs has a reader
-// (nodes, subgraphs) or is a graph output.
+namespace {
+
+constexpr const char* kPlumbing[] = {"Gather", "Unsqueeze", "Squeeze", "Shape", "Div",    "Slice",
+                                     "Add",    "Sub",       "Mul",     "Concat", "Cast", "Reshape"};
+
+// No live node (nor its subgraphs) reads an output of `p`, nor is one a graph output.
+bool Unread(const Graph& g, const Index& ix, const std::vector<bool>& dead, const Node& p) {
+  std::set<std::string> outs;
+  for (const std::string& o : p.outputs)
+    if (!o.empty()) {
+      if (ix.IsOutput(o)) return false;
+      outs.insert(o);
+    }
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    if (dead[k]) continue;
+    for (const std::string& in : g.nodes[k].inputs)
+      if (outs.count(in)) return false;
+    for (const std::string& in : ImplicitInputs(g.nodes[k]))
+      if (outs.count(in)) return false;
+  }
+  return true;
+}
+
+// Node n goes, and with it each plumbing node above it left unread.
+void RemoveChain(const Graph& g, const Index& ix, std::vector<bool>& dead, size_t n) {
+  dead[n] = true;
+  for (const std::string& in : g.nodes[n].inputs)
+    for (const char* op : kPlumbing) {
+      size_t i = 0;
+      if (!in.empty() && ix.Producer(in, op, &i) && Unread(g, ix, dead, g.nodes[i])) RemoveChain(g, ix, dead, i);
+    }
+}
+
+}  // namespace
+
+// The shape and table plumbing a fused pattern no longer reads: a node of
+// the ops exporters build it from none of whose outputs had a reader (nodes,
+// subgraphs) when the pass began or is a graph output, with the chain of such
+// nodes above it that nothing live reads (a whole Shape -> Gather -> Add ->
+// Slice -> Squeeze chain in one pass).
 bool RewriteUnreadShapeOps(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
   const Node& node = g.nodes[n];
-  static const char* const kOps[] = {"Gather", "Unsqueeze", "Squeeze", "Shape", "Div", "Slice"};
   if (!node.domain.empty() ||
-      std::none_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return node.op_type == op; }))
+      std::none_of(std::begin(kPlumbing), std::end(kPlumbing), [&](const char* op) { return node.op_type == op; }))
     return false;
   for (const std::string& o : node.outputs)
     if (!o.empty() && (ix.Uses(o) > 0 || ix.IsOutput(o))) return false;
-  dead[n] = true;
+  RemoveChain(g, ix, dead, n);
   return true;
 }
 

@@ -31,6 +31,7 @@ struct RotaryForm {
   bool unequal_halves = false;  // the tables' halves differ
   bool ids_one_row = false;     // position_ids [1, S] against x of batch 2
   bool k_too = false;           // a second rotary (k) sharing cos and sin
+  int old_table = 0;            // tables [1, 1, P, D] sliced to T rows and squeezed (1: axis 2, 2: the last)
 };
 
 constexpr int64_t kB = 2, kH = 3, kD = 8, kP = 40;
@@ -55,7 +56,6 @@ Tensor Table(DType dt, bool is_cos, bool unequal) {
 // rotary of `x` into `y`, reading rope_cos / rope_sin.
 void Rotary(ModelBuilder& m, const RotaryForm& f, const std::string& x, const std::string& y) {
   const std::string x1 = y + "_x1", x2 = y + "_x2";
-  const int64_t cut = f.cut ? f.cut : kD / 2;
   switch (f.halves) {
     case Halves::kSlice:
       m.Node("Slice", {x, "zero", "cut", "last"}, {x1});
@@ -112,16 +112,40 @@ ModelBuilder RotaryModel(const RotaryForm& f, DType dt) {
     Symbol(m, 2, 2, "seq");
     m.Output("yk", dt, {kB, 1, -1, kD});
   }
-  m.Initializer("cos_cached", Table(dt, true, f.unequal_halves));
-  m.Initializer("sin_cached", Table(dt, false, false));
+  Tensor cos = Table(dt, true, f.unequal_halves), sin = Table(dt, false, false);
+  if (f.old_table) {
+    cos = cos.Reshaped({1, 1, kP, kD});
+    sin = sin.Reshaped({1, 1, kP, kD});
+  }
+  m.Initializer("cos_cached", cos);
+  m.Initializer("sin_cached", sin);
   m.Initializer("zero", I({0}, {1})).Initializer("one", I({1}, {1})).Initializer("last", I({-1}, {1}));
   m.Initializer("cut", I({f.cut ? f.cut : kD / 2}, {1}));
   m.Initializer("big", I({std::numeric_limits<int64_t>::max()}, {1}));
   m.Initializer("three", I({3}, {})).Initializer("two", I({2}, {}));
   m.Initializer("halves", I({kD / 2, kD / 2}, {2}));
+  if (f.old_table) {  // T = S + P rows, known at run time only
+    m.Initializer("two_1d", I({2}, {1})).Initializer("p_1d", I({kP}, {1}));
+    m.Initializer("slice_axis", I({f.old_table == 1 ? 2 : 3}, {1}));
+    m.Node("Shape", {"x"}, {"x_shape"});
+    m.Node("Gather", {"x_shape", "two_1d"}, {"x_len"});
+    m.Node("Add", {"x_len", "p_1d"}, {"t_len"});
+  }
   for (const char* t : {"cos", "sin"}) {
     const std::string g = std::string("rope_") + t + "_3d";
-    m.Node("Gather", {std::string(t) + "_cached", "ids"}, {g});
+    std::string table = std::string(t) + "_cached";
+    if (f.old_table) {
+      m.Node("Slice", {table, "zero", "t_len", "slice_axis"}, {table + "_t"});
+      if (f.opset >= 13) {
+        m.Node("Squeeze", {table + "_t", "one"}, {table + "_s1"});
+        m.Node("Squeeze", {table + "_s1", "zero"}, {table + "_s0"});
+      } else {
+        SetAttr(m.Node("Squeeze", {table + "_t"}, {table + "_s1"}), "axes", std::vector<int64_t>{1});
+        SetAttr(m.Node("Squeeze", {table + "_s1"}, {table + "_s0"}), "axes", std::vector<int64_t>{0});
+      }
+      table += "_s0";
+    }
+    m.Node("Gather", {table, "ids"}, {g});
     if (f.opset >= 13) m.Node("Unsqueeze", {g, "one"}, {std::string("rope_") + t});
     else SetAttr(m.Node("Unsqueeze", {g}, {std::string("rope_") + t}), "axes", std::vector<int64_t>{1});
   }
@@ -169,6 +193,18 @@ TEST(RewriteRotary, SharedTablesFuseBothAndTheirPlumbingGoes) {
     f.halves = h, f.k_too = true, f.opset = 18;
     EXPECT_THAT(RunForm(f), ElementsAre("RotaryEmbedding", "RotaryEmbedding")) << int(h);
   }
+}
+
+// Older exports: cos_cached[:, :, :T] squeezed to [T, D], then gathered.
+TEST(RewriteRotary, SlicedAndSqueezedTablesFuse) {
+  for (int64_t opset : {11, 13}) {
+    RotaryForm f;
+    f.old_table = 1, f.opset = opset, f.k_too = true;
+    EXPECT_THAT(RunForm(f), ElementsAre("RotaryEmbedding", "RotaryEmbedding")) << opset;
+  }
+  RotaryForm last;  // a table sliced along D: not the positions
+  last.old_table = 2;
+  EXPECT_THAT(RunForm(last), Not(Contains("RotaryEmbedding")));
 }
 
 // x * sin + rotate_half(x) * cos is the op with its tables exchanged: it
