@@ -18,7 +18,7 @@ constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize,
                            RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation,
                            RewriteConvAffine, RewriteConvAdd,
-                           RewriteRotary, RewriteUnreadShapeOps};
+                           RewriteRotary, RewritePartialRotary, RewriteUnreadShapeOps};
 
 }  // namespace
 

@@ -20,6 +20,8 @@
 //   The differences, for bad ids only: the op refuses position ids outside
 //   [0, P) (an error naming the node), where Gather also took [-P, 0) from
 //   the end; and takes ids in [T, P) that a table sliced to T rows refused.
+// A rotated first part concatenated with the rest of x (partial rotary)
+// then takes the whole x (RewritePartialRotary).
 // What it leaves unread (the shared Gather/Unsqueeze of the tables, the
 // Shape chain of the halves) goes at the next pass (RewriteUnreadShapeOps).
 
@@ -267,6 +269,41 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
     }
   }
   return false;
+}
+
+// Partial rotary (GPT-NeoX, Phi: rotary_dim r < D): Concat(RotaryEmbedding(
+// Slice(x, 0, r)), Slice(x, r, >= D)) on the last axis, x known 4-D with D
+// known, the fused op's caches [P, r / 2] -> RotaryEmbedding(x, ...,
+// rotary_embedding_dim = r), which copies the rest of each head.
+bool RewritePartialRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  Node& node = g.nodes[n];
+  if (node.op_type != "Concat" || !node.domain.empty() || !Binary(node) || node.outputs.size() != 1 ||
+      !LastOf4(node.attr_int("axis", 0)))
+    return false;
+  size_t i_rot = 0, i_a = 0, i_b = 0;
+  const Node* rot = ix.Inner(node.inputs[0]) ? ix.Producer(node.inputs[0], "RotaryEmbedding", &i_rot) : nullptr;
+  if (!rot || rot->inputs.size() != 4 || rot->attr_int("interleaved", 0) != 0 ||
+      rot->attr_int("rotary_embedding_dim", 0) != 0 || rot->attr_int("num_heads", 0) != 0)
+    return false;
+  const Node* a = ix.Inner(rot->inputs[0]) ? ix.Producer(rot->inputs[0], "Slice", &i_a) : nullptr;
+  const Node* b = ix.Inner(node.inputs[1]) ? ix.Producer(node.inputs[1], "Slice", &i_b) : nullptr;
+  if (!a || !b || a->inputs.empty() || b->inputs.empty() || a->inputs[0] != b->inputs[0]) return false;
+  const std::optional<Dims> d = ix.DimsOf(a->inputs[0]);
+  if (!d || d->size() != 4 || d->back() < 2) return false;
+  const std::optional<Range> ra = LastAxisSlice(ix, *a, d->back()), rb = LastAxisSlice(ix, *b, d->back());
+  if (!ra || !rb || ra->start != 0 || ra->end <= 0 || ra->end % 2 != 0 || rb->start != ra->end ||
+      rb->end != d->back())
+    return false;
+  const Tensor* cos = ix.Constant(rot->inputs[1]);
+  if (!cos || cos->shape().size() != 2 || cos->shape()[1] * 2 != ra->end) return false;
+  dead[i_rot] = dead[i_a] = dead[i_b] = true;
+  Node fused = *rot;
+  fused.name = node.name;
+  fused.inputs[0] = a->inputs[0];
+  fused.outputs = node.outputs;
+  fused.attributes["rotary_embedding_dim"] = IntAttr("rotary_embedding_dim", ra->end);
+  node = std::move(fused);
+  return true;
 }
 
 namespace {

@@ -3,8 +3,9 @@ rotary.cc fuse them into RMSNormalization and RotaryEmbedding) against
 onnxruntime running the graph as written: TorchScript's Casts, Pow or Mul,
 Reciprocal(Sqrt) or Div, dynamo's ReduceMean axes input and Pow(., -0.5),
 float16 wrapped in Casts; HF's rotate_half by constant Slices, Shape-derived
-Slice ends, or Split, cos/sin gathered from tables by position_ids, q and k
-sharing them, several sequence lengths over one model."""
+Slice ends, or Split, cos/sin gathered from tables by position_ids (or from
+older exports' [1, 1, P, D] tables sliced and squeezed), partial rotary (GPT-NeoX),
+q and k sharing them, several sequence lengths over one model."""
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
@@ -74,21 +75,47 @@ def tables(max_pos, d, dtype):
     return np.cos(emb).astype(dtype), np.sin(emb).astype(dtype)
 
 
-def rotary_case(name, dtype, halves, opset, heads=(3, 1), d=16, batch=2, seqs=(5, 1), max_pos=24):
-    """q [B, H, S, D] and k [B, KV, S, D] rotated by tables gathered at position_ids [B, S]."""
+def rotary_case(name, dtype, halves, opset, heads=(3, 1), d=16, batch=2, seqs=(5, 1), max_pos=24, partial=0,
+                old_table=False):
+    """q [B, H, S, D] and k [B, KV, S, D] rotated by tables gathered at position_ids [B, S]; `partial`: only the
+    first `partial` of each head (GPT-NeoX); `old_table`: tables [1, 1, P, r] sliced to T = S + P rows at run
+    time and squeezed before the Gather."""
     rng = np.random.default_rng(d * 13 + opset + len(name))
-    cos, sin = tables(max_pos, d, dtype)
+    r = partial or d
+    cos, sin = tables(max_pos, r, dtype)
+    if old_table:
+        cos, sin = cos.reshape(1, 1, max_pos, r), sin.reshape(1, 1, max_pos, r)
     inits = [c("cos_cached", cos), c("sin_cached", sin), c("zero", i64(0)), c("one", i64(1)), c("last", i64(-1)),
-             c("half", i64(d // 2)), c("big", i64(np.iinfo(np.int64).max)), c("three", np.array(3, np.int64)),
-             c("two_i", np.array(2, np.int64)), c("halves", i64(d // 2, d // 2))]
+             c("half", i64(r // 2)), c("big", i64(np.iinfo(np.int64).max)), c("three", np.array(3, np.int64)),
+             c("two_i", np.array(2, np.int64)), c("halves", i64(r // 2, r // 2)), c("r", i64(r)),
+             c("two_1d", i64(2)), c("p_1d", i64(max_pos))]
     nodes = []
+    if old_table:
+        nodes += [helper.make_node("Shape", ["q"], ["q_shape_t"]),
+                  helper.make_node("Gather", ["q_shape_t", "two_1d"], ["q_len"], axis=0),
+                  helper.make_node("Add", ["q_len", "p_1d"], ["t_len"])]
     for t in ("cos", "sin"):
-        nodes.append(helper.make_node("Gather", [t + "_cached", "position_ids"], [t + "_3d"]))
+        table = t + "_cached"
+        if old_table:
+            nodes.append(helper.make_node("Slice", [table, "zero", "t_len", "two_1d"], [t + "_t"]))
+            if opset >= 13:
+                nodes += [helper.make_node("Squeeze", [t + "_t", "one"], [t + "_s1"]),
+                          helper.make_node("Squeeze", [t + "_s1", "zero"], [t + "_s0"])]
+            else:
+                nodes += [helper.make_node("Squeeze", [t + "_t"], [t + "_s1"], axes=[1]),
+                          helper.make_node("Squeeze", [t + "_s1"], [t + "_s0"], axes=[0])]
+            table = t + "_s0"
+        nodes.append(helper.make_node("Gather", [table, "position_ids"], [t + "_3d"]))
         if opset >= 13:
             nodes.append(helper.make_node("Unsqueeze", [t + "_3d", "one"], [t]))
         else:
             nodes.append(helper.make_node("Unsqueeze", [t + "_3d"], [t], axes=[1]))
-    for x in ("q", "k"):
+    for xo in ("q", "k"):
+        x = xo
+        if partial:
+            x = xo + "_r"
+            nodes += [helper.make_node("Slice", [xo, "zero", "r", "last"], [x]),
+                      helper.make_node("Slice", [xo, "r", "big", "last"], [xo + "_pass"])]
         x1, x2 = x + "_x1", x + "_x2"
         if halves == "slice":
             nodes += [helper.make_node("Slice", [x, "zero", "half", "last"], [x1]),
@@ -111,7 +138,9 @@ def rotary_case(name, dtype, halves, opset, heads=(3, 1), d=16, batch=2, seqs=(5
                   helper.make_node("Concat", [x + "_neg", x1], [x + "_rot"], axis=-1),
                   helper.make_node("Mul", [x, "cos"], [x + "_c"]),
                   helper.make_node("Mul", [x + "_rot", "sin"], [x + "_s"]),
-                  helper.make_node("Add", [x + "_c", x + "_s"], [x + "_embed"])]
+                  helper.make_node("Add", [x + "_c", x + "_s"], [xo + "_embed" if not partial else x + "_embed"])]
+        if partial:
+            nodes.append(helper.make_node("Concat", [x + "_embed", xo + "_pass"], [xo + "_embed"], axis=-1))
     h, kv = heads
     ins = [value_info("q", dtype, ["batch", h, "seq", d]), value_info("k", dtype, ["batch", kv, "seq", d]),
            value_info("position_ids", np.int64, ["batch", "seq"])]
@@ -142,4 +171,8 @@ def cases():
         rotary_case("rotary_split13_f32", f32, "split", 13, heads=(2, 2)),
         rotary_case("rotary_split18_f32", f32, "split", 18, d=64, seqs=(3, 1)),
         rotary_case("rotary_slice_f16", f16, "slice", 17, d=32),
+        rotary_case("rotary_partial_f32", f32, "slice", 17, d=32, partial=8),
+        rotary_case("rotary_partial_split_f16", f16, "split", 18, d=24, partial=16),
+        rotary_case("rotary_old_table_f32", f32, "slice", 14),
+        rotary_case("rotary_old_table_opset11_f32", f32, "shape", 11, d=8),
     ]

@@ -31,6 +31,8 @@ struct RotaryForm {
   bool unequal_halves = false;  // the tables' halves differ
   bool ids_one_row = false;     // position_ids [1, S] against x of batch 2
   bool k_too = false;           // a second rotary (k) sharing cos and sin
+  int64_t partial = 0;          // rotary_dim r < D: rotate x[..., :r], concat x[..., r:] back
+  int64_t pass_start = 0;       // where the passed part starts (0: r)
   int old_table = 0;            // tables [1, 1, P, D] sliced to T rows and squeezed (1: axis 2, 2: the last)
 };
 
@@ -41,14 +43,14 @@ void Symbol(ModelBuilder& m, int input, int dim, const std::string& name) {
       name);
 }
 
-Tensor Table(DType dt, bool is_cos, bool unequal) {
-  Tensor t = Tensor::Zeros(dt, {kP, kD});
+Tensor Table(DType dt, bool is_cos, bool unequal, int64_t d = kD) {
+  Tensor t = Tensor::Zeros(dt, {kP, d});
   for (int64_t p = 0; p < kP; ++p)
-    for (int64_t i = 0; i < kD; ++i) {
-      const double f = std::pow(10000.0, -double(2 * (i % (kD / 2))) / kD);
+    for (int64_t i = 0; i < d; ++i) {
+      const double f = std::pow(10000.0, -double(2 * (i % (d / 2))) / d);
       double v = is_cos ? std::cos(double(p) * f) : std::sin(double(p) * f);
-      if (unequal && i >= kD / 2 && p % 3 == 1) v += 0.25;
-      SetDouble(t, p * kD + i, v);
+      if (unequal && i >= d / 2 && p % 3 == 1) v += 0.25;
+      SetDouble(t, p * d + i, v);
     }
   return t;
 }
@@ -106,13 +108,14 @@ ModelBuilder RotaryModel(const RotaryForm& f, DType dt) {
   m.Input("x", dt, {kB, kH, -1, kD}).Input("ids", DType::kInt64, {f.ids_one_row ? 1 : kB, -1});
   Symbol(m, 0, 2, "seq");
   Symbol(m, 1, 1, "seq");
-  m.Output("y", dt, {kB, kH, -1, kD});
+  m.Output("y", dt, {kB, kH, -1, f.pass_start ? -1 : kD});
   if (f.k_too) {
     m.Input("k", dt, {kB, 1, -1, kD});
     Symbol(m, 2, 2, "seq");
     m.Output("yk", dt, {kB, 1, -1, kD});
   }
-  Tensor cos = Table(dt, true, f.unequal_halves), sin = Table(dt, false, false);
+  const int64_t r = f.partial ? f.partial : kD;
+  Tensor cos = Table(dt, true, f.unequal_halves, r), sin = Table(dt, false, false, r);
   if (f.old_table) {
     cos = cos.Reshaped({1, 1, kP, kD});
     sin = sin.Reshaped({1, 1, kP, kD});
@@ -120,10 +123,11 @@ ModelBuilder RotaryModel(const RotaryForm& f, DType dt) {
   m.Initializer("cos_cached", cos);
   m.Initializer("sin_cached", sin);
   m.Initializer("zero", I({0}, {1})).Initializer("one", I({1}, {1})).Initializer("last", I({-1}, {1}));
-  m.Initializer("cut", I({f.cut ? f.cut : kD / 2}, {1}));
+  m.Initializer("cut", I({f.cut ? f.cut : r / 2}, {1}));
+  m.Initializer("r", I({r}, {1})).Initializer("pass_start", I({f.pass_start ? f.pass_start : r}, {1}));
   m.Initializer("big", I({std::numeric_limits<int64_t>::max()}, {1}));
   m.Initializer("three", I({3}, {})).Initializer("two", I({2}, {}));
-  m.Initializer("halves", I({kD / 2, kD / 2}, {2}));
+  m.Initializer("halves", I({r / 2, r / 2}, {2}));
   if (f.old_table) {  // T = S + P rows, known at run time only
     m.Initializer("two_1d", I({2}, {1})).Initializer("p_1d", I({kP}, {1}));
     m.Initializer("slice_axis", I({f.old_table == 1 ? 2 : 3}, {1}));
@@ -149,7 +153,14 @@ ModelBuilder RotaryModel(const RotaryForm& f, DType dt) {
     if (f.opset >= 13) m.Node("Unsqueeze", {g, "one"}, {std::string("rope_") + t});
     else SetAttr(m.Node("Unsqueeze", {g}, {std::string("rope_") + t}), "axes", std::vector<int64_t>{1});
   }
-  Rotary(m, f, "x", "y");
+  if (f.partial) {
+    m.Node("Slice", {"x", "zero", "r", "last"}, {"x_r"});
+    m.Node("Slice", {"x", "pass_start", "big", "last"}, {"x_pass"});
+    Rotary(m, f, "x_r", "y_r");
+    SetAttr(m.Node("Concat", {"y_r", "x_pass"}, {"y"}), "axis", int64_t{-1});
+  } else {
+    Rotary(m, f, "x", "y");
+  }
   if (f.k_too) Rotary(m, f, "k", "yk");
   return m;
 }
@@ -193,6 +204,20 @@ TEST(RewriteRotary, SharedTablesFuseBothAndTheirPlumbingGoes) {
     f.halves = h, f.k_too = true, f.opset = 18;
     EXPECT_THAT(RunForm(f), ElementsAre("RotaryEmbedding", "RotaryEmbedding")) << int(h);
   }
+}
+
+// GPT-NeoX's partial rotary: the first r of each head rotated, the rest
+// concatenated back -> RotaryEmbedding with rotary_embedding_dim r.
+TEST(RewriteRotary, PartialRotaryTakesTheWholeHead) {
+  for (Halves h : {Halves::kSlice, Halves::kSplit}) {
+    RotaryForm f;
+    f.partial = 4, f.halves = h, f.opset = 18;
+    EXPECT_THAT(RunForm(f), ElementsAre("RotaryEmbedding")) << int(h);
+  }
+  // The passed part not starting at r: the rotated part fuses alone.
+  RotaryForm overlap;
+  overlap.partial = 4, overlap.pass_start = 2;
+  EXPECT_THAT(RunForm(overlap), ElementsAre("Slice", "Slice", "RotaryEmbedding", "Concat"));
 }
 
 // Older exports: cos_cached[:, :, :T] squeezed to [T, D], then gathered.
