@@ -20,6 +20,12 @@
 //   The differences, for bad ids only: the op refuses position ids outside
 //   [0, P) (an error naming the node), where Gather also took [-P, 0) from
 //   the end; and takes ids in [T, P) that a table sliced to T rows refused.
+//   Any other cos and sin (computed at run time: Cos/Sin of position_ids
+//   times inv_freq, as Optimum exports HF's rotary since transformers 4.38),
+//   of x's type with a last dim known to be D and rank <= 4
+//   -> onnx_mini::RotateHalf(x, cos, sin) (ops/llm/rotary.cc), which computes
+//   the pattern itself, broadcasting as its Mul and Add do: no condition on
+//   the values.
 // A rotated first part concatenated with the rest of x (partial rotary)
 // then takes the whole x (RewritePartialRotary).
 // What it leaves unread (the shared Gather/Unsqueeze of the tables, the
@@ -31,6 +37,7 @@
 #include <set>
 
 #include "runtime/element.h"
+#include "runtime/op.h"
 #include "runtime/rewrite/graph_index.h"
 
 namespace onnx_mini {
@@ -217,6 +224,31 @@ std::string HalfTable(Graph& g, const Index& ix, const std::string& name) {
   return half;
 }
 
+// RotaryEmbedding's inputs (x, the half tables, position_ids) when cos and
+// sin are gathered from tables as the rule's comment says; else nullopt.
+std::optional<std::vector<std::string>> TableInputs(Graph& g, const Index& ix, const std::string& x,
+                                                    const ValueType& xt, const std::string& cos,
+                                                    const std::string& sin) {
+  const std::optional<Table> tc = MatchTable(ix, cos), ts = MatchTable(ix, sin);
+  if (!tc || !ts || tc->ids != ts->ids) return std::nullopt;
+  // The shapes: x [B, H, S, D], ids int64 [B, S], tables [P, D] of x's type.
+  const ValueType* it = ix.Type(tc->ids);
+  if (!it || !it->is_tensor() || !it->dims) return std::nullopt;
+  const std::vector<Dim>& xd = *xt.dims;
+  const std::vector<Dim>& id = *it->dims;
+  if (id.size() != 2 || it->dtype != DType::kInt64) return std::nullopt;
+  if (!SameDim(xd[0], id[0]) || !SameDim(xd[2], id[1])) return std::nullopt;
+  const Tensor* c = ix.Constant(tc->table);
+  const Tensor* s = ix.Constant(ts->table);
+  if (c->dtype() != xt.dtype || s->dtype() != xt.dtype || c->shape() != s->shape() ||
+      c->shape().back() != xd[3].value || c->size() < 1)
+    return std::nullopt;
+  const std::string cos_half = HalfTable(g, ix, tc->table);
+  const std::string sin_half = cos_half.empty() ? "" : HalfTable(g, ix, ts->table);
+  if (sin_half.empty()) return std::nullopt;
+  return std::vector<std::string>{x, cos_half, sin_half, tc->ids};
+}
+
 }  // namespace
 
 bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
@@ -237,33 +269,33 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
       if (mul_a->inputs[0] == rot->x) cos = mul_a->inputs[1];
       else if (mul_a->inputs[1] == rot->x) cos = mul_a->inputs[0];
       else continue;
-      const std::optional<Table> tc = MatchTable(ix, cos), ts = MatchTable(ix, sin);
-      if (!tc || !ts || tc->ids != ts->ids) continue;
-      // The shapes: x [B, H, S, D], ids int64 [B, S], tables [P, D] of x's type.
       const ValueType* xt = ix.Type(rot->x);
-      const ValueType* it = ix.Type(tc->ids);
-      if (!xt || !it || !xt->is_tensor() || !it->is_tensor() || !xt->dims || !it->dims) continue;
-      const std::vector<Dim>& xd = *xt->dims;
-      const std::vector<Dim>& id = *it->dims;
-      if (xd.size() != 4 || id.size() != 2 || it->dtype != DType::kInt64 || !xd[3].known()) continue;
-      if (!SameDim(xd[0], id[0]) || !SameDim(xd[2], id[1])) continue;
-      const Tensor* c = ix.Constant(tc->table);
-      const Tensor* s = ix.Constant(ts->table);
-      if (c->dtype() != xt->dtype || s->dtype() != xt->dtype || c->shape() != s->shape() ||
-          c->shape().back() != xd[3].value || c->size() < 1)
-        continue;
-      const std::string cos_half = HalfTable(g, ix, tc->table);
-      const std::string sin_half = cos_half.empty() ? "" : HalfTable(g, ix, ts->table);
-      if (sin_half.empty()) continue;
-      for (size_t k : rot->nodes) dead[k] = true;
-      dead[i_a] = dead[i_b] = true;
+      if (!xt || !xt->is_tensor() || !xt->dims || xt->dims->size() != 4 || !xt->dims->back().known()) continue;
       Node fused;
       fused.name = node.name;  // errors name the user's node (or its output)
-      fused.op_type = "RotaryEmbedding";
-      fused.opset = 23;
-      fused.inputs = {rot->x, cos_half, sin_half, tc->ids};
       fused.outputs = node.outputs;
-      fused.attributes = {{"interleaved", IntAttr("interleaved", 0)}};
+      if (std::optional<std::vector<std::string>> in = TableInputs(g, ix, rot->x, *xt, cos, sin)) {
+        fused.op_type = "RotaryEmbedding";
+        fused.opset = 23;
+        fused.inputs = std::move(*in);
+        fused.attributes = {{"interleaved", IntAttr("interleaved", 0)}};
+      } else {
+        // Any other cos and sin (computed at run time): full rows of D of x's
+        // type, which the op broadcasts as the pattern does.
+        bool full = true;
+        for (const std::string& v : {cos, sin}) {
+          const ValueType* t = ix.Type(v);
+          full = full && t && t->is_tensor() && t->dtype == xt->dtype && t->dims && !t->dims->empty() &&
+                 t->dims->size() <= 4 && t->dims->back().known() && t->dims->back().value == xt->dims->back().value;
+        }
+        if (!full) continue;
+        fused.op_type = "RotateHalf";
+        fused.domain = kInternalDomain;
+        fused.opset = 1;
+        fused.inputs = {rot->x, cos, sin};
+      }
+      for (size_t k : rot->nodes) dead[k] = true;
+      dead[i_a] = dead[i_b] = true;
       node = std::move(fused);
       return true;
     }

@@ -12,6 +12,7 @@
 namespace onnx_mini {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::Not;
@@ -220,6 +221,41 @@ TEST(RewriteRotary, PartialRotaryTakesTheWholeHead) {
   EXPECT_THAT(RunForm(overlap), ElementsAre("Slice", "Slice", "RotaryEmbedding", "Concat"));
 }
 
+// cos and sin computed at run time as Optimum exports HF's rotary:
+// emb = Concat(freqs, freqs), freqs = Transpose(MatMul(inv_freq [1, D/2, 1],
+// position_ids as float [B, 1, S])), cos = Unsqueeze(Cos(emb), 1) (float16
+// models: Cast after Cos/Sin) -> RotateHalf over the computed cos and sin.
+TEST(RewriteRotary, RunTimeCosAndSinBecomeRotateHalf) {
+  for (DType dt : {DType::kFloat, DType::kFloat16}) {
+    ModelBuilder m(12);  // Unsqueeze's axes an attribute
+    m.Input("x", dt, {kB, kH, -1, kD}).Input("ids", DType::kInt64, {kB, -1});
+    Symbol(m, 0, 2, "seq");
+    Symbol(m, 1, 1, "seq");
+    m.Output("y", dt, {kB, kH, -1, kD});
+    std::vector<float> inv;
+    for (int64_t i = 0; i < kD / 2; ++i) inv.push_back(float(std::pow(10000.0, -double(2 * i) / kD)));
+    m.Initializer("inv_freq", Tensor::FromVector(inv, {1, kD / 2, 1}));
+    m.Initializer("zero", I({0}, {1})).Initializer("last", I({-1}, {1})).Initializer("cut", I({kD / 2}, {1}));
+    m.Initializer("big", I({std::numeric_limits<int64_t>::max()}, {1}));
+    SetAttr(m.Node("Unsqueeze", {"ids"}, {"ids3"}), "axes", std::vector<int64_t>{1});
+    SetAttr(m.Node("Cast", {"ids3"}, {"idsf"}), "to", int64_t(DType::kFloat));
+    m.Node("MatMul", {"inv_freq", "idsf"}, {"freqs_t"});
+    SetAttr(m.Node("Transpose", {"freqs_t"}, {"freqs"}), "perm", std::vector<int64_t>{0, 2, 1});
+    SetAttr(m.Node("Concat", {"freqs", "freqs"}, {"emb"}), "axis", int64_t{-1});
+    for (const char* t : {"Cos", "Sin"}) {
+      const std::string v = t == std::string("Cos") ? "cos" : "sin";
+      m.Node(t, {"emb"}, {v + "_f"});
+      SetAttr(m.Node("Cast", {v + "_f"}, {v + "_3d"}), "to", int64_t(dt));
+      SetAttr(m.Node("Unsqueeze", {v + "_3d"}, {"rope_" + v}), "axes", std::vector<int64_t>{1});
+    }
+    Rotary(m, RotaryForm{}, "x", "y");
+    EXPECT_THAT(RunBothWaysMany(m, {Inputs(dt, 5, false, false), Inputs(dt, 1, false, false)},
+                                dt == DType::kFloat ? 1e-5 : 4e-3),
+                Contains("RotateHalf"))
+        << LowerName(dt);
+  }
+}
+
 // Older exports: cos_cached[:, :, :T] squeezed to [T, D], then gathered.
 TEST(RewriteRotary, SlicedAndSqueezedTablesFuse) {
   for (int64_t opset : {11, 13}) {
@@ -245,11 +281,17 @@ TEST(RewriteRotary, OtherRotationsAreKept) {
   swapped.halves_swapped = true;
   sign.wrong_sign = true;
   cut.cut = kD / 2 - 1;
+  for (const RotaryForm& f : {swapped, sign, cut})
+    EXPECT_THAT(RunForm(f), AllOf(Not(Contains("RotaryEmbedding")), Not(Contains("RotateHalf"))))
+        << f.halves_swapped << f.wrong_sign << f.cut;
+  // Tables whose halves differ, or position_ids of one row the graph
+  // broadcasts over x's batch of 2, are not RotaryEmbedding's: the pattern
+  // is computed as written by RotateHalf over the gathered cos and sin.
   unequal.unequal_halves = true;
-  one_row.ids_one_row = true;  // broadcast by the graph, refused by the op
-  for (const RotaryForm& f : {swapped, sign, cut, unequal, one_row})
-    EXPECT_THAT(RunForm(f), Not(Contains("RotaryEmbedding")))
-        << f.halves_swapped << f.wrong_sign << f.cut << f.unequal_halves << f.ids_one_row;
+  one_row.ids_one_row = true;
+  for (const RotaryForm& f : {unequal, one_row})
+    EXPECT_THAT(RunForm(f), ElementsAre("Gather", "Unsqueeze", "Gather", "Unsqueeze", "RotateHalf"))
+        << f.unequal_halves << f.ids_one_row;
   RotaryForm split_cut;
   split_cut.halves = Halves::kSplit;
   split_cut.opset = 13;
