@@ -4,7 +4,8 @@ onnxruntime running the graph as written: TorchScript's Casts, Pow or Mul,
 Reciprocal(Sqrt) or Div, dynamo's ReduceMean axes input and Pow(., -0.5),
 float16 wrapped in Casts; HF's rotate_half by constant Slices, Shape-derived
 Slice ends, or Split, cos/sin gathered from tables by position_ids (or from
-older exports' [1, 1, P, D] tables sliced and squeezed), partial rotary (GPT-NeoX),
+older exports' [1, 1, P, D] tables sliced and squeezed, or computed at run time
+from position_ids as Optimum exports them), partial rotary (GPT-NeoX),
 q and k sharing them, several sequence lengths over one model."""
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -155,6 +156,46 @@ def rotary_case(name, dtype, halves, opset, heads=(3, 1), d=16, batch=2, seqs=(5
     return Case(name, model, feeds, **(F16 if dtype == np.float16 else F32))
 
 
+def runtime_rotary_case(name, dtype, heads=(4, 2), d=16, batch=2, seqs=(6, 1), opset=17):
+    """Optimum's export of HF's rotary since transformers 4.38: cos and sin computed from position_ids
+    (MatMul of inv_freq by the positions as float, Transpose, Concat(freqs, freqs), Cos/Sin, Cast to the
+    model's type, Unsqueeze) each step, then the same rotate_half."""
+    rng = np.random.default_rng(d + opset + len(name))
+    inv = (10000.0 ** (-np.arange(0, d, 2) / d)).astype(np.float32).reshape(1, d // 2, 1)
+    to = TensorProto.FLOAT16 if dtype == np.float16 else TensorProto.FLOAT
+    inits = [c("inv_freq", inv), c("zero", i64(0)), c("one", i64(1)), c("last", i64(-1)), c("half", i64(d // 2)),
+             c("big", i64(np.iinfo(np.int64).max))]
+    nodes = [helper.make_node("Unsqueeze", ["position_ids", "one"], ["pos3"]),
+             helper.make_node("Cast", ["pos3"], ["posf"], to=TensorProto.FLOAT),
+             helper.make_node("MatMul", ["inv_freq", "posf"], ["freqs_t"]),
+             helper.make_node("Transpose", ["freqs_t"], ["freqs"], perm=[0, 2, 1]),
+             helper.make_node("Concat", ["freqs", "freqs"], ["emb"], axis=-1)]
+    for t, op in (("cos", "Cos"), ("sin", "Sin")):
+        nodes += [helper.make_node(op, ["emb"], [t + "_f"]),
+                  helper.make_node("Cast", [t + "_f"], [t + "_3d"], to=to),
+                  helper.make_node("Unsqueeze", [t + "_3d", "one"], [t])]
+    for x in ("q", "k"):
+        nodes += [helper.make_node("Slice", [x, "zero", "half", "last"], [x + "_x1"]),
+                  helper.make_node("Slice", [x, "half", "big", "last"], [x + "_x2"]),
+                  helper.make_node("Neg", [x + "_x2"], [x + "_neg"]),
+                  helper.make_node("Concat", [x + "_neg", x + "_x1"], [x + "_rot"], axis=-1),
+                  helper.make_node("Mul", [x, "cos"], [x + "_c"]),
+                  helper.make_node("Mul", [x + "_rot", "sin"], [x + "_s"]),
+                  helper.make_node("Add", [x + "_c", x + "_s"], [x + "_embed"])]
+    h, kv = heads
+    ins = [value_info("q", dtype, ["batch", h, "seq", d]), value_info("k", dtype, ["batch", kv, "seq", d]),
+           value_info("position_ids", np.int64, ["batch", "seq"])]
+    outs = [value_info("q_embed", dtype, ["batch", h, "seq", d]), value_info("k_embed", dtype, ["batch", kv, "seq", d])]
+    model = ms_model(nodes, ins, outs, inits, opset=opset)
+    feeds = []
+    for s_ in seqs:
+        start = rng.integers(0, 40, size=(batch, 1))
+        feeds.append({"q": rng.standard_normal((batch, h, s_, d)).astype(dtype),
+                      "k": rng.standard_normal((batch, kv, s_, d)).astype(dtype),
+                      "position_ids": (start + np.arange(s_)).astype(np.int64)})
+    return Case(name, model, feeds, **(F16 if dtype == np.float16 else F32))
+
+
 def cases():
     f32, f16 = np.float32, np.float16
     return [
@@ -175,4 +216,6 @@ def cases():
         rotary_case("rotary_partial_split_f16", f16, "split", 18, d=24, partial=16),
         rotary_case("rotary_old_table_f32", f32, "slice", 14),
         rotary_case("rotary_old_table_opset11_f32", f32, "shape", 11, d=8),
+        runtime_rotary_case("rotary_runtime_f32", f32),
+        runtime_rotary_case("rotary_runtime_f16", f16, d=32, batch=1, seqs=(4, 1)),
     ]
