@@ -37,7 +37,9 @@ void RotateHalfReference(const RotateHalfProblem& p) {
       const T* s = static_cast<const T*>(p.sin) + so;
       T* y = static_cast<T*>(p.y) + row * p.d;
       for (int64_t i = 0; i < p.d; ++i) {
-        const double r = i < h ? -double(Widen(x[i + h])) : double(Widen(x[i - h]));
+        const double r = p.interleaved ? (i % 2 == 0 ? -double(Widen(x[i + 1])) : double(Widen(x[i - 1])))
+                         : i < h       ? -double(Widen(x[i + h]))
+                                       : double(Widen(x[i - h]));
         y[i] = Narrow<T>(typename Arith<T>::type(double(Widen(x[i])) * double(Widen(c[i])) +
                                                  r * double(Widen(s[i]))));
       }
@@ -60,8 +62,15 @@ void RotateHalf(const RotateHalfProblem& p) {
       const T* s = static_cast<const T*>(p.sin) + so;
       T* y = static_cast<T*>(p.y) + row * p.d;
       for (int64_t i = 0; i < p.d; ++i) xa[i] = A(Widen(x[i])), ca[i] = A(Widen(c[i])), sa[i] = A(Widen(s[i]));
-      for (int64_t i = 0; i < h; ++i) y[i] = Narrow<T>(xa[i] * ca[i] - xa[i + h] * sa[i]);
-      for (int64_t i = h; i < p.d; ++i) y[i] = Narrow<T>(xa[i] * ca[i] + xa[i - h] * sa[i]);
+      if (p.interleaved) {
+        for (int64_t i = 0; i < p.d; i += 2) {
+          y[i] = Narrow<T>(xa[i] * ca[i] - xa[i + 1] * sa[i]);
+          y[i + 1] = Narrow<T>(xa[i + 1] * ca[i + 1] + xa[i] * sa[i + 1]);
+        }
+      } else {
+        for (int64_t i = 0; i < h; ++i) y[i] = Narrow<T>(xa[i] * ca[i] - xa[i + h] * sa[i]);
+        for (int64_t i = h; i < p.d; ++i) y[i] = Narrow<T>(xa[i] * ca[i] + xa[i - h] * sa[i]);
+      }
     });
   });
 }

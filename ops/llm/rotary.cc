@@ -108,7 +108,8 @@ class RotaryOp : public Op {
   bool interleaved_;
 };
 
-// onnx_mini::RotateHalf(x, cos, sin) = x * cos + rotate_half(x) * sin, the
+// onnx_mini::RotateHalf(x, cos, sin) = x * cos + rotate_half(x) * sin
+// (interleaved = 1: GPT-J's rotate_every_two, pairs (2i, 2i + 1)), the
 // rotary rewrite's op for cos and sin computed at run time (full rows of D,
 // HF's cat(freqs, freqs)): x, cos and sin of rank 1 to 4 broadcast against
 // each other over all dims but the last, as the pattern's Mul and Add do; the
@@ -119,7 +120,7 @@ struct RotateHalfPlan : OpPlan {
 
 class RotateHalfOp : public Op {
  public:
-  explicit RotateHalfOp(const Node&) {}
+  explicit RotateHalfOp(const Node& node) : interleaved_(node.attr_int("interleaved", 0) != 0) {}
 
   absl::Status Infer(InferContext& ctx) const override {
     ValueType y;
@@ -146,6 +147,7 @@ class RotateHalfOp : public Op {
       RotateHalfProblem& p = plan->p;
       p.dtype = y.dtype;
       p.d = out.back();
+      p.interleaved = interleaved_;
       // The leading dims, padded in front to three.
       const size_t lead = out.size() - 1;
       for (size_t k = 0; k < lead; ++k) p.dims[3 - lead + k] = out[k];
@@ -171,6 +173,9 @@ class RotateHalfOp : public Op {
     RotateHalf(p);
     return absl::OkStatus();
   }
+
+ private:
+  bool interleaved_;
 };
 
 }  // namespace

@@ -26,6 +26,10 @@
 //   -> onnx_mini::RotateHalf(x, cos, sin) (ops/llm/rotary.cc), which computes
 //   the pattern itself, broadcasting as its Mul and Add do: no condition on
 //   the values.
+//   GPT-J's rotate_every_two(x) in place of rotate_half (MatchRotateEveryTwo:
+//   Slices of step 2, stacked by Unsqueeze and Concat, flattened back by
+//   Reshape to x's shape) -> RotateHalf with interleaved = 1, whatever cos
+//   and sin are.
 // A rotated first part concatenated with the rest of x (partial rotary)
 // then takes the whole x (RewritePartialRotary).
 // What it leaves unread (the shared Gather/Unsqueeze of the tables, the
@@ -153,6 +157,95 @@ std::optional<RotateHalf> MatchRotateHalf(const Index& ix, const std::string& ro
   return r;
 }
 
+// Slice(x, start, >= d, last axis, step 2) over x's last axis of length d: start.
+std::optional<int64_t> EveryOther(const Index& ix, const Node& s, int64_t d) {
+  if (s.inputs.size() != 5) return std::nullopt;
+  const std::optional<int64_t> axis = IntScalar(ix, s.inputs[3]), step = IntScalar(ix, s.inputs[4]);
+  const std::optional<int64_t> a = IntScalar(ix, s.inputs[1]), b = IntScalar(ix, s.inputs[2]);
+  if (!axis || !LastOf4(*axis) || step != std::optional<int64_t>(2) || !a || !b || *b < d) return std::nullopt;
+  return a;
+}
+
+// Unsqueeze(v, [-1] | [4]): v, or "".
+std::string UnsqueezedLast(const Index& ix, const std::string& u, size_t* index) {
+  const Node* n = ix.Inner(u) ? ix.Producer(u, "Unsqueeze", index) : nullptr;
+  if (!n || n->inputs.empty()) return "";
+  std::vector<int64_t> axes = n->attr_ints("axes");
+  if (n->inputs.size() > 1) {
+    const Tensor* a = ix.Constant(n->inputs[1]);
+    if (!a || a->size() != 1 || a->dtype() != DType::kInt64) return "";
+    axes = {a->data<int64_t>()[0]};
+  }
+  return axes == std::vector<int64_t>{-1} || axes == std::vector<int64_t>{4} ? n->inputs[0] : "";
+}
+
+// GPT-J's rotate_every_two(x) as `rot`: Reshape(Concat(Unsqueeze(Neg(x2),
+// -1), Unsqueeze(x1, -1), axis -1), shape) with x1 = x[..., 0::2], x2 =
+// x[..., 1::2] (Slices of step 2), the shape x's: a constant [0 | B, 0 | H,
+// 0 | S, D | -1] of x's known dims, or Concat(Slice(Shape(.), 0, 3 | -2), [-1])
+// (torch's flatten(-2)).
+std::optional<RotateHalf> MatchRotateEveryTwo(const Index& ix, const std::string& rot) {
+  size_t i_re = 0, i_cat = 0, i_u1 = 0, i_u2 = 0, i_neg = 0, i_1 = 0, i_2 = 0, i_sc = 0, i_sl = 0, i_sh = 0;
+  const Node* re = ix.Inner(rot) ? ix.Producer(rot, "Reshape", &i_re) : nullptr;
+  if (!re || !Binary(*re) || re->attr_int("allowzero", 0) != 0) return std::nullopt;
+  // The stacked value: read by the Reshape, and by the Shape of its shape at most.
+  const std::string& stacked = re->inputs[0];
+  const bool stacked_inner = ix.Inner(stacked);
+  bool shape_reads_stacked = false;
+  const Node* cat = stacked_inner || (ix.Uses(stacked) == 2 && !ix.IsOutput(stacked))
+                        ? ix.Producer(stacked, "Concat", &i_cat)
+                        : nullptr;
+  if (!cat || !Binary(*cat) || (cat->attr_int("axis", 0) != -1 && cat->attr_int("axis", 0) != 4)) return std::nullopt;
+  const std::string negated = UnsqueezedLast(ix, cat->inputs[0], &i_u1);
+  const std::string x1 = UnsqueezedLast(ix, cat->inputs[1], &i_u2);
+  const Node* neg = negated.empty() || !ix.Inner(negated) ? nullptr : ix.Producer(negated, "Neg", &i_neg);
+  if (!neg || neg->inputs.size() != 1 || x1.empty() || !ix.Inner(x1) || !ix.Inner(neg->inputs[0])) return std::nullopt;
+  const Node* s1 = ix.Producer(x1, "Slice", &i_1);
+  const Node* s2 = ix.Producer(neg->inputs[0], "Slice", &i_2);
+  if (!s1 || !s2 || s1->inputs.empty() || s2->inputs.empty() || s1->inputs[0] != s2->inputs[0]) return std::nullopt;
+  const std::string& x = s1->inputs[0];
+  const std::optional<Dims> d = ix.DimsOf(x);
+  if (!d || d->size() != 4 || d->back() < 2 || d->back() % 2 != 0) return std::nullopt;
+  if (EveryOther(ix, *s1, d->back()) != std::optional<int64_t>(0) ||
+      EveryOther(ix, *s2, d->back()) != std::optional<int64_t>(1))
+    return std::nullopt;
+  // The shape: x's again.
+  bool same = false;
+  if (const Tensor* shape = ix.Constant(re->inputs[1])) {
+    if (shape->dtype() == DType::kInt64 && shape->size() == 4) {
+      const int64_t* v = shape->data<int64_t>();
+      same = v[3] == d->back() || v[3] == -1;  // -1: D, the leading dims being x's
+      for (int k = 0; k < 3; ++k) same = same && (v[k] == 0 || ((*d)[size_t(k)] >= 0 && v[k] == (*d)[size_t(k)]));
+    }
+  } else if (const Node* sc = ix.Producer(re->inputs[1], "Concat", &i_sc); sc && Binary(*sc)) {
+    // Concat(Slice(Shape(v), [0], [e]), [-1]) with Shape(v)[0:e] x's [B, H, S]:
+    // v the stacked 5-D value (e = 3 or -2) or x (e = 3 or -1).
+    const Tensor* tail = ix.Constant(sc->inputs[1]);
+    const Node* sl = ix.Producer(sc->inputs[0], "Slice", &i_sl);
+    const Node* sh = sl && sl->inputs.size() >= 3 ? ix.Producer(sl->inputs[0], "Shape", &i_sh) : nullptr;
+    if (tail && tail->dtype() == DType::kInt64 && tail->size() == 1 && tail->data<int64_t>()[0] == -1 && sh &&
+        sh->inputs.size() == 1 && sh->attr_int("start", 0) == 0 && !sh->attr("end") &&
+        IntScalar(ix, sl->inputs[1]) == std::optional<int64_t>(0) &&
+        (sl->inputs.size() < 4 || IntScalar(ix, sl->inputs[3]) == std::optional<int64_t>(0)) &&
+        (sl->inputs.size() < 5 || IntScalar(ix, sl->inputs[4]) == std::optional<int64_t>(1))) {
+      const std::optional<int64_t> e = IntScalar(ix, sl->inputs[2]);
+      if (sh->inputs[0] == stacked) {
+        // The chain goes with the pattern (the Shape reads a value it removes).
+        same = (e == std::optional<int64_t>(3) || e == std::optional<int64_t>(-2)) && ix.Inner(re->inputs[1]) &&
+               ix.Inner(sc->inputs[0]) && ix.Inner(sl->inputs[0]);
+        shape_reads_stacked = same;
+      }
+      if (sh->inputs[0] == x) same = e == std::optional<int64_t>(3) || e == std::optional<int64_t>(-1);
+    }
+  }
+  if (!same || (!stacked_inner && !shape_reads_stacked)) return std::nullopt;
+  RotateHalf r;
+  r.x = x;
+  r.nodes = {i_re, i_cat, i_u1, i_u2, i_neg, i_1, i_2};
+  if (shape_reads_stacked) r.nodes.insert(r.nodes.end(), {i_sc, i_sl, i_sh});
+  return r;
+}
+
 // cos or sin: Unsqueeze(Gather(table, ids), [1]) with table a constant
 // [1, ..., 1, P, D] seen as [P, D], directly or through Squeezes and Slices
 // from 0 along the positions (older exports: cos_cached[:, :, :T] squeezed).
@@ -262,7 +355,9 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
     const Node* mul_b = ix.Inner(b) ? ix.Producer(b, "Mul", &i_b) : nullptr;
     if (!mul_a || !mul_b || !Binary(*mul_a) || !Binary(*mul_b)) continue;
     for (int rs = 0; rs < 2; ++rs) {
-      const std::optional<RotateHalf> rot = MatchRotateHalf(ix, mul_b->inputs[size_t(rs)]);
+      std::optional<RotateHalf> rot = MatchRotateHalf(ix, mul_b->inputs[size_t(rs)]);
+      bool interleaved = false;
+      if (!rot && (rot = MatchRotateEveryTwo(ix, mul_b->inputs[size_t(rs)]))) interleaved = true;
       if (!rot) continue;
       const std::string& sin = mul_b->inputs[size_t(1 - rs)];
       std::string cos;
@@ -274,7 +369,9 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
       Node fused;
       fused.name = node.name;  // errors name the user's node (or its output)
       fused.outputs = node.outputs;
-      if (std::optional<std::vector<std::string>> in = TableInputs(g, ix, rot->x, *xt, cos, sin)) {
+      std::optional<std::vector<std::string>> in;
+      if (!interleaved) in = TableInputs(g, ix, rot->x, *xt, cos, sin);
+      if (in) {
         fused.op_type = "RotaryEmbedding";
         fused.opset = 23;
         fused.inputs = std::move(*in);
@@ -293,6 +390,7 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
         fused.domain = kInternalDomain;
         fused.opset = 1;
         fused.inputs = {rot->x, cos, sin};
+        if (interleaved) fused.attributes = {{"interleaved", IntAttr("interleaved", 1)}};
       }
       for (size_t k : rot->nodes) dead[k] = true;
       dead[i_a] = dead[i_b] = true;

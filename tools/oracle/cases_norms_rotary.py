@@ -1,12 +1,12 @@
 """RMSNorm and rotary as exporters spell them (runtime/rewrite/norms.cc and
-rotary.cc fuse them into RMSNormalization and RotaryEmbedding) against
+rotary.cc fuse them into RMSNormalization, RotaryEmbedding and RotateHalf) against
 onnxruntime running the graph as written: TorchScript's Casts, Pow or Mul,
 Reciprocal(Sqrt) or Div, dynamo's ReduceMean axes input and Pow(., -0.5),
 float16 wrapped in Casts; HF's rotate_half by constant Slices, Shape-derived
 Slice ends, or Split, cos/sin gathered from tables by position_ids (or from
 older exports' [1, 1, P, D] tables sliced and squeezed, or computed at run time
-from position_ids as Optimum exports them), partial rotary (GPT-NeoX),
-q and k sharing them, several sequence lengths over one model."""
+from position_ids as Optimum exports them), partial rotary (GPT-NeoX), GPT-J's
+rotate_every_two, q and k sharing them, several sequence lengths over one model."""
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
@@ -196,6 +196,40 @@ def runtime_rotary_case(name, dtype, heads=(4, 2), d=16, batch=2, seqs=(6, 1), o
     return Case(name, model, feeds, **(F16 if dtype == np.float16 else F32))
 
 
+def every_two_case(name, dtype, shape_form, heads=3, d=16, batch=2, seqs=(5, 1), opset=17):
+    """GPT-J's rotate_every_two: x[..., ::2], x[..., 1::2], stacked as (-x2, x1) and flattened back (a constant
+    shape, or torch's flatten(-2): Concat(Shape(stacked)[:-2], [-1])); cos and sin given per step [B, 1, S, D]."""
+    rng = np.random.default_rng(d + opset + len(name))
+    inits = [c("zero", i64(0)), c("one", i64(1)), c("last", i64(-1)), c("two", i64(2)), c("minus_two", i64(-2)),
+             c("big", i64(np.iinfo(np.int64).max))]
+    nodes = [helper.make_node("Slice", ["x", "zero", "big", "last", "two"], ["x1"]),
+             helper.make_node("Slice", ["x", "one", "big", "last", "two"], ["x2"]),
+             helper.make_node("Neg", ["x2"], ["neg"]),
+             helper.make_node("Unsqueeze", ["neg", "last"], ["neg_u"]),
+             helper.make_node("Unsqueeze", ["x1", "last"], ["x1_u"]),
+             helper.make_node("Concat", ["neg_u", "x1_u"], ["stacked"], axis=-1)]
+    if shape_form == "const":
+        inits.append(c("shape", i64(0, 0, 0, -1)))
+    else:
+        nodes += [helper.make_node("Shape", ["stacked"], ["st_shape"]),
+                  helper.make_node("Slice", ["st_shape", "zero", "minus_two"], ["lead"]),
+                  helper.make_node("Concat", ["lead", "last"], ["shape"], axis=0)]
+    nodes += [helper.make_node("Reshape", ["stacked", "shape"], ["rot"]),
+              helper.make_node("Mul", ["x", "cos"], ["xc"]),
+              helper.make_node("Mul", ["rot", "sin"], ["rs"]),
+              helper.make_node("Add", ["xc", "rs"], ["y"])]
+    ins = [value_info("x", dtype, ["batch", heads, "seq", d]), value_info("cos", dtype, ["batch", 1, "seq", d]),
+           value_info("sin", dtype, ["batch", 1, "seq", d])]
+    model = ms_model(nodes, ins, [value_info("y", dtype, ["batch", heads, "seq", d])], inits, opset=opset)
+    feeds = []
+    for s_ in seqs:
+        ang = rng.uniform(0, 6, (batch, 1, s_, d // 2))
+        feeds.append({"x": rng.standard_normal((batch, heads, s_, d)).astype(dtype),
+                      "cos": np.repeat(np.cos(ang), 2, axis=-1).astype(dtype),
+                      "sin": np.repeat(np.sin(ang), 2, axis=-1).astype(dtype)})
+    return Case(name, model, feeds, **(F16 if dtype == np.float16 else F32))
+
+
 def cases():
     f32, f16 = np.float32, np.float16
     return [
@@ -218,4 +252,6 @@ def cases():
         rotary_case("rotary_old_table_opset11_f32", f32, "shape", 11, d=8),
         runtime_rotary_case("rotary_runtime_f32", f32),
         runtime_rotary_case("rotary_runtime_f16", f16, d=32, batch=1, seqs=(4, 1)),
+        every_two_case("rotary_every_two_f32", f32, "const"),
+        every_two_case("rotary_every_two_flatten_f16", f16, "flatten", d=8),
     ]

@@ -23,10 +23,11 @@ double Tolerance(DType d) {
 }
 
 // Leading dims of y (B, H, S); x, cos, sin each [B or 1, H or 1, S or 1, D].
-void Check(DType dtype, const int64_t (&x_dims)[3], const int64_t (&c_dims)[3], int64_t d, uint32_t seed) {
+void Check(DType dtype, const int64_t (&x_dims)[3], const int64_t (&c_dims)[3], int64_t d, uint32_t seed,
+           bool interleaved = false) {
   std::mt19937 rng(seed);
   RotateHalfProblem p;
-  p.dtype = dtype, p.d = d;
+  p.dtype = dtype, p.d = d, p.interleaved = interleaved;
   const int64_t out[3] = {std::max(x_dims[0], c_dims[0]), std::max(x_dims[1], c_dims[1]),
                           std::max(x_dims[2], c_dims[2])};
   for (int k = 0; k < 3; ++k) p.dims[k] = out[k];
@@ -60,6 +61,8 @@ TEST(RotateHalf, FastMatchesReferenceAcrossTypesAndBroadcasts) {
     Check(dt, {2, 3, 5}, {1, 1, 5}, 16, seed++);  // one batch row of positions for all
     Check(dt, {1, 3, 4}, {2, 1, 4}, 6, seed++);   // cos wider than x: y takes its batch
     Check(dt, {2, 2, 1}, {2, 2, 1}, 2, seed++);
+    Check(dt, {2, 3, 5}, {2, 1, 5}, 8, seed++, true);  // GPT-J's pairs
+    Check(dt, {1, 2, 3}, {1, 1, 3}, 2, seed++, true);
   }
 }
 
@@ -73,6 +76,10 @@ TEST(RotateHalf, ByHand) {
   p.d = 4, p.x = x.raw(), p.cos = c.raw(), p.sin = s.raw(), p.y = y.raw();
   RotateHalf(p);
   EXPECT_EQ(std::vector<float>(y.data<float>(), y.data<float>() + 4), (std::vector<float>{-1, -36, 106, 2008}));
+  // Interleaved: rotate_every_two = [-2, 1, -4, 3].
+  p.interleaved = true;
+  RotateHalf(p);
+  EXPECT_EQ(std::vector<float>(y.data<float>(), y.data<float>() + 4), (std::vector<float>{0, 14, -394, 3008}));
 }
 
 }  // namespace

@@ -256,6 +256,61 @@ TEST(RewriteRotary, RunTimeCosAndSinBecomeRotateHalf) {
   }
 }
 
+// GPT-J's rotate_every_two: x[..., ::2], x[..., 1::2], stacked as
+// (-x2, x1) on a new last axis and flattened back -> RotateHalf interleaved.
+ModelBuilder EveryTwoModel(int shape_form, bool wrong_pairs, int64_t opset) {
+  ModelBuilder m(opset);
+  m.Input("x", DType::kFloat, {kB, kH, -1, kD}).Input("cos", DType::kFloat, {kB, 1, -1, kD});
+  m.Input("sin", DType::kFloat, {kB, 1, -1, kD});
+  m.Output("y", DType::kFloat, {kB, kH, -1, kD});
+  m.Initializer("zero", I({0}, {1})).Initializer("one", I({1}, {1})).Initializer("last", I({-1}, {1}));
+  m.Initializer("two", I({2}, {1})).Initializer("big", I({std::numeric_limits<int64_t>::max()}, {1}));
+  m.Initializer("minus_two", I({-2}, {1}));
+  m.Node("Slice", {"x", "zero", "big", "last", "two"}, {"x1"});
+  m.Node("Slice", {"x", "one", "big", "last", "two"}, {"x2"});
+  m.Node("Neg", {wrong_pairs ? "x1" : "x2"}, {"neg"});
+  auto unsqueeze = [&](const std::string& in, const std::string& out) {
+    if (opset >= 13) m.Node("Unsqueeze", {in, "last"}, {out});
+    else SetAttr(m.Node("Unsqueeze", {in}, {out}), "axes", std::vector<int64_t>{-1});
+  };
+  unsqueeze("neg", "neg_u");
+  unsqueeze(wrong_pairs ? "x2" : "x1", "x1_u");
+  SetAttr(m.Node("Concat", {"neg_u", "x1_u"}, {"stacked"}), "axis", int64_t{-1});
+  if (shape_form == 0) {
+    m.Initializer("shape", I({0, 0, 0, -1}, {4}));
+  } else if (shape_form == 1) {
+    m.Initializer("shape", I({kB, kH, 0, kD}, {4}));
+  } else {
+    m.Initializer("minus_one", I({-1}, {1}));
+    m.Node("Shape", {"stacked"}, {"st_shape"});
+    m.Node("Slice", {"st_shape", "zero", "minus_two"}, {"lead"});
+    SetAttr(m.Node("Concat", {"lead", "minus_one"}, {"shape"}), "axis", int64_t{0});
+  }
+  m.Node("Reshape", {"stacked", "shape"}, {"rot"});
+  m.Node("Mul", {"x", "cos"}, {"xc"});
+  m.Node("Mul", {"rot", "sin"}, {"rs"});
+  m.Node("Add", {"xc", "rs"}, {"y"});
+  return m;
+}
+
+TEST(RewriteRotary, GptJRotateEveryTwoBecomesInterleavedRotateHalf) {
+  auto inputs = [](int64_t s) {
+    return std::vector<NamedTensor>{{"x", RandomUniform(DType::kFloat, {kB, kH, s, kD}, uint32_t(s))},
+                                    {"cos", RandomUniform(DType::kFloat, {kB, 1, s, kD}, uint32_t(s + 1))},
+                                    {"sin", RandomUniform(DType::kFloat, {kB, 1, s, kD}, uint32_t(s + 2))}};
+  };
+  for (int form : {0, 1, 2})
+    for (int64_t opset : {11, 13}) {
+      ModelBuilder m = EveryTwoModel(form, false, opset);
+      EXPECT_THAT(RunBothWaysMany(m, {inputs(3), inputs(1)}, 1e-5), ElementsAre("RotateHalf")) << form << opset;
+      auto s = m.Build();
+      ASSERT_TRUE(s.ok()) << s.status();
+      EXPECT_EQ((*s)->graph().nodes[0].attr_int("interleaved", 0), 1);
+    }
+  // (-x1, x2) stacked: another rotation, kept.
+  EXPECT_THAT(RunBothWaysMany(EveryTwoModel(0, true, 13), {inputs(2)}, 1e-5), Not(Contains("RotateHalf")));
+}
+
 // Older exports: cos_cached[:, :, :T] squeezed to [T, D], then gathered.
 TEST(RewriteRotary, SlicedAndSqueezedTablesFuse) {
   for (int64_t opset : {11, 13}) {
