@@ -188,6 +188,81 @@ void Small(Bytes& in, Case& c) {
   for (int run = 0; run < 2; ++run) c.runs.push_back({{"x", FloatTensor(in, {1 + in.Pick(3), n})}});
 }
 
+// HF's rotary x * cos + rotate_half(x) * sin, x [B, H, S, D]: rotate_half by
+// Slices or Split, or a near miss (halves swapped, the sign on the other
+// half, the cut one off); cos and sin gathered from constant tables by
+// position_ids (halves equal or not; ids of B rows or one) or given as
+// inputs [B | 1, 1, S | 1, D] (computed at run time). The declared symbols
+// hold (x's and position_ids' lengths are one symbol, as a model declares
+// them); ids may fall past the tables (both ways fail).
+void Rotary(Bytes& in, Case& c) {
+  ModelBuilder& m = c.model;
+  const int64_t d = 2 * (1 + in.Pick(3)), b = 1 + in.Pick(2), h = 1 + in.Pick(2), p = 4 + in.Pick(4);
+  const int64_t half = d / 2;
+  const bool split = in.Flag(), known = in.Flag(), one_row = in.Pick(4) == 0;
+  const int miss = int(in.Pick(6));  // 1 swapped, 2 wrong sign, 3 cut off by one; else none
+  const int tables = int(in.Pick(3));  // 0 equal halves, 1 unequal, 2 cos and sin as inputs
+  m.Input("x", DType::kFloat, {known ? b : -1, h, -1, d});
+  m.Output("y", DType::kFloat, {}, false);
+  auto seq = [&](int input, int dim) {
+    m.graph().mutable_input(input)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(dim)->set_dim_param(
+        "seq");
+  };
+  seq(0, 2);
+  if (tables == 2) {
+    const bool cb = in.Flag(), cs = in.Flag();
+    m.Input("cos", DType::kFloat, {cb ? b : 1, 1, cs ? -1 : 1, d}).Input("sin", DType::kFloat, {cb ? b : 1, 1, cs ? -1 : 1, d});
+    if (cs) seq(1, 2), seq(2, 2);
+  } else {
+    m.Input("ids", DType::kInt64, {one_row ? 1 : b, -1});
+    seq(1, 1);
+    Tensor tc = FloatTensor(in, {p, d}), ts = FloatTensor(in, {p, d});
+    for (int64_t r = 0; r < p; ++r)
+      for (int64_t i = 0; i < half; ++i) {
+        if (tables == 0 || i % 2) tc.data<float>()[r * d + half + i] = tc.data<float>()[r * d + i];
+        ts.data<float>()[r * d + half + i] = ts.data<float>()[r * d + i];
+      }
+    m.Initializer("cos_cached", tc).Initializer("sin_cached", ts).Initializer("one", Ints({1}));
+    for (const char* t : {"cos", "sin"}) {
+      m.Node("Gather", {std::string(t) + "_cached", "ids"}, {std::string(t) + "_3d"});
+      m.Node("Unsqueeze", {std::string(t) + "_3d", "one"}, {t});
+    }
+  }
+  const int64_t cut = miss == 3 && half > 1 ? half - 1 : half;
+  m.Initializer("zero", Ints({0})).Initializer("cut", Ints({cut})).Initializer("last", Ints({-1}));
+  m.Initializer("big", Ints({std::numeric_limits<int64_t>::max()})).Initializer("sizes", Ints({cut, d - cut}));
+  if (split) {
+    SetAttr(m.Node("Split", {"x", "sizes"}, {"x1", "x2"}), "axis", int64_t{-1});
+  } else {
+    m.Node("Slice", {"x", "zero", "cut", "last"}, {"x1"});
+    m.Node("Slice", {"x", "cut", "big", "last"}, {"x2"});
+  }
+  const std::string neg_of = miss == 1 || miss == 2 ? "x1" : "x2", other = neg_of == "x1" ? "x2" : "x1";
+  m.Node("Neg", {neg_of}, {"neg"});
+  SetAttr(m.Node("Concat", miss == 2 ? std::vector<std::string>{other, "neg"} : std::vector<std::string>{"neg", other},
+                 {"rot"}),
+          "axis", int64_t{-1});
+  m.Node("Mul", in.Flag() ? std::vector<std::string>{"x", "cos"} : std::vector<std::string>{"cos", "x"}, {"xc"});
+  m.Node("Mul", {"rot", "sin"}, {"rs"});
+  m.Node("Add", in.Flag() ? std::vector<std::string>{"xc", "rs"} : std::vector<std::string>{"rs", "xc"}, {"y"});
+  for (int run = 0; run < 2; ++run) {
+    const int64_t s = 1 + in.Pick(3);
+    std::vector<NamedTensor> feeds = {{"x", FloatTensor(in, {b, h, s, d})}};
+    if (tables == 2) {
+      const auto& dims = m.graph().input(1).type().tensor_type().shape();
+      const Shape shape = {dims.dim(0).has_dim_value() ? dims.dim(0).dim_value() : 1, 1,
+                           dims.dim(2).has_dim_value() ? 1 : s, d};
+      feeds.push_back({"cos", FloatTensor(in, shape)});
+      feeds.push_back({"sin", FloatTensor(in, shape)});
+    } else {
+      std::vector<int64_t> ids;
+      for (int64_t i = 0; i < (one_row ? 1 : b) * s; ++i) ids.push_back(in.Pick(p + 1));  // p: past the table
+      feeds.push_back({"ids", Tensor::FromVector(ids, {one_row ? 1 : b, s})});
+    }
+    c.runs.push_back(std::move(feeds));
+  }
+}
+
 bool Agree(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
   if (std::isinf(a) || std::isinf(b)) return a == b;
@@ -202,8 +277,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   QuietProtobuf();
   Bytes in(data, size);
   Case c;
-  const int64_t kind = in.Pick(4);
-  if (kind == 0) Attention(in, c);
+  // The first byte picks the kind: below 240 the four first kinds as before
+  // (the seeds keep their meaning), from 240 the rotary.
+  const uint8_t first = in.Next();
+  const int64_t kind = first >= 240 ? 4 : first % 4;
+  if (kind == 4) Rotary(in, c);
+  else if (kind == 0) Attention(in, c);
   else if (kind == 1) Norm(in, c, false);
   else if (kind == 2) Norm(in, c, true);
   else Small(in, c);

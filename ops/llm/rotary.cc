@@ -1,6 +1,7 @@
 // RotaryEmbedding (23): validation and the layout; the kernel is
 // kernels/attention/rotary.cc. 16-bit inputs compute in float.
 #include "kernels/attention/rotary.h"
+#include "kernels/attention/rotate_half.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 
@@ -107,12 +108,83 @@ class RotaryOp : public Op {
   bool interleaved_;
 };
 
+// onnx_mini::RotateHalf(x, cos, sin) = x * cos + rotate_half(x) * sin
+// (interleaved = 1: GPT-J's rotate_every_two, pairs (2i, 2i + 1)), the
+// rotary rewrite's op for cos and sin computed at run time (full rows of D,
+// HF's cat(freqs, freqs)): x, cos and sin of rank 1 to 4 broadcast against
+// each other over all dims but the last, as the pattern's Mul and Add do; the
+// last dims all D, even.
+struct RotateHalfPlan : OpPlan {
+  RotateHalfProblem p;
+};
+
+class RotateHalfOp : public Op {
+ public:
+  explicit RotateHalfOp(const Node& node) : interleaved_(node.attr_int("interleaved", 0) != 0) {}
+
+  absl::Status Infer(InferContext& ctx) const override {
+    ValueType y;
+    y.dtype = ctx.input(0).dtype;
+    const ValueType &x = ctx.input(0), &c = ctx.input(1), &s = ctx.input(2);
+    if (x.dims && c.dims && s.dims) {
+      for (const ValueType* t : {&x, &c, &s})
+        if (t->dims->empty() || t->dims->size() > 4)
+          return ctx.Error(absl::StrCat("inputs must have rank 1 to 4, got ", t->ToString()));
+      const Dim& d = x.dims->back();
+      if (d.known() && (d.value < 2 || d.value % 2 != 0))
+        return ctx.Error(absl::StrCat("x's last dim must be even and at least 2, got ", x.ToString()));
+      for (const ValueType* t : {&c, &s})
+        if (d.known() && t->dims->back().known() && t->dims->back().value != d.value)
+          return ctx.Error(absl::StrCat("cos and sin must have x's last dim ", d.value, ", got ", t->ToString()));
+      ASSIGN_OR_RETURN(std::vector<Dim> xc, BroadcastDims(ctx, *x.dims, *c.dims));
+      ASSIGN_OR_RETURN(std::vector<Dim> all, BroadcastDims(ctx, xc, *s.dims));
+      y.dims = std::move(all);
+    }
+    std::vector<std::optional<Shape>> shapes;
+    if (ConcreteInputShapes(ctx, 3, shapes)) {
+      const Shape out = *y.concrete_shape();
+      auto plan = std::make_shared<RotateHalfPlan>();
+      RotateHalfProblem& p = plan->p;
+      p.dtype = y.dtype;
+      p.d = out.back();
+      p.interleaved = interleaved_;
+      // The leading dims, padded in front to three.
+      const size_t lead = out.size() - 1;
+      for (size_t k = 0; k < lead; ++k) p.dims[3 - lead + k] = out[k];
+      int64_t* strides[3] = {p.x_strides, p.cos_strides, p.sin_strides};
+      for (int i = 0; i < 3; ++i) {
+        const std::vector<int64_t> st = BroadcastStrides(*shapes[size_t(i)], out);
+        for (size_t k = 0; k < lead; ++k) strides[i][3 - lead + k] = st[k];
+      }
+      ctx.set_plan(std::move(plan));
+    }
+    ctx.set_output(0, y);
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    RotateHalfProblem p = ctx.plan<RotateHalfPlan>().p;
+    Tensor& y = ctx.output(0);
+    if (y.size() == 0) return absl::OkStatus();
+    p.x = ctx.input(0)->raw();
+    p.cos = ctx.input(1)->raw();
+    p.sin = ctx.input(2)->raw();
+    p.y = y.raw();
+    RotateHalf(p);
+    return absl::OkStatus();
+  }
+
+ private:
+  bool interleaved_;
+};
+
 }  // namespace
 
 std::vector<OpDef> RotaryOps() {
   const TypeConstraint t = {"T", kFloatTypes};
   return {
       {kOnnxDomain, "RotaryEmbedding", Versions{23}, "T T T M?", "T", {t, {"M", kInt64}}, MakeOp<RotaryOp>},
+      {kInternalDomain, "RotateHalf", Versions{1}, "T T T", "T", {t}, MakeOp<RotateHalfOp>},
   };
 }
 

@@ -211,6 +211,27 @@ class SliceOp : public Op {
       ctx.set_plan(std::move(plan));
     } else if (ctx.input(0).dims) {
       out.dims = std::vector<Dim>(ctx.input(0).dims->size());
+      // Known parameters over a partly known shape: an axis not sliced keeps
+      // its dim (a symbol too), a sliced one of known length gets its count
+      // (the rewrites read these shapes).
+      if (values_known) {
+        const std::vector<Dim>& in = *ctx.input(0).dims;
+        Shape probe(in.size());
+        for (size_t i = 0; i < in.size(); ++i) probe[i] = in[i].known() ? in[i].value : 0;
+        SlicePlan scratch;
+        const absl::StatusOr<Shape> counts = Resolve(ctx, probe, scratch);
+        std::vector<int64_t> axes = legacy_ ? axes_ : std::vector<int64_t>{};
+        if (!legacy_ && ctx.has_input(3)) axes = IndexValues(*ctx.value(3));
+        const size_t n = legacy_ ? starts_.size() : size_t(ctx.value(1)->size());
+        if (axes.empty())
+          for (size_t i = 0; i < n; ++i) axes.push_back(int64_t(i));
+        if (counts.ok()) {
+          std::vector<bool> sliced(in.size(), false);
+          for (int64_t a : axes) sliced[size_t(a < 0 ? a + int64_t(in.size()) : a)] = true;  // Resolve checked them
+          for (size_t i = 0; i < in.size(); ++i)
+            (*out.dims)[i] = !sliced[i] ? in[i] : in[i].known() ? Dim::Known((*counts)[i]) : Dim{};
+        }
+      }
     }
     ctx.set_output(0, out);
     return absl::OkStatus();

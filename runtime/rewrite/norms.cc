@@ -9,8 +9,13 @@
 //             A Cast to the type its input already has, on x or between the
 //             normalized value and w (torch's export of HF's RMSNorm keeps its
 //             .to(float32) and .to(input_dtype) as such Casts in float32
-//             models), is looked through; a real Cast (float16 models) is not.
-//             The mean's axis may be written as rank - 1 for a known rank.
+//             models), is looked through. The real pair of a 16-bit model,
+//             x16 -> Cast(float) -> the norm in float -> Cast(x16's type)
+//             -> Mul(w16), is taken too (RMSNormalization(x16, w16) with
+//             stash_type float: the statistics in float as written, the one
+//             difference the rounding of the normalized value to 16 bits
+//             before the weight). 1/Sqrt(v) may also be Pow(v, -0.5) (dynamo's
+//             rsqrt). The mean's axis may be written as rank - 1 for a known rank.
 //   LayerNorm (x - m) / Sqrt(ReduceMean((x - m)^2, [-1]) + eps) * g + b with
 //             m = ReduceMean(x, [-1]), the square as Pow(., 2) or Mul, g and b
 //             constant 1-D of x's last dim, known before running (either
@@ -50,12 +55,10 @@ struct NormChain {
   std::vector<size_t> nodes;
 };
 
-// Sqrt(ReduceMean(x^2, [-1]) + eps) as `s`, for the given x.
-bool MatchRms(const Index& ix, const std::string& s, const std::string& x, NormChain& c) {
-  size_t i_sqrt, i_add, i_mean, i_sq;
-  const Node* sqrt = ix.Inner(s) ? ix.Producer(s, "Sqrt", &i_sqrt) : nullptr;
-  if (!sqrt || sqrt->inputs.size() != 1) return false;
-  const Node* add = ix.Inner(sqrt->inputs[0]) ? ix.Producer(sqrt->inputs[0], "Add", &i_add) : nullptr;
+// ReduceMean(x^2, [-1]) + eps as `v`, for the given x.
+bool MatchMeanSquare(const Index& ix, const std::string& v, const std::string& x, NormChain& c) {
+  size_t i_add, i_mean, i_sq;
+  const Node* add = ix.Inner(v) ? ix.Producer(v, "Add", &i_add) : nullptr;
   if (!add || !Binary(*add)) return false;
   for (int side = 0; side < 2; ++side) {
     const Tensor* eps = ix.Constant(add->inputs[size_t(side)]);
@@ -85,10 +88,19 @@ bool MatchRms(const Index& ix, const std::string& s, const std::string& x, NormC
     c.x = x;
     c.eps = GetDouble(*eps, 0);
     c.dtype = d;
-    c.nodes.insert(c.nodes.end(), {i_sqrt, i_add, i_mean, i_sq});
+    c.nodes.insert(c.nodes.end(), {i_add, i_mean, i_sq});
     return true;
   }
   return false;
+}
+
+// Sqrt(ReduceMean(x^2, [-1]) + eps) as `s`, for the given x.
+bool MatchRms(const Index& ix, const std::string& s, const std::string& x, NormChain& c) {
+  size_t i_sqrt;
+  const Node* sqrt = ix.Inner(s) ? ix.Producer(s, "Sqrt", &i_sqrt) : nullptr;
+  if (!sqrt || sqrt->inputs.size() != 1) return false;
+  c.nodes.push_back(i_sqrt);
+  return MatchMeanSquare(ix, sqrt->inputs[0], x, c);
 }
 
 // The normalized value y = x / Sqrt(.) or x * (1/Sqrt(.)).
@@ -105,6 +117,11 @@ bool MatchNormalized(const Index& ix, const std::string& y, NormChain& c) {
     const std::string& x = mul->inputs[size_t(1 - side)];
     if (!ix.Inner(r)) continue;
     std::string s;
+    if (const Node* p = ix.Producer(r, "Pow", &i_r); p && Binary(*p) && ix.ConstantIs(p->inputs[1], -0.5)) {
+      c.nodes = {i_y, i_r};
+      if (MatchMeanSquare(ix, p->inputs[0], x, c)) return true;
+      continue;
+    }
     if (const Node* rec = ix.Producer(r, "Reciprocal", &i_r); rec && rec->inputs.size() == 1) s = rec->inputs[0];
     else if (const Node* d = ix.Producer(r, "Div", &i_r); d && Binary(*d) && ix.ConstantIs(d->inputs[0], 1))
       s = d->inputs[1];
@@ -211,6 +228,14 @@ bool RewriteLayerNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   return false;
 }
 
+// A Cast from float to `to` (a 16-bit float type): its node, or nullptr.
+const Node* NarrowingCast(const Index& ix, const std::string& name, DType to, size_t* index) {
+  const Node* cast = ix.Producer(name, "Cast", index);
+  if (!cast || cast->inputs.size() != 1 || cast->attr_int("to", 0) != int64_t(to)) return nullptr;
+  const ValueType* t = ix.Type(cast->inputs[0]);
+  return t && t->is_tensor() && t->dtype == DType::kFloat ? cast : nullptr;
+}
+
 // RMSNorm: Mul(normalized x, w) or Mul(w, normalized x) at node n.
 bool RewriteRmsNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
   Node& node = g.nodes[n];
@@ -220,23 +245,43 @@ bool RewriteRmsNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
     const std::string y = node.inputs[size_t(1 - side)];
     const Tensor* wt = ix.Constant(w);
     if (!wt || wt->shape().size() != 1 || !ix.Inner(y)) continue;
-    // The normalized value, through a no-op Cast before the weight.
+    const bool narrow = wt->dtype() == DType::kFloat16 || wt->dtype() == DType::kBFloat16;
+    // The normalized value, through a no-op Cast (or a 16-bit model's
+    // narrowing one) before the weight.
     size_t i_out_cast = 0, i_in_cast = 0;
     const Node* out_cast = NoOpCast(ix, y, &i_out_cast);
+    bool widened = false;  // the chain in float between a 16-bit x and w
+    if (!out_cast && narrow && (out_cast = NarrowingCast(ix, y, wt->dtype(), &i_out_cast))) widened = true;
     const std::string normed = out_cast ? out_cast->inputs[0] : y;
     if (out_cast && !ix.Inner(normed)) continue;
     NormChain c;
-    if (!MatchNormalized(ix, normed, c) || wt->dtype() != c.dtype || !LastDimIs(ix, c.x, wt->size())) continue;
+    if (!MatchNormalized(ix, normed, c)) continue;
+    // The chain in float: its x the float Cast of a value of w's type.
+    const Node* in_cast = ix.IsOutput(c.x) ? nullptr : NoOpCast(ix, c.x, &i_in_cast);
+    if (widened) {
+      in_cast = ix.Producer(c.x, "Cast", &i_in_cast);
+      const ValueType* src = in_cast && in_cast->inputs.size() == 1 ? ix.Type(in_cast->inputs[0]) : nullptr;
+      const ValueType* xt = ix.Type(c.x);
+      if (!src || src->dtype != wt->dtype() || !xt || xt->dtype != DType::kFloat ||
+          in_cast->attr_int("to", 0) != int64_t(DType::kFloat))
+        continue;
+    } else if (wt->dtype() != c.dtype) {
+      continue;
+    }
+    if (!LastDimIs(ix, c.x, wt->size())) continue;
     if (out_cast) dead[i_out_cast] = true;
-    // x through a no-op Cast that only the pattern reads: the fused node reads
-    // the Cast's input, and the Cast goes.
-    if (const Node* in_cast = ix.IsOutput(c.x) ? nullptr : NoOpCast(ix, c.x, &i_in_cast)) {
+    // x through a Cast: the fused node reads the Cast's input (always for a
+    // widening Cast: the norm takes w's type), and the Cast goes when only
+    // the pattern reads it.
+    if (in_cast) {
       int reads = 0;
       for (size_t k : c.nodes)
         for (const std::string& in : g.nodes[k].inputs) reads += in == c.x;
-      if (ix.Uses(c.x) == reads) {
-        c.x = in_cast->inputs[0];
+      if (ix.Uses(c.x) == reads && !ix.IsOutput(c.x)) {
         dead[i_in_cast] = true;
+        c.x = in_cast->inputs[0];
+      } else if (widened) {
+        c.x = in_cast->inputs[0];
       }
     }
     for (size_t k : c.nodes) dead[k] = true;
@@ -254,6 +299,7 @@ bool RewriteRmsNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
     eps.type = AttrType::kFloat;
     eps.f = float(c.eps);
     fused.attributes = {{"axis", axis}, {"epsilon", eps}};
+    if (widened) fused.attributes["stash_type"] = IntAttr("stash_type", 1);  // statistics in float, as written
     node = std::move(fused);
     return true;
   }

@@ -17,7 +17,8 @@ constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
                            RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize,
                            RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation,
-                           RewriteConvAffine, RewriteConvAdd};
+                           RewriteConvAffine, RewriteConvAdd,
+                           RewriteRotary, RewritePartialRotary, RewriteUnreadShapeOps};
 
 }  // namespace
 

@@ -14,7 +14,7 @@
 // node, so that errors name a node of the model (or, unnamed, its output).
 //
 // The families, each file with its rules' conditions: norms.cc (RMSNorm,
-// LayerNorm), activations.cc (SiLU, Pow2), matmul_bias.cc (MatMul + bias),
+// LayerNorm), rotary.cc (HF's rotary, partial rotary), activations.cc (SiLU, Pow2), matmul_bias.cc (MatMul + bias),
 // conv.cc (BatchNormalization, scale and shift folded into Conv; activations
 // and a residual Add fused as FusedConv's post-ops),
 // attention.cc (SDPA); graph_index.h: what they share.

@@ -9,7 +9,8 @@ namespace {
 
 struct RmsForm {
   bool square_by_mul;   // Mul(x, x) instead of Pow(x, 2)
-  int inverse;          // 0: Reciprocal(Sqrt) then Mul, 1: Div(1, Sqrt) then Mul, 2: Div(x, Sqrt)
+  int inverse;          // 0: Reciprocal(Sqrt) then Mul, 1: Div(1, Sqrt) then Mul, 2: Div(x, Sqrt),
+                        // 3: Pow(., -0.5) then Mul
   bool weight_first;    // Mul(w, y) instead of Mul(y, w)
   int64_t opset;        // ReduceMean's axes: an attribute before 18, an input from 18
 };
@@ -33,8 +34,12 @@ ModelBuilder RmsModel(const RmsForm& f, DType dt, int64_t hidden, bool mean_is_o
   }
   if (mean_is_output) m.Output("mean", dt, {2, -1, 1});
   m.Node("Add", {"mean", "eps"}, {"var"});
-  m.Node("Sqrt", {"var"}, {"std"});
-  if (f.inverse == 0) {
+  if (f.inverse != 3) m.Node("Sqrt", {"var"}, {"std"});
+  if (f.inverse == 3) {  // dynamo's rsqrt
+    m.Initializer("minus_half", RandomUniform(dt, {}, 1, -0.5, -0.5));
+    m.Node("Pow", {"var", "minus_half"}, {"inv"});
+    m.Node("Mul", {"x", "inv"}, {"normed"});
+  } else if (f.inverse == 0) {
     m.Node("Reciprocal", {"std"}, {"inv"});
     m.Node("Mul", {"x", "inv"}, {"normed"});
   } else if (f.inverse == 1) {
@@ -51,7 +56,7 @@ ModelBuilder RmsModel(const RmsForm& f, DType dt, int64_t hidden, bool mean_is_o
 TEST(Rewrite, DecomposedRmsNormBecomesRMSNormalization) {
   for (DType dt : {DType::kFloat, DType::kFloat16}) {
     for (bool by_mul : {false, true})
-      for (int inverse : {0, 1, 2})
+      for (int inverse : {0, 1, 2, 3})
         for (bool weight_first : {false, true})
           for (int64_t opset : {17, 18}) {
             const RmsForm f{by_mul, inverse, weight_first, opset};
@@ -100,11 +105,42 @@ TEST(Rewrite, RmsNormThroughNoOpCastsFuses) {
   // The first Cast has another reader: it stays, and the fused node reads it.
   EXPECT_THAT(RunBothWays(CastRmsModel(DType::kFloat, -1, true), {{"x", x}}, 1e-5),
               ::testing::ElementsAre("Cast", "RMSNormalization"));
-  // A float16 model's Casts are real (the norm in float, rounded to float16
-  // before the weight): the graph stays as written.
-  const Tensor x16 = RandomUniform(DType::kFloat16, {2, 3, 8}, 4);
-  EXPECT_THAT(RunBothWays(CastRmsModel(DType::kFloat16, -1, false), {{"x", x16}}, 1e-3),
-              ::testing::Not(::testing::Contains("RMSNormalization")));
+  // A 16-bit model's Casts are real (the norm in float, rounded to 16 bits
+  // before the weight): RMSNormalization over the 16-bit x with its
+  // statistics in float, the normalized value no longer rounded before w.
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    const Tensor x16 = RandomUniform(dt, {2, 3, 8}, 4);
+    const double tol = dt == DType::kFloat16 ? 2e-3 : 1.6e-2;
+    EXPECT_THAT(RunBothWays(CastRmsModel(dt, -1, false), {{"x", x16}}, tol),
+                ::testing::ElementsAre("RMSNormalization"));
+    // The widening Cast read elsewhere stays; the norm still reads the 16-bit x.
+    auto s = CastRmsModel(dt, -1, true).Build();
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_THAT(OpTypes(**s), ::testing::ElementsAre("Cast", "RMSNormalization"));
+    EXPECT_EQ((*s)->graph().nodes[1].inputs[0], "x");
+    EXPECT_EQ((*s)->graph().nodes[1].attr_int("stash_type", 0), 1);
+  }
+}
+
+// The narrowing Cast to another type than w's, or a widening Cast from
+// another type than w's: the fused op could not take both, the graph stays.
+TEST(Rewrite, RmsNormThroughMismatchedCastsIsKept) {
+  ModelBuilder m(18);
+  m.Input("x", DType::kFloat16, {2, 3, 8}).Output("y", DType::kBFloat16, {2, 3, 8});
+  m.Initializer("w", RandomUniform(DType::kBFloat16, {8}, 5, 0.5, 1.5));
+  m.Initializer("two", Tensor::FromVector(std::vector<float>{2}, {}));
+  m.Initializer("eps", Tensor::FromVector(std::vector<float>{1e-6f}, {}));
+  m.Initializer("axes", Tensor::FromVector(std::vector<int64_t>{-1}, {1}));
+  SetAttr(m.Node("Cast", {"x"}, {"xc"}), "to", int64_t(DType::kFloat));
+  m.Node("Pow", {"xc", "two"}, {"sq"});
+  m.Node("ReduceMean", {"sq", "axes"}, {"mean"});
+  m.Node("Add", {"mean", "eps"}, {"var"});
+  m.Node("Sqrt", {"var"}, {"std"});
+  m.Node("Div", {"xc", "std"}, {"normed"});
+  SetAttr(m.Node("Cast", {"normed"}, {"nc"}), "to", int64_t(DType::kBFloat16));
+  m.Node("Mul", {"w", "nc"}, {"y"});
+  const Tensor x = RandomUniform(DType::kFloat16, {2, 3, 8}, 4);
+  EXPECT_THAT(RunBothWays(m, {{"x", x}}, 1e-2), ::testing::Not(::testing::Contains("RMSNormalization")));
 }
 
 TEST(Rewrite, RmsNormIsKeptWhenAnIntermediateIsUsedElsewhere) {
