@@ -17,8 +17,10 @@
 
 #include "absl/strings/ascii.h"
 #include "ops/common.h"
+#include "kernels/gemm/gemv.h"
 #include "kernels/gemm/onednn.h"
 #include "kernels/vec/sigmoid.h"
+#include "kernels/vec/vec_math.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
@@ -117,10 +119,16 @@ struct RnnPlan : OpPlan {
   int64_t seq = 0, batch = 0, input = 0, hidden = 0;
 };
 
-// C[M, N] = A[M, K] · B[N, K]ᵀ: oneDNN for float on the fast path, else loops.
+// C[M, N] = A[M, K] · B[N, K]ᵀ: for float on the fast path our GEMV for a
+// few rows (a step's recurrent product: a oneDNN call cost silero VAD's
+// 64-wide LSTM more than its arithmetic), oneDNN for more, else loops.
 template <class A>
 void GemmBT(const A* a, const A* b, A* c, int64_t M, int64_t K, int64_t N, bool fast, int threads) {
   if constexpr (std::is_same_v<A, float>) {
+    if (fast && M >= 1 && M <= kGemvMaxRows && K > 0 && N > 0) {
+      GemvF32(a, b, nullptr, c, M, K, N, /*trans_b=*/true, threads);
+      return;
+    }
     if (fast && OneDnnMatMul(DType::kFloat, a, b, c, 1, 1, 1, M, K, N, false, true, threads)) return;
   }
   (void)fast;
@@ -131,6 +139,20 @@ void GemmBT(const A* a, const A* b, A* c, int64_t M, int64_t K, int64_t N, bool 
       for (int64_t k = 0; k < K; ++k) acc += a[m * K + k] * b[n * K + k];
       c[m * N + n] = acc;
     }
+}
+
+// One row of LSTM's state update with the default activations: pre holds
+// the gates' pre-activations (i, o, f, c: 4h), c the cell state (updated),
+// tanh_c h scratch floats, out the new hidden state.
+template <class A>
+void VecGates(A* pre, A* c, A* tanh_c, A* out, int64_t h) {
+  if constexpr (std::is_same_v<A, float>) {
+    VecSigmoid(pre, pre, 3 * h);
+    VecTanh(pre + 3 * h, pre + 3 * h, h);
+    for (int64_t j = 0; j < h; ++j) c[j] = pre[2 * h + j] * c[j] + pre[j] * pre[3 * h + j];
+    VecTanh(c, tanh_c, h);
+    for (int64_t j = 0; j < h; ++j) out[j] = pre[h + j] * tanh_c[j];
+  }
 }
 
 // An input in the compute type A: the tensor itself, or a widened copy.
@@ -329,6 +351,14 @@ class RnnOp : public Op {
     const A clip = A(a_.clip);
     const auto clipped = [&](A v) { return a_.has_clip ? std::min(clip, std::max(-clip, v)) : v; };
     const auto state_at = [&](int64_t d, int64_t b) { return a_.layout ? (b * D + d) * H : (d * Bt + b) * H; };
+    // LSTM with the default activations, no clip, peepholes or coupled
+    // gates: the activations vectorized over each row (libm per element cost
+    // silero VAD's 64-wide LSTM as much as its products).
+    const Activation* acts = a_.activations.data();
+    bool vec_lstm = std::is_same_v<A, float> && fast && a_.kind == Kind::kLstm && !a_.has_clip && !P &&
+                    !a_.input_forget && VecMathVectorized();
+    for (int64_t k = 0; vec_lstm && k < D * 3; ++k)
+      vec_lstm = acts[k].fn == (k % 3 == 0 ? Activation::kSigmoid : Activation::kTanh);
 
     for (int64_t d = 0; d < D; ++d) {
       const bool reverse = d == 1 || a_.reverse;
@@ -377,7 +407,14 @@ class RnnOp : public Op {
           const A* q = hr + b * n;
           A* hb = h + b * H;
           A* cb_ = c + b * H;
-          if (active) {
+          if (active && vec_lstm) {
+            // The gates' pre-activations in place of q (i, o, f, c), then the
+            // vector sigmoid and tanh over whole rows; tanh(c) in rh (GRU's).
+            A* pre = hr + b * n;
+            A* tanh_c = rh + b * H;
+            for (int64_t j = 0; j < G * H; ++j) pre[j] += g[j];
+            VecGates(pre, cb_, tanh_c, hb, H);
+          } else if (active) {
             for (int64_t j = 0; j < H; ++j) {
               if (a_.kind == Kind::kRnn) {
                 hb[j] = act[0](clipped(g[j] + q[j]));

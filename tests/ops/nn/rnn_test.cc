@@ -292,6 +292,24 @@ TEST(Rnn, EveryKindDirectionLayoutAndState) {
         }
 }
 
+TEST(Rnn, LstmAtSileroVadSizes) {
+  // 64 inputs and hidden units (silero VAD's): the steps' products on the
+  // GEMV for up to 4 rows and oneDNN past them, the default activations
+  // vectorized over rows; with and without states, both directions.
+  uint32_t seed = 100;
+  for (int64_t batch : {1, 3, 5})
+    for (const char* dir : {"forward", "bidirectional"})
+      for (bool states : {false, true}) {
+        Spec s;
+        s.S = 3;
+        s.B = batch;
+        s.I = s.H = 64;
+        s.direction = dir;
+        s.h0 = s.c0 = states;
+        Check(s, seed++);
+      }
+}
+
 TEST(Rnn, SequenceLensZeroPadAndKeepTheLastValidState) {
   uint32_t seed = 100;
   for (const char* op : {"RNN", "GRU", "LSTM"})
