@@ -122,11 +122,16 @@ struct RnnPlan : OpPlan {
 // C[M, N] = A[M, K] · B[N, K]ᵀ: for float on the fast path our GEMV for a
 // few rows (a step's recurrent product: a oneDNN call cost silero VAD's
 // 64-wide LSTM more than its arithmetic), oneDNN for more, else loops.
+// `b_kn`: B already transposed to [K, N] (the op's prepared copy), or null;
+// with few rows the GEMV reads it a row of B at a time, where B[N, K] costs a
+// horizontal sum per column.
 template <class A>
-void GemmBT(const A* a, const A* b, A* c, int64_t M, int64_t K, int64_t N, bool fast, int threads) {
+void GemmBT(const A* a, const A* b, A* c, int64_t M, int64_t K, int64_t N, bool fast, int threads,
+            const A* b_kn = nullptr) {
   if constexpr (std::is_same_v<A, float>) {
     if (fast && M >= 1 && M <= kGemvMaxRows && K > 0 && N > 0) {
-      GemvF32(a, b, nullptr, c, M, K, N, /*trans_b=*/true, threads);
+      if (b_kn) GemvF32(a, b_kn, nullptr, c, M, K, N, /*trans_b=*/false, threads);
+      else GemvF32(a, b, nullptr, c, M, K, N, /*trans_b=*/true, threads);
       return;
     }
     if (fast && OneDnnMatMul(DType::kFloat, a, b, c, 1, 1, 1, M, K, N, false, true, threads)) return;
@@ -153,6 +158,16 @@ void VecGates(A* pre, A* c, A* tanh_c, A* out, int64_t h) {
     VecTanh(c, tanh_c, h);
     for (int64_t j = 0; j < h; ++j) out[j] = pre[h + j] * tanh_c[j];
   }
+}
+
+// Direction d of a prepared transposed weight (`per_dir` elements each), or
+// null when there is none of type A.
+template <class A>
+const A* Transposed(const Tensor& t, int64_t d, int64_t per_dir) {
+  if constexpr (std::is_same_v<A, float>) {
+    if (t.defined() && t.size() > 0) return t.data<float>() + d * per_dir;
+  }
+  return nullptr;
 }
 
 // An input in the compute type A: the tensor itself, or a widened copy.
@@ -311,6 +326,28 @@ class RnnOp : public Op {
  private:
   explicit RnnOp(RnnAttributes a) : a_(std::move(a)) {}
 
+ public:
+  // Constant float W and R transposed once per direction to [in, gates]
+  // (WT, RT): the steps' few-row products read them row by row.
+  absl::Status Prepare(PrepareContext& ctx) override {
+    for (size_t i : {size_t(1), size_t(2)}) {
+      const Tensor* w = ctx.num_inputs() > i ? ctx.constant(i) : nullptr;
+      if (!w || w->dtype() != DType::kFloat || w->rank() != 3 || w->size() == 0) continue;
+      const int64_t dirs = w->dim(0), rows = w->dim(1), cols = w->dim(2);
+      absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(DType::kFloat, {dirs, cols, rows}, ctx.budget());
+      if (!t.ok()) continue;  // out of budget: the plain layout serves
+      const float* from = w->data<float>();
+      float* to = t->data<float>();
+      for (int64_t d = 0; d < dirs; ++d)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c) to[(d * cols + c) * rows + r] = from[(d * rows + r) * cols + c];
+      (i == 1 ? w_kn_ : r_kn_) = *std::move(t);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+
   // Runs every direction with T the storage type and A the compute type.
   template <class T, class A>
   absl::Status Run(KernelContext& ctx, const RnnPlan& p, const std::vector<int32_t>& lens, bool fast) const {
@@ -369,7 +406,7 @@ class RnnOp : public Op {
       const A* Pd = P ? P + d * 3 * H : nullptr;
       const Activation* act = &a_.activations[size_t(d * ActivationCount(a_.kind))];
       // xw rows follow X's rows: (t, b) for layout 0, (b, t) for layout 1.
-      GemmBT<A>(X, Wd, xw, S * Bt, I, G * H, fast, ctx.threads());
+      GemmBT<A>(X, Wd, xw, S * Bt, I, G * H, fast, ctx.threads(), Transposed<A>(w_kn_, d, G * H * I));
       if (Wb)
         for (int64_t row = 0; row < S * Bt; ++row)
           for (int64_t j = 0; j < G * H; ++j) {
@@ -388,7 +425,7 @@ class RnnOp : public Op {
         // The recurrent product for every gate (GRU without
         // linear_before_reset: z and r only; h waits for r).
         const int64_t n = gru_split ? 2 * H : G * H;
-        GemmBT<A>(h, Rd, hr, Bt, H, n, fast, step_threads);
+        GemmBT<A>(h, Rd, hr, Bt, H, n, fast, step_threads, gru_split ? nullptr : Transposed<A>(r_kn_, d, G * H * H));
         if (gru_split) {
           ParallelFor(step_threads, Bt, WorkPerIndex{4.0 * double(H)},
                       [&](int64_t b_begin, int64_t b_end) { for (int64_t b = b_begin; b < b_end; ++b) {
@@ -458,6 +495,7 @@ class RnnOp : public Op {
   }
 
   RnnAttributes a_;
+  Tensor w_kn_, r_kn_;  // set by Prepare (constant float W, R transposed), read-only after
 };
 
 }  // namespace
