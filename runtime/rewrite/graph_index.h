@@ -82,8 +82,8 @@ class Index {
   bool IsOutput(const std::string& name) const { return outputs_.count(name) > 0; }
   const Graph& graph() const { return g_; }
   const RewriteOptions& options() const { return options_; }
-  // A value known before running: an initializer, a Constant node's, or one
-  // the session's folding computes.
+  // A value known before running: an initializer, a Constant node's, one
+  // the session's folding computes, or in a subgraph an outer scope's constant.
   const Tensor* Constant(const std::string& name) const {
     if (auto it = constants_.find(name); it != constants_.end()) return it->second;
     const GraphTypes* types = Types();
