@@ -68,7 +68,7 @@ template <int kBytes, int M>
                                              int64_t k, int64_t n, int64_t j0, int64_t j1) {
   using F = typename float_vector::V<kBytes>::F;
   constexpr int64_t L = kBytes / 4;
-  auto sum = [](F v) {
+  auto sum = [](F v) __attribute__((always_inline)) {  // (see Columns)
     float s = 0;
     for (int64_t l = 0; l < L; ++l) s += v[l];
     return s;
@@ -100,7 +100,10 @@ template <int kBytes, int M>
 template <int kBytes>
 [[gnu::always_inline]] inline void Columns(const float* a, const float* b, const float* bias, float* c, int64_t m,
                                            int64_t k, int64_t n, bool trans_b, int64_t j0, int64_t j1) {
-  auto run = [&](auto rows) {
+  // always_inline: a lambda not inlined is a function of its own, compiled
+  // without the caller's target attribute (baseline SSE2 for the AVX-512
+  // build: 2 and more rows ran ~20x slower than one).
+  auto run = [&](auto rows) __attribute__((always_inline)) {
     constexpr int M = decltype(rows)::value;
     if (trans_b) ColumnsNK<kBytes, M>(a, b, bias, c, k, n, j0, j1);
     else ColumnsKN<kBytes, M>(a, b, bias, c, k, n, j0, j1);

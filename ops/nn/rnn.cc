@@ -17,8 +17,10 @@
 
 #include "absl/strings/ascii.h"
 #include "ops/common.h"
+#include "kernels/gemm/gemv.h"
 #include "kernels/gemm/onednn.h"
 #include "kernels/vec/sigmoid.h"
+#include "kernels/vec/vec_math.h"
 #include "ops/ops.h"
 
 namespace onnx_mini {
@@ -117,10 +119,21 @@ struct RnnPlan : OpPlan {
   int64_t seq = 0, batch = 0, input = 0, hidden = 0;
 };
 
-// C[M, N] = A[M, K] · B[N, K]ᵀ: oneDNN for float on the fast path, else loops.
+// C[M, N] = A[M, K] · B[N, K]ᵀ: for float on the fast path our GEMV for a
+// few rows (a step's recurrent product: a oneDNN call cost silero VAD's
+// 64-wide LSTM more than its arithmetic), oneDNN for more, else loops.
+// `b_kn`: B already transposed to [K, N] (the op's prepared copy), or null;
+// with few rows the GEMV reads it a row of B at a time, where B[N, K] costs a
+// horizontal sum per column.
 template <class A>
-void GemmBT(const A* a, const A* b, A* c, int64_t M, int64_t K, int64_t N, bool fast, int threads) {
+void GemmBT(const A* a, const A* b, A* c, int64_t M, int64_t K, int64_t N, bool fast, int threads,
+            const A* b_kn = nullptr) {
   if constexpr (std::is_same_v<A, float>) {
+    if (fast && M >= 1 && M <= kGemvMaxRows && K > 0 && N > 0) {
+      if (b_kn) GemvF32(a, b_kn, nullptr, c, M, K, N, /*trans_b=*/false, threads);
+      else GemvF32(a, b, nullptr, c, M, K, N, /*trans_b=*/true, threads);
+      return;
+    }
     if (fast && OneDnnMatMul(DType::kFloat, a, b, c, 1, 1, 1, M, K, N, false, true, threads)) return;
   }
   (void)fast;
@@ -131,6 +144,30 @@ void GemmBT(const A* a, const A* b, A* c, int64_t M, int64_t K, int64_t N, bool 
       for (int64_t k = 0; k < K; ++k) acc += a[m * K + k] * b[n * K + k];
       c[m * N + n] = acc;
     }
+}
+
+// One row of LSTM's state update with the default activations: pre holds
+// the gates' pre-activations (i, o, f, c: 4h), c the cell state (updated),
+// tanh_c h scratch floats, out the new hidden state.
+template <class A>
+void VecGates(A* pre, A* c, A* tanh_c, A* out, int64_t h) {
+  if constexpr (std::is_same_v<A, float>) {
+    VecSigmoid(pre, pre, 3 * h);
+    VecTanh(pre + 3 * h, pre + 3 * h, h);
+    for (int64_t j = 0; j < h; ++j) c[j] = pre[2 * h + j] * c[j] + pre[j] * pre[3 * h + j];
+    VecTanh(c, tanh_c, h);
+    for (int64_t j = 0; j < h; ++j) out[j] = pre[h + j] * tanh_c[j];
+  }
+}
+
+// Direction d of a prepared transposed weight (`per_dir` elements each), or
+// null when there is none of type A.
+template <class A>
+const A* Transposed(const Tensor& t, int64_t d, int64_t per_dir) {
+  if constexpr (std::is_same_v<A, float>) {
+    if (t.defined() && t.size() > 0) return t.data<float>() + d * per_dir;
+  }
+  return nullptr;
 }
 
 // An input in the compute type A: the tensor itself, or a widened copy.
@@ -289,6 +326,28 @@ class RnnOp : public Op {
  private:
   explicit RnnOp(RnnAttributes a) : a_(std::move(a)) {}
 
+ public:
+  // Constant float W and R transposed once per direction to [in, gates]
+  // (WT, RT): the steps' few-row products read them row by row.
+  absl::Status Prepare(PrepareContext& ctx) override {
+    for (size_t i : {size_t(1), size_t(2)}) {
+      const Tensor* w = ctx.num_inputs() > i ? ctx.constant(i) : nullptr;
+      if (!w || w->dtype() != DType::kFloat || w->rank() != 3 || w->size() == 0) continue;
+      const int64_t dirs = w->dim(0), rows = w->dim(1), cols = w->dim(2);
+      absl::StatusOr<Tensor> t = Tensor::MakeUninitialized(DType::kFloat, {dirs, cols, rows}, ctx.budget());
+      if (!t.ok()) continue;  // out of budget: the plain layout serves
+      const float* from = w->data<float>();
+      float* to = t->data<float>();
+      for (int64_t d = 0; d < dirs; ++d)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c) to[(d * cols + c) * rows + r] = from[(d * rows + r) * cols + c];
+      (i == 1 ? w_kn_ : r_kn_) = *std::move(t);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+
   // Runs every direction with T the storage type and A the compute type.
   template <class T, class A>
   absl::Status Run(KernelContext& ctx, const RnnPlan& p, const std::vector<int32_t>& lens, bool fast) const {
@@ -326,9 +385,20 @@ class RnnOp : public Op {
     const bool gru_split = a_.kind == Kind::kGru && !a_.linear_before_reset;
     // A step's GEMM is small and latency-bound: threads only pay off when large.
     const int step_threads = double(Bt) * double(G * H) * double(H) >= double(1 << 22) ? ctx.threads() : 1;
+    // The projection of every step by the same rule (silero VAD's, 3 x 64 x 256,
+    // took longer on 2 threads than on one).
+    const int projection_threads = double(S * Bt) * double(G * H) * double(I) >= double(1 << 22) ? ctx.threads() : 1;
     const A clip = A(a_.clip);
     const auto clipped = [&](A v) { return a_.has_clip ? std::min(clip, std::max(-clip, v)) : v; };
     const auto state_at = [&](int64_t d, int64_t b) { return a_.layout ? (b * D + d) * H : (d * Bt + b) * H; };
+    // LSTM with the default activations, no clip, peepholes or coupled
+    // gates: the activations vectorized over each row (libm per element cost
+    // silero VAD's 64-wide LSTM as much as its products).
+    const Activation* acts = a_.activations.data();
+    bool vec_lstm = std::is_same_v<A, float> && fast && a_.kind == Kind::kLstm && !a_.has_clip && !P &&
+                    !a_.input_forget && VecMathVectorized();
+    for (int64_t k = 0; vec_lstm && k < D * 3; ++k)
+      vec_lstm = acts[k].fn == (k % 3 == 0 ? Activation::kSigmoid : Activation::kTanh);
 
     for (int64_t d = 0; d < D; ++d) {
       const bool reverse = d == 1 || a_.reverse;
@@ -339,7 +409,7 @@ class RnnOp : public Op {
       const A* Pd = P ? P + d * 3 * H : nullptr;
       const Activation* act = &a_.activations[size_t(d * ActivationCount(a_.kind))];
       // xw rows follow X's rows: (t, b) for layout 0, (b, t) for layout 1.
-      GemmBT<A>(X, Wd, xw, S * Bt, I, G * H, fast, ctx.threads());
+      GemmBT<A>(X, Wd, xw, S * Bt, I, G * H, fast, projection_threads, Transposed<A>(w_kn_, d, G * H * I));
       if (Wb)
         for (int64_t row = 0; row < S * Bt; ++row)
           for (int64_t j = 0; j < G * H; ++j) {
@@ -358,7 +428,7 @@ class RnnOp : public Op {
         // The recurrent product for every gate (GRU without
         // linear_before_reset: z and r only; h waits for r).
         const int64_t n = gru_split ? 2 * H : G * H;
-        GemmBT<A>(h, Rd, hr, Bt, H, n, fast, step_threads);
+        GemmBT<A>(h, Rd, hr, Bt, H, n, fast, step_threads, gru_split ? nullptr : Transposed<A>(r_kn_, d, G * H * H));
         if (gru_split) {
           ParallelFor(step_threads, Bt, WorkPerIndex{4.0 * double(H)},
                       [&](int64_t b_begin, int64_t b_end) { for (int64_t b = b_begin; b < b_end; ++b) {
@@ -377,7 +447,14 @@ class RnnOp : public Op {
           const A* q = hr + b * n;
           A* hb = h + b * H;
           A* cb_ = c + b * H;
-          if (active) {
+          if (active && vec_lstm) {
+            // The gates' pre-activations in place of q (i, o, f, c), then the
+            // vector sigmoid and tanh over whole rows; tanh(c) in rh (GRU's).
+            A* pre = hr + b * n;
+            A* tanh_c = rh + b * H;
+            for (int64_t j = 0; j < G * H; ++j) pre[j] += g[j];
+            VecGates(pre, cb_, tanh_c, hb, H);
+          } else if (active) {
             for (int64_t j = 0; j < H; ++j) {
               if (a_.kind == Kind::kRnn) {
                 hb[j] = act[0](clipped(g[j] + q[j]));
@@ -421,6 +498,7 @@ class RnnOp : public Op {
   }
 
   RnnAttributes a_;
+  Tensor w_kn_, r_kn_;  // set by Prepare (constant float W, R transposed), read-only after
 };
 
 }  // namespace

@@ -487,38 +487,35 @@ class PadOp : public Op {
         status = PadConstant(ctx, in, out, before, &fill);
         return;
       }
+      if (out.size() == 0) return;
       const T* src = in.data<T>();
       T* dst = out.data<T>();
-      for (int64_t o = 0; o < out.size(); ++o) {
-        int64_t rem = o, from = 0, stride = 1;
-        bool inside = true;
-        for (int64_t d = rank - 1; d >= 0; --d) {
-          const int64_t n = in.dim(d);
-          int64_t i = rem % out.dim(d) - before[size_t(d)];
-          rem /= out.dim(d);
-          if (i < 0 || i >= n) {
-            switch (mode_) {
-              case PadMode::kConstant: inside = false; break;
-              case PadMode::kEdge: i = i < 0 ? 0 : n - 1; break;
-              case PadMode::kWrap: i = ((i % n) + n) % n; break;
-              case PadMode::kReflect: {
-                const int64_t period = 2 * (n - 1);
-                if (period == 0) {
-                  i = 0;
-                } else {
-                  i = ((i % period) + period) % period;
-                  if (i >= n) i = period - i;
-                }
-                break;
-              }
-            }
-          }
-          from += i * stride;
-          // Only an empty input dim (constant mode: nothing read) lets this overflow.
-          stride = CheckedMul(stride, n).value_or(0);
-        }
-        dst[o] = inside ? src[from] : fill;
+      if (rank == 0) {
+        dst[0] = src[0];
+        return;
       }
+      // Row by row along the last dim: the rows' source found once per row,
+      // the kept middle of each row copied whole, only the pads mapped one by
+      // one (per element, the mapping's divisions cost silero VAD's reflect
+      // Pad of 1.7K elements ~40 us).
+      const int64_t last = rank - 1, n = in.dim(last), width = out.dim(last), b = before[size_t(last)];
+      const int64_t lo = std::clamp<int64_t>(b, 0, width), hi = std::clamp<int64_t>(n + b, lo, width);
+      const std::vector<int64_t> in_strides = RowMajorStrides(in.shape());
+      const int64_t rows = out.size() / width;
+      ParallelFor(ctx.threads(), rows, WorkPerIndex{double(width)}, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          int64_t rem = r, from = 0;
+          for (int64_t d = last - 1; d >= 0; --d) {
+            from += MapPadIndex(rem % out.dim(d) - before[size_t(d)], in.dim(d)) * in_strides[size_t(d)];
+            rem /= out.dim(d);
+          }
+          const T* row = src + from;
+          T* to = dst + r * width;
+          for (int64_t o = 0; o < lo; ++o) to[o] = row[MapPadIndex(o - b, n)];
+          std::copy(row + (lo - b), row + (hi - b), to + lo);
+          for (int64_t o = hi; o < width; ++o) to[o] = row[MapPadIndex(o - b, n)];
+        }
+      });
     }));
     return status;
   }
@@ -545,6 +542,24 @@ class PadOp : public Op {
     }
     return CopyStrided(in.dtype(), kept, ElementAt(in.dtype(), in.raw(), from), in_strides,
                        ElementAt(out.dtype(), out.raw(), to), out_strides, ctx.threads());
+  }
+
+  // The input index that output index i (in input coordinates) reads in a
+  // non-constant mode, for an input dim of n > 0 elements.
+  int64_t MapPadIndex(int64_t i, int64_t n) const {
+    if (i >= 0 && i < n) return i;
+    switch (mode_) {
+      case PadMode::kEdge: return i < 0 ? 0 : n - 1;
+      case PadMode::kWrap: return ((i % n) + n) % n;
+      case PadMode::kReflect: {
+        const int64_t period = 2 * (n - 1);
+        if (period == 0) return 0;
+        i = ((i % period) + period) % period;
+        return i >= n ? period - i : i;
+      }
+      case PadMode::kConstant: break;
+    }
+    return i;
   }
 
   PadOp() = default;

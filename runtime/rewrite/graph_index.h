@@ -32,8 +32,11 @@ using Dims = std::vector<int64_t>;
 // keeps its pattern's output types.
 class Index {
  public:
-  Index(const Graph& g, const std::vector<bool>& dead, const OpRegistry& ops, const RewriteOptions& options = {})
-      : g_(g), dead_(dead), ops_(ops), options_(options) {
+  // `root`: the model's graph when `g` is a subgraph of its nodes (at any
+  // depth), inferred in its place there (InferSubgraphTypes); else nullptr.
+  Index(const Graph& g, const std::vector<bool>& dead, const OpRegistry& ops, const RewriteOptions& options = {},
+        const Graph* root = nullptr)
+      : g_(g), dead_(dead), ops_(ops), options_(options), root_(root) {
     for (const auto& [name, t] : g.initializers) constants_[name] = &t;
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       const Node& node = g.nodes[n];
@@ -79,8 +82,8 @@ class Index {
   bool IsOutput(const std::string& name) const { return outputs_.count(name) > 0; }
   const Graph& graph() const { return g_; }
   const RewriteOptions& options() const { return options_; }
-  // A value known before running: an initializer, a Constant node's, or one
-  // the session's folding computes.
+  // A value known before running: an initializer, a Constant node's, one
+  // the session's folding computes, or in a subgraph an outer scope's constant.
   const Tensor* Constant(const std::string& name) const {
     if (auto it = constants_.find(name); it != constants_.end()) return it->second;
     const GraphTypes* types = Types();
@@ -119,7 +122,7 @@ class Index {
   const GraphTypes* Types() const {
     if (!inferred_) {
       inferred_ = true;
-      absl::StatusOr<GraphTypes> t = InferGraphTypes(g_, ops_);
+      absl::StatusOr<GraphTypes> t = root_ ? InferSubgraphTypes(*root_, g_, ops_) : InferGraphTypes(g_, ops_);
       if (t.ok()) types_ = *std::move(t);
     }
     return types_ ? &*types_ : nullptr;
@@ -132,6 +135,7 @@ class Index {
   const std::vector<bool>& dead_;
   const OpRegistry& ops_;
   const RewriteOptions options_;
+  const Graph* root_;
   mutable bool inferred_ = false;
   mutable std::optional<GraphTypes> types_;
   std::map<std::string, size_t> producer_;

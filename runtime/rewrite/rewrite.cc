@@ -1,6 +1,8 @@
 #include "runtime/rewrite/rewrite.h"
 
 #include <algorithm>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "runtime/rewrite/graph_index.h"
@@ -20,15 +22,15 @@ constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteConvAffine, RewriteConvAdd,
                            RewriteRotary, RewritePartialRotary, RewriteUnreadShapeOps};
 
-}  // namespace
-
-int RewriteGraph(Graph& g, const OpRegistry& ops, const RewriteOptions& options) {
+// The rules on one graph: `root` is the model's graph when `g` is a subgraph
+// of it (types inferred in their place there), else nullptr.
+int RewriteOne(Graph& g, const Graph* root, const OpRegistry& ops, const RewriteOptions& options) {
   int total = 0;
   for (int pass = 0; pass < 8; ++pass) {
     std::vector<bool> dead(g.nodes.size(), false);
     int count = 0;
     {
-      Index ix(g, dead, ops, options);
+      Index ix(g, dead, ops, options, root);
       // Rule by rule over the whole graph: a pattern containing another
       // (LayerNorm holds an RMSNorm of x - mean) is taken whole first.
       std::vector<bool> changed(g.nodes.size(), false);
@@ -62,10 +64,43 @@ int RewriteGraph(Graph& g, const OpRegistry& ops, const RewriteOptions& options)
                   [](const Node& n) { return n.op_type == "FusedConv" || n.op_type == "Conv"; })) {
     const std::vector<bool> none(g.nodes.size(), false);
     std::vector<bool> dead = none;
-    Index ix(g, none, ops, options);
+    Index ix(g, none, ops, options, root);
     for (size_t n = 0; n < g.nodes.size(); ++n) total += RewriteConvLayout(g, ix, n, dead) ? 1 : 0;
   }
   return total;
+}
+
+// The subgraphs of g's nodes (If branches, Loop and Scan bodies), each with
+// the rules, then their own subgraphs: outer graphs first, so that a body
+// sees its outer scope as it will be planned. A subgraph is copied before it
+// changes: the graph as written (Session::Create keeps it to fall back on)
+// shares it.
+int RewriteSubgraphs(Graph& g, const Graph& root, const OpRegistry& ops, const RewriteOptions& options) {
+  int total = 0;
+  for (Node& node : g.nodes)
+    for (auto& [name, a] : node.attributes) {
+      std::vector<std::shared_ptr<Graph>*> subs;
+      if (a.type == AttrType::kGraph && a.g) subs.push_back(&a.g);
+      if (a.type == AttrType::kGraphs)
+        for (std::shared_ptr<Graph>& sub : a.graphs)
+          if (sub) subs.push_back(&sub);
+      for (std::shared_ptr<Graph>* sub : subs) {
+        auto copy = std::make_shared<Graph>(**sub);  // tensors share their storage
+        std::shared_ptr<Graph> original = std::exchange(*sub, copy);
+        // The copy is in place in root: its types are inferred there.
+        const int count = RewriteOne(*copy, &root, ops, options) + RewriteSubgraphs(*copy, root, ops, options);
+        if (count == 0) *sub = std::move(original);
+        total += count;
+      }
+    }
+  return total;
+}
+
+}  // namespace
+
+int RewriteGraph(Graph& g, const OpRegistry& ops, const RewriteOptions& options) {
+  const int top = RewriteOne(g, nullptr, ops, options);
+  return top + RewriteSubgraphs(g, g, ops, options);
 }
 
 }  // namespace onnx_mini

@@ -34,9 +34,16 @@ struct RewriteOptions {
   int dq_matmul_accuracy_level = 4;
 };
 
-// Applies the rewrites to `graph` (not to its subgraphs), reading the types
-// and constants that the session's inference with `ops` gives each value
-// (InferGraphTypes). Returns how many patterns were rewritten.
+// Applies the rewrites to `graph`, then to its nodes' subgraphs (If
+// branches, Loop and Scan bodies, at any depth), reading the types and
+// constants that the session's inference with `ops` gives each value
+// (InferGraphTypes; InferSubgraphTypes for a subgraph, in its place in
+// `graph`). In a subgraph, the outer-scope values it reads are its
+// inputs, constants where the outer scope's are, and its outputs are graph
+// outputs for the rules; a value a subgraph reads is a reader the outer
+// graph's patterns do not see (they are not rewritten). Returns how many
+// patterns were rewritten. A subgraph that changes is a copy (the original
+// may be shared with another Graph).
 int RewriteGraph(Graph& graph, const OpRegistry& ops, const RewriteOptions& options = {});
 
 }  // namespace onnx_mini

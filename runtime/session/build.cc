@@ -65,6 +65,9 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
         if (type.dtype == DType::kUndefined) type.dtype = declared.dtype;
         if (!type.dims) type.dims = declared.dims;
       }
+      // The rewrites' view: what holds at every iteration (a Loop's carried
+      // value may change shape; the op gives the first iteration's).
+      if (relax_loop_inputs) type.dims.reset();
     }
     if (!type.supported())
       return absl::UnimplementedError(absl::StrCat("not implemented: graph input '", in.name,

@@ -167,6 +167,9 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   SessionOptions options;
   // InferGraphTypes: inference and folding only (no Prepare, no storage plan).
   bool types_only = false;
+  // InferSubgraphTypes: subgraphs (Loop, Scan, SequenceMap bodies) planned
+  // with their inputs' element types only (what holds at every iteration).
+  bool relax_loop_inputs = false;
   int threads = 1;
   std::shared_ptr<MemoryBudget> budget;  // every tensor the session allocates (subgraphs share it)
   // Blobs ops derive from constants (PrepareContext::Shared), by the
@@ -270,6 +273,7 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
     child->ops = ops;
     child->options = options;
     child->types_only = types_only;
+    child->relax_loop_inputs = relax_loop_inputs;
     absl::Status s = child->Build(&input_types);
     if (!s.ok())
       return absl::Status(s.code(), absl::StrCat(node.Describe(), ", subgraph '", sub.name, "': ", s.message()));

@@ -30,4 +30,13 @@ struct GraphTypes {
 // would give for the graph.
 absl::StatusOr<GraphTypes> InferGraphTypes(const Graph& graph, const OpRegistry& ops);
 
+// The same for `sub`, a subgraph (at any depth) of `root`'s nodes, as the
+// session plans it inside `root`: outer-scope values it reads keep their
+// types, and the constants among them are constants here. A body's inputs
+// (Loop, Scan, SequenceMap) are taken with their element types only (a
+// carried value may change shape from one iteration to the next, where the
+// plan sees the first). NotFound when `sub` is not planned exactly once (a branch the
+// session folds away, say).
+absl::StatusOr<GraphTypes> InferSubgraphTypes(const Graph& root, const Graph& sub, const OpRegistry& ops);
+
 }  // namespace onnx_mini

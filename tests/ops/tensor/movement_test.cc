@@ -128,6 +128,47 @@ TEST(Pad, ConstantModeMatchesAPerElementReferenceForEveryType) {
   EXPECT_THAT(Values(*y), ElementsAre(7, 7, 7, 7, 7, 7));
 }
 
+TEST(Pad, ReflectEdgeWrapMatchAPerElementReference) {
+  // Row by row, the kept middle copied whole: compare with out[i] = in[map(i - before)]
+  // per dim, the mapping written out here (pads past the dim reflect and wrap again).
+  const auto map = [](const std::string& mode, int64_t i, int64_t n) {
+    if (i >= 0 && i < n) return i;
+    if (mode == "edge") return i < 0 ? int64_t(0) : n - 1;
+    if (mode == "wrap") return ((i % n) + n) % n;
+    const int64_t period = 2 * (n - 1);
+    if (period == 0) return int64_t(0);
+    i = ((i % period) + period) % period;
+    return i >= n ? period - i : i;
+  };
+  for (const std::string mode : {"reflect", "edge", "wrap"})
+    for (DType dtype : {DType::kFloat, DType::kInt64, DType::kString})
+      for (const std::vector<int64_t>& pads :
+           {std::vector<int64_t>{1, 0, 2, 2, 3, 4}, std::vector<int64_t>{-1, 2, -3, 1, -2, 2},
+            std::vector<int64_t>{0, 0, 64, 0, 0, 64}, std::vector<int64_t>{0, 0, -6, 0, 0, 9},
+            std::vector<int64_t>{0, 0, 0, 0, 0, 0}})
+        for (int threads : {1, 2}) {
+          const Tensor x = Filled(dtype, {3, 4, 6}, 12);
+          absl::StatusOr<Tensor> y = RunOne(18, "Pad", {x, I(pads, {6})}, [&](onnx::NodeProto& n) {
+            SetAttr(n, "mode", mode);
+          }, threads);
+          ASSERT_TRUE(y.ok()) << y.status();
+          ExpectCopies(*y, [&](std::vector<int64_t> index) {
+            for (size_t d = 0; d < 3; ++d) index[d] = map(mode, index[d] - pads[d], x.dim(int64_t(d)));
+            return std::make_pair(&x, FlatIndex(x.shape(), index));
+          }, "Pad " + mode + " " + ShapeToString(pads) + " " + LowerName(dtype));
+        }
+  // One element along the reflected dim: every pad reads it.
+  absl::StatusOr<Tensor> one = RunOne(18, "Pad", {F({5, 6}, {2, 1}), I({0, 2, 0, 1}, {4})}, [](onnx::NodeProto& n) {
+    SetAttr(n, "mode", std::string("reflect"));
+  });
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(Values(*one), ElementsAre(5, 5, 5, 5, 6, 6, 6, 6));
+  // A scalar: nothing to pad.
+  one = RunOne(18, "Pad", {F({7}, {}), I({}, {0})}, [](onnx::NodeProto& n) { SetAttr(n, "mode", std::string("edge")); });
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_THAT(Values(*one), ElementsAre(7));
+}
+
 TEST(Trilu, AnEmptyKIsAClearError) {
   absl::StatusOr<Tensor> out = RunOne(14, "Trilu", {F({1, 2, 3, 4}, {2, 2}), I({}, {0})});
   EXPECT_THAT(Message(out.status()), HasSubstr("k must hold one value, got shape [0]"));
