@@ -10,6 +10,7 @@
 // overlap runs as one product (kernels/conv/conv_transpose.h).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/conv/conv_transpose.h"
@@ -22,10 +23,18 @@ namespace {
 // ConvInteger's input types.
 using QuantTypes = TypeList<int8_t, uint8_t>;
 
+// A convolution on fewer threads than oneDNN's team takes (ThreadsForWork
+// with kMinOneDnnThreadWork) runs in parts of at least kConvPartWork
+// multiply-adds (~8 us on one core), at most kMaxConvParts, on the pool
+// (OneDnnConvSplit): several parts per thread even out a late worker.
+constexpr double kConvPartWork = 512 * 1024;
+constexpr int kMaxConvParts = 4;
+
 struct ConvPlan : OpPlan {
   Window w;
   int64_t n = 0, c = 0, m = 0, group = 1;  // batch, input and output channels, groups
   std::shared_ptr<const OneDnnForward> dnn;
+  std::shared_ptr<const OneDnnConvSplit> split;  // the same conv in parts, for the pool's threads
   bool pixel = false;  // ConvTranspose without overlapping windows: kernels/conv/conv_transpose.h
 };
 
@@ -231,6 +240,14 @@ class ConvOp : public Op {
     }
     if (!kInteger)
       p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
+    if (!kInteger && !kTransposed && p->dnn) {
+      const double macs = double(p->n) * double(p->m) * double(p->c / p->group) * double(p->w.k_size()) *
+                          double(p->w.out_size());
+      const double parts = std::min(double(kMaxConvParts), std::floor(macs / kConvPartWork));
+      if (parts >= 2)
+        p->split = MakeOneDnnConvSplit(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), fusion_,
+                                       int64_t(parts));
+    }
     ctx.set_output(0, ValueType::Of(out.dtype, ys));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();
@@ -239,6 +256,14 @@ class ConvOp : public Op {
   // Constant weights: oneDNN keeps them reordered into its layout after the first run.
   absl::Status Prepare(PrepareContext& ctx) override {
     constant_weights_ = ctx.num_inputs() > 1 && ctx.constant(1) != nullptr;
+    // Constant W and B: their non-finite check (Compute's, for Clip and
+    // HardSigmoid post-ops) made once here.
+    for (size_t i = 1; i < 3 && i < ctx.num_inputs(); ++i) {
+      const Tensor* t = ctx.constant(i);
+      if (!t || (t->dtype() != DType::kFloat && t->dtype() != DType::kBFloat16)) continue;
+      known_finite_[i] = t->dtype() == DType::kFloat ? !AnyNonFinite(t->data<float>(), t->size())
+                                                      : !AnyNonFinite(t->data<BFloat16>(), t->size());
+    }
     return absl::OkStatus();
   }
 
@@ -278,9 +303,15 @@ class ConvOp : public Op {
         }))
       RETURN_IF_ERROR(Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        for (const Tensor* t : {&x, &wt, b, z})
-          if (t && !non_finite) non_finite = AnyNonFinite(t->data<T>(), t->size());
+        const Tensor* inputs[4] = {&x, &wt, b, z};
+        for (size_t i = 0; i < 4; ++i)
+          if (inputs[i] && !known_finite_[i] && !non_finite)
+            non_finite = AnyNonFinite(inputs[i]->data<T>(), inputs[i]->size());
       }));
+    if (p.split && !non_finite && ctx.threads() > 1 && dnn_threads == 1 &&
+        p.split->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_,
+                     ctx.budget(), z ? z->raw() : nullptr))
+      return absl::OkStatus();
     if (p.dnn && !non_finite &&
         p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget(),
                    z ? z->raw() : nullptr))
@@ -423,8 +454,18 @@ class ConvOp : public Op {
     return w;
   }
 
-  // Whether any of the n values is NaN or infinite: v * 0 is then NaN, else
-  // 0 (summed in 8 lanes, which vectorize).
+  // Whether any of the n values is NaN or infinite. float: an all-ones
+  // exponent, found with integer compares (they vectorize without a chain of
+  // float adds); the others: v * 0 is then NaN, else 0 (summed in 8 lanes).
+  static bool AnyNonFinite(const float* v, int64_t n) {
+    uint32_t hits = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, v + i, sizeof(bits));
+      hits |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return hits != 0;
+  }
   template <class T>
   static bool AnyNonFinite(const T* v, int64_t n) {
     float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -489,6 +530,7 @@ class ConvOp : public Op {
   ConvFusion fusion_;
   std::vector<int64_t> output_padding_, output_shape_;
   bool constant_weights_ = false;  // set by Prepare
+  bool known_finite_[4] = {false, false, false, false};  // constant inputs found finite by Prepare
 };
 
 }  // namespace
