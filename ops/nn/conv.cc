@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 #include "kernels/conv/conv_transpose.h"
 #include "ops/ops.h"
@@ -25,16 +26,32 @@ using QuantTypes = TypeList<int8_t, uint8_t>;
 
 // A convolution on fewer threads than oneDNN's team takes (ThreadsForWork
 // with kMinOneDnnThreadWork) runs in parts of at least kConvPartWork
-// multiply-adds (~8 us on one core), at most kMaxConvParts, on the pool
-// (OneDnnConvSplit): several parts per thread even out a late worker.
+// multiply-adds (~8 us on one core), one per thread, on the pool
+// (OneDnnConvSplit).
 constexpr double kConvPartWork = 512 * 1024;
-constexpr int kMaxConvParts = 4;
+
+// A plan's splits, made on first use for each count of parts (nullptr: none).
+class ConvSplits {
+ public:
+  template <class Make>
+  std::shared_ptr<const OneDnnConvSplit> Get(int64_t parts, const Make& make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [count, split] : made_)
+      if (count == parts) return split;
+    made_.emplace_back(parts, make());
+    return made_.back().second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<int64_t, std::shared_ptr<const OneDnnConvSplit>>> made_;
+};
 
 struct ConvPlan : OpPlan {
   Window w;
   int64_t n = 0, c = 0, m = 0, group = 1;  // batch, input and output channels, groups
   std::shared_ptr<const OneDnnForward> dnn;
-  std::shared_ptr<const OneDnnConvSplit> split;  // the same conv in parts, for the pool's threads
+  std::shared_ptr<ConvSplits> splits;  // the same conv in parts, for the pool's threads
   bool pixel = false;  // ConvTranspose without overlapping windows: kernels/conv/conv_transpose.h
 };
 
@@ -240,14 +257,7 @@ class ConvOp : public Op {
     }
     if (!kInteger)
       p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
-    if (!kInteger && !kTransposed && p->dnn) {
-      const double macs = double(p->n) * double(p->m) * double(p->c / p->group) * double(p->w.k_size()) *
-                          double(p->w.out_size());
-      const double parts = std::min(double(kMaxConvParts), std::floor(macs / kConvPartWork));
-      if (parts >= 2)
-        p->split = MakeOneDnnConvSplit(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), fusion_,
-                                       int64_t(parts));
-    }
+    if (!kInteger && !kTransposed && p->dnn) p->splits = std::make_shared<ConvSplits>();
     ctx.set_output(0, ValueType::Of(out.dtype, ys));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();
@@ -308,10 +318,16 @@ class ConvOp : public Op {
           if (inputs[i] && !known_finite_[i] && !non_finite)
             non_finite = AnyNonFinite(inputs[i]->data<T>(), inputs[i]->size());
       }));
-    if (p.split && !non_finite && ctx.threads() > 1 && dnn_threads == 1 &&
-        p.split->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_,
-                     ctx.budget(), z ? z->raw() : nullptr))
-      return absl::OkStatus();
+    // One part per thread: each part costs a primitive's call (some us).
+    const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
+    if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
+      const std::shared_ptr<const OneDnnConvSplit> split = p.splits->Get(int64_t(parts), [&] {
+        return MakeOneDnnConvSplit(x.dtype(), p.w, p.n, p.c, p.m, p.group, b != nullptr, fusion_, int64_t(parts));
+      });
+      if (split && split->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_,
+                              ctx.budget(), z ? z->raw() : nullptr))
+        return absl::OkStatus();
+    }
     if (p.dnn && !non_finite &&
         p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget(),
                    z ? z->raw() : nullptr))
