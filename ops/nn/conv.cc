@@ -335,9 +335,10 @@ class ConvOp : public Op {
     // Channels-last X or Y (a FusedConv between convolutions): the reference
     // runs on NCHW copies.
     const bool src_cl = fusion_.src_channels_last, dst_cl = fusion_.dst_channels_last;
+    const bool z_cl = fusion_.residual_as_dst && z;
     ASSIGN_OR_RETURN(MemoryReservation reserved,
-                     ctx.Reserve((src_cl ? x.size() : 0) + (dst_cl ? y.size() : 0), StorageBytes(x.dtype(), 1),
-                                 "NCHW copies of channels-last values"));
+                     ctx.Reserve((src_cl ? x.size() : 0) + (dst_cl ? y.size() : 0) + (z_cl ? y.size() : 0),
+                                 StorageBytes(x.dtype(), 1), "NCHW copies of channels-last values"));
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* pb = b ? b->data<T>() : nullptr;
@@ -350,7 +351,9 @@ class ConvOp : public Op {
       const std::vector<ConvPostOp>& post_ = fusion_.post;
       // The post-ops one by one, each result rounded to T as the unfused ops round it.
       if (!post_.empty()) {
-        const T* pz = z ? z->data<T>() : nullptr;
+        std::vector<T> z_nchw(z_cl ? size_t(z->size()) : 0);
+        if (z_cl) ChannelsLast(z->data<T>(), z_nchw.data(), p.n, p.m, z->size() / std::max<int64_t>(1, p.n * p.m), false);
+        const T* pz = z_cl ? z_nchw.data() : z ? z->data<T>() : nullptr;
         ParallelFor(ctx.threads(), y.size(), WorkPerIndex{double(4 * post_.size())}, [&](int64_t begin, int64_t end) {
           for (int64_t e = begin; e < end; ++e) {
             T v = py[e];
@@ -508,14 +511,20 @@ class ConvOp : public Op {
   }
 
   // FusedConv's post-ops: `activations` (names), `alphas` and `betas`, one
-  // per entry; `channels_last`: X's and Y's layouts (0 NCHW, 1 channels last).
+  // per entry; `channels_last`: X's, Y's and (optional) Z's layouts (0 NCHW,
+  // 1 channels last).
   absl::Status ParsePostOps(const Node& node) {
     const std::vector<int64_t> layout = node.attr_ints("channels_last");
     if (!layout.empty()) {
-      if (layout.size() != 2 || (layout[0] | layout[1]) & ~int64_t(1))
-        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": channels_last must be two flags (X, Y)"));
+      // Z channels last only with Y so: the sum post-op adds it in Y's layout.
+      if ((layout.size() != 2 && layout.size() != 3) ||
+          std::any_of(layout.begin(), layout.end(), [](int64_t f) { return f != 0 && f != 1; }) ||
+          (layout.size() == 3 && layout[2] == 1 && layout[1] != 1))
+        return absl::InvalidArgumentError(absl::StrCat(
+            node.Describe(), ": channels_last must be two or three flags (X, Y, Z), Z's only with Y's"));
       fusion_.src_channels_last = layout[0] == 1;
       fusion_.dst_channels_last = layout[1] == 1;
+      fusion_.residual_as_dst = layout.size() == 3 && layout[2] == 1;
     }
     std::vector<ConvPostOp>& post_ = fusion_.post;
     const Attribute* names = node.attr("activations");

@@ -661,7 +661,7 @@ std::shared_ptr<const OneDnnConvSplit> MakeOneDnnConvSplit(DType dtype, const Wi
   if (!fusion.src_channels_last && c > 1) split->src_in = reorder(Plain(src_dims, dt), ChannelsLastDesc(src_dims, dt));
   if (!fusion.dst_channels_last && m > 1) split->dst_out = reorder(ChannelsLastDesc(dst_dims, dt), Plain(dst_dims, dt));
   if (std::any_of(fusion.post.begin(), fusion.post.end(), [](const ConvPostOp& p) { return p.kind == ConvPostOp::kAdd; })) {
-    split->residual_in = reorder(Plain(dst_dims, dt), ChannelsLastDesc(dst_dims, dt));
+    if (!fusion.residual_as_dst) split->residual_in = reorder(Plain(dst_dims, dt), ChannelsLastDesc(dst_dims, dt));
     if (!split->residual_in) {  // the same layout: copied
       const size_t bytes = size_t(split->out_image) * size_t(n);
       split->residual_in = [bytes](const void* a, void* b) {

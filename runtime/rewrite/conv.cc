@@ -457,30 +457,52 @@ bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
 namespace onnx_mini {
 namespace rewrite {
 
-// After every other rule: a float or bfloat16 value that a Conv or FusedConv
-// makes and only convolutions read (each as X) stays channels last from one
-// to the next, so that oneDNN reorders it neither out of the first nor into
-// the others (FusedConv's `channels_last`: X's and Y's flags). Its shape
-// stays NCHW: only its bytes are laid out otherwise, and no other op sees them.
-bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
-  Node& producer = g.nodes[n];
-  if (dead[n] || !IsConvLike(producer) || producer.outputs.size() != 1 || producer.inputs.size() < 2) return false;
+namespace {
+
+// Whether the value `y`, made by conv-like node `producer`, can stay channels
+// last: a float or bfloat16 value of 3 to 5 dims, not a graph output, read
+// only by conv-like nodes, each as its X, or as the residual Z of a
+// FusedConv whose own output stays channels last (a residual block's
+// output, read by the next block's first conv and added by its last:
+// `depth` bounds that recursion). `readers` gets (node, input) pairs.
+bool StaysChannelsLast(const Graph& g, const Index& ix, const std::vector<bool>& dead, const Node& producer,
+                       std::vector<std::pair<size_t, size_t>>* readers, int depth = 0) {
+  if (depth > 64 || !IsConvLike(producer) || producer.outputs.size() != 1 || producer.inputs.size() < 2) return false;
   const std::string& y = producer.outputs[0];
   const ValueType* t = ix.Type(y);
   const std::optional<Dims> dims = ix.DimsOf(y);
   if (y.empty() || ix.IsOutput(y) || !t || (t->dtype != DType::kFloat && t->dtype != DType::kBFloat16) || !dims ||
       dims->size() < 3 || dims->size() > 5)
     return false;
-  std::vector<size_t> readers;
+  int count = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (dead[i]) continue;
     const Node& r = g.nodes[i];
     const int reads = int(std::count(r.inputs.begin(), r.inputs.end(), y));
     if (reads == 0) continue;
-    if (!IsConvLike(r) || reads != 1 || r.inputs[0] != y || r.outputs.size() != 1) return false;
-    readers.push_back(i);
+    if (!IsConvLike(r) || r.outputs.size() != 1) return false;
+    for (size_t at = 0; at < r.inputs.size(); ++at) {
+      if (r.inputs[at] != y) continue;
+      if (at != 0 && !(at == 3 && r.op_type == "FusedConv" && StaysChannelsLast(g, ix, dead, r, nullptr, depth + 1)))
+        return false;
+      if (readers) readers->emplace_back(i, at);
+    }
+    count += reads;
   }
-  if (readers.empty() || int(readers.size()) != ix.Uses(y)) return false;  // a subgraph reads it too
+  return count > 0 && count == ix.Uses(y);  // else a subgraph reads it too
+}
+
+}  // namespace
+
+// After every other rule: a float or bfloat16 value that a Conv or FusedConv
+// makes and only convolutions read (as X, or as the residual Z of a conv
+// whose output stays so too) stays channels last from one to the next, so
+// that oneDNN reorders it neither out of the first nor into the others
+// (FusedConv's `channels_last`: X's, Y's and Z's flags). Its shape stays
+// NCHW: only its bytes are laid out otherwise, and no other op sees them.
+bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  std::vector<std::pair<size_t, size_t>> readers;
+  if (dead[n] || !StaysChannelsLast(g, ix, dead, g.nodes[n], &readers)) return false;
   auto set = [](Node& c, size_t flag) {
     if (c.op_type == "Conv") {
       c.op_type = "FusedConv";
@@ -490,11 +512,11 @@ bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& d
     Attribute& a = c.attributes["channels_last"];
     a.name = "channels_last";
     a.type = AttrType::kInts;
-    a.ints.resize(2, 0);
+    a.ints.resize(std::max<size_t>(a.ints.size(), flag == 2 ? 3 : 2), 0);
     a.ints[flag] = 1;
   };
-  set(producer, 1);
-  for (size_t i : readers) set(g.nodes[i], 0);
+  set(g.nodes[n], 1);
+  for (const auto& [i, at] : readers) set(g.nodes[i], at == 0 ? 0 : 2);
   return true;
 }
 
