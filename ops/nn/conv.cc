@@ -255,6 +255,22 @@ class ConvOp : public Op {
                    p->w.pb[size_t(i)] == 0 && p->w.pe[size_t(i)] == 0 &&
                    p->w.out[size_t(i)] == p->w.in[size_t(i)] * p->w.k[size_t(i)];
     }
+    // FusedConv's channel scale S (input 4: X's channels scaled first, a
+    // squeeze-excite's Mul) and channel means (output 1: Y's, its
+    // GlobalAveragePool): (N or 1, C, 1...) and (N, M, 1...).
+    if (kKind == ConvKind::kConv && ctx.num_inputs() > 4 && ctx.has_input(4)) {
+      const std::optional<Shape> ss = ctx.input(4).concrete_shape();
+      bool ok = ss && ss->size() == xs->size() && ((*ss)[0] == 1 || (*ss)[0] == p->n) && (*ss)[1] == p->c;
+      for (size_t i = 2; ok && i < ss->size(); ++i) ok = (*ss)[i] == 1;
+      if (!ok)
+        return ctx.Error(absl::StrCat("the channel scale ", ctx.input(4).ToString(), " must be (N or 1, ", p->c,
+                                      ", 1...) for X ", ShapeToString(*xs)));
+    }
+    if (kKind == ConvKind::kConv && ctx.output_requested(1)) {
+      Shape ms = {p->n, p->m};
+      ms.resize(xs->size(), 1);
+      ctx.set_output(1, ValueType::Of(out.dtype, ms));
+    }
     if (!kInteger)
       p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
     if (!kInteger && !kTransposed && p->dnn) p->splits = std::make_shared<ConvSplits>();
@@ -278,7 +294,57 @@ class ConvOp : public Op {
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor* s = kKind == ConvKind::kConv && ctx.num_inputs() > 4 ? ctx.input(4) : nullptr;
+    const bool means = kKind == ConvKind::kConv && ctx.num_outputs() > 1 && ctx.output_requested(1);
+    if (!s && !means) return ComputeConv(ctx, *ctx.input(0));
+    const ConvPlan& p = ctx.plan<ConvPlan>();
     const Tensor& x = *ctx.input(0);
+    MemoryReservation reserved;
+    std::vector<char> scaled;
+    Tensor xs;
+    if (s) {  // X * S, in X's layout, rounded to T as the Mul rounds it
+      ASSIGN_OR_RETURN(reserved, ctx.Reserve(x.size(), StorageBytes(x.dtype(), 1), "the channel-scaled X"));
+      scaled.resize(size_t(x.size()) * StorageBytes(x.dtype(), 1));
+      xs = Tensor::Borrow(x.dtype(), x.shape(), scaled.data());
+      RETURN_IF_ERROR(Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const int64_t plane = x.size() / std::max<int64_t>(1, p.n * p.c);
+        const T* px = x.data<T>();
+        const T* ps = s->data<T>();
+        T* py = xs.data<T>();
+        const bool last = fusion_.src_channels_last;
+        for (int64_t n = 0; n < p.n; ++n) {
+          const T* sn = ps + (s->size() == p.c ? 0 : n * p.c);
+          for (int64_t e = 0; e < p.c * plane; ++e) {
+            const int64_t at = n * p.c * plane + e, c = last ? e % p.c : e / plane;
+            py[at] = Narrow<T>(typename Arith<T>::type(Widen(px[at]) * Widen(sn[c])));
+          }
+        }
+      }));
+    }
+    RETURN_IF_ERROR(ComputeConv(ctx, s ? xs : x));
+    if (!means) return absl::OkStatus();
+    // Y's channel means, summed in double as GlobalAveragePool's reference
+    // sums, from Y's layout.
+    const Tensor& y = ctx.output(0);
+    Tensor& g = ctx.output(1);
+    return Dispatch<FloatTypes>(ctx, y.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int64_t plane = y.size() / std::max<int64_t>(1, p.n * p.m);
+      const T* py = y.data<T>();
+      T* pg = g.data<T>();
+      const bool last = fusion_.dst_channels_last;
+      std::vector<double> sum(size_t(p.m));
+      for (int64_t n = 0; n < p.n; ++n) {
+        std::fill(sum.begin(), sum.end(), 0.0);
+        const T* yn = py + n * p.m * plane;
+        for (int64_t e = 0; e < p.m * plane; ++e) sum[size_t(last ? e % p.m : e / plane)] += double(Widen(yn[e]));
+        for (int64_t c = 0; c < p.m; ++c) pg[n * p.m + c] = Narrow<T>(typename Arith<T>::type(sum[size_t(c)] / double(plane)));
+      }
+    });
+  }
+
+  absl::Status ComputeConv(KernelContext& ctx, const Tensor& x) const {
     const Tensor& wt = *ctx.input(kW);
     const Tensor* b = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
     const Tensor* z = kKind == ConvKind::kConv && ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
@@ -565,8 +631,9 @@ std::vector<OpDef> ConvOps() {
   return {
       {kOnnxDomain, "Conv", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kConv>::Create},
       {kOnnxDomain, "ConvTranspose", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kTransposed>::Create},
-      // Conv with post-ops (runtime/rewrite/conv.cc): X, W, B, the residual Z.
-      {kInternalDomain, "FusedConv", Versions{1}, "T T T? T?", "T", t, ConvOp<ConvKind::kConv>::Create},
+      // Conv with post-ops (runtime/rewrite/conv.cc): X, W, B, the residual Z, a channel scale S of X;
+      // Y and its channel means.
+      {kInternalDomain, "FusedConv", Versions{1}, "T T T? T? T?", "T T?", t, ConvOp<ConvKind::kConv>::Create},
       {kOnnxDomain, "ConvInteger", Versions{10}, "T1 T2 T1? T2?", "T3",
        {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", {DType::kInt32}}},
        ConvOp<ConvKind::kInteger>::Create},

@@ -457,6 +457,64 @@ bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
 namespace onnx_mini {
 namespace rewrite {
 
+// Squeeze-excite, after every other rule (before the layouts): a conv's
+// output y read by GlobalAveragePool(y) -> g and Mul(y, s) (either order)
+// -> m alone, s of shape (N or 1, C, 1...), m read by one conv as its X
+// alone -> the first conv makes g as its second output (Y's channel means)
+// and the second reads y with s as its channel scale S (FusedConv's input
+// 4, X's channels scaled before the conv): y is then read by a conv alone,
+// and may stay channels last. (After the other rules: the residual rule
+// rebuilds a FusedConv's inputs up to Z.)
+bool RewriteConvSqueezeExcite(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  const Node& mul = g.nodes[n];
+  if (dead[n] || mul.op_type != "Mul" || !mul.domain.empty() || !Binary(mul) || mul.outputs.size() != 1) return false;
+  const std::string& m = mul.outputs[0];
+  if (!ix.Inner(m)) return false;
+  // y: a conv's only output; s: the other factor.
+  for (int side = 0; side < 2; ++side) {
+    const std::string& y = mul.inputs[size_t(side)];
+    const std::string& sc = mul.inputs[size_t(1 - side)];
+    if (y == sc || ix.IsOutput(y) || ix.Uses(y) != 2) continue;
+    size_t ip = g.nodes.size(), ig = g.nodes.size(), ir = g.nodes.size();
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (dead[i]) continue;
+      const Node& x = g.nodes[i];
+      if (IsConvLike(x) && x.outputs.size() == 1 && x.outputs[0] == y && x.inputs.size() >= 2) ip = i;
+      if (x.op_type == "GlobalAveragePool" && x.domain.empty() && x.inputs.size() == 1 && x.inputs[0] == y &&
+          x.outputs.size() == 1 && !x.outputs[0].empty())
+        ig = i;
+      if (IsConvLike(x) && !x.inputs.empty() && x.inputs[0] == m && x.inputs.size() <= 4 && x.outputs.size() == 1)
+        ir = i;
+    }
+    if (ip == g.nodes.size() || ig == g.nodes.size() || ir == g.nodes.size()) continue;
+    const std::optional<Dims> dy = ix.DimsOf(y), ds = ix.DimsOf(sc);
+    const ValueType* ty = ix.Type(y);
+    const ValueType* ts = ix.Type(sc);
+    if (!dy || !ds || !ty || !ts || ty->dtype != ts->dtype || !IsFloat(ty->dtype) || dy->size() < 3 ||
+        ds->size() != dy->size() || (*dy)[1] < 1 || (*ds)[1] != (*dy)[1] || (*dy)[0] < 1 ||
+        ((*ds)[0] != 1 && (*ds)[0] != (*dy)[0]))
+      continue;
+    if (std::any_of(ds->begin() + 2, ds->end(), [](int64_t d) { return d != 1; })) continue;
+    auto fused = [](Node& c) {
+      if (c.op_type != "Conv") return;
+      c.op_type = "FusedConv";
+      c.domain = kInternalDomain;
+      c.opset = 1;
+    };
+    Node& producer = g.nodes[ip];
+    Node& reader = g.nodes[ir];
+    fused(producer);
+    producer.outputs.push_back(g.nodes[ig].outputs[0]);
+    fused(reader);
+    reader.inputs[0] = y;
+    reader.inputs.resize(4);
+    reader.inputs.push_back(sc);
+    dead[ig] = dead[n] = true;
+    return true;
+  }
+  return false;
+}
+
 namespace {
 
 // Whether the value `y`, made by conv-like node `producer`, can stay channels
@@ -467,7 +525,10 @@ namespace {
 // `depth` bounds that recursion). `readers` gets (node, input) pairs.
 bool StaysChannelsLast(const Graph& g, const Index& ix, const std::vector<bool>& dead, const Node& producer,
                        std::vector<std::pair<size_t, size_t>>* readers, int depth = 0) {
-  if (depth > 64 || !IsConvLike(producer) || producer.outputs.size() != 1 || producer.inputs.size() < 2) return false;
+  // (A second output is Y's channel means, (N, M, 1...): the same in either layout.)
+  if (depth > 64 || !IsConvLike(producer) || producer.outputs.empty() || producer.outputs.size() > 2 ||
+      producer.inputs.size() < 2)
+    return false;
   const std::string& y = producer.outputs[0];
   const ValueType* t = ix.Type(y);
   const std::optional<Dims> dims = ix.DimsOf(y);
@@ -480,7 +541,7 @@ bool StaysChannelsLast(const Graph& g, const Index& ix, const std::vector<bool>&
     const Node& r = g.nodes[i];
     const int reads = int(std::count(r.inputs.begin(), r.inputs.end(), y));
     if (reads == 0) continue;
-    if (!IsConvLike(r) || r.outputs.size() != 1) return false;
+    if (!IsConvLike(r) || r.outputs.empty() || r.outputs.size() > 2) return false;
     for (size_t at = 0; at < r.inputs.size(); ++at) {
       if (r.inputs[at] != y) continue;
       if (at != 0 && !(at == 3 && r.op_type == "FusedConv" && StaysChannelsLast(g, ix, dead, r, nullptr, depth + 1)))

@@ -172,7 +172,8 @@ bool RewriteHardSwish(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
 bool RewriteConvActivation(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteConvAffine(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
-bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
+bool RewriteConvSqueezeExcite(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
+bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after those
 
 }  // namespace rewrite
 }  // namespace onnx_mini

@@ -563,3 +563,54 @@ TEST(Rewrite, ResidualBlockOutputsStayChannelsLastAsZ) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Squeeze-excite: GlobalAveragePool(y) -> Conv -> Relu -> Conv -> HardSigmoid
+// -> Mul(y, s) -> Conv. The first conv makes the pool's output as its second
+// output, the last takes s as its channel scale and reads y, which then
+// stays channels last; batch 2 (s per image), Mul either way round, a NaN
+// (the HardSigmoid post-op's reference path), float, bfloat16 and float16
+// (the reference kernel) against the graph as written.
+TEST(Rewrite, SqueezeExciteFoldsIntoTheConvsAround) {
+  for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kFloat16})
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool swap = variant == 1, nan = variant == 2;
+      ModelBuilder m(17);
+      m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 8, 1, true, "c", 1);
+      m.Node("HardSwish", {"c"}, {"h"});
+      m.Node("GlobalAveragePool", {"h"}, {"g"});
+      m.Initializer("wq", RandomUniform(dt, {2, 8, 1, 1}, 2, -0.5, 0.5));
+      m.Node("Conv", {"g", "wq"}, {"q"});
+      m.Node("Relu", {"q"}, {"qr"});
+      m.Initializer("wu", RandomUniform(dt, {8, 2, 1, 1}, 3, -0.5, 0.5));
+      m.Node("Conv", {"qr", "wu"}, {"u"});
+      m.Node("HardSigmoid", {"u"}, {"us"});
+      m.Node("Mul", swap ? std::vector<std::string>{"us", "h"} : std::vector<std::string>{"h", "us"}, {"sm"});
+      m.Initializer("wp", RandomUniform(dt, {5, 8, 3, 3}, 4, -0.5, 0.5));
+      SetAttr(m.Node("Conv", {"sm", "wp"}, {"p"}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+      m.Node("HardSigmoid", {"p"}, {"y"});
+      Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -2, 2);
+      if (nan) SetDouble(x, 20, std::nan(""));
+      const double tol = dt == DType::kFloat ? Tol(dt) : 5e-2;
+      const std::string what = absl::StrCat(LowerName(dt), " variant ", variant);
+      EXPECT_EQ(RunBothWays(m, {{"x", x}}, tol), std::vector<std::string>(4, "FusedConv")) << what;
+      auto s = m.Build();
+      ASSERT_TRUE(s.ok()) << s.status();
+      const std::vector<Node>& nodes = (*s)->graph().nodes;
+      ASSERT_EQ(nodes.size(), 4u) << what;
+      EXPECT_THAT(nodes[0].outputs, ElementsAre("h", "g")) << what;
+      EXPECT_EQ(nodes[3].inputs[0], "h") << what;
+      EXPECT_EQ(nodes[3].inputs.size(), 5u) << what;
+      EXPECT_EQ(nodes[3].inputs[4], "us") << what;
+      const Attribute* a = nodes[0].attr("channels_last");
+      const bool oned = dt == DType::kFloat || dt == DType::kBFloat16;  // channels last: oneDNN's types
+      const std::vector<int64_t> want = oned ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{};
+      EXPECT_EQ(a ? a->ints : std::vector<int64_t>{}, want) << what;
+    }
+}
+
+}  // namespace
+}  // namespace onnx_mini
