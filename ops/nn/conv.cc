@@ -183,6 +183,16 @@ class ConvOp : public Op {
       const Dim& wm = (*wt.dims)[kTransposed ? 1 : 0];
       if (wm.known()) (*out.dims)[1] = Dim::Known(kTransposed ? wm.value * group_ : wm.value);
     }
+    // FusedConv's channel means (output 1): (N, M, 1...).
+    if (kKind == ConvKind::kConv && ctx.output_requested(1)) {
+      ValueType means;
+      means.dtype = out.dtype;
+      if (out.dims) {
+        means.dims = *out.dims;
+        for (size_t i = 2; i < means.dims->size(); ++i) (*means.dims)[i] = Dim::Known(1);
+      }
+      ctx.set_output(1, means);
+    }
     if (!xs || !ws) {
       ctx.set_output(0, out);
       return absl::OkStatus();
@@ -256,8 +266,7 @@ class ConvOp : public Op {
                    p->w.out[size_t(i)] == p->w.in[size_t(i)] * p->w.k[size_t(i)];
     }
     // FusedConv's channel scale S (input 4: X's channels scaled first, a
-    // squeeze-excite's Mul) and channel means (output 1: Y's, its
-    // GlobalAveragePool): (N or 1, C, 1...) and (N, M, 1...).
+    // squeeze-excite's Mul): (N or 1, C, 1...).
     if (kKind == ConvKind::kConv && ctx.num_inputs() > 4 && ctx.has_input(4)) {
       const std::optional<Shape> ss = ctx.input(4).concrete_shape();
       bool ok = ss && ss->size() == xs->size() && ((*ss)[0] == 1 || (*ss)[0] == p->n) && (*ss)[1] == p->c;
@@ -269,7 +278,7 @@ class ConvOp : public Op {
     if (kKind == ConvKind::kConv && ctx.output_requested(1)) {
       Shape ms = {p->n, p->m};
       ms.resize(xs->size(), 1);
-      ctx.set_output(1, ValueType::Of(out.dtype, ms));
+      ctx.set_output(1, ValueType::Of(out.dtype, ms));  // known now
     }
     if (!kInteger)
       p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
@@ -313,19 +322,24 @@ class ConvOp : public Op {
         const T* ps = s->data<T>();
         T* py = xs.data<T>();
         const bool last = fusion_.src_channels_last;
+        using A = typename Arith<T>::type;
         for (int64_t n = 0; n < p.n; ++n) {
           const T* sn = ps + (s->size() == p.c ? 0 : n * p.c);
-          for (int64_t e = 0; e < p.c * plane; ++e) {
-            const int64_t at = n * p.c * plane + e, c = last ? e % p.c : e / plane;
-            py[at] = Narrow<T>(typename Arith<T>::type(Widen(px[at]) * Widen(sn[c])));
-          }
+          const T* xn = px + n * p.c * plane;
+          T* yn = py + n * p.c * plane;
+          if (last)
+            for (int64_t e = 0; e < plane; ++e)
+              for (int64_t c = 0; c < p.c; ++c) yn[e * p.c + c] = Narrow<T>(A(Widen(xn[e * p.c + c]) * Widen(sn[c])));
+          else
+            for (int64_t c = 0; c < p.c; ++c)
+              for (int64_t e = 0; e < plane; ++e) yn[c * plane + e] = Narrow<T>(A(Widen(xn[c * plane + e]) * Widen(sn[c])));
         }
       }));
     }
     RETURN_IF_ERROR(ComputeConv(ctx, s ? xs : x));
     if (!means) return absl::OkStatus();
-    // Y's channel means, summed in double as GlobalAveragePool's reference
-    // sums, from Y's layout.
+    // Y's channel means, summed in double from Y's layout (GlobalAveragePool
+    // sums in float lanes, then double: within the rounding of either).
     const Tensor& y = ctx.output(0);
     Tensor& g = ctx.output(1);
     return Dispatch<FloatTypes>(ctx, y.dtype(), [&](auto tag) {
@@ -338,7 +352,12 @@ class ConvOp : public Op {
       for (int64_t n = 0; n < p.n; ++n) {
         std::fill(sum.begin(), sum.end(), 0.0);
         const T* yn = py + n * p.m * plane;
-        for (int64_t e = 0; e < p.m * plane; ++e) sum[size_t(last ? e % p.m : e / plane)] += double(Widen(yn[e]));
+        if (last)
+          for (int64_t e = 0; e < plane; ++e)
+            for (int64_t c = 0; c < p.m; ++c) sum[size_t(c)] += double(Widen(yn[e * p.m + c]));
+        else
+          for (int64_t c = 0; c < p.m; ++c)
+            for (int64_t e = 0; e < plane; ++e) sum[size_t(c)] += double(Widen(yn[c * plane + e]));
         for (int64_t c = 0; c < p.m; ++c) pg[n * p.m + c] = Narrow<T>(typename Arith<T>::type(sum[size_t(c)] / double(plane)));
       }
     });

@@ -457,6 +457,36 @@ bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
 namespace onnx_mini {
 namespace rewrite {
 
+// Whether `v` is made from `from` through pointwise convs without pads (as
+// their X) and one-input activations alone: ops that keep the batch and the
+// spatial dims (a pool's 1s).
+bool FromKeepingShape(const Graph& g, const Index& ix, const std::vector<bool>& dead, std::string v,
+                      const std::string& from) {
+  static const char* const kKeep[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Clip"};
+  for (int step = 0; step < 16; ++step) {
+    if (v == from) return true;
+    const Node* made = nullptr;
+    for (size_t i = 0; i < g.nodes.size() && !made; ++i)
+      if (!dead[i] && std::count(g.nodes[i].outputs.begin(), g.nodes[i].outputs.end(), v)) made = &g.nodes[i];
+    if (!made || made->inputs.empty() || made->outputs.size() != 1) return false;
+    if (IsConvLike(*made)) {
+      const std::optional<Dims> w = made->inputs.size() > 1 ? ix.DimsOf(made->inputs[1]) : std::nullopt;
+      const Attribute* pads = made->attr("pads");
+      const Attribute* auto_pad = made->attr("auto_pad");
+      if (!w || w->size() < 3 || std::any_of(w->begin() + 2, w->end(), [](int64_t d) { return d != 1; }) ||
+          (pads && std::any_of(pads->ints.begin(), pads->ints.end(), [](int64_t p) { return p != 0; })) ||
+          (auto_pad && auto_pad->s != "NOTSET" && auto_pad->s != "VALID"))
+        return false;
+    } else if (!made->domain.empty() || std::none_of(std::begin(kKeep), std::end(kKeep), [&](const char* op) {
+                 return made->op_type == op;
+               })) {
+      return false;
+    }
+    v = made->inputs[0];
+  }
+  return false;
+}
+
 // Squeeze-excite, after every other rule (before the layouts): a conv's
 // output y read by GlobalAveragePool(y) -> g and Mul(y, s) (either order)
 // -> m alone, s of shape (N or 1, C, 1...), m read by one conv as its X
@@ -491,10 +521,13 @@ bool RewriteConvSqueezeExcite(Graph& g, const Index& ix, size_t n, std::vector<b
     const ValueType* ty = ix.Type(y);
     const ValueType* ts = ix.Type(sc);
     if (!dy || !ds || !ty || !ts || ty->dtype != ts->dtype || !IsFloat(ty->dtype) || dy->size() < 3 ||
-        ds->size() != dy->size() || (*dy)[1] < 1 || (*ds)[1] != (*dy)[1] || (*dy)[0] < 1 ||
-        ((*ds)[0] != 1 && (*ds)[0] != (*dy)[0]))
+        ds->size() != dy->size() || (*dy)[1] < 1 || (*ds)[1] != (*dy)[1])
       continue;
-    if (std::any_of(ds->begin() + 2, ds->end(), [](int64_t d) { return d != 1; })) continue;
+    // s (N or 1, C, 1...): known so, or (dynamic dims) made from the pool's
+    // output by ops that keep its shape.
+    const bool known = ((*ds)[0] == 1 || ((*dy)[0] >= 1 && (*ds)[0] == (*dy)[0])) &&
+                       std::all_of(ds->begin() + 2, ds->end(), [](int64_t d) { return d == 1; });
+    if (!known && !FromKeepingShape(g, ix, dead, sc, g.nodes[ig].outputs[0])) continue;
     auto fused = [](Node& c) {
       if (c.op_type != "Conv") return;
       c.op_type = "FusedConv";

@@ -571,14 +571,15 @@ namespace {
 // -> Mul(y, s) -> Conv. The first conv makes the pool's output as its second
 // output, the last takes s as its channel scale and reads y, which then
 // stays channels last; batch 2 (s per image), Mul either way round, a NaN
-// (the HardSigmoid post-op's reference path), float, bfloat16 and float16
-// (the reference kernel) against the graph as written.
+// (the HardSigmoid post-op's reference path), dynamic batch and spatial dims
+// (s's shape then known from the pointwise convs between), float, bfloat16
+// and float16 (the reference kernel) against the graph as written.
 TEST(Rewrite, SqueezeExciteFoldsIntoTheConvsAround) {
   for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kFloat16})
-    for (int variant = 0; variant < 3; ++variant) {
-      const bool swap = variant == 1, nan = variant == 2;
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool swap = variant == 1, nan = variant == 2, dynamic = variant == 3;
       ModelBuilder m(17);
-      m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false);
+      m.Input("x", dt, dynamic ? Shape{-1, 4, -1, -1} : Shape{2, 4, 7, 6}).Output("y", dt, {}, false);
       AddConv(m, dt, 4, 8, 1, true, "c", 1);
       m.Node("HardSwish", {"c"}, {"h"});
       m.Node("GlobalAveragePool", {"h"}, {"g"});
