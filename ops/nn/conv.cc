@@ -10,7 +10,9 @@
 // overlap runs as one product (kernels/conv/conv_transpose.h).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <mutex>
 
 #include "kernels/conv/conv_transpose.h"
 #include "ops/ops.h"
@@ -22,10 +24,34 @@ namespace {
 // ConvInteger's input types.
 using QuantTypes = TypeList<int8_t, uint8_t>;
 
+// A convolution on fewer threads than oneDNN's team takes (ThreadsForWork
+// with kMinOneDnnThreadWork) runs in parts of at least kConvPartWork
+// multiply-adds (~8 us on one core), one per thread, on the pool
+// (OneDnnConvSplit).
+constexpr double kConvPartWork = 512 * 1024;
+
+// A plan's splits, made on first use for each count of parts (nullptr: none).
+class ConvSplits {
+ public:
+  template <class Make>
+  std::shared_ptr<const OneDnnConvSplit> Get(int64_t parts, const Make& make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [count, split] : made_)
+      if (count == parts) return split;
+    made_.emplace_back(parts, make());
+    return made_.back().second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<int64_t, std::shared_ptr<const OneDnnConvSplit>>> made_;
+};
+
 struct ConvPlan : OpPlan {
   Window w;
   int64_t n = 0, c = 0, m = 0, group = 1;  // batch, input and output channels, groups
   std::shared_ptr<const OneDnnForward> dnn;
+  std::shared_ptr<ConvSplits> splits;  // the same conv in parts, for the pool's threads
   bool pixel = false;  // ConvTranspose without overlapping windows: kernels/conv/conv_transpose.h
 };
 
@@ -157,6 +183,16 @@ class ConvOp : public Op {
       const Dim& wm = (*wt.dims)[kTransposed ? 1 : 0];
       if (wm.known()) (*out.dims)[1] = Dim::Known(kTransposed ? wm.value * group_ : wm.value);
     }
+    // FusedConv's channel means (output 1): (N, M, 1...).
+    if (kKind == ConvKind::kConv && ctx.output_requested(1)) {
+      ValueType means;
+      means.dtype = out.dtype;
+      if (out.dims) {
+        means.dims = *out.dims;
+        for (size_t i = 2; i < means.dims->size(); ++i) (*means.dims)[i] = Dim::Known(1);
+      }
+      ctx.set_output(1, means);
+    }
     if (!xs || !ws) {
       ctx.set_output(0, out);
       return absl::OkStatus();
@@ -229,8 +265,24 @@ class ConvOp : public Op {
                    p->w.pb[size_t(i)] == 0 && p->w.pe[size_t(i)] == 0 &&
                    p->w.out[size_t(i)] == p->w.in[size_t(i)] * p->w.k[size_t(i)];
     }
+    // FusedConv's channel scale S (input 4: X's channels scaled first, a
+    // squeeze-excite's Mul): (N or 1, C, 1...).
+    if (kKind == ConvKind::kConv && ctx.num_inputs() > 4 && ctx.has_input(4)) {
+      const std::optional<Shape> ss = ctx.input(4).concrete_shape();
+      bool ok = ss && ss->size() == xs->size() && ((*ss)[0] == 1 || (*ss)[0] == p->n) && (*ss)[1] == p->c;
+      for (size_t i = 2; ok && i < ss->size(); ++i) ok = (*ss)[i] == 1;
+      if (!ok)
+        return ctx.Error(absl::StrCat("the channel scale ", ctx.input(4).ToString(), " must be (N or 1, ", p->c,
+                                      ", 1...) for X ", ShapeToString(*xs)));
+    }
+    if (kKind == ConvKind::kConv && ctx.output_requested(1)) {
+      Shape ms = {p->n, p->m};
+      ms.resize(xs->size(), 1);
+      ctx.set_output(1, ValueType::Of(out.dtype, ms));  // known now
+    }
     if (!kInteger)
       p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
+    if (!kInteger && !kTransposed && p->dnn) p->splits = std::make_shared<ConvSplits>();
     ctx.set_output(0, ValueType::Of(out.dtype, ys));
     ctx.set_plan(std::move(p));
     return absl::OkStatus();
@@ -239,11 +291,79 @@ class ConvOp : public Op {
   // Constant weights: oneDNN keeps them reordered into its layout after the first run.
   absl::Status Prepare(PrepareContext& ctx) override {
     constant_weights_ = ctx.num_inputs() > 1 && ctx.constant(1) != nullptr;
+    // Constant W and B: their non-finite check (Compute's, for Clip and
+    // HardSigmoid post-ops) made once here.
+    for (size_t i = 1; i < 3 && i < ctx.num_inputs(); ++i) {
+      const Tensor* t = ctx.constant(i);
+      if (!t || (t->dtype() != DType::kFloat && t->dtype() != DType::kBFloat16)) continue;
+      known_finite_[i] = t->dtype() == DType::kFloat ? !AnyNonFinite(t->data<float>(), t->size())
+                                                      : !AnyNonFinite(t->data<BFloat16>(), t->size());
+    }
     return absl::OkStatus();
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
+    const Tensor* s = kKind == ConvKind::kConv && ctx.num_inputs() > 4 ? ctx.input(4) : nullptr;
+    const bool means = kKind == ConvKind::kConv && ctx.num_outputs() > 1 && ctx.output_requested(1);
+    if (!s && !means) return ComputeConv(ctx, *ctx.input(0));
+    const ConvPlan& p = ctx.plan<ConvPlan>();
     const Tensor& x = *ctx.input(0);
+    MemoryReservation reserved;
+    std::vector<char> scaled;
+    Tensor xs;
+    if (s) {  // X * S, in X's layout, rounded to T as the Mul rounds it
+      ASSIGN_OR_RETURN(reserved, ctx.Reserve(x.size(), StorageBytes(x.dtype(), 1), "the channel-scaled X"));
+      scaled.resize(size_t(x.size()) * StorageBytes(x.dtype(), 1));
+      xs = Tensor::Borrow(x.dtype(), x.shape(), scaled.data());
+      RETURN_IF_ERROR(Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const int64_t plane = x.size() / std::max<int64_t>(1, p.n * p.c);
+        const T* px = x.data<T>();
+        const T* ps = s->data<T>();
+        T* py = xs.data<T>();
+        const bool last = fusion_.src_channels_last;
+        using A = typename Arith<T>::type;
+        for (int64_t n = 0; n < p.n; ++n) {
+          const T* sn = ps + (s->size() == p.c ? 0 : n * p.c);
+          const T* xn = px + n * p.c * plane;
+          T* yn = py + n * p.c * plane;
+          if (last)
+            for (int64_t e = 0; e < plane; ++e)
+              for (int64_t c = 0; c < p.c; ++c) yn[e * p.c + c] = Narrow<T>(A(Widen(xn[e * p.c + c]) * Widen(sn[c])));
+          else
+            for (int64_t c = 0; c < p.c; ++c)
+              for (int64_t e = 0; e < plane; ++e) yn[c * plane + e] = Narrow<T>(A(Widen(xn[c * plane + e]) * Widen(sn[c])));
+        }
+      }));
+    }
+    RETURN_IF_ERROR(ComputeConv(ctx, s ? xs : x));
+    if (!means) return absl::OkStatus();
+    // Y's channel means, summed in double from Y's layout (GlobalAveragePool
+    // sums in float lanes, then double: within the rounding of either).
+    const Tensor& y = ctx.output(0);
+    Tensor& g = ctx.output(1);
+    return Dispatch<FloatTypes>(ctx, y.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const int64_t plane = y.size() / std::max<int64_t>(1, p.n * p.m);
+      const T* py = y.data<T>();
+      T* pg = g.data<T>();
+      const bool last = fusion_.dst_channels_last;
+      std::vector<double> sum(size_t(p.m));
+      for (int64_t n = 0; n < p.n; ++n) {
+        std::fill(sum.begin(), sum.end(), 0.0);
+        const T* yn = py + n * p.m * plane;
+        if (last)
+          for (int64_t e = 0; e < plane; ++e)
+            for (int64_t c = 0; c < p.m; ++c) sum[size_t(c)] += double(Widen(yn[e * p.m + c]));
+        else
+          for (int64_t c = 0; c < p.m; ++c)
+            for (int64_t e = 0; e < plane; ++e) sum[size_t(c)] += double(Widen(yn[c * plane + e]));
+        for (int64_t c = 0; c < p.m; ++c) pg[n * p.m + c] = Narrow<T>(typename Arith<T>::type(sum[size_t(c)] / double(plane)));
+      }
+    });
+  }
+
+  absl::Status ComputeConv(KernelContext& ctx, const Tensor& x) const {
     const Tensor& wt = *ctx.input(kW);
     const Tensor* b = ctx.num_inputs() > 2 ? ctx.input(2) : nullptr;
     const Tensor* z = kKind == ConvKind::kConv && ctx.num_inputs() > 3 ? ctx.input(3) : nullptr;
@@ -278,9 +398,21 @@ class ConvOp : public Op {
         }))
       RETURN_IF_ERROR(Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        for (const Tensor* t : {&x, &wt, b, z})
-          if (t && !non_finite) non_finite = AnyNonFinite(t->data<T>(), t->size());
+        const Tensor* inputs[4] = {&x, &wt, b, z};
+        for (size_t i = 0; i < 4; ++i)
+          if (inputs[i] && !known_finite_[i] && !non_finite)
+            non_finite = AnyNonFinite(inputs[i]->data<T>(), inputs[i]->size());
       }));
+    // One part per thread: each part costs a primitive's call (some us).
+    const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
+    if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
+      const std::shared_ptr<const OneDnnConvSplit> split = p.splits->Get(int64_t(parts), [&] {
+        return MakeOneDnnConvSplit(x.dtype(), p.w, p.n, p.c, p.m, p.group, b != nullptr, fusion_, int64_t(parts));
+      });
+      if (split && split->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_,
+                              ctx.budget(), z ? z->raw() : nullptr))
+        return absl::OkStatus();
+    }
     if (p.dnn && !non_finite &&
         p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget(),
                    z ? z->raw() : nullptr))
@@ -288,9 +420,10 @@ class ConvOp : public Op {
     // Channels-last X or Y (a FusedConv between convolutions): the reference
     // runs on NCHW copies.
     const bool src_cl = fusion_.src_channels_last, dst_cl = fusion_.dst_channels_last;
+    const bool z_cl = fusion_.residual_as_dst && z;
     ASSIGN_OR_RETURN(MemoryReservation reserved,
-                     ctx.Reserve((src_cl ? x.size() : 0) + (dst_cl ? y.size() : 0), StorageBytes(x.dtype(), 1),
-                                 "NCHW copies of channels-last values"));
+                     ctx.Reserve((src_cl ? x.size() : 0) + (dst_cl ? y.size() : 0) + (z_cl ? y.size() : 0),
+                                 StorageBytes(x.dtype(), 1), "NCHW copies of channels-last values"));
     return Dispatch<FloatTypes>(ctx, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* pb = b ? b->data<T>() : nullptr;
@@ -303,7 +436,9 @@ class ConvOp : public Op {
       const std::vector<ConvPostOp>& post_ = fusion_.post;
       // The post-ops one by one, each result rounded to T as the unfused ops round it.
       if (!post_.empty()) {
-        const T* pz = z ? z->data<T>() : nullptr;
+        std::vector<T> z_nchw(z_cl ? size_t(z->size()) : 0);
+        if (z_cl) ChannelsLast(z->data<T>(), z_nchw.data(), p.n, p.m, z->size() / std::max<int64_t>(1, p.n * p.m), false);
+        const T* pz = z_cl ? z_nchw.data() : z ? z->data<T>() : nullptr;
         ParallelFor(ctx.threads(), y.size(), WorkPerIndex{double(4 * post_.size())}, [&](int64_t begin, int64_t end) {
           for (int64_t e = begin; e < end; ++e) {
             T v = py[e];
@@ -423,8 +558,18 @@ class ConvOp : public Op {
     return w;
   }
 
-  // Whether any of the n values is NaN or infinite: v * 0 is then NaN, else
-  // 0 (summed in 8 lanes, which vectorize).
+  // Whether any of the n values is NaN or infinite. float: an all-ones
+  // exponent, found with integer compares (they vectorize without a chain of
+  // float adds); the others: v * 0 is then NaN, else 0 (summed in 8 lanes).
+  static bool AnyNonFinite(const float* v, int64_t n) {
+    uint32_t hits = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, v + i, sizeof(bits));
+      hits |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return hits != 0;
+  }
   template <class T>
   static bool AnyNonFinite(const T* v, int64_t n) {
     float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -451,14 +596,20 @@ class ConvOp : public Op {
   }
 
   // FusedConv's post-ops: `activations` (names), `alphas` and `betas`, one
-  // per entry; `channels_last`: X's and Y's layouts (0 NCHW, 1 channels last).
+  // per entry; `channels_last`: X's, Y's and (optional) Z's layouts (0 NCHW,
+  // 1 channels last).
   absl::Status ParsePostOps(const Node& node) {
     const std::vector<int64_t> layout = node.attr_ints("channels_last");
     if (!layout.empty()) {
-      if (layout.size() != 2 || (layout[0] | layout[1]) & ~int64_t(1))
-        return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": channels_last must be two flags (X, Y)"));
+      // Z channels last only with Y so: the sum post-op adds it in Y's layout.
+      if ((layout.size() != 2 && layout.size() != 3) ||
+          std::any_of(layout.begin(), layout.end(), [](int64_t f) { return f != 0 && f != 1; }) ||
+          (layout.size() == 3 && layout[2] == 1 && layout[1] != 1))
+        return absl::InvalidArgumentError(absl::StrCat(
+            node.Describe(), ": channels_last must be two or three flags (X, Y, Z), Z's only with Y's"));
       fusion_.src_channels_last = layout[0] == 1;
       fusion_.dst_channels_last = layout[1] == 1;
+      fusion_.residual_as_dst = layout.size() == 3 && layout[2] == 1;
     }
     std::vector<ConvPostOp>& post_ = fusion_.post;
     const Attribute* names = node.attr("activations");
@@ -489,6 +640,7 @@ class ConvOp : public Op {
   ConvFusion fusion_;
   std::vector<int64_t> output_padding_, output_shape_;
   bool constant_weights_ = false;  // set by Prepare
+  bool known_finite_[4] = {false, false, false, false};  // constant inputs found finite by Prepare
 };
 
 }  // namespace
@@ -498,8 +650,9 @@ std::vector<OpDef> ConvOps() {
   return {
       {kOnnxDomain, "Conv", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kConv>::Create},
       {kOnnxDomain, "ConvTranspose", Versions{1}, "T T T?", "T", t, ConvOp<ConvKind::kTransposed>::Create},
-      // Conv with post-ops (runtime/rewrite/conv.cc): X, W, B, the residual Z.
-      {kInternalDomain, "FusedConv", Versions{1}, "T T T? T?", "T", t, ConvOp<ConvKind::kConv>::Create},
+      // Conv with post-ops (runtime/rewrite/conv.cc): X, W, B, the residual Z, a channel scale S of X;
+      // Y and its channel means.
+      {kInternalDomain, "FusedConv", Versions{1}, "T T T? T? T?", "T T?", t, ConvOp<ConvKind::kConv>::Create},
       {kOnnxDomain, "ConvInteger", Versions{10}, "T1 T2 T1? T2?", "T3",
        {{"T1", QuantTypes::set()}, {"T2", QuantTypes::set()}, {"T3", {DType::kInt32}}},
        ConvOp<ConvKind::kInteger>::Create},

@@ -455,18 +455,29 @@ class ResizeOp : public Op {
     const T fill = Store<T>(p.extrapolation);
     const std::vector<int64_t>& last = off.back();
     ParallelFor(threads, rows, WorkPerIndex{double(inner)},
-                [&](int64_t r_begin, int64_t r_end) { for (int64_t r = r_begin; r < r_end; ++r) {
-      int64_t base = 0, rem = r;
-      bool extrapolated = false;
-      for (int64_t d = rank - 2; d >= 0; --d) {
-        const int64_t o = off[size_t(d)][size_t(rem % p.out[size_t(d)])];
-        rem /= p.out[size_t(d)];
-        if (o < 0) extrapolated = true;
-        base += o;
+                [&](int64_t r_begin, int64_t r_end) {
+      int64_t prev_base = -1;
+      bool prev_extrapolated = false;
+      for (int64_t r = r_begin; r < r_end; ++r) {
+        int64_t base = 0, rem = r;
+        bool extrapolated = false;
+        for (int64_t d = rank - 2; d >= 0; --d) {
+          const int64_t o = off[size_t(d)][size_t(rem % p.out[size_t(d)])];
+          rem /= p.out[size_t(d)];
+          if (o < 0) extrapolated = true;
+          base += o;
+        }
+        T* row = y + r * inner;
+        // An upscaled row repeats the one before it (the same input row): copied whole.
+        if (r > r_begin && base == prev_base && extrapolated == prev_extrapolated) {
+          std::copy(row - inner, row, row);
+          continue;
+        }
+        prev_base = base;
+        prev_extrapolated = extrapolated;
+        for (int64_t i = 0; i < inner; ++i) row[i] = extrapolated || last[size_t(i)] < 0 ? fill : x[base + last[size_t(i)]];
       }
-      T* row = y + r * inner;
-      for (int64_t i = 0; i < inner; ++i) row[i] = extrapolated || last[size_t(i)] < 0 ? fill : x[base + last[size_t(i)]];
-    }});
+    });
   }
 
   // Linear and cubic: one weighted pass per axis that changes, in C (float

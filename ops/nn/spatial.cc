@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +12,9 @@
 #include <unordered_map>
 
 #include "oneapi/dnnl/dnnl.hpp"
+#include "kernels/copy/copy.h"
 #include "kernels/gemm/onednn.h"
+#include "runtime/thread_pool.h"
 
 namespace onnx_mini {
 
@@ -134,6 +137,14 @@ memory::desc Plain(const memory::dims& dims, memory::data_type dt) {
   return memory::desc(dims, dt, StridesInOrder(dims, order));
 }
 
+// (N, C, spatial...) laid out as (N, spatial..., C).
+memory::desc ChannelsLastDesc(const memory::dims& dims, memory::data_type dt) {
+  std::vector<int> o = {0};
+  for (size_t i = 2; i < dims.size(); ++i) o.push_back(int(i));
+  o.push_back(1);
+  return memory::desc(dims, dt, StridesInOrder(dims, o));
+}
+
 memory::dims Dims(const Window& w, const std::array<int64_t, kMaxSpatial>& v, int64_t sub = 0) {
   memory::dims d;
   for (int64_t x : w.Spatial(v)) d.push_back(x - sub);
@@ -172,11 +183,30 @@ dnnl::post_ops OneDnnPostOps(const std::vector<ConvPostOp>& post) {
   return ops;
 }
 
-// A reorder between two layouts of one tensor.
+// A reorder between two layouts of one tensor. Between NCHW and channels
+// last (the activations around a conv) CopyStrided transposes instead:
+// oneDNN's reorder call costs a few us, more than the copy of these nets'
+// small tensors, and its large transposes ran at ~5 GB/s.
 struct Reorder {
   dnnl::reorder::primitive_desc pd;
   dnnl::reorder primitive;
+  struct Transpose {
+    DType dtype;
+    bool to_last;
+    int64_t n, c, plane;
+  };
+  std::optional<Transpose> transpose;
   void Run(dnnl::stream& stream, const memory& from, const memory& to) const {
+    if (transpose) {
+      const Transpose& t = *transpose;
+      // (N, plane, C) in the destination's order or the source's.
+      const Shape shape = t.to_last ? Shape{t.n, t.plane, t.c} : Shape{t.n, t.c, t.plane};
+      const std::vector<int64_t> strides = {t.c * t.plane, 1, t.to_last ? t.plane : t.c};
+      if (CopyStrided(t.dtype, shape, from.get_data_handle(), strides, to.get_data_handle(), {},
+                      omp_get_max_threads())
+              .ok())
+        return;
+    }
     if (pd.scratchpad_desc().get_size() == 0) {  // the usual case: no buffer to make
       primitive.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
       return;
@@ -190,12 +220,14 @@ struct Reorder {
 // the reordered copies), kept from run to run: allocating them at each run
 // cost a small conv more than its arithmetic (malloc, and the heap growing
 // and trimmed back, page faults each time). Larger needs than kMaxKept are
-// allocated for the run alone.
-class RunBuffer {
+// allocated for the run alone. Each kSlot is a buffer of its own (a split
+// conv's staging copies are in use while the caller runs a part).
+template <int kSlot>
+class RunBufferOf {
  public:
   static constexpr size_t kAlign = 64, kMaxKept = size_t(64) << 20;
   // A buffer of `bytes` for this run (released by the destructor), or nullptr.
-  explicit RunBuffer(size_t bytes) {
+  explicit RunBufferOf(size_t bytes) {
     Kept& k = kept();
     if (bytes <= kMaxKept && !k.in_use) {
       if (k.size < bytes) {
@@ -212,11 +244,11 @@ class RunBuffer {
     own_.reset(static_cast<char*>(std::aligned_alloc(kAlign, RoundUp(bytes))));
     data_ = own_.get();
   }
-  ~RunBuffer() {
+  ~RunBufferOf() {
     if (borrowed_) kept().in_use = false;
   }
-  RunBuffer(const RunBuffer&) = delete;
-  RunBuffer& operator=(const RunBuffer&) = delete;
+  RunBufferOf(const RunBufferOf&) = delete;
+  RunBufferOf& operator=(const RunBufferOf&) = delete;
   char* data() const { return data_; }
   static size_t RoundUp(size_t n) { return (std::max<size_t>(n, 1) + kAlign - 1) / kAlign * kAlign; }
 
@@ -237,12 +269,25 @@ class RunBuffer {
   char* data_ = nullptr;
   bool borrowed_ = false;
 };
+using RunBuffer = RunBufferOf<0>;
 
 // None when the layouts are the same.
 std::optional<Reorder> MakeReorder(const memory::desc& from, const memory::desc& to) {
   if (from == to) return std::nullopt;
   dnnl::reorder::primitive_desc pd(OneDnnEngine(), from, OneDnnEngine(), to, UserScratchpad());
-  return Reorder{pd, dnnl::reorder(pd)};
+  Reorder r{pd, dnnl::reorder(pd), std::nullopt};
+  const memory::dims dims = from.dims();
+  const memory::data_type dt = from.data_type();
+  if (dims == to.dims() && dims.size() >= 3 && dt == to.data_type() &&
+      (dt == memory::data_type::f32 || dt == memory::data_type::bf16)) {
+    int64_t plane = 1;
+    for (size_t i = 2; i < dims.size(); ++i) plane *= dims[i];
+    const DType dtype = dt == memory::data_type::f32 ? DType::kFloat : DType::kBFloat16;
+    const memory::desc plain = Plain(dims, dt), last = ChannelsLastDesc(dims, dt);
+    if (from == plain && to == last) r.transpose = Reorder::Transpose{dtype, true, dims[0], dims[1], plane};
+    if (from == last && to == plain) r.transpose = Reorder::Transpose{dtype, false, dims[0], dims[1], plane};
+  }
+  return r;
 }
 
 // Runs a primitive P on the callers' plain tensors. The primitive may prefer
@@ -412,11 +457,7 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type 
     // The caller's layouts: plain, or channels last where the fusion says
     // (a value only convolutions read, kept so from one to the next).
     auto layout = [&](const memory::dims& dims, bool channels_last) {
-      if (!channels_last) return Plain(dims, dt);
-      std::vector<int> o = {0};
-      for (size_t i = 2; i < dims.size(); ++i) o.push_back(int(i));
-      o.push_back(1);
-      return memory::desc(dims, dt, StridesInOrder(dims, o));
+      return channels_last ? ChannelsLastDesc(dims, dt) : Plain(dims, dt);
     };
     const memory::desc src = layout(src_dims, fusion.src_channels_last);
     const memory::desc dst = layout(dst_dims, fusion.dst_channels_last);
@@ -448,8 +489,8 @@ std::shared_ptr<const OneDnnForward::Primitive> ConvPrimitive(memory::data_type 
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                             src_any, weights_any, bias, dst_any, strides, dilates, pl, pr);
     const dnnl::convolution_forward::primitive_desc pd(d, attr, OneDnnEngine());
-    return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst,
-                                                                residual ? Plain(dst_dims, dt) : memory::desc());
+    const memory::desc z = !residual ? memory::desc() : fusion.residual_as_dst ? dst : Plain(dst_dims, dt);
+    return std::make_shared<Forward<dnnl::convolution_forward>>(pd, src, weights, bias, dst, z);
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -507,6 +548,129 @@ std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w
     if (w.pb[size_t(i)] < 0 || w.pe[size_t(i)] < 0) return nullptr;
   return std::make_shared<OneDnnForward>(
       [=] { return ConvPrimitive(dt, w, n, c, m, group, has_bias, transposed, fusion); });
+}
+
+bool OneDnnConvSplit::Run(const void* src, const void* weights, const void* bias, void* dst, int threads,
+                          bool constant_weights, const std::shared_ptr<MemoryBudget>& budget,
+                          const void* residual) const {
+  if (bool(residual_in) != (residual != nullptr)) return false;
+  // No OpenMP team anywhere below: the staging reorders run on the caller,
+  // each part on one thread.
+  const OmpThreadsScope scope(1);
+  const size_t src_bytes = src_in ? size_t(in_image) * size_t(parts.back().image + 1) : 0;
+  const size_t dst_bytes = dst_out ? size_t(out_image) * size_t(parts.back().image + 1) : 0;
+  MemoryReservation charge(budget);
+  if (!charge.Grow(int64_t(RunBufferOf<1>::RoundUp(src_bytes) + RunBufferOf<1>::RoundUp(dst_bytes)), 1,
+                   "the split convolution's channels-last copies")
+           .ok())
+    return false;
+  RunBufferOf<1> buffer(RunBufferOf<1>::RoundUp(src_bytes) + RunBufferOf<1>::RoundUp(dst_bytes));
+  if (!buffer.data()) return false;
+  const char* x = static_cast<const char*>(src);
+  char* y = static_cast<char*>(dst);
+  if (src_in) {
+    if (!src_in(src, buffer.data())) return false;
+    x = buffer.data();
+  }
+  if (dst_out) y = buffer.data() + RunBufferOf<1>::RoundUp(src_bytes);
+  if (residual && !residual_in(residual, y)) return false;
+  std::atomic<bool> ok{true};
+  ParallelFor(threads, int64_t(parts.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end && ok.load(std::memory_order_relaxed); ++i) {
+      const Part& p = parts[size_t(i)];
+      const char* xp = x + p.image * in_image + p.in_row * in_row;
+      char* yp = y + p.image * out_image + p.out_row * out_row;
+      if (!p.conv->Run(xp, weights, bias, yp, 1, constant_weights, budget, residual ? yp : nullptr))
+        ok.store(false, std::memory_order_relaxed);
+    }
+  });
+  if (!ok.load()) return false;
+  return !dst_out || dst_out(y, dst);
+}
+
+std::shared_ptr<const OneDnnConvSplit> MakeOneDnnConvSplit(DType dtype, const Window& w, int64_t n, int64_t c,
+                                                           int64_t m, int64_t group, bool has_bias,
+                                                           const ConvFusion& fusion, int64_t parts) {
+  memory::data_type dt;
+  if (!OneDnnType(dtype, dt) || w.rank < 1 || n <= 0 || c <= 0 || m <= 0) return nullptr;
+  for (int i = 0; i < kMaxSpatial; ++i)
+    if (w.pb[size_t(i)] < 0 || w.pe[size_t(i)] < 0) return nullptr;
+  // Rows: the first spatial dim; an image's rows split into `per` parts.
+  const size_t j = size_t(kMaxSpatial - w.rank);
+  const int64_t rows = w.out[j];
+  const int64_t per = std::min(rows, (parts + n - 1) / n);
+  if (per * n < 2) return nullptr;
+  const size_t element = dtype == DType::kFloat ? 4 : 2;
+  auto split = std::make_shared<OneDnnConvSplit>();
+  split->in_image = int64_t(element) * c * w.in_size();
+  split->out_image = int64_t(element) * m * w.out_size();
+  split->in_row = split->in_image / w.in[j];
+  split->out_row = split->out_image / w.out[j];
+  ConvFusion part_fusion = fusion;
+  part_fusion.src_channels_last = part_fusion.dst_channels_last = part_fusion.residual_as_dst = true;
+  // Parts of one geometry (the middle ones, mostly) share a primitive.
+  std::vector<std::pair<std::array<int64_t, 4>, std::shared_ptr<const OneDnnForward>>> made;
+  for (int64_t r = 0; r < per; ++r) {
+    const int64_t o0 = rows * r / per, o1 = rows * (r + 1) / per;
+    const int64_t begin = o0 * w.s[j] - w.pb[j], end = (o1 - 1) * w.s[j] - w.pb[j] + (w.k[j] - 1) * w.d[j] + 1;
+    const int64_t i0 = std::max<int64_t>(0, begin), i1 = std::min(w.in[j], end);
+    if (i1 <= i0) return nullptr;  // a part inside the pads alone
+    Window pw = w;
+    pw.in[j] = i1 - i0;
+    pw.out[j] = o1 - o0;
+    pw.pb[j] = i0 - begin;
+    pw.pe[j] = end - i1;
+    const std::array<int64_t, 4> key = {pw.in[j], pw.out[j], pw.pb[j], pw.pe[j]};
+    auto it = std::find_if(made.begin(), made.end(), [&](const auto& e) { return e.first == key; });
+    if (it == made.end()) {
+      made.emplace_back(key, MakeOneDnnConv(dtype, pw, 1, c, m, group, has_bias, false, part_fusion));
+      it = made.end() - 1;
+      if (!it->second) return nullptr;
+    }
+    for (int64_t image = 0; image < n; ++image)
+      split->parts.push_back({image, i0, o0, it->second});
+  }
+  // Sorted by image, then row: neighbouring parts share input rows.
+  std::stable_sort(split->parts.begin(), split->parts.end(),
+                   [](const auto& a, const auto& b) { return a.image < b.image; });
+  // The NCHW sides' reorders (one channel: the layouts are the same bytes).
+  memory::dims src_dims = {n, c}, dst_dims = {n, m};
+  for (int64_t v : w.Spatial(w.in)) src_dims.push_back(v);
+  for (int64_t v : w.Spatial(w.out)) dst_dims.push_back(v);
+  auto reorder = [](const memory::desc& from, const memory::desc& to) -> std::function<bool(const void*, void*)> {
+    std::shared_ptr<const Reorder> r;
+    try {
+      const OmpThreadsScope one(1);  // a primitive keeps the thread count it is made for
+      auto made = MakeReorder(from, to);
+      if (!made) return nullptr;
+      r = std::make_shared<const Reorder>(*made);
+    } catch (const dnnl::error&) {
+      return [](const void*, void*) { return false; };
+    }
+    return [r, from, to](const void* a, void* b) {
+      try {
+        thread_local dnnl::stream stream(OneDnnEngine());
+        r->Run(stream, memory(from, OneDnnEngine(), const_cast<void*>(a)), memory(to, OneDnnEngine(), b));
+        stream.wait();
+        return true;
+      } catch (const dnnl::error&) {
+        return false;
+      }
+    };
+  };
+  if (!fusion.src_channels_last && c > 1) split->src_in = reorder(Plain(src_dims, dt), ChannelsLastDesc(src_dims, dt));
+  if (!fusion.dst_channels_last && m > 1) split->dst_out = reorder(ChannelsLastDesc(dst_dims, dt), Plain(dst_dims, dt));
+  if (std::any_of(fusion.post.begin(), fusion.post.end(), [](const ConvPostOp& p) { return p.kind == ConvPostOp::kAdd; })) {
+    if (!fusion.residual_as_dst) split->residual_in = reorder(Plain(dst_dims, dt), ChannelsLastDesc(dst_dims, dt));
+    if (!split->residual_in) {  // the same layout: copied
+      const size_t bytes = size_t(split->out_image) * size_t(n);
+      split->residual_in = [bytes](const void* a, void* b) {
+        if (a != b) std::memcpy(b, a, bytes);
+        return true;
+      };
+    }
+  }
+  return split;
 }
 
 std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind) {

@@ -107,6 +107,8 @@ struct ConvPostOp {
 struct ConvFusion {
   std::vector<ConvPostOp> post;
   bool src_channels_last = false, dst_channels_last = false;
+  // The residual is laid out as Y (else NCHW): OneDnnConvSplit's parts.
+  bool residual_as_dst = false;
 };
 
 // Conv (transposed: ConvTranspose) of N x C images into N x M, in groups,
@@ -115,6 +117,40 @@ struct ConvFusion {
 std::shared_ptr<const OneDnnForward> MakeOneDnnConv(DType dtype, const Window& w, int64_t n, int64_t c, int64_t m,
                                                     int64_t group, bool has_bias, bool transposed,
                                                     const ConvFusion& fusion = {});
+
+// A float or bfloat16 convolution (not transposed) computed as independent
+// parts, each output rows of one image (the first spatial dim) by a
+// single-threaded oneDNN primitive over channels-last views, on the kernels'
+// pool: the caller and the workers claim parts as they go, so a descheduled
+// worker delays one part, where oneDNN's OpenMP team waits for its slowest
+// member (a small conv ran 4x slower on 2 threads than on 1 on a busy
+// machine). NCHW X or Y are reordered once, whole, around the parts.
+class OneDnnConvSplit {
+ public:
+  // As OneDnnForward::Run; false when oneDNN cannot do it (nothing is then
+  // known about dst: the caller's reference writes it all).
+  bool Run(const void* src, const void* weights, const void* bias, void* dst, int threads, bool constant_weights,
+           const std::shared_ptr<MemoryBudget>& budget, const void* residual) const;
+
+  // Made by MakeOneDnnConvSplit.
+  struct Part {
+    int64_t image, in_row, out_row;  // the part's image, first input and output row
+    std::shared_ptr<const OneDnnForward> conv;
+  };
+  std::vector<Part> parts;
+  int64_t in_image = 0, out_image = 0, in_row = 0, out_row = 0;  // bytes, channels last
+  // Reorder NCHW X into channels last, and the NCHW residual Z into the
+  // channels-last destination before the parts; the channels-last output to
+  // NCHW Y after (empty when that side is channels last already).
+  std::function<bool(const void* from, void* to)> src_in, residual_in, dst_out;
+};
+
+// The split of a convolution into about `parts` parts (at most one per
+// output row), nullptr when it has fewer than two or oneDNN cannot take it.
+std::shared_ptr<const OneDnnConvSplit> MakeOneDnnConvSplit(DType dtype, const Window& w, int64_t n, int64_t c,
+                                                           int64_t m, int64_t group, bool has_bias,
+                                                           const ConvFusion& fusion, int64_t parts);
+
 enum class PoolKind { kMax, kAverageIncludePad, kAverageExcludePad };
 std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind);
 

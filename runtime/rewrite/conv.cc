@@ -457,30 +457,146 @@ bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
 namespace onnx_mini {
 namespace rewrite {
 
-// After every other rule: a float or bfloat16 value that a Conv or FusedConv
-// makes and only convolutions read (each as X) stays channels last from one
-// to the next, so that oneDNN reorders it neither out of the first nor into
-// the others (FusedConv's `channels_last`: X's and Y's flags). Its shape
-// stays NCHW: only its bytes are laid out otherwise, and no other op sees them.
-bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
-  Node& producer = g.nodes[n];
-  if (dead[n] || !IsConvLike(producer) || producer.outputs.size() != 1 || producer.inputs.size() < 2) return false;
+// Whether `v` is made from `from` through pointwise convs without pads (as
+// their X) and one-input activations alone: ops that keep the batch and the
+// spatial dims (a pool's 1s).
+bool FromKeepingShape(const Graph& g, const Index& ix, const std::vector<bool>& dead, std::string v,
+                      const std::string& from) {
+  static const char* const kKeep[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh", "Clip"};
+  for (int step = 0; step < 16; ++step) {
+    if (v == from) return true;
+    const Node* made = nullptr;
+    for (size_t i = 0; i < g.nodes.size() && !made; ++i)
+      if (!dead[i] && std::count(g.nodes[i].outputs.begin(), g.nodes[i].outputs.end(), v)) made = &g.nodes[i];
+    if (!made || made->inputs.empty() || made->outputs.size() != 1) return false;
+    if (IsConvLike(*made)) {
+      const std::optional<Dims> w = made->inputs.size() > 1 ? ix.DimsOf(made->inputs[1]) : std::nullopt;
+      const Attribute* pads = made->attr("pads");
+      const Attribute* auto_pad = made->attr("auto_pad");
+      if (!w || w->size() < 3 || std::any_of(w->begin() + 2, w->end(), [](int64_t d) { return d != 1; }) ||
+          (pads && std::any_of(pads->ints.begin(), pads->ints.end(), [](int64_t p) { return p != 0; })) ||
+          (auto_pad && auto_pad->s != "NOTSET" && auto_pad->s != "VALID"))
+        return false;
+    } else if (!made->domain.empty() || std::none_of(std::begin(kKeep), std::end(kKeep), [&](const char* op) {
+                 return made->op_type == op;
+               })) {
+      return false;
+    }
+    v = made->inputs[0];
+  }
+  return false;
+}
+
+// Squeeze-excite, after every other rule (before the layouts): a conv's
+// output y read by GlobalAveragePool(y) -> g and Mul(y, s) (either order)
+// -> m alone, s of shape (N or 1, C, 1...), m read by one conv as its X
+// alone -> the first conv makes g as its second output (Y's channel means)
+// and the second reads y with s as its channel scale S (FusedConv's input
+// 4, X's channels scaled before the conv): y is then read by a conv alone,
+// and may stay channels last. (After the other rules: the residual rule
+// rebuilds a FusedConv's inputs up to Z.)
+bool RewriteConvSqueezeExcite(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  const Node& mul = g.nodes[n];
+  if (dead[n] || mul.op_type != "Mul" || !mul.domain.empty() || !Binary(mul) || mul.outputs.size() != 1) return false;
+  const std::string& m = mul.outputs[0];
+  if (!ix.Inner(m)) return false;
+  // y: a conv's only output; s: the other factor.
+  for (int side = 0; side < 2; ++side) {
+    const std::string& y = mul.inputs[size_t(side)];
+    const std::string& sc = mul.inputs[size_t(1 - side)];
+    if (y == sc || ix.IsOutput(y) || ix.Uses(y) != 2) continue;
+    size_t ip = g.nodes.size(), ig = g.nodes.size(), ir = g.nodes.size();
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (dead[i]) continue;
+      const Node& x = g.nodes[i];
+      if (IsConvLike(x) && x.outputs.size() == 1 && x.outputs[0] == y && x.inputs.size() >= 2) ip = i;
+      if (x.op_type == "GlobalAveragePool" && x.domain.empty() && x.inputs.size() == 1 && x.inputs[0] == y &&
+          x.outputs.size() == 1 && !x.outputs[0].empty())
+        ig = i;
+      if (IsConvLike(x) && !x.inputs.empty() && x.inputs[0] == m && x.inputs.size() <= 4 && x.outputs.size() == 1)
+        ir = i;
+    }
+    if (ip == g.nodes.size() || ig == g.nodes.size() || ir == g.nodes.size()) continue;
+    const std::optional<Dims> dy = ix.DimsOf(y), ds = ix.DimsOf(sc);
+    const ValueType* ty = ix.Type(y);
+    const ValueType* ts = ix.Type(sc);
+    if (!dy || !ds || !ty || !ts || ty->dtype != ts->dtype || !IsFloat(ty->dtype) || dy->size() < 3 ||
+        ds->size() != dy->size() || (*dy)[1] < 1 || (*ds)[1] != (*dy)[1])
+      continue;
+    // s (N or 1, C, 1...): known so, or (dynamic dims) made from the pool's
+    // output by ops that keep its shape.
+    const bool known = ((*ds)[0] == 1 || ((*dy)[0] >= 1 && (*ds)[0] == (*dy)[0])) &&
+                       std::all_of(ds->begin() + 2, ds->end(), [](int64_t d) { return d == 1; });
+    if (!known && !FromKeepingShape(g, ix, dead, sc, g.nodes[ig].outputs[0])) continue;
+    auto fused = [](Node& c) {
+      if (c.op_type != "Conv") return;
+      c.op_type = "FusedConv";
+      c.domain = kInternalDomain;
+      c.opset = 1;
+    };
+    Node& producer = g.nodes[ip];
+    Node& reader = g.nodes[ir];
+    fused(producer);
+    producer.outputs.push_back(g.nodes[ig].outputs[0]);
+    fused(reader);
+    reader.inputs[0] = y;
+    reader.inputs.resize(4);
+    reader.inputs.push_back(sc);
+    dead[ig] = dead[n] = true;
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Whether the value `y`, made by conv-like node `producer`, can stay channels
+// last: a float or bfloat16 value of 3 to 5 dims, not a graph output, read
+// only by conv-like nodes, each as its X, or as the residual Z of a
+// FusedConv whose own output stays channels last (a residual block's
+// output, read by the next block's first conv and added by its last:
+// `depth` bounds that recursion). `readers` gets (node, input) pairs.
+bool StaysChannelsLast(const Graph& g, const Index& ix, const std::vector<bool>& dead, const Node& producer,
+                       std::vector<std::pair<size_t, size_t>>* readers, int depth = 0) {
+  // (A second output is Y's channel means, (N, M, 1...): the same in either layout.)
+  if (depth > 64 || !IsConvLike(producer) || producer.outputs.empty() || producer.outputs.size() > 2 ||
+      producer.inputs.size() < 2)
+    return false;
   const std::string& y = producer.outputs[0];
   const ValueType* t = ix.Type(y);
   const std::optional<Dims> dims = ix.DimsOf(y);
   if (y.empty() || ix.IsOutput(y) || !t || (t->dtype != DType::kFloat && t->dtype != DType::kBFloat16) || !dims ||
       dims->size() < 3 || dims->size() > 5)
     return false;
-  std::vector<size_t> readers;
+  int count = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (dead[i]) continue;
     const Node& r = g.nodes[i];
     const int reads = int(std::count(r.inputs.begin(), r.inputs.end(), y));
     if (reads == 0) continue;
-    if (!IsConvLike(r) || reads != 1 || r.inputs[0] != y || r.outputs.size() != 1) return false;
-    readers.push_back(i);
+    if (!IsConvLike(r) || r.outputs.empty() || r.outputs.size() > 2) return false;
+    for (size_t at = 0; at < r.inputs.size(); ++at) {
+      if (r.inputs[at] != y) continue;
+      if (at != 0 && !(at == 3 && r.op_type == "FusedConv" && StaysChannelsLast(g, ix, dead, r, nullptr, depth + 1)))
+        return false;
+      if (readers) readers->emplace_back(i, at);
+    }
+    count += reads;
   }
-  if (readers.empty() || int(readers.size()) != ix.Uses(y)) return false;  // a subgraph reads it too
+  return count > 0 && count == ix.Uses(y);  // else a subgraph reads it too
+}
+
+}  // namespace
+
+// After every other rule: a float or bfloat16 value that a Conv or FusedConv
+// makes and only convolutions read (as X, or as the residual Z of a conv
+// whose output stays so too) stays channels last from one to the next, so
+// that oneDNN reorders it neither out of the first nor into the others
+// (FusedConv's `channels_last`: X's, Y's and Z's flags). Its shape stays
+// NCHW: only its bytes are laid out otherwise, and no other op sees them.
+bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  std::vector<std::pair<size_t, size_t>> readers;
+  if (dead[n] || !StaysChannelsLast(g, ix, dead, g.nodes[n], &readers)) return false;
   auto set = [](Node& c, size_t flag) {
     if (c.op_type == "Conv") {
       c.op_type = "FusedConv";
@@ -490,11 +606,11 @@ bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& d
     Attribute& a = c.attributes["channels_last"];
     a.name = "channels_last";
     a.type = AttrType::kInts;
-    a.ints.resize(2, 0);
+    a.ints.resize(std::max<size_t>(a.ints.size(), flag == 2 ? 3 : 2), 0);
     a.ints[flag] = 1;
   };
-  set(producer, 1);
-  for (size_t i : readers) set(g.nodes[i], 0);
+  set(g.nodes[n], 1);
+  for (const auto& [i, at] : readers) set(g.nodes[i], at == 0 ? 0 : 2);
   return true;
 }
 

@@ -62,6 +62,19 @@ int RewriteOne(Graph& g, const Graph* root, const OpRegistry& ops, const Rewrite
   // channels-last value another reader. They mark nodes, remove none.
   if (std::any_of(g.nodes.begin(), g.nodes.end(),
                   [](const Node& n) { return n.op_type == "FusedConv" || n.op_type == "Conv"; })) {
+    {  // squeeze-excite blocks first: they leave a conv's output to convs alone
+      std::vector<bool> dead(g.nodes.size(), false);
+      Index ix(g, dead, ops, options, root);
+      int fused = 0;
+      for (size_t n = 0; n < g.nodes.size(); ++n) fused += RewriteConvSqueezeExcite(g, ix, n, dead) ? 1 : 0;
+      if (fused > 0) {
+        std::vector<Node> kept;
+        for (size_t n = 0; n < g.nodes.size(); ++n)
+          if (!dead[n]) kept.push_back(std::move(g.nodes[n]));
+        g.nodes = std::move(kept);
+        total += fused;
+      }
+    }
     const std::vector<bool> none(g.nodes.size(), false);
     std::vector<bool> dead = none;
     Index ix(g, none, ops, options, root);

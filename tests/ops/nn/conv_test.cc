@@ -508,5 +508,92 @@ TEST(Conv, RunsUnderALimitTooSmallForOneDnnBuffers) {
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4 * (1 + std::abs(a[i]))) << i;
 }
 
+// A conv split into parts (output rows of each image, one single-threaded
+// primitive each, on the pool) gives the whole primitive's values, for every
+// layout of X and Y (NCHW ones reordered around the parts), a residual, a
+// batch, strides, pads and dilations cutting across the parts, 1-D and
+// depthwise convs, float and bfloat16; a split whose part would hold pads
+// alone is not made.
+TEST(Conv, SplitIntoPartsMatchesTheWholePrimitive) {
+  struct SplitCase {
+    int rank;
+    int64_t n, c, m, group, in0, in1, k0, k1, s0, d0, pb0, pe0, p1;
+    int64_t parts;
+  };
+  const SplitCase cases[] = {
+      {2, 1, 24, 24, 1, 74, 32, 3, 1, 1, 1, 0, 0, 0, 4},   // oww's 3x1
+      {2, 2, 8, 16, 1, 17, 9, 3, 3, 2, 1, 1, 2, 1, 3},    // batch, stride 2, uneven pads
+      {2, 1, 16, 16, 16, 20, 12, 3, 3, 1, 2, 2, 2, 1, 4},  // depthwise, dilation 2
+      {1, 3, 5, 7, 1, 1, 40, 1, 5, 1, 1, 0, 0, 2, 2},     // 1-D (rows are the length)
+      {2, 1, 1, 8, 1, 30, 10, 3, 3, 1, 1, 1, 1, 1, 8},    // one input channel
+  };
+  for (DType dt : {DType::kFloat, DType::kBFloat16}) {
+    for (const SplitCase& sc : cases) {
+      Window w;
+      w.rank = sc.rank;
+      const size_t j = size_t(kMaxSpatial - sc.rank);
+      w.in[j] = sc.in0;
+      w.k[j] = sc.k0;
+      w.s[j] = sc.s0;
+      w.d[j] = sc.d0;
+      w.pb[j] = sc.pb0;
+      w.pe[j] = sc.pe0;
+      if (sc.rank == 2) {
+        w.in[2] = sc.in1;
+        w.k[2] = sc.k1;
+        w.pb[2] = w.pe[2] = sc.p1;
+      }
+      for (size_t i = 0; i < size_t(kMaxSpatial); ++i)
+        w.out[i] = (w.in[i] + w.pb[i] + w.pe[i] - (w.k[i] - 1) * w.d[i] - 1) / w.s[i] + 1;
+      const int64_t xs = sc.n * sc.c * w.in_size(), ys = sc.n * sc.m * w.out_size();
+      const Tensor x = RandomUniform(dt, {xs}, 11), wt = RandomUniform(dt, {sc.m * sc.c / sc.group * w.k_size()}, 12);
+      const Tensor b = RandomUniform(dt, {sc.m}, 13), z = RandomUniform(dt, {ys}, 14);
+      for (int layout = 0; layout < 8; ++layout) {
+        ConvFusion f;
+        f.src_channels_last = layout & 1;
+        f.dst_channels_last = layout & 2;
+        const bool residual = layout & 4;
+        if (residual) f.post.push_back({ConvPostOp::kAdd, 0, 0});
+        f.post.push_back({ConvPostOp::kLeakyRelu, 0.1f, 0});
+        const auto whole = MakeOneDnnConv(dt, w, sc.n, sc.c, sc.m, sc.group, true, false, f);
+        const auto split = MakeOneDnnConvSplit(dt, w, sc.n, sc.c, sc.m, sc.group, true, f, sc.parts);
+        const std::string what = absl::StrCat(LowerName(dt), " rank ", sc.rank, " n ", sc.n, " c ", sc.c, " layout ",
+                                              layout);
+        ASSERT_NE(whole, nullptr) << what;
+        ASSERT_NE(split, nullptr) << what;
+        EXPECT_GE(split->parts.size(), 2u) << what;
+        Tensor want = Tensor::Zeros(dt, {ys}), got = Tensor::Zeros(dt, {ys});
+        ASSERT_TRUE(whole->Run(x.raw(), wt.raw(), b.raw(), want.raw(), 1, true, nullptr,
+                               residual ? z.raw() : nullptr))
+            << what;
+        for (int threads : {1, 2}) {
+          ASSERT_TRUE(split->Run(x.raw(), wt.raw(), b.raw(), got.raw(), threads, true, nullptr,
+                                 residual ? z.raw() : nullptr))
+              << what;
+          const std::vector<double> a = Values(want), c = Values(got);
+          const double tol = dt == DType::kBFloat16 ? 1e-2 : 1e-5;
+          for (size_t i = 0; i < a.size(); ++i)
+            ASSERT_NEAR(a[i], c[i], tol * (1 + std::abs(a[i]))) << what << " threads " << threads << " at " << i;
+        }
+        // A residual is required when the post-ops add one, and refused otherwise.
+        EXPECT_FALSE(split->Run(x.raw(), wt.raw(), b.raw(), got.raw(), 2, true, nullptr,
+                                residual ? nullptr : z.raw()))
+            << what;
+      }
+    }
+  }
+  // Six one-row parts of a 2-row input padded by 3: the first part's window lies in the pads.
+  Window w;
+  w.rank = 2;
+  w.in = {1, 2, 4};
+  w.k = {1, 3, 1};
+  w.pb = {0, 3, 0};
+  w.pe = {0, 3, 0};
+  w.out = {1, 6, 4};
+  EXPECT_EQ(MakeOneDnnConvSplit(DType::kFloat, w, 1, 4, 4, 1, false, {}, 6), nullptr);
+  EXPECT_EQ(MakeOneDnnConvSplit(DType::kDouble, w, 1, 4, 4, 1, false, {}, 2), nullptr);
+  EXPECT_NE(MakeOneDnnConvSplit(DType::kFloat, w, 1, 4, 4, 1, false, {}, 2), nullptr);
+}
+
 }  // namespace
 }  // namespace onnx_mini

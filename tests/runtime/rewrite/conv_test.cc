@@ -518,3 +518,100 @@ TEST(Rewrite, ChannelsLastConvWithResidualMatchesTheGraph) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Residual blocks: a block's output is read by the next block's first conv
+// (X) and added by its last (Z). It stays channels last when the adding
+// conv's own output does (recursively: the last block's output is read by a
+// conv alone), with the adder's Z flag set; a NaN runs the Clip post-op's
+// reference on NCHW copies of X, Z and Y. Values as the graph as written.
+TEST(Rewrite, ResidualBlockOutputsStayChannelsLastAsZ) {
+  for (DType dt : {DType::kFloat, DType::kBFloat16})
+    for (bool nan : {false, true}) {
+      ModelBuilder m(17);
+      m.Input("x", dt, {2, 4, 7, 6}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 6, 1, true, "a", 1);  // a = Conv(x)
+      m.Initializer("wb", RandomUniform(dt, {6, 6, 3, 3}, 2, -0.5, 0.5));
+      SetAttr(m.Node("Conv", {"a", "wb"}, {"b"}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+      m.Node("Add", {"b", "a"}, {"s1"});
+      m.Initializer("lo", Tensor::Zeros(dt, {}));
+      m.Initializer("hi", dt == DType::kFloat ? Tensor::FromVector(std::vector<float>{1.5f}, {})
+                                               : RandomUniform(dt, {}, 3, 1.4, 1.6));
+      m.Node("Clip", {"s1", "lo", "hi"}, {"r"});  // r: read by Conv d (X) and FusedConv d (Z)
+      m.Initializer("wd", RandomUniform(dt, {6, 6, 1, 1}, 4, -0.5, 0.5));
+      m.Node("Conv", {"r", "wd"}, {"d"});
+      m.Node("Add", {"r", "d"}, {"e"});
+      m.Initializer("wf", RandomUniform(dt, {5, 6, 3, 3}, 5, -0.5, 0.5));
+      SetAttr(m.Node("Conv", {"e", "wf"}, {"y"}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+      Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -2, 2);
+      if (nan) SetDouble(x, 20, std::nan(""));
+      const double tol = dt == DType::kBFloat16 ? 5e-2 : Tol(dt);
+      EXPECT_EQ(RunBothWays(m, {{"x", x}}, tol), std::vector<std::string>(4, "FusedConv")) << LowerName(dt) << nan;
+      auto s = m.Build();
+      ASSERT_TRUE(s.ok()) << s.status();
+      std::vector<std::vector<int64_t>> flags;
+      for (const Node& n : (*s)->graph().nodes) {
+        const Attribute* a = n.attr("channels_last");
+        flags.push_back(a ? a->ints : std::vector<int64_t>{});
+      }
+      // a: Y; b (+a, Clip): X, Y, Z; d (+r): X, Y, Z; f: X.
+      EXPECT_EQ(flags, (std::vector<std::vector<int64_t>>{{0, 1}, {1, 1, 1}, {1, 1, 1}, {1, 0}})) << LowerName(dt);
+    }
+}
+
+}  // namespace
+}  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Squeeze-excite: GlobalAveragePool(y) -> Conv -> Relu -> Conv -> HardSigmoid
+// -> Mul(y, s) -> Conv. The first conv makes the pool's output as its second
+// output, the last takes s as its channel scale and reads y, which then
+// stays channels last; batch 2 (s per image), Mul either way round, a NaN
+// (the HardSigmoid post-op's reference path), dynamic batch and spatial dims
+// (s's shape then known from the pointwise convs between), float, bfloat16
+// and float16 (the reference kernel) against the graph as written.
+TEST(Rewrite, SqueezeExciteFoldsIntoTheConvsAround) {
+  for (DType dt : {DType::kFloat, DType::kBFloat16, DType::kFloat16})
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool swap = variant == 1, nan = variant == 2, dynamic = variant == 3;
+      ModelBuilder m(17);
+      m.Input("x", dt, dynamic ? Shape{-1, 4, -1, -1} : Shape{2, 4, 7, 6}).Output("y", dt, {}, false);
+      AddConv(m, dt, 4, 8, 1, true, "c", 1);
+      m.Node("HardSwish", {"c"}, {"h"});
+      m.Node("GlobalAveragePool", {"h"}, {"g"});
+      m.Initializer("wq", RandomUniform(dt, {2, 8, 1, 1}, 2, -0.5, 0.5));
+      m.Node("Conv", {"g", "wq"}, {"q"});
+      m.Node("Relu", {"q"}, {"qr"});
+      m.Initializer("wu", RandomUniform(dt, {8, 2, 1, 1}, 3, -0.5, 0.5));
+      m.Node("Conv", {"qr", "wu"}, {"u"});
+      m.Node("HardSigmoid", {"u"}, {"us"});
+      m.Node("Mul", swap ? std::vector<std::string>{"us", "h"} : std::vector<std::string>{"h", "us"}, {"sm"});
+      m.Initializer("wp", RandomUniform(dt, {5, 8, 3, 3}, 4, -0.5, 0.5));
+      SetAttr(m.Node("Conv", {"sm", "wp"}, {"p"}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+      m.Node("HardSigmoid", {"p"}, {"y"});
+      Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -2, 2);
+      if (nan) SetDouble(x, 20, std::nan(""));
+      const double tol = dt == DType::kFloat ? Tol(dt) : 5e-2;
+      const std::string what = absl::StrCat(LowerName(dt), " variant ", variant);
+      EXPECT_EQ(RunBothWays(m, {{"x", x}}, tol), std::vector<std::string>(4, "FusedConv")) << what;
+      auto s = m.Build();
+      ASSERT_TRUE(s.ok()) << s.status();
+      const std::vector<Node>& nodes = (*s)->graph().nodes;
+      ASSERT_EQ(nodes.size(), 4u) << what;
+      EXPECT_THAT(nodes[0].outputs, ElementsAre("h", "g")) << what;
+      EXPECT_EQ(nodes[3].inputs[0], "h") << what;
+      EXPECT_EQ(nodes[3].inputs.size(), 5u) << what;
+      EXPECT_EQ(nodes[3].inputs[4], "us") << what;
+      const Attribute* a = nodes[0].attr("channels_last");
+      const bool oned = dt == DType::kFloat || dt == DType::kBFloat16;  // channels last: oneDNN's types
+      const std::vector<int64_t> want = oned ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{};
+      EXPECT_EQ(a ? a->ints : std::vector<int64_t>{}, want) << what;
+    }
+}
+
+}  // namespace
+}  // namespace onnx_mini
