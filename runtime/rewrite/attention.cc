@@ -48,6 +48,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "runtime/checked.h"
@@ -336,6 +337,41 @@ bool Reaches(const Graph& g, const std::vector<bool>& dead, const std::string& f
   return false;
 }
 
+// Marks dead the live ai.onnx nodes that computed only values nothing reads
+// any more (not graph outputs), starting from the producers of `values`, and
+// on up: the run-time shapes of a repeat the fused op took in.
+void DropUnread(const Graph& g, const Index& ix, std::vector<bool>& dead, std::vector<std::string> values) {
+  std::map<std::string, size_t> producer;
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (const std::string& o : g.nodes[n].outputs)
+      if (!o.empty()) producer[o] = n;
+  const auto read = [&](const std::string& v) {
+    if (ix.IsOutput(v)) return true;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      if (dead[n]) continue;
+      for (const std::string& in : g.nodes[n].inputs)
+        if (in == v) return true;
+      for (const std::string& in : ImplicitInputs(g.nodes[n]))
+        if (in == v) return true;
+    }
+    return false;
+  };
+  while (!values.empty()) {
+    const std::string v = values.back();
+    values.pop_back();
+    auto it = producer.find(v);
+    if (it == producer.end() || dead[it->second]) continue;
+    const Node& p = g.nodes[it->second];
+    if (!p.domain.empty() || !ImplicitInputs(p).empty()) continue;
+    bool unread = true;
+    for (const std::string& o : p.outputs) unread = unread && (o.empty() || !read(o));
+    if (!unread) continue;
+    dead[it->second] = true;
+    for (const std::string& in : p.inputs)
+      if (!in.empty()) values.push_back(in);
+  }
+}
+
 // Masked positions of the Where form get this or less: exp(mask - max) is 0
 // in float and double unless every visible score of the row is below -1e30.
 constexpr double kMaskValueLimit = -1e30;
@@ -376,8 +412,16 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   const int64_t axis = softmax->attr_int("axis", softmax->opset >= 13 ? -1 : 1);
   if (axis != -1 && axis != 3) return false;
   nodes.push_back(i);
-  const std::string& z = softmax->inputs[0];
+  std::string z = softmax->inputs[0];
   if (!ix.Inner(z)) return false;
+  // softmax(..., dtype=float32) of float scores: a Cast to the type it has.
+  if (const Node* cast = ix.Producer(z, "Cast", &i); cast && cast->inputs.size() == 1) {
+    const ValueType* from = ix.Type(cast->inputs[0]);
+    if (!from || !from->is_tensor() || int64_t(from->dtype) != cast->attr_int("to", -1) || !ix.Inner(cast->inputs[0]))
+      return false;
+    nodes.push_back(i);
+    z = cast->inputs[0];
+  }
   std::string mask;
   std::optional<Scores> scores;
   // Rows the mask hides whole: Softmax of -inf gives NaN, of a finite fill
@@ -481,7 +525,12 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   fused.attributes = {{"scale", FloatAttr("scale", float(scores->scale))},
                       {"kv_repeat", IntAttr("kv_repeat", repeat)},
                       {"masked_rows", IntAttr("masked_rows", masked_rows)}};
+  // What the removed nodes read, for the nodes that fed only them.
+  std::vector<std::string> fed_pattern;
+  for (size_t k2 : nodes)
+    for (const std::string& in : g.nodes[k2].inputs) fed_pattern.push_back(in);
   node = std::move(fused);
+  DropUnread(g, ix, dead, fed_pattern);
   return true;
 }
 
