@@ -405,7 +405,20 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
     probs = p;
     guarded = true;
   }
-  const Node* softmax = guarded || ix.Inner(probs) ? ix.Producer(probs, "Softmax", &i) : nullptr;
+  // softmax(x, dtype=float32).to(T) in a float16 export: Cast(Softmax(
+  // Cast(z, float)), T) with z of type T (the probabilities rounded to T, as
+  // T's own Softmax gives them; the op rounds them so too).
+  int64_t cast_back = -1;
+  bool back_cast = false;  // probs now the Cast's input, checked read once
+  if (const Node* back = guarded || ix.Inner(probs) ? ix.Producer(probs, "Cast", &i) : nullptr;
+      back && back->inputs.size() == 1) {
+    cast_back = back->attr_int("to", -1);
+    if (!ix.Inner(back->inputs[0])) return false;
+    nodes.push_back(i);
+    probs = back->inputs[0];
+    back_cast = true;
+  }
+  const Node* softmax = guarded || back_cast || ix.Inner(probs) ? ix.Producer(probs, "Softmax", &i) : nullptr;
   if (!softmax || softmax->inputs.size() != 1) return false;
   // The scores are 4-D (checked below): before opset 13 an axis of 3 or -1
   // also means the last axis alone.
@@ -414,14 +427,21 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   nodes.push_back(i);
   std::string z = softmax->inputs[0];
   if (!ix.Inner(z)) return false;
-  // softmax(..., dtype=float32) of float scores: a Cast to the type it has.
+  // softmax(..., dtype=float32) of float scores: a Cast to the type it has
+  // (or of T scores, to float and back after).
   if (const Node* cast = ix.Producer(z, "Cast", &i); cast && cast->inputs.size() == 1) {
     const ValueType* from = ix.Type(cast->inputs[0]);
-    if (!from || !from->is_tensor() || int64_t(from->dtype) != cast->attr_int("to", -1) || !ix.Inner(cast->inputs[0]))
+    if (!from || !from->is_tensor() || !ix.Inner(cast->inputs[0])) return false;
+    const int64_t to = cast->attr_int("to", -1);
+    const bool to_float = to == int64_t(DType::kFloat);
+    const bool narrow = from->dtype == DType::kFloat16 || from->dtype == DType::kBFloat16;
+    if (cast_back >= 0 ? !(to_float && narrow && cast_back == int64_t(from->dtype)) : to != int64_t(from->dtype))
       return false;
     nodes.push_back(i);
     z = cast->inputs[0];
+    cast_back = -1;
   }
+  if (cast_back >= 0) return false;  // a Cast after the Softmax alone
   std::string mask;
   std::optional<Scores> scores;
   // Rows the mask hides whole: Softmax of -inf gives NaN, of a finite fill

@@ -829,20 +829,28 @@ struct ExportForm {
   int mask = 1;          // 0 none, 1 bool via Where(m, 0, -inf) + Add, 2 float added
   int repeat = 1;        // 0 none, 1 run-time Expand/Reshape shapes, 2 Tile(k, [1, G, 1, 1]),
                          // 3 the Expand's G read from Q's Shape (not known before running)
+  int cast = 0;          // around the Softmax: 0 none, 1 Cast to its own type before, 2 Cast to float before
+                         // and back after (softmax(dtype=float32).to(T)), 3 to double and back
+  DType dtype = DType::kFloat;
 };
 constexpr int64_t kExH = 4, kExD = 8;
 
 ModelBuilder ExportModel(const ExportForm& f) {
   ModelBuilder m(18);
   const int64_t kv = f.kv_heads, g = kExH / kv;
-  m.Input("q", DType::kFloat, {-1, kExH, -1, kExD});
-  m.Input("k", DType::kFloat, {-1, kv, -1, kExD});
-  m.Input("v", DType::kFloat, {-1, kv, -1, kExD});
+  const DType dt = f.dtype;
+  m.Input("q", dt, {-1, kExH, -1, kExD});
+  m.Input("k", dt, {-1, kv, -1, kExD});
+  m.Input("v", dt, {-1, kv, -1, kExD});
   if (f.mask == 1) m.Input("mask", DType::kBool, {-1, 1, -1, -1});
-  if (f.mask == 2) m.Input("mask", DType::kFloat, {-1, 1, -1, -1});
-  m.Output("y", DType::kFloat, {-1, kExH, -1, kExD});
+  if (f.mask == 2) m.Input("mask", dt, {-1, 1, -1, -1});
+  m.Output("y", dt, {-1, kExH, -1, kExD});
   const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
-  const auto f32 = [](float v) { return Tensor::FromVector(std::vector<float>{v}, {}); };
+  const auto f32 = [&](double v) {
+    Tensor t = Tensor::Zeros(dt, {});
+    SetDouble(t, 0, v);
+    return t;
+  };
   m.Initializer("i0", Tensor::FromVector(std::vector<int64_t>{0}, {}));
   m.Initializer("i2", Tensor::FromVector(std::vector<int64_t>{2}, {}));
   m.Initializer("ax0", i64({0})).Initializer("ax2", i64({2}));
@@ -877,10 +885,10 @@ ModelBuilder ExportModel(const ExportForm& f) {
     k = "kr", v = "vr";
   }
   std::string q = "q";
-  m.Initializer("c_q", f32(float(f.c_q)));
+  m.Initializer("c_q", f32(f.c_q));
   if (f.vector_c)
-    m.Initializer("c_k", Tensor::FromVector(std::vector<float>{0.5f, 0.6f, 0.7f, 0.8f}, {kExH, 1, 1}));
-  else m.Initializer("c_k", f32(float(f.c_k)));
+    m.Initializer("c_k", Tensor::FromVector(std::vector<float>{0.5f, 0.6f, 0.7f, 0.8f}, {kExH, 1, 1}));  // (float only)
+  else m.Initializer("c_k", f32(f.c_k));
   if (f.split != 0) {
     m.Node("Mul", {"q", "c_q"}, {"qs"});
     q = "qs";
@@ -906,7 +914,13 @@ ModelBuilder ExportModel(const ExportForm& f) {
     m.Node("Add", {s, "mask"}, {"masked"});
     s = "masked";
   }
-  SetAttr(m.Node("Softmax", {s}, {"probs"}), "axis", int64_t{-1});
+  if (f.cast != 0) {
+    const DType to = f.cast == 1 ? dt : f.cast == 2 ? DType::kFloat : DType::kDouble;
+    SetAttr(m.Node("Cast", {s}, {"masked_cast"}), "to", int64_t(to));
+    s = "masked_cast";
+  }
+  SetAttr(m.Node("Softmax", {s}, {f.cast >= 2 ? "probs_wide" : "probs"}), "axis", int64_t{-1});
+  if (f.cast >= 2) SetAttr(m.Node("Cast", {"probs_wide"}, {"probs"}), "to", int64_t(dt));
   std::string p = "probs";
   if (f.guard != 0) {
     m.Initializer("fill", f32(f.guard == 3 ? 1 : 0));
@@ -921,9 +935,9 @@ ModelBuilder ExportModel(const ExportForm& f) {
 // B queries' batches over T keys; with `hide_row`, query row 1 of batch 0 sees no key.
 std::vector<NamedTensor> ExportInputs(const ExportForm& f, int64_t b, int64_t s, int64_t t, uint32_t seed,
                                       bool hide_row = false) {
-  std::vector<NamedTensor> in = {{"q", RandomUniform(DType::kFloat, {b, kExH, s, kExD}, seed)},
-                                 {"k", RandomUniform(DType::kFloat, {b, f.kv_heads, t, kExD}, seed + 1)},
-                                 {"v", RandomUniform(DType::kFloat, {b, f.kv_heads, t, kExD}, seed + 2)}};
+  std::vector<NamedTensor> in = {{"q", RandomUniform(f.dtype, {b, kExH, s, kExD}, seed)},
+                                 {"k", RandomUniform(f.dtype, {b, f.kv_heads, t, kExD}, seed + 1)},
+                                 {"v", RandomUniform(f.dtype, {b, f.kv_heads, t, kExD}, seed + 2)}};
   const auto visible = [&](int64_t bb, int64_t i, int64_t j) {
     if (hide_row && bb == 0 && i == 1) return false;
     return j == 0 || (j <= i + t - s && (bb + i * 3 + j * 5) % 4 != 0);
@@ -935,7 +949,7 @@ std::vector<NamedTensor> ExportInputs(const ExportForm& f, int64_t b, int64_t s,
         for (int64_t j = 0; j < t; ++j) mask.push_back(visible(bb, i, j));
     in.push_back({"mask", Tensor::FromVector(mask, {b, 1, s, t})});
   } else if (f.mask == 2) {
-    Tensor mask = RandomUniform(DType::kFloat, {b, 1, s, t}, seed + 3, -2, 0);
+    Tensor mask = RandomUniform(f.dtype, {b, 1, s, t}, seed + 3, -2, 0);
     for (int64_t bb = 0; bb < b; ++bb)
       for (int64_t i = 0; i < s; ++i)
         for (int64_t j = 0; j < t; ++j)
@@ -971,7 +985,8 @@ TEST(Rewrite, ExportSpellingsOfAttentionBecomeAttention) {
             runs.push_back(ExportInputs(f, b, s, t, uint32_t(b * 1000 + s * 100 + t)));
           const std::vector<std::string> ops = RunBothWaysMany(m, runs, 1e-5);
           EXPECT_THAT(ops, ::testing::Contains("Attention")) << what;
-          for (const char* gone : {"Softmax", "Expand", "Tile", "IsNaN", "Mul", "MatMul"})
+          // (the repeat's run-time shapes go with it: nothing else reads them)
+          for (const char* gone : {"Softmax", "Expand", "Tile", "IsNaN", "Mul", "MatMul", "Shape", "Gather", "Concat"})
             EXPECT_THAT(ops, ::testing::Not(::testing::Contains(gone))) << what;
           auto session = m.Build(SessionOptions());
           ASSERT_TRUE(session.ok()) << session.status();
@@ -982,6 +997,21 @@ TEST(Rewrite, ExportSpellingsOfAttentionBecomeAttention) {
                       1e-6)
               << what;
         }
+}
+
+// softmax(x, dtype=float32).to(T): a Cast of float scores to float, or of
+// float16 ones to float and back after the Softmax.
+TEST(Rewrite, ExportAttentionSoftmaxInFloat) {
+  for (DType dt : {DType::kFloat, DType::kFloat16}) {
+    ExportForm f;
+    f.dtype = dt;
+    f.cast = dt == DType::kFloat ? 1 : 2;
+    std::vector<std::vector<NamedTensor>> runs = {ExportInputs(f, 2, 3, 6, 4), ExportInputs(f, 1, 1, 5, 8)};
+    const std::vector<std::string> ops = RunBothWaysMany(ExportModel(f), runs, dt == DType::kFloat ? 1e-5 : 4e-3);
+    EXPECT_THAT(ops, ::testing::Contains("Attention")) << LowerName(dt);
+    EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Cast"))) << LowerName(dt);
+    EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Softmax"))) << LowerName(dt);
+  }
 }
 
 // Rows the mask hides whole: NaN from the Softmax, zeros after the guard;
@@ -1032,6 +1062,10 @@ TEST(Rewrite, ExportAttentionNearMissesAreKept) {
   const std::vector<std::string> tiled = ops_of(tile);
   EXPECT_THAT(tiled, ::testing::Contains("Attention"));
   EXPECT_EQ(std::count(tiled.begin(), tiled.end(), "Tile"), 2);
+  // A Softmax in double (float scores cast to double and back): not the op's float arithmetic.
+  ExportForm in_double;
+  in_double.cast = 3;
+  EXPECT_THAT(ops_of(in_double), ::testing::Contains("Softmax"));
   // An Expand whose G is read from Q's shape at run time: not known to be a repeat.
   ExportForm g_from_q;
   g_from_q.repeat = 3;
