@@ -341,7 +341,14 @@ class AttentionOp : public Op {
 //    reads (one pass over the cache); otherwise K' and V' are made first;
 //  - rows where the mask hides every key: `masked_rows` 1 gives NaN (the
 //    Softmax of a row of -inf), 2 the mean of V's rows (the Softmax of a
-//    row of one finite fill value), 0 zeros (Attention's rule).
+//    row of one finite fill value), 0 zeros (Attention's rule);
+//  - a float mask's values at or below -1e30 (HF's masks of float's lowest)
+//    hide their keys as -inf does: the pattern gives them exp(c - max) = 0
+//    unless every visible score of the row is below about c + 745, and
+//    the kernel then skips them as it skips -inf. A row with no value above
+//    -1e30 but some finite gives, as the pattern's Softmax of scores that
+//    vanish beside c, the mean of V's rows at the keys of the row's largest
+//    value.
 class SdpaOp : public Op {
  public:
   static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
@@ -428,6 +435,9 @@ class SdpaOp : public Op {
     }
     if (mask) {
       RETURN_IF_ERROR(MaskBias(ctx, *mask, p.dtype, workspace, bias));
+      if (mask->dtype() != DType::kBool)
+        for (double& x : bias)
+          if (x <= kMaskFloor) x = -std::numeric_limits<double>::infinity();
       p.mask = bias.data();
     }
     if (ctx.output(kY).size() == 0) {
@@ -443,7 +453,7 @@ class SdpaOp : public Op {
       WritePresent(p, ctx.threads());
       AttentionReference(p);
     }
-    if (mask && masked_rows_ != 0) FixMaskedRows(p, mask->shape());
+    if (mask && (masked_rows_ != 0 || mask->dtype() != DType::kBool)) FixMaskedRows(p, *mask);
     return absl::OkStatus();
   }
 
@@ -563,8 +573,11 @@ class SdpaOp : public Op {
     return absl::OkStatus();
   }
 
+  static constexpr double kMaskFloor = -1e30;
+
   // Rows whose mask hides every key (the kernel wrote 0): the graph's answer.
-  void FixMaskedRows(const AttentionProblem& p, const Shape& mask_shape) const {
+  void FixMaskedRows(const AttentionProblem& p, const Tensor& mask) const {
+    const Shape& mask_shape = mask.shape();
     if (p.total_len == 0) return;
     Shape m(4, 1);
     std::copy(mask_shape.begin(), mask_shape.end(), m.end() - int64_t(mask_shape.size()));
@@ -594,12 +607,26 @@ class SdpaOp : public Op {
             const int64_t r = ((m[0] == 1 ? 0 : b) * m[1] + (m[1] == 1 ? 0 : h)) * m[2] + (m[2] == 1 ? 0 : i);
             if (!hidden[size_t(r)]) continue;
             T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
-            std::fill(acc.begin(), acc.end(), masked_rows_ == 1 ? std::numeric_limits<double>::quiet_NaN() : 0.0);
-            if (masked_rows_ == 2) {
+            // A float mask's largest value in the row, when above -inf: its keys share the weight.
+            double top = -std::numeric_limits<double>::infinity();
+            const auto value_at = [&](int64_t j) {
+              return RoundToPrecision(p.dtype, GetDouble(mask, r * m[3] + (m[3] == 1 ? 0 : j)));
+            };
+            if (mask.dtype() != DType::kBool)
+              for (int64_t j = 0; j < p.total_len; ++j) top = std::max(top, value_at(j));
+            const bool floored = top > -std::numeric_limits<double>::infinity();
+            if (!floored && masked_rows_ == 0) continue;  // the kernel's zeros
+            std::fill(acc.begin(), acc.end(),
+                      masked_rows_ == 1 && !floored ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+            if (masked_rows_ == 2 || floored) {
               const int64_t g = h / (p.q_heads / p.kv_heads);
+              int64_t count = 0;
+              for (int64_t j = 0; j < p.total_len; ++j) count += !floored || value_at(j) == top;
+              const double w = floored ? RoundToPrecision(p.dtype, 1.0 / double(count)) : weight;
               for (int64_t j = 0; j < p.total_len; ++j) {
+                if (floored && value_at(j) != top) continue;
                 const T* v = value_row(b, g, j);
-                for (int64_t d = 0; d < p.v_head_size; ++d) acc[size_t(d)] += weight * double(Widen(v[d]));
+                for (int64_t d = 0; d < p.v_head_size; ++d) acc[size_t(d)] += w * double(Widen(v[d]));
               }
             }
             for (int64_t d = 0; d < p.v_head_size; ++d) y[d] = Narrow<T>(acc[size_t(d)]);

@@ -933,8 +933,9 @@ ModelBuilder ExportModel(const ExportForm& f) {
 }
 
 // B queries' batches over T keys; with `hide_row`, query row 1 of batch 0 sees no key.
+// `fill`: the float mask's value at hidden keys (HF's masks: float's lowest).
 std::vector<NamedTensor> ExportInputs(const ExportForm& f, int64_t b, int64_t s, int64_t t, uint32_t seed,
-                                      bool hide_row = false) {
+                                      bool hide_row = false, double fill = -INFINITY) {
   std::vector<NamedTensor> in = {{"q", RandomUniform(f.dtype, {b, kExH, s, kExD}, seed)},
                                  {"k", RandomUniform(f.dtype, {b, f.kv_heads, t, kExD}, seed + 1)},
                                  {"v", RandomUniform(f.dtype, {b, f.kv_heads, t, kExD}, seed + 2)}};
@@ -953,7 +954,7 @@ std::vector<NamedTensor> ExportInputs(const ExportForm& f, int64_t b, int64_t s,
     for (int64_t bb = 0; bb < b; ++bb)
       for (int64_t i = 0; i < s; ++i)
         for (int64_t j = 0; j < t; ++j)
-          if (!visible(bb, i, j)) SetDouble(mask, (bb * s + i) * t + j, -INFINITY);
+          if (!visible(bb, i, j)) SetDouble(mask, (bb * s + i) * t + j, fill);
     in.push_back({"mask", mask});
   }
   return in;
@@ -997,6 +998,26 @@ TEST(Rewrite, ExportSpellingsOfAttentionBecomeAttention) {
                       1e-6)
               << what;
         }
+}
+
+// An additive mask of float's lowest (HF's) or -1e30 hides keys as -inf
+// does (the kernel skips them); a row with nothing above -1e30 gives the
+// pattern's mean of V at the row's largest mask values.
+TEST(Rewrite, ExportAttentionFiniteMaskFloor) {
+  for (double fill : {-3.4028234663852886e38, -1e30, -1e29})
+    for (bool hide_row : {false, true})
+      for (int guard : {0, 1}) {
+        ExportForm f;
+        f.mask = 2;
+        f.guard = guard;
+        const std::string what = absl::StrCat("fill ", fill, " hide ", hide_row, " guard ", guard);
+        std::vector<std::vector<NamedTensor>> runs = {ExportInputs(f, 2, 3, 6, 4, hide_row, fill),
+                                                      ExportInputs(f, 1, 5, 70, 8, hide_row, fill)};
+        // A hidden row whose keys hold two fills: the larger one's keys share the weight.
+        Tensor& m = runs[0][3].tensor;
+        if (hide_row) SetDouble(m, 1 * 6 + 2, fill / 2);
+        EXPECT_THAT(RunBothWaysMany(ExportModel(f), runs, 1e-5), ::testing::Contains("Attention")) << what;
+      }
 }
 
 // softmax(x, dtype=float32).to(T): a Cast of float scores to float, or of
