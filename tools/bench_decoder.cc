@@ -458,6 +458,9 @@ ModelBuilder BuildModel(Form form, Quant quant, int64_t opset, const Dims& d, co
         m.Node("MatMul", {p + "probs", p + "v_rep"}, {y});
         break;
       }
+      case Form::kTorchScript:
+      case Form::kSdpa:
+        std::abort();  // BuildExportModel writes these
     }
     SetAttr(m.Node("Transpose", {y}, {p + "attn_t"}), "perm", to_heads);
     m.Node("Reshape", {p + "attn_t", "shape_hidden"}, {p + "attn_merged"});
