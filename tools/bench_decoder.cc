@@ -492,7 +492,7 @@ ModelBuilder BuildModel(Form form, Quant quant, int64_t opset, const Dims& d, co
 //     rotate_half by Slice (ends from Shape/Gather/Div)/Neg/Concat; heads
 //     split and merged by Reshape over shapes from Shape/Gather/Concat;
 //     repeat_kv as Unsqueeze/Expand/Reshape over shapes computed from the
-//     cache's Shape; scores Div by sqrt(D), plus the additive mask that HF's
+//     cache's Shape (the Expand's through torch's Where(Equal(s, -1), 1, s)); scores Div by sqrt(D), plus the additive mask that HF's
 //     subgraph builds from attention_mask (float min where hidden), a Cast to
 //     float before the Softmax;
 //   sdpa (opset 18, dynamo-like scaled_dot_product_attention): ReduceMean and
@@ -548,6 +548,7 @@ ModelBuilder BuildExportModel(Form form, const Dims& d, const Weights& w, const 
   i64("c_heads", {d.q_heads}), i64("c_kv_heads", {d.kv_heads}), i64("c_groups", {d.q_heads / d.kv_heads});
   i64("c_head_dim", {d.head_dim}), i64("c_hidden", {d.q_heads * d.head_dim});
   i64("c_half", {d.head_dim / 2}), i64("c_int_max", {std::numeric_limits<int64_t>::max()});
+  i64("c_ones5", {1, 1, 1, 1, 1}), i64("c_neg_ones5", {-1, -1, -1, -1, -1});
 
   // Dim `axis` of x as a 1-D value of one element: Shape/Gather/Unsqueeze
   // (TorchScript) or Shape(start, end) (dynamo).
@@ -654,7 +655,14 @@ ModelBuilder BuildExportModel(Form form, const Dims& d, const Weights& w, const 
     // repeat_kv: x[:, :, None].expand(b, kv, g, t, d).reshape(b, kv * g, t, d), b and t from x.shape.
     for (const auto& [in, out] : {std::pair{present_k, p + "k_rep"}, {present_v, p + "v_rep"}}) {
       const std::string b = dim(in, 0), t = dim(in, 2);
-      concat0({b, "c_kv_heads", "c_groups", t, "c_head_dim"}, out + "_expand_shape");
+      if (ts) {  // torch's expand: stack, view(-1), and Where(Equal(s, -1), 1, s)
+        concat0({b, "c_kv_heads", "c_groups", t, "c_head_dim"}, out + "_stack");
+        m.Node("Reshape", {out + "_stack", "c_last"}, {out + "_view"});
+        m.Node("Equal", {out + "_view", "c_neg_ones5"}, {out + "_is_neg"});
+        m.Node("Where", {out + "_is_neg", "c_ones5", out + "_view"}, {out + "_expand_shape"});
+      } else {
+        concat0({b, "c_kv_heads", "c_groups", t, "c_head_dim"}, out + "_expand_shape");
+      }
       concat0({b, "c_heads", t, "c_head_dim"}, out + "_shape");
       m.Node("Unsqueeze", {in, "c_2"}, {out + "_5d"});
       m.Node("Expand", {out + "_5d", out + "_expand_shape"}, {out + "_expanded"});

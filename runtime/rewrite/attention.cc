@@ -10,7 +10,8 @@
 //             K', V' = Reshape(Expand(Unsqueeze(K, [2]), [1|B, 1|KV, G,
 //             1|T, 1|D]), [0 | B, KV * G, -1 | T, D]) (shapes constant or
 //             built at run time from K's own Shape by Gather, Unsqueeze and
-//             Concat), both with the same G and K's KV heads and head size D
+//             Concat, torch's Reshape to [-1] and its expand's Where(Equal(s,
+//             -1), 1, s)), both with the same G and K's KV heads and head size D
 //             known, each KV head repeated G times in a row, or Tile(K, [1,
 //             G, 1, 1]) of one KV head (with more, Tile orders heads h mod
 //             KV, not Attention's h / G), are taken as the GQA repeat (the op gets K, V and
@@ -125,6 +126,33 @@ std::optional<std::vector<ShapeElem>> ShapeElems(const Index& ix, const std::str
     const auto d = ix.DimsOf(unsqueeze->inputs[0]);
     if (!d || !d->empty()) return std::nullopt;
     return ShapeElems(ix, unsqueeze->inputs[0], depth + 1);
+  }
+  // torch's stack then view(-1): Reshape(1-D s, [-1]) is s.
+  if (const Node* reshape = ix.Producer(s, "Reshape"); reshape && Binary(*reshape)) {
+    const Tensor* t = ix.Constant(reshape->inputs[1]);
+    const auto d = ix.DimsOf(reshape->inputs[0]);
+    if (!t || t->dtype() != DType::kInt64 || t->size() != 1 || t->data<int64_t>()[0] != -1 || !d || d->size() != 1)
+      return std::nullopt;
+    return ShapeElems(ix, reshape->inputs[0], depth + 1);
+  }
+  // torch's expand: Where(Equal(s, -1), 1, s), a -1 meaning "keep the dim"
+  // as Expand's 1 does (a dim read from Shape is never -1).
+  if (const Node* where = ix.Producer(s, "Where"); where && where->inputs.size() == 3) {
+    const Node* equal = ix.Producer(where->inputs[0], "Equal");
+    if (!equal || !Binary(*equal) || equal->inputs[0] != where->inputs[2]) return std::nullopt;
+    const auto all = [&](const std::string& name, int64_t v) {
+      const Tensor* t = ix.Constant(name);
+      if (!t || t->dtype() != DType::kInt64 || t->shape().size() > 1 || t->size() < 1) return false;
+      for (int64_t k = 0; k < t->size(); ++k)
+        if (t->data<int64_t>()[k] != v) return false;
+      return true;
+    };
+    if (!all(equal->inputs[1], -1) || !all(where->inputs[1], 1)) return std::nullopt;
+    auto e = ShapeElems(ix, where->inputs[2], depth + 1);
+    if (e)
+      for (ShapeElem& x : *e)
+        if (x.value && *x.value == -1) x.value = 1;
+    return e;
   }
   if (const Node* concat = ix.Producer(s, "Concat"); concat && concat->attr_int("axis", 0) == 0) {
     for (const std::string& in : concat->inputs) {

@@ -4,8 +4,8 @@ attention rewrite (runtime/rewrite/attention.cc) takes in, each graph small.
 - torchscript: HF eager attention (opset 17): Div by sqrt(D), the additive mask
   HF's subgraph builds from attention_mask [B, T] (float min where hidden, a
   padded batch row), a Cast to float before the Softmax (and back after it in
-  float16), the KV cache by
-  Concat, repeat_kv with Expand/Reshape shapes from Shape/Gather/Unsqueeze/Concat;
+  float16), the KV cache by Concat, repeat_kv with Expand/Reshape shapes from
+  Shape/Gather/Unsqueeze/Concat (the Expand's through torch's Where(Equal(s, -1), 1, s));
 - sdpa: dynamo-like scaled_dot_product_attention (opset 18): sqrt(scale) times
   Q and times Kᵀ, a boolean mask made additive by Where(mask, 0, -inf), the
   guard Where(IsNaN(P), 0, P) after the Softmax (fully masked rows are zeros),
@@ -53,7 +53,7 @@ def attention_case(name, rng, *, spelling, B, S, P, H, KV, D, dtype=F32, pad=0, 
     i64 = lambda *v: np.array(v, np.int64)
     inits = {"s0": np.array(0, np.int64), "s1": np.array(1, np.int64), "s2": np.array(2, np.int64),
              "c0": i64(0), "c1": i64(1), "c2": i64(2), "c12": i64(1, 2), "c_last": i64(-1),
-             "kv": i64(KV), "g": i64(G), "h": i64(H), "d": i64(D), "tile": i64(1, G, 1, 1),
+             "neg5": i64(-1, -1, -1, -1, -1), "ones5": i64(1, 1, 1, 1, 1), "kv": i64(KV), "g": i64(G), "h": i64(H), "d": i64(D), "tile": i64(1, G, 1, 1),
              "zero": np.array(0, dtype), "one": np.array(1, dtype),
              "fmin": np.array(np.finfo(dtype).min, dtype), "ninf": np.array(-np.inf, dtype),
              "sqrt_d": np.array(np.sqrt(D), dtype),
@@ -101,7 +101,13 @@ def attention_case(name, rng, *, spelling, B, S, P, H, KV, D, dtype=F32, pad=0, 
             else:
                 for a in (0, 2):
                     N("Shape", [x], [x + "_u%d" % a], start=a, end=a + 1)
-            N("Concat", [x + "_u0", "kv", "g", x + "_u2", "d"], [x + "_eshape"], axis=0)
+            if ts:  # torch's expand: stack, view(-1), Where(Equal(s, -1), 1, s)
+                N("Concat", [x + "_u0", "kv", "g", x + "_u2", "d"], [x + "_stack"], axis=0)
+                N("Reshape", [x + "_stack", "c_last"], [x + "_view"])
+                N("Equal", [x + "_view", "neg5"], [x + "_isneg"])
+                N("Where", [x + "_isneg", "ones5", x + "_view"], [x + "_eshape"])
+            else:
+                N("Concat", [x + "_u0", "kv", "g", x + "_u2", "d"], [x + "_eshape"], axis=0)
             N("Concat", [x + "_u0", "h", x + "_u2", "d"], [x + "_rshape"], axis=0)
             N("Unsqueeze", [x, "c2"], [x + "_5d"])
             N("Expand", [x + "_5d", x + "_eshape"], [x + "_x"])

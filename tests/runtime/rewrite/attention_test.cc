@@ -828,7 +828,8 @@ struct ExportForm {
   int guard = 1;         // 0 none, 1 Where(IsNaN(p), 0, p), 2 IsInf instead of IsNaN, 3 a fill of 1
   int mask = 1;          // 0 none, 1 bool via Where(m, 0, -inf) + Add, 2 float added
   int repeat = 1;        // 0 none, 1 run-time Expand/Reshape shapes, 2 Tile(k, [1, G, 1, 1]),
-                         // 3 the Expand's G read from Q's Shape (not known before running)
+                         // 3 the Expand's G read from Q's Shape (not known before running),
+                         // 4 as 1 in torch's expand spelling: Where(Equal(s, -1), 1, Reshape(s, [-1]))
   int cast = 0;          // around the Softmax: 0 none, 1 Cast to its own type before, 2 Cast to float before
                          // and back after (softmax(dtype=float32).to(T)), 3 to double and back
   DType dtype = DType::kFloat;
@@ -876,7 +877,16 @@ ModelBuilder ExportModel(const ExportForm& f) {
         m.Node("Unsqueeze", {x + "_qs", "ax0"}, {x + "_qs1"});
         groups = x + "_qs1";
       }
-      SetAttr(m.Node("Concat", {x + "_b1", "kv", groups, x + "_t1", "d"}, {x + "_eshape"}), "axis", int64_t{0});
+      if (f.repeat == 4) {
+        m.Initializer("minus1", i64({-1})).Initializer("neg5", i64({-1, -1, -1, -1, -1}));
+        m.Initializer("ones5", i64({1, 1, 1, 1, 1}));
+        SetAttr(m.Node("Concat", {x + "_b1", "kv", groups, x + "_t1", "d"}, {x + "_stack"}), "axis", int64_t{0});
+        m.Node("Reshape", {x + "_stack", "minus1"}, {x + "_view"});
+        m.Node("Equal", {x + "_view", "neg5"}, {x + "_is_neg"});
+        m.Node("Where", {x + "_is_neg", "ones5", x + "_view"}, {x + "_eshape"});
+      } else {
+        SetAttr(m.Node("Concat", {x + "_b1", "kv", groups, x + "_t1", "d"}, {x + "_eshape"}), "axis", int64_t{0});
+      }
       SetAttr(m.Node("Concat", {x + "_b1", "h", x + "_t1", "d"}, {x + "_rshape"}), "axis", int64_t{0});
       m.Node("Unsqueeze", {x, "ax2"}, {x + "5"});
       m.Node("Expand", {x + "5", x + "_eshape"}, {x + "x"});
@@ -970,7 +980,7 @@ TEST(Rewrite, ExportSpellingsOfAttentionBecomeAttention) {
   for (int split : {0, 1, 2})
     for (int guard : {0, 1})
       for (int mask : {0, 1, 2})
-        for (int repeat : {0, 1, 2}) {
+        for (int repeat : {0, 1, 2, 4}) {
           ExportForm f;
           f.split = split;
           f.guard = guard;
@@ -994,6 +1004,8 @@ TEST(Rewrite, ExportSpellingsOfAttentionBecomeAttention) {
           const Node* a = FindOp(**session, "Attention");
           ASSERT_NE(a, nullptr) << what;
           EXPECT_EQ(a->attr_int("kv_repeat", 0), repeat == 0 ? 1 : kExH / f.kv_heads) << what;
+          EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Equal"))) << what;
+          EXPECT_EQ(std::count(ops.begin(), ops.end(), "Where"), mask == 1 ? 1 : 0) << what;  // the mask's own
           EXPECT_NEAR(a->attr_float("scale", 0), split == 0 ? 1 : split == 1 ? 1 / std::sqrt(8.0) : 1 / std::sqrt(8.0),
                       1e-6)
               << what;
