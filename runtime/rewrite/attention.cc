@@ -370,20 +370,15 @@ bool Reaches(const Graph& g, const std::vector<bool>& dead, const std::string& f
 // on up: the run-time shapes of a repeat the fused op took in.
 void DropUnread(const Graph& g, const Index& ix, std::vector<bool>& dead, std::vector<std::string> values) {
   std::map<std::string, size_t> producer;
-  for (size_t n = 0; n < g.nodes.size(); ++n)
+  std::map<std::string, int> readers;  // live nodes' reads, subgraphs' included
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
     for (const std::string& o : g.nodes[n].outputs)
       if (!o.empty()) producer[o] = n;
-  const auto read = [&](const std::string& v) {
-    if (ix.IsOutput(v)) return true;
-    for (size_t n = 0; n < g.nodes.size(); ++n) {
-      if (dead[n]) continue;
-      for (const std::string& in : g.nodes[n].inputs)
-        if (in == v) return true;
-      for (const std::string& in : ImplicitInputs(g.nodes[n]))
-        if (in == v) return true;
-    }
-    return false;
-  };
+    if (dead[n]) continue;
+    for (const std::string& in : g.nodes[n].inputs)
+      if (!in.empty()) ++readers[in];
+    for (const std::string& in : ImplicitInputs(g.nodes[n])) ++readers[in];
+  }
   while (!values.empty()) {
     const std::string v = values.back();
     values.pop_back();
@@ -392,11 +387,14 @@ void DropUnread(const Graph& g, const Index& ix, std::vector<bool>& dead, std::v
     const Node& p = g.nodes[it->second];
     if (!p.domain.empty() || !ImplicitInputs(p).empty()) continue;
     bool unread = true;
-    for (const std::string& o : p.outputs) unread = unread && (o.empty() || !read(o));
+    for (const std::string& o : p.outputs) unread = unread && (o.empty() || (!ix.IsOutput(o) && readers[o] == 0));
     if (!unread) continue;
     dead[it->second] = true;
     for (const std::string& in : p.inputs)
-      if (!in.empty()) values.push_back(in);
+      if (!in.empty()) {
+        --readers[in];
+        values.push_back(in);
+      }
   }
 }
 
