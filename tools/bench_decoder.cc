@@ -493,7 +493,8 @@ ModelBuilder BuildModel(Form form, Quant quant, int64_t opset, const Dims& d, co
 //     split and merged by Reshape over shapes from Shape/Gather/Concat;
 //     repeat_kv as Unsqueeze/Expand/Reshape over shapes computed from the
 //     cache's Shape (the Expand's through torch's Where(Equal(s, -1), 1, s)); scores Div by sqrt(D), plus the additive mask that HF's
-//     subgraph builds from attention_mask (float min where hidden), a Cast to
+//     subgraph builds from attention_mask (float min where hidden), sliced in
+//     each layer to key_states.shape[-2] of the repeated keys, a Cast to
 //     float before the Softmax;
 //   sdpa (opset 18, dynamo-like scaled_dot_product_attention): ReduceMean and
 //     Slice taking axes as inputs, shapes from Shape(start, end) and Concat,
@@ -543,7 +544,7 @@ ModelBuilder BuildExportModel(Form form, const Dims& d, const Weights& w, const 
   m.Initializer("sqrt_head_dim", Scalar(std::sqrt(float(d.head_dim))));
   // SDPA's sqrt of the scale 1/sqrt(D), on each side.
   m.Initializer("sqrt_scale", Scalar(float(std::sqrt(1.0 / std::sqrt(double(d.head_dim))))));
-  i64_scalar("s_0", 0), i64_scalar("s_1", 1), i64_scalar("s_2", 2), i64_scalar("s_3", 3);
+  i64_scalar("s_0", 0), i64_scalar("s_1", 1), i64_scalar("s_2", 2), i64_scalar("s_3", 3), i64_scalar("s_m2", -2);
   i64("c_0", {0}), i64("c_1", {1}), i64("c_2", {2}), i64("c_3", {3}), i64("c_last", {-1}), i64("c_1_2", {1, 2});
   i64("c_heads", {d.q_heads}), i64("c_kv_heads", {d.kv_heads}), i64("c_groups", {d.q_heads / d.kv_heads});
   i64("c_head_dim", {d.head_dim}), i64("c_hidden", {d.q_heads * d.head_dim});
@@ -673,7 +674,12 @@ ModelBuilder BuildExportModel(Form form, const Dims& d, const Weights& w, const 
     if (ts) {
       m.Node("MatMul", {p + "q_rot", p + "k_t"}, {p + "scores"});
       m.Node("Div", {p + "scores", "sqrt_head_dim"}, {p + "scaled"});
-      m.Node("Add", {p + "scaled", "attn_bias"}, {p + "masked"});
+      // attention_mask[:, :, :, :key_states.shape[-2]], of the repeated keys
+      m.Node("Shape", {p + "k_rep"}, {p + "k_rep_dims"});
+      m.Node("Gather", {p + "k_rep_dims", "s_m2"}, {p + "k_len"});
+      m.Node("Unsqueeze", {p + "k_len", "c_0"}, {p + "k_len_1d"});
+      m.Node("Slice", {"attn_bias", "c_0", p + "k_len_1d", "c_3"}, {p + "layer_bias"});
+      m.Node("Add", {p + "scaled", p + "layer_bias"}, {p + "masked"});
       // softmax(..., dtype=torch.float32)
       SetAttr(m.Node("Cast", {p + "masked"}, {p + "masked_f32"}), "to", int64_t(DType::kFloat));
       SetAttr(m.Node("Softmax", {p + "masked_f32"}, {probs}), "axis", int64_t{-1});

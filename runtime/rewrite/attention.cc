@@ -184,9 +184,9 @@ struct Repeat {
   int64_t kv_heads = -1;
   std::vector<size_t> nodes;
 };
-std::optional<Repeat> MatchTile(const Index& ix, const std::string& rep) {
+std::optional<Repeat> MatchTile(const Index& ix, const std::string& rep, bool others = false) {
   size_t i_tile;
-  const Node* tile = ix.Inner(rep) ? ix.Producer(rep, "Tile", &i_tile) : nullptr;
+  const Node* tile = others || ix.Inner(rep) ? ix.Producer(rep, "Tile", &i_tile) : nullptr;
   if (!tile || !Binary(*tile)) return std::nullopt;
   const auto x = ix.DimsOf(tile->inputs[0]);
   const Tensor* r = ix.Constant(tile->inputs[1]);
@@ -198,10 +198,11 @@ std::optional<Repeat> MatchTile(const Index& ix, const std::string& rep) {
   return Repeat{tile->inputs[0], v[1], 1, {i_tile}};
 }
 
-std::optional<Repeat> MatchRepeat(const Index& ix, const std::string& rep) {
-  if (auto t = MatchTile(ix, rep)) return t;
+// (`others`: rep may have readers besides the pattern's.)
+std::optional<Repeat> MatchRepeat(const Index& ix, const std::string& rep, bool others = false) {
+  if (auto t = MatchTile(ix, rep, others)) return t;
   size_t i_reshape, i_expand, i_unsqueeze;
-  const Node* reshape = ix.Inner(rep) ? ix.Producer(rep, "Reshape", &i_reshape) : nullptr;
+  const Node* reshape = others || ix.Inner(rep) ? ix.Producer(rep, "Reshape", &i_reshape) : nullptr;
   if (!reshape || !Binary(*reshape)) return std::nullopt;
   const std::string& e = reshape->inputs[0];
   const Node* expand = ix.Inner(e) ? ix.Producer(e, "Expand", &i_expand) : nullptr;
@@ -398,11 +399,49 @@ void DropUnread(const Graph& g, const Index& ix, std::vector<bool>& dead, std::v
   }
 }
 
+// Whether every reader of `shape` (a Shape output) reads only axes 0, 2
+// and 3 of a 4-D value: Gather on axis 0 with a constant index.
+bool ReadsNoHeads(const Graph& g, const Index& ix, const std::string& shape) {
+  if (ix.IsOutput(shape)) return false;
+  int readers = 0;
+  for (const Node& n : g.nodes)
+    for (const std::string& in : n.inputs)
+      if (in == shape) {
+        ++readers;
+        const Tensor* idx = n.inputs.size() == 2 ? ix.Constant(n.inputs[1]) : nullptr;
+        if (n.op_type != "Gather" || !n.domain.empty() || n.inputs[0] != shape || n.attr_int("axis", 0) != 0 ||
+            !idx || idx->dtype() != DType::kInt64 || idx->size() != 1)
+          return false;
+        const int64_t a = idx->data<int64_t>()[0];
+        if (a == 1 || a == -3 || a < -4 || a > 3) return false;
+      }
+  return readers == ix.Uses(shape);  // (a subgraph's read counts too, and is none of these)
+}
+
 // Masked positions of the Where form get this or less: exp(mask - max) is 0
 // in float and double unless every visible score of the row is below -1e30.
 constexpr double kMaskValueLimit = -1e30;
 
 }  // namespace
+
+// Shape(K') of the GQA repeat K' of x whose readers take only the batch,
+// length or head size (HF's attention_mask[:, :, :, :key_states.shape[-2]])
+// -> Shape(x): the same there, and K' is then read by the attention alone.
+std::optional<std::string> RepeatShapeInput(const Graph& g, const Index& ix, const Node& node) {
+  if (node.op_type != "Shape" || !node.domain.empty() || node.inputs.size() != 1 || node.outputs.size() != 1 ||
+      node.attr("start") || node.attr("end"))
+    return std::nullopt;
+  const auto r = MatchRepeat(ix, node.inputs[0], /*others=*/true);
+  if (!r || !ReadsNoHeads(g, ix, node.outputs[0])) return std::nullopt;
+  return r->x;
+}
+bool RewriteRepeatShape(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
+  (void)dead;
+  const auto x = RepeatShapeInput(g, ix, g.nodes[n]);
+  if (!x) return false;
+  g.nodes[n].inputs[0] = *x;
+  return true;
+}
 
 // Scaled dot-product attention as older exporters write it, at its last
 // MatMul: Softmax(Where(mask, S, c) | Add(S, mask) | S, last axis) @ V', with
@@ -518,6 +557,12 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
     nodes.insert(nodes.end(), rk->nodes.begin(), rk->nodes.end());
     nodes.insert(nodes.end(), rv->nodes.begin(), rv->nodes.end());
   } else {
+    // A repeat read by a Shape that RewriteRepeatShape takes off: the
+    // repeat is the op's in the next pass.
+    for (const std::string& r : {k, v})
+      for (size_t j = 0; j < g.nodes.size(); ++j)
+        if (!dead[j] && !g.nodes[j].inputs.empty() && g.nodes[j].inputs[0] == r && RepeatShapeInput(g, ix, g.nodes[j]))
+          return false;
     const auto kd = ix.DimsOf(k), vd = ix.DimsOf(v);
     if (!kd || !vd || kd->size() != 4 || vd->size() != 4 || (*kd)[1] < 0 || (*kd)[1] != (*vd)[1]) return false;
   }

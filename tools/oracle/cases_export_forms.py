@@ -3,7 +3,7 @@ attention rewrite (runtime/rewrite/attention.cc) takes in, each graph small.
 
 - torchscript: HF eager attention (opset 17): Div by sqrt(D), the additive mask
   HF's subgraph builds from attention_mask [B, T] (float min where hidden, a
-  padded batch row), a Cast to float before the Softmax (and back after it in
+  padded batch row) sliced to key_states.shape[-2] of the repeated keys, a Cast to float before the Softmax (and back after it in
   float16), the KV cache by Concat, repeat_kv with Expand/Reshape shapes from
   Shape/Gather/Unsqueeze/Concat (the Expand's through torch's Where(Equal(s, -1), 1, s));
 - sdpa: dynamo-like scaled_dot_product_attention (opset 18): sqrt(scale) times
@@ -51,7 +51,7 @@ def attention_case(name, rng, *, spelling, B, S, P, H, KV, D, dtype=F32, pad=0, 
         am[0, :] = 0  # batch 0 sees no key at all
     feeds["attention_mask"] = am
     i64 = lambda *v: np.array(v, np.int64)
-    inits = {"s0": np.array(0, np.int64), "s1": np.array(1, np.int64), "s2": np.array(2, np.int64),
+    inits = {"s0": np.array(0, np.int64), "s1": np.array(1, np.int64), "s2": np.array(2, np.int64), "sm2": np.array(-2, np.int64), "c3": i64(3),
              "c0": i64(0), "c1": i64(1), "c2": i64(2), "c12": i64(1, 2), "c_last": i64(-1),
              "neg5": i64(-1, -1, -1, -1, -1), "ones5": i64(1, 1, 1, 1, 1), "kv": i64(KV), "g": i64(G), "h": i64(H), "d": i64(D), "tile": i64(1, G, 1, 1),
              "zero": np.array(0, dtype), "one": np.array(1, dtype),
@@ -117,7 +117,12 @@ def attention_case(name, rng, *, spelling, B, S, P, H, KV, D, dtype=F32, pad=0, 
     if ts:
         N("MatMul", ["q", "kt"], ["scores"])
         N("Div", ["scores", "sqrt_d"], ["scaled"])
-        N("Add", ["scaled", "bias"], ["masked"])
+        # attention_mask[:, :, :, :key_states.shape[-2]] of the repeated keys
+        N("Shape", [reps["present_key"]], ["krep_shape"])
+        N("Gather", ["krep_shape", "sm2"], ["klen"])
+        N("Unsqueeze", ["klen", "c0"], ["klen1"])
+        N("Slice", ["bias", "c0", "klen1", "c3"], ["layer_bias"])
+        N("Add", ["scaled", "layer_bias"], ["masked"])
         # softmax(dtype=float32).to(dtype): in a float16 export a Cast to float and back.
         N("Cast", ["masked"], ["masked_f"], to=TensorProto.FLOAT)
         if dtype == F16:

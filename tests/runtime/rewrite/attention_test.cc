@@ -833,6 +833,9 @@ struct ExportForm {
   int cast = 0;          // around the Softmax: 0 none, 1 Cast to its own type before, 2 Cast to float before
                          // and back after (softmax(dtype=float32).to(T)), 3 to double and back
   DType dtype = DType::kFloat;
+  // The float mask sliced to K's length read from the repeated K (HF's
+  // attention_mask[:, :, :, :key_states.shape[-2]]): the axis Gathered.
+  std::optional<int64_t> slice_axis;
 };
 constexpr int64_t kExH = 4, kExD = 8;
 
@@ -894,6 +897,7 @@ ModelBuilder ExportModel(const ExportForm& f) {
     }
     k = "kr", v = "vr";
   }
+  const std::string k_rep = k;  // the repeated K
   std::string q = "q";
   m.Initializer("c_q", f32(f.c_q));
   if (f.vector_c)
@@ -921,7 +925,17 @@ ModelBuilder ExportModel(const ExportForm& f) {
     m.Node("Add", {s, "bias"}, {"masked"});
     s = "masked";
   } else if (f.mask == 2) {
-    m.Node("Add", {s, "mask"}, {"masked"});
+    std::string mask = "mask";
+    if (f.slice_axis) {
+      m.Initializer("slice_axis", Tensor::FromVector(std::vector<int64_t>{*f.slice_axis}, {}));
+      m.Initializer("axis3", i64({3})).Initializer("i0_1d", i64({0}));
+      m.Node("Shape", {k_rep}, {"krep_shape"});
+      m.Node("Gather", {"krep_shape", "slice_axis"}, {"k_len"});
+      m.Node("Unsqueeze", {"k_len", "ax0"}, {"k_len1"});
+      m.Node("Slice", {"mask", "i0_1d", "k_len1", "axis3"}, {"mask_sliced"});
+      mask = "mask_sliced";
+    }
+    m.Node("Add", {s, mask}, {"masked"});
     s = "masked";
   }
   if (f.cast != 0) {
@@ -1030,6 +1044,37 @@ TEST(Rewrite, ExportAttentionFiniteMaskFloor) {
         if (hide_row) SetDouble(m, 1 * 6 + 2, fill / 2);
         EXPECT_THAT(RunBothWaysMany(ExportModel(f), runs, 1e-5), ::testing::Contains("Attention")) << what;
       }
+}
+
+// HF's mask sliced to key_states.shape[-2] of the repeated K: that Shape
+// reads K's own (the same length), and the repeat is the attention's; a
+// Shape whose heads are read keeps the repeat.
+TEST(Rewrite, ExportAttentionMaskSlicedToTheRepeatedLength) {
+  // (The Tile of one KV head has its heads known: the attention waits a
+  // pass for the Shape to be taken off rather than read the tiled K.)
+  for (int repeat : {1, 2, 4})
+    for (int64_t axis : {-2, 2, 1}) {
+      ExportForm f;
+      f.kv_heads = repeat == 2 ? 1 : 2;
+      f.mask = 2;
+      f.split = 0;
+      f.c_q = 1;
+      f.repeat = repeat;
+      f.slice_axis = axis;
+      const std::string what = absl::StrCat("repeat ", repeat, " axis ", axis);
+      // Axis 1 slices the mask to 4 (heads) keys: runs of 4 keys.
+      const int64_t t1 = axis == 1 ? 4 : 6, t2 = axis == 1 ? 4 : 9;
+      std::vector<std::vector<NamedTensor>> runs = {ExportInputs(f, 2, 3, t1, 4), ExportInputs(f, 1, 1, t2, 8)};
+      const std::vector<std::string> ops = RunBothWaysMany(ExportModel(f), runs, 1e-5);
+      const char* repeat_op = repeat == 2 ? "Tile" : "Expand";
+      if (axis == 1) {
+        EXPECT_THAT(ops, ::testing::Contains(repeat_op)) << what;
+      } else {
+        EXPECT_THAT(ops, ::testing::Contains("Attention")) << what;
+        EXPECT_THAT(ops, ::testing::Not(::testing::Contains(repeat_op))) << what;
+        EXPECT_THAT(ops, ::testing::Contains("Slice")) << what;
+      }
+    }
 }
 
 // softmax(x, dtype=float32).to(T): a Cast of float scores to float, or of
