@@ -342,6 +342,9 @@ class AttentionOp : public Op {
 //  - rows where the mask hides every key: `masked_rows` 1 gives NaN (the
 //    Softmax of a row of -inf), 2 the mean of V's rows (the Softmax of a
 //    row of one finite fill value), 0 zeros (Attention's rule);
+//  - `mask_sliced` 1: the mask's last axis first sliced to K's length T
+//    (Slice(mask, 0, T), a wider mask's first T keys: HF's
+//    attention_mask[:, :, :, :key_states.shape[-2]]);
 //  - a float mask's values at or below -1e30 (HF's masks of float's lowest)
 //    hide their keys as -inf does: the pattern gives them exp(c - max) = 0
 //    unless every visible score of the row is below about c + 745, and
@@ -354,15 +357,15 @@ class SdpaOp : public Op {
   static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
     const float scale = node.attr_float("scale", 1);
     const int64_t repeat = node.attr_int("kv_repeat", 1);
-    const int64_t rows = node.attr_int("masked_rows", 0);
-    if (!(scale > 0) || !std::isfinite(scale) || repeat < 1 || rows < 0 || rows > 2)
+    const int64_t rows = node.attr_int("masked_rows", 0), sliced = node.attr_int("mask_sliced", 0);
+    if (!(scale > 0) || !std::isfinite(scale) || repeat < 1 || rows < 0 || rows > 2 || sliced < 0 || sliced > 1)
       return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": scale ", scale, ", kv_repeat ", repeat,
                                                      ", masked_rows ", rows, " out of range"));
     const bool past = node.has_input(kPastKey);
     if (past != node.has_input(kPastValue) || (!past && (node.has_output(kPresentKey) || node.has_output(kPresentValue))))
       return absl::InvalidArgumentError(absl::StrCat(
           node.Describe(), ": past_key and past_value come together, and present_key / present_value need them"));
-    return std::unique_ptr<Op>(new SdpaOp(scale, repeat, int(rows)));
+    return std::unique_ptr<Op>(new SdpaOp(scale, repeat, int(rows), sliced != 0));
   }
 
   absl::Status Infer(InferContext& ctx) const override {
@@ -458,7 +461,8 @@ class SdpaOp : public Op {
   }
 
  private:
-  SdpaOp(float scale, int64_t repeat, int rows) : scale_(scale), repeat_(repeat), masked_rows_(rows) {}
+  SdpaOp(float scale, int64_t repeat, int rows, bool sliced)
+      : scale_(scale), repeat_(repeat), masked_rows_(rows), mask_sliced_(sliced) {}
 
   struct SdpaPlan : AttentionPlan {
     bool has_past = false;
@@ -512,6 +516,8 @@ class SdpaOp : public Op {
     plan.present_value = v;
     Shape m(4, 1);
     if (in[kMask]) std::copy(in[kMask]->begin(), in[kMask]->end(), m.end() - int64_t(in[kMask]->size()));
+    const int64_t mask_width = m[3];  // the rows' pitch
+    if (mask_sliced_) m[3] = std::min(m[3], k[2]);
     if (k[3] != q[3]) return error("Q and K head sizes differ (MatMul(Q, Kᵀ))");
     const std::optional<int64_t> kh = CheckedMul(k[1], repeat_), vh = CheckedMul(v[1], repeat_);
     if (!kh || !vh) return error("head count overflows");
@@ -554,7 +560,7 @@ class SdpaOp : public Op {
       int64_t stride = 1;
       for (int d = 3; d >= 0; --d) {
         p.mask_stride[d] = m[size_t(d)] == 1 ? 0 : stride;
-        stride = CheckedMul(stride, m[size_t(d)]).value_or(0);
+        stride = CheckedMul(stride, d == 3 ? mask_width : m[size_t(d)]).value_or(0);
       }
       p.mask_len = p.total_len;
     }
@@ -582,10 +588,11 @@ class SdpaOp : public Op {
     Shape m(4, 1);
     std::copy(mask_shape.begin(), mask_shape.end(), m.end() - int64_t(mask_shape.size()));
     const int64_t rows = m[0] * m[1] * m[2];
+    const int64_t width = mask_sliced_ ? std::min(m[3], p.total_len) : m[3];  // the keys the scores see
     std::vector<char> hidden(size_t(rows), 1);
     bool any = false;
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t j = 0; j < m[3] && hidden[size_t(r)]; ++j)
+      for (int64_t j = 0; j < width && hidden[size_t(r)]; ++j)
         hidden[size_t(r)] = p.mask[r * m[3] + j] == -std::numeric_limits<double>::infinity();
       any = any || hidden[size_t(r)];
     }
@@ -610,7 +617,7 @@ class SdpaOp : public Op {
             // A float mask's largest value in the row, when above -inf: its keys share the weight.
             double top = -std::numeric_limits<double>::infinity();
             const auto value_at = [&](int64_t j) {
-              return RoundToPrecision(p.dtype, GetDouble(mask, r * m[3] + (m[3] == 1 ? 0 : j)));
+              return RoundToPrecision(p.dtype, GetDouble(mask, r * m[3] + (width == 1 ? 0 : j)));
             };
             if (mask.dtype() != DType::kBool)
               for (int64_t j = 0; j < p.total_len; ++j) top = std::max(top, value_at(j));
@@ -637,6 +644,7 @@ class SdpaOp : public Op {
   float scale_;
   int64_t repeat_;
   int masked_rows_;
+  bool mask_sliced_;  // the mask's last axis sliced to K's length first (Slice(mask, 0, T))
 };
 
 }  // namespace

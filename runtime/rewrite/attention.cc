@@ -570,6 +570,28 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   // then reads in place and writes to present as it goes. The pattern's
   // read of each present is its one read by a node; others stay readers of
   // the op's output when none of them feeds the op.
+  // HF's attention_mask[:, :, :, :key_states.shape[-2]]: Slice(m, [0],
+  // [K's length read from K'], last axis) -> the op slices m's keys itself
+  // (mask_sliced), and the mask no longer waits on K' (the cache's Concat).
+  int64_t mask_sliced = 0;
+  if (size_t i_slice; !mask.empty() && ix.Inner(mask)) {
+    const Node* slice = ix.Producer(mask, "Slice", &i_slice);
+    const auto m0 = slice && slice->inputs.size() >= 4 ? ix.DimsOf(slice->inputs[0]) : std::nullopt;
+    const Tensor* axes = slice && slice->inputs.size() >= 4 ? ix.Constant(slice->inputs[3]) : nullptr;
+    const bool steps_one = slice && (slice->inputs.size() < 5 || slice->inputs[4].empty() || ix.ConstantIs(slice->inputs[4], 1));
+    const auto ends = slice && slice->inputs.size() >= 4 ? ShapeElems(ix, slice->inputs[2]) : std::nullopt;
+    const bool last_axis = axes && axes->dtype() == DType::kInt64 && axes->size() == 1 && m0 &&
+                           (axes->data<int64_t>()[0] == -1 || axes->data<int64_t>()[0] == int64_t(m0->size()) - 1);
+    const auto keys = [&](const ShapeElem& e) {
+      return e.axis == 2 && (e.of == k || e.of == scores->k) && ix.DimsOf(e.of) && ix.DimsOf(e.of)->size() == 4;
+    };
+    if (m0 && !m0->empty() && m0->size() <= 4 && last_axis && steps_one && ix.ConstantIs(slice->inputs[1], 0) &&
+        ends && ends->size() == 1 && keys((*ends)[0])) {
+      nodes.push_back(i_slice);
+      mask = slice->inputs[0];
+      mask_sliced = 1;
+    }
+  }
   std::optional<CacheConcat> ck, cv;
   if (k != v) {
     const ValueType* qt = ix.Type(scores->q);
@@ -616,6 +638,7 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
   fused.attributes = {{"scale", FloatAttr("scale", float(scores->scale))},
                       {"kv_repeat", IntAttr("kv_repeat", repeat)},
                       {"masked_rows", IntAttr("masked_rows", masked_rows)}};
+  if (mask_sliced) fused.attributes["mask_sliced"] = IntAttr("mask_sliced", 1);
   // What the removed nodes read, for the nodes that fed only them.
   std::vector<std::string> fed_pattern;
   for (size_t k2 : nodes)
