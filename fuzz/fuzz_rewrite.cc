@@ -60,7 +60,7 @@ struct Case {
 // Scaled dot-product attention: Q [qb, qh, s, D] against K, V [kb, kv, t, .]
 // repeated G times (or not), scaled, masked by Where or Add or not, Softmax;
 // then the export spellings (split scale, IsNaN guard, run-time repeat
-// shapes or Tile, HF's finite mask values).
+// shapes or Tile, HF's finite mask values, HF's mask sliced to K's length).
 void Attention(Bytes& in, Case& c) {
   ModelBuilder& m = c.model;
   const int64_t kv = 1 + in.Pick(2), groups = 1 + in.Pick(2), d = 1 + in.Pick(4), dv = 1 + in.Pick(3);
@@ -192,6 +192,20 @@ void Attention(Bytes& in, Case& c) {
       for (int64_t i = 0; i < t.size(); ++i)
         if (std::isinf(t.data<float>()[i])) t.data<float>()[i] = floor == 1 ? std::numeric_limits<float>::lowest() : -1e30f;
     }
+  // HF's mask[:, :, :, :key_states.shape[-2]] (or another axis: a near miss), the keys as the Transpose reads them.
+  if (const int64_t slice = mask == 2 ? in.Pick(3) : 0) {
+    const std::string keys = node_making("kt").input(0);
+    m.Initializer("slice_axis", Tensor::FromVector(std::vector<int64_t>{slice == 1 ? -2 : 3}, {}));
+    m.Initializer("zero_1d", Ints({0})).Initializer("last_axis", Ints({-1}));
+    m.Node("Shape", {keys}, {"keys_shape"});
+    m.Node("Gather", {"keys_shape", "slice_axis"}, {"keys_len"});
+    m.Node("Unsqueeze", {"keys_len", "zero_1d"}, {"keys_len_1d"});
+    m.Node("Slice", {"mask", "zero_1d", "keys_len_1d", "last_axis"}, {"mask_sliced"});
+    for (onnx::NodeProto& n : *g.mutable_node())
+      if (n.output(0) == "masked")
+        for (int k = 0; k < n.input_size(); ++k)
+          if (n.input(k) == "mask") n.set_input(k, "mask_sliced");
+  }
 }
 
 // RMSNorm (layer = false) or LayerNorm over the last axis, in the forms the
