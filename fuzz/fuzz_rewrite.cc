@@ -58,7 +58,9 @@ struct Case {
 };
 
 // Scaled dot-product attention: Q [qb, qh, s, D] against K, V [kb, kv, t, .]
-// repeated G times (or not), scaled, masked by Where or Add or not, Softmax.
+// repeated G times (or not), scaled, masked by Where or Add or not, Softmax;
+// then the export spellings (split scale, IsNaN guard, run-time repeat
+// shapes or Tile, HF's finite mask values, HF's mask sliced to K's length).
 void Attention(Bytes& in, Case& c) {
   ModelBuilder& m = c.model;
   const int64_t kv = 1 + in.Pick(2), groups = 1 + in.Pick(2), d = 1 + in.Pick(4), dv = 1 + in.Pick(3);
@@ -126,6 +128,83 @@ void Attention(Bytes& in, Case& c) {
       }
     }
     c.runs.push_back(std::move(feeds));
+  }
+  // The export spellings, from the bytes after the runs' (none once they run
+  // out: older cases stay what they were), by rewiring the model above.
+  onnx::GraphProto& g = m.graph();
+  const auto node_making = [&](const std::string& out) -> onnx::NodeProto& {
+    for (onnx::NodeProto& n : *g.mutable_node())
+      if (n.output(0) == out) return n;
+    __builtin_trap();
+  };
+  const float constants[] = {0.5f, 2.0f, -1.5f};
+  // The scale split over Q and Kᵀ (or K before its Transpose).
+  if (const int64_t split = in.Pick(3)) {
+    m.Initializer("c_q", Scalar(constants[in.Pick(3)])).Initializer("c_k", Scalar(constants[in.Pick(3)]));
+    m.Node("Mul", {"q", "c_q"}, {"qs"});
+    node_making("scores").set_input(0, "qs");
+    if (split == 1) {
+      m.Node("Mul", {"c_k", "kt"}, {"kts"});
+      node_making("scores").set_input(1, "kts");
+    } else {
+      onnx::NodeProto& t = node_making("kt");
+      m.Node("Mul", {t.input(0), "c_k"}, {"ks"});
+      node_making("kt").set_input(0, "ks");
+    }
+  }
+  // Where(IsNaN(P), 0, P) after the Softmax; IsInf a near miss.
+  if (const int64_t guard = in.Pick(3)) {
+    m.Initializer("zero", Scalar(0));
+    m.Node(guard == 1 ? "IsNaN" : "IsInf", {"probs"}, {"bad"});
+    m.Node("Where", {"bad", "zero", "probs"}, {"guarded"});
+    node_making("y").set_input(0, "guarded");
+  }
+  // The repeat's shapes computed from K's and V's own Shape, or a Tile (h mod KV).
+  if (const int64_t form = repeat ? in.Pick(3) : 0) {
+    m.Initializer("i0", Tensor::FromVector(std::vector<int64_t>{0}, {}));
+    m.Initializer("i2", Tensor::FromVector(std::vector<int64_t>{2}, {}));
+    m.Initializer("ax0", Ints({0})).Initializer("n_kv", Ints({kv})).Initializer("n_g", Ints({groups}));
+    m.Initializer("n_heads", Ints({heads})).Initializer("n_d", Ints({d})).Initializer("n_dv", Ints({dv}));
+    m.Initializer("tiles", Ints({1, groups, 1, 1}));
+    for (const std::string x : {"k", "v"}) {
+      if (form == 2) {
+        m.Node("Tile", {x, "tiles"}, {x + "_tiled"});
+        if (x == "k") node_making("kt").set_input(0, "k_tiled");
+        else node_making("y").set_input(1, "v_tiled");
+        continue;
+      }
+      m.Node("Shape", {x}, {x + "_shape_rt"});
+      m.Node("Gather", {x + "_shape_rt", "i0"}, {x + "_b"});
+      m.Node("Gather", {x + "_shape_rt", "i2"}, {x + "_t"});
+      m.Node("Unsqueeze", {x + "_b", "ax0"}, {x + "_b1"});
+      m.Node("Unsqueeze", {x + "_t", "ax0"}, {x + "_t1"});
+      const std::string size = x == "k" ? "n_d" : "n_dv";
+      SetAttr(m.Node("Concat", {x + "_b1", "n_kv", "n_g", x + "_t1", size}, {x + "_eshape"}), "axis", int64_t{0});
+      SetAttr(m.Node("Concat", {x + "_b1", "n_heads", x + "_t1", size}, {x + "_rshape"}), "axis", int64_t{0});
+      node_making(x + "x").set_input(1, x + "_eshape");
+      node_making(x + "r").set_input(1, x + "_rshape");
+    }
+  }
+  // A float mask's -inf as float's lowest or -1e30 (HF's masks).
+  if (const int64_t floor = mask == 2 ? in.Pick(3) : 0)
+    for (auto& feeds : c.runs) {
+      Tensor& t = feeds.back().tensor;
+      for (int64_t i = 0; i < t.size(); ++i)
+        if (std::isinf(t.data<float>()[i])) t.data<float>()[i] = floor == 1 ? std::numeric_limits<float>::lowest() : -1e30f;
+    }
+  // HF's mask[:, :, :, :key_states.shape[-2]] (or another axis: a near miss), the keys as the Transpose reads them.
+  if (const int64_t slice = mask == 2 ? in.Pick(3) : 0) {
+    const std::string keys = node_making("kt").input(0);
+    m.Initializer("slice_axis", Tensor::FromVector(std::vector<int64_t>{slice == 1 ? -2 : 3}, {}));
+    m.Initializer("zero_1d", Ints({0})).Initializer("last_axis", Ints({-1}));
+    m.Node("Shape", {keys}, {"keys_shape"});
+    m.Node("Gather", {"keys_shape", "slice_axis"}, {"keys_len"});
+    m.Node("Unsqueeze", {"keys_len", "zero_1d"}, {"keys_len_1d"});
+    m.Node("Slice", {"mask", "zero_1d", "keys_len_1d", "last_axis"}, {"mask_sliced"});
+    for (onnx::NodeProto& n : *g.mutable_node())
+      if (n.output(0) == "masked")
+        for (int k = 0; k < n.input_size(); ++k)
+          if (n.input(k) == "mask") n.set_input(k, "mask_sliced");
   }
 }
 

@@ -14,7 +14,10 @@
 //   decomposed  as older exporters write it (opset 17): RMSNorm as
 //               Pow/ReduceMean/Add/Sqrt/Div/Mul, rotary as Slice/Neg/Concat/Mul/Add,
 //               the GQA repeat as Unsqueeze/Expand/Reshape, scores by MatMul, Div
-//               and a causal Where mask, Softmax, MatMul; past/present by Concat.
+//               and a causal Where mask, Softmax, MatMul; past/present by Concat;
+//   torchscript, sdpa  as torch.onnx exports Hugging Face's Llama (TorchScript
+//               eager attention, opset 17; dynamo-like SDPA, opset 18) with
+//               Optimum's input and output names: see BuildExportModel.
 // With --quant: a Qwen2-sized decoder (8 layers, hidden 1024, 16/4 heads of 64,
 // MLP 2816, vocabulary 32000, random weights) in the quantized forms users get
 // (see WriteQuantCases; and the attention form in float32 for reference),
@@ -62,10 +65,18 @@ constexpr int64_t kBlock = 32;  // 4-bit block size of every quantized form
 constexpr double kRopeTheta = 10000.0;
 constexpr float kEpsilon = 1e-5f;
 
-enum class Form { kAttention, kStatic, kDecomposed };
+enum class Form { kAttention, kStatic, kDecomposed, kTorchScript, kSdpa };
 const char* FormName(Form f) {
-  return f == Form::kAttention ? "attention" : f == Form::kStatic ? "static" : "decomposed";
+  switch (f) {
+    case Form::kAttention: return "attention";
+    case Form::kStatic: return "static";
+    case Form::kDecomposed: return "decomposed";
+    case Form::kTorchScript: return "torchscript";
+    case Form::kSdpa: return "sdpa";
+  }
+  return "?";
 }
+bool IsExportForm(Form f) { return f == Form::kTorchScript || f == Form::kSdpa; }
 
 // How the projections' weights (and, for q8, the embedding) are spelled.
 enum class Quant {
@@ -447,6 +458,9 @@ ModelBuilder BuildModel(Form form, Quant quant, int64_t opset, const Dims& d, co
         m.Node("MatMul", {p + "probs", p + "v_rep"}, {y});
         break;
       }
+      case Form::kTorchScript:
+      case Form::kSdpa:
+        std::abort();  // BuildExportModel writes these
     }
     SetAttr(m.Node("Transpose", {y}, {p + "attn_t"}), "perm", to_heads);
     m.Node("Reshape", {p + "attn_t", "shape_hidden"}, {p + "attn_merged"});
@@ -469,6 +483,238 @@ ModelBuilder BuildModel(Form form, Quant quant, int64_t opset, const Dims& d, co
   return m;
 }
 
+// The decoder as torch.onnx writes it from Hugging Face's Llama, with
+// Optimum's names (input_ids, attention_mask, position_ids,
+// past_key_values.N.key/value -> logits, present.N.key/value; batch and
+// lengths symbolic):
+//   torchscript (opset 17, eager attention): RMSNorm as Pow/ReduceMean/Add/
+//     Sqrt/Reciprocal/Mul; rotary from Gather(cos, position_ids) and
+//     rotate_half by Slice (ends from Shape/Gather/Div)/Neg/Concat; heads
+//     split and merged by Reshape over shapes from Shape/Gather/Concat;
+//     repeat_kv as Unsqueeze/Expand/Reshape over shapes computed from the
+//     cache's Shape (the Expand's through torch's Where(Equal(s, -1), 1, s)); scores Div by sqrt(D), plus the additive mask that HF's
+//     subgraph builds from attention_mask (float min where hidden), sliced in
+//     each layer to key_states.shape[-2] of the repeated keys, a Cast to
+//     float before the Softmax;
+//   sdpa (opset 18, dynamo-like scaled_dot_product_attention): ReduceMean and
+//     Slice taking axes as inputs, shapes from Shape(start, end) and Concat,
+//     the scale split as sqrt(scale) times Q and times Kᵀ, a boolean mask
+//     (causal And attention_mask) made additive by Where(mask, 0, -inf) in
+//     each layer, and the Where(IsNaN(P), 0, P) guard after the Softmax.
+ModelBuilder BuildExportModel(Form form, const Dims& d, const Weights& w, const std::string& name) {
+  const bool ts = form == Form::kTorchScript;
+  ModelBuilder m(ts ? 17 : 18, 8);
+  m.graph().set_name(name);
+  // Symbolic dims by name, as Optimum declares them.
+  const auto sym = [](onnx::ValueInfoProto* v, int axis, const char* param) {
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(axis)->set_dim_param(param);
+  };
+  m.Input("input_ids", DType::kInt64, {-1, -1});
+  m.Input("attention_mask", DType::kInt64, {-1, -1});
+  m.Input("position_ids", DType::kInt64, {-1, -1});
+  for (int k = 0; k < 3; ++k) {
+    sym(m.graph().mutable_input(k), 0, "batch_size");
+    sym(m.graph().mutable_input(k), 1, k == 1 ? "past_sequence_length + sequence_length" : "sequence_length");
+  }
+  for (int64_t l = 0; l < d.layers; ++l)
+    for (const char* kv : {"key", "value"}) {
+      m.Input(absl::StrCat("past_key_values.", l, ".", kv), DType::kFloat, {-1, d.kv_heads, -1, d.head_dim});
+      sym(m.graph().mutable_input()->rbegin().operator->(), 0, "batch_size");
+      sym(m.graph().mutable_input()->rbegin().operator->(), 2, "past_sequence_length");
+    }
+  m.Output("logits", DType::kFloat, {-1, -1, d.vocab});
+  sym(m.graph().mutable_output(0), 0, "batch_size");
+  sym(m.graph().mutable_output(0), 1, "sequence_length");
+  for (int64_t l = 0; l < d.layers; ++l)
+    for (const char* kv : {"key", "value"}) {
+      m.Output(absl::StrCat("present.", l, ".", kv), DType::kFloat, {-1, d.kv_heads, -1, d.head_dim});
+      sym(m.graph().mutable_output()->rbegin().operator->(), 0, "batch_size");
+      sym(m.graph().mutable_output()->rbegin().operator->(), 2, "past_sequence_length + sequence_length");
+    }
+  for (const auto& [tname, t] : w.tensors) m.Initializer(tname, t);
+  m.Initializer("cos_cached", w.cos_full).Initializer("sin_cached", w.sin_full);
+  const auto i64 = [&](const std::string& n, std::vector<int64_t> v) { m.Initializer(n, Int64s(v)); };
+  const auto i64_scalar = [&](const std::string& n, int64_t v) {
+    m.Initializer(n, Tensor::FromVector(std::vector<int64_t>{v}, {}));
+  };
+  m.Initializer("two", Scalar(2.0f)).Initializer("epsilon", Scalar(kEpsilon));
+  m.Initializer("f_zero", Scalar(0.0f)).Initializer("f_one", Scalar(1.0f));
+  m.Initializer("f_min", Scalar(std::numeric_limits<float>::lowest()));
+  m.Initializer("f_ninf", Scalar(-std::numeric_limits<float>::infinity()));
+  m.Initializer("sqrt_head_dim", Scalar(std::sqrt(float(d.head_dim))));
+  // SDPA's sqrt of the scale 1/sqrt(D), on each side.
+  m.Initializer("sqrt_scale", Scalar(float(std::sqrt(1.0 / std::sqrt(double(d.head_dim))))));
+  i64_scalar("s_0", 0), i64_scalar("s_1", 1), i64_scalar("s_2", 2), i64_scalar("s_3", 3), i64_scalar("s_m2", -2);
+  i64("c_0", {0}), i64("c_1", {1}), i64("c_2", {2}), i64("c_3", {3}), i64("c_last", {-1}), i64("c_1_2", {1, 2});
+  i64("c_heads", {d.q_heads}), i64("c_kv_heads", {d.kv_heads}), i64("c_groups", {d.q_heads / d.kv_heads});
+  i64("c_head_dim", {d.head_dim}), i64("c_hidden", {d.q_heads * d.head_dim});
+  i64("c_half", {d.head_dim / 2}), i64("c_int_max", {std::numeric_limits<int64_t>::max()});
+  i64("c_ones5", {1, 1, 1, 1, 1}), i64("c_neg_ones5", {-1, -1, -1, -1, -1});
+
+  // Dim `axis` of x as a 1-D value of one element: Shape/Gather/Unsqueeze
+  // (TorchScript) or Shape(start, end) (dynamo).
+  int counter = 0;
+  const auto dim = [&](const std::string& x, int64_t axis) {
+    const std::string y = absl::StrCat(x, "_dim", axis, "_", counter++);
+    if (ts) {
+      m.Node("Shape", {x}, {y + "_shape"});
+      m.Node("Gather", {y + "_shape", absl::StrCat("s_", axis)}, {y + "_scalar"});
+      m.Node("Unsqueeze", {y + "_scalar", "c_0"}, {y});
+    } else {
+      onnx::NodeProto& n = m.Node("Shape", {x}, {y});
+      SetAttr(n, "start", axis);
+      SetAttr(n, "end", axis + 1);
+    }
+    return y;
+  };
+  const auto concat0 = [&](const std::vector<std::string>& parts, const std::string& y) {
+    SetAttr(m.Node("Concat", parts, {y}), "axis", int64_t{0});
+  };
+  const auto rms_norm = [&](const std::string& x, const std::string& weight, const std::string& y) {
+    m.Node("Pow", {x, "two"}, {y + "_pow"});
+    if (ts) {
+      onnx::NodeProto& n = m.Node("ReduceMean", {y + "_pow"}, {y + "_mean"});
+      SetAttr(n, "axes", std::vector<int64_t>{-1});
+      SetAttr(n, "keepdims", int64_t{1});
+    } else {
+      SetAttr(m.Node("ReduceMean", {y + "_pow", "c_last"}, {y + "_mean"}), "keepdims", int64_t{1});
+    }
+    m.Node("Add", {y + "_mean", "epsilon"}, {y + "_add"});
+    m.Node("Sqrt", {y + "_add"}, {y + "_sqrt"});
+    m.Node("Reciprocal", {y + "_sqrt"}, {y + "_rsqrt"});
+    m.Node("Mul", {x, y + "_rsqrt"}, {y + "_normed"});
+    m.Node("Mul", {weight, y + "_normed"}, {y});
+  };
+  const auto rotary = [&](const std::string& x, const std::string& y) {
+    std::string half = "c_half";
+    if (ts) {  // x.shape[-1] // 2
+      const std::string last = dim(x, 3);
+      m.Node("Div", {last, "c_2"}, {y + "_half"});
+      half = y + "_half";
+    }
+    m.Node("Slice", {x, "c_0", half, "c_last"}, {y + "_x1"});
+    m.Node("Slice", {x, half, "c_int_max", "c_last"}, {y + "_x2"});
+    m.Node("Neg", {y + "_x2"}, {y + "_neg"});
+    SetAttr(m.Node("Concat", {y + "_neg", y + "_x1"}, {y + "_rot"}), "axis", int64_t{-1});
+    m.Node("Mul", {x, "cos"}, {y + "_cos"});
+    m.Node("Mul", {y + "_rot", "sin"}, {y + "_sin"});
+    m.Node("Add", {y + "_cos", y + "_sin"}, {y});
+  };
+
+  // Shared by the layers: cos and sin [B, 1, S, D] at the positions, and
+  // the mask over [B, 1, S, T]: key j visible to query i when j <= P + i
+  // and attention_mask[b, j] is 1.
+  for (const char* f : {"cos", "sin"}) {
+    m.Node("Gather", {absl::StrCat(f, "_cached"), "position_ids"}, {absl::StrCat(f, "_3d")});
+    m.Node("Unsqueeze", {absl::StrCat(f, "_3d"), "c_1"}, {f});
+  }
+  m.Node("Shape", {"input_ids"}, {"ids_shape"});
+  m.Node("Gather", {"ids_shape", "s_1"}, {"seq_len"});
+  m.Node("Shape", {"past_key_values.0.key"}, {"past_shape"});
+  m.Node("Gather", {"past_shape", "s_2"}, {"past_len"});
+  m.Node("Add", {"past_len", "seq_len"}, {"total_len"});
+  m.Node("Range", {"past_len", "total_len", "s_1"}, {"query_pos"});
+  m.Node("Unsqueeze", {"query_pos", "c_1"}, {"query_pos_col"});
+  m.Node("Range", {"s_0", "total_len", "s_1"}, {"key_pos"});
+  m.Node("LessOrEqual", {"key_pos", "query_pos_col"}, {"causal"});
+  m.Node("Unsqueeze", {"attention_mask", "c_1_2"}, {"mask_4d"});
+  if (ts) {
+    // HF's _prepare_4d_causal_attention_mask: float min where hidden, 0 elsewhere.
+    m.Node("Where", {"causal", "f_zero", "f_min"}, {"causal_bias"});
+    SetAttr(m.Node("Cast", {"mask_4d"}, {"mask_float"}), "to", int64_t(DType::kFloat));
+    m.Node("Sub", {"f_one", "mask_float"}, {"inverted"});
+    SetAttr(m.Node("Cast", {"inverted"}, {"padding"}), "to", int64_t(DType::kBool));
+    m.Node("Where", {"padding", "f_min", "causal_bias"}, {"attn_bias"});
+  } else {
+    SetAttr(m.Node("Cast", {"mask_4d"}, {"mask_bool"}), "to", int64_t(DType::kBool));
+    m.Node("And", {"causal", "mask_bool"}, {"attn_mask"});
+  }
+
+  m.Node("Gather", {"embed_tokens", "input_ids"}, {"embedded"});
+  std::string x = "embedded";
+  const std::vector<int64_t> to_heads = {0, 2, 1, 3};
+  for (int64_t l = 0; l < d.layers; ++l) {
+    const std::string p = absl::StrCat("layers.", l, ".");
+    rms_norm(x, p + "attn_norm", p + "attn_in");
+    // bsz, q_len, _ = hidden_states.size()
+    const std::string bsz = dim(p + "attn_in", 0), q_len = dim(p + "attn_in", 1);
+    concat0({bsz, q_len, "c_heads", "c_head_dim"}, p + "q_shape");
+    concat0({bsz, q_len, "c_kv_heads", "c_head_dim"}, p + "kv_shape");
+    for (const auto& [wn, shape, out] : {std::tuple{"wq", "q_shape", "q"}, {"wk", "kv_shape", "k"},
+                                         {"wv", "kv_shape", "v"}}) {
+      m.Node("MatMul", {p + "attn_in", p + wn}, {p + out + "_proj"});
+      m.Node("Reshape", {p + out + "_proj", p + shape}, {p + out + "_split"});
+      SetAttr(m.Node("Transpose", {p + out + "_split"}, {p + out}), "perm", to_heads);
+    }
+    rotary(p + "q", p + "q_rot");
+    rotary(p + "k", p + "k_rot");
+    const std::string present_k = absl::StrCat("present.", l, ".key"), present_v = absl::StrCat("present.", l, ".value");
+    SetAttr(m.Node("Concat", {absl::StrCat("past_key_values.", l, ".key"), p + "k_rot"}, {present_k}), "axis",
+            int64_t{2});
+    SetAttr(m.Node("Concat", {absl::StrCat("past_key_values.", l, ".value"), p + "v"}, {present_v}), "axis",
+            int64_t{2});
+    // repeat_kv: x[:, :, None].expand(b, kv, g, t, d).reshape(b, kv * g, t, d), b and t from x.shape.
+    for (const auto& [in, out] : {std::pair{present_k, p + "k_rep"}, {present_v, p + "v_rep"}}) {
+      const std::string b = dim(in, 0), t = dim(in, 2);
+      if (ts) {  // torch's expand: stack, view(-1), and Where(Equal(s, -1), 1, s)
+        concat0({b, "c_kv_heads", "c_groups", t, "c_head_dim"}, out + "_stack");
+        m.Node("Reshape", {out + "_stack", "c_last"}, {out + "_view"});
+        m.Node("Equal", {out + "_view", "c_neg_ones5"}, {out + "_is_neg"});
+        m.Node("Where", {out + "_is_neg", "c_ones5", out + "_view"}, {out + "_expand_shape"});
+      } else {
+        concat0({b, "c_kv_heads", "c_groups", t, "c_head_dim"}, out + "_expand_shape");
+      }
+      concat0({b, "c_heads", t, "c_head_dim"}, out + "_shape");
+      m.Node("Unsqueeze", {in, "c_2"}, {out + "_5d"});
+      m.Node("Expand", {out + "_5d", out + "_expand_shape"}, {out + "_expanded"});
+      m.Node("Reshape", {out + "_expanded", out + "_shape"}, {out});
+    }
+    SetAttr(m.Node("Transpose", {p + "k_rep"}, {p + "k_t"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+    std::string probs = p + "probs";
+    if (ts) {
+      m.Node("MatMul", {p + "q_rot", p + "k_t"}, {p + "scores"});
+      m.Node("Div", {p + "scores", "sqrt_head_dim"}, {p + "scaled"});
+      // attention_mask[:, :, :, :key_states.shape[-2]], of the repeated keys
+      m.Node("Shape", {p + "k_rep"}, {p + "k_rep_dims"});
+      m.Node("Gather", {p + "k_rep_dims", "s_m2"}, {p + "k_len"});
+      m.Node("Unsqueeze", {p + "k_len", "c_0"}, {p + "k_len_1d"});
+      m.Node("Slice", {"attn_bias", "c_0", p + "k_len_1d", "c_3"}, {p + "layer_bias"});
+      m.Node("Add", {p + "scaled", p + "layer_bias"}, {p + "masked"});
+      // softmax(..., dtype=torch.float32)
+      SetAttr(m.Node("Cast", {p + "masked"}, {p + "masked_f32"}), "to", int64_t(DType::kFloat));
+      SetAttr(m.Node("Softmax", {p + "masked_f32"}, {probs}), "axis", int64_t{-1});
+    } else {
+      m.Node("Mul", {p + "q_rot", "sqrt_scale"}, {p + "q_scaled"});
+      m.Node("Mul", {p + "k_t", "sqrt_scale"}, {p + "k_t_scaled"});
+      m.Node("MatMul", {p + "q_scaled", p + "k_t_scaled"}, {p + "scores"});
+      m.Node("Where", {"attn_mask", "f_zero", "f_ninf"}, {p + "bias"});
+      m.Node("Add", {p + "scores", p + "bias"}, {p + "masked"});
+      SetAttr(m.Node("Softmax", {p + "masked"}, {p + "softmax"}), "axis", int64_t{-1});
+      m.Node("IsNaN", {p + "softmax"}, {p + "is_nan"});
+      m.Node("Where", {p + "is_nan", "f_zero", p + "softmax"}, {probs});
+    }
+    m.Node("MatMul", {probs, p + "v_rep"}, {p + "attn"});
+    SetAttr(m.Node("Transpose", {p + "attn"}, {p + "attn_t"}), "perm", to_heads);
+    concat0({bsz, q_len, "c_hidden"}, p + "merge_shape");
+    m.Node("Reshape", {p + "attn_t", p + "merge_shape"}, {p + "attn_merged"});
+    m.Node("MatMul", {p + "attn_merged", p + "wo"}, {p + "attn_out"});
+    m.Node("Add", {x, p + "attn_out"}, {p + "resid_attn"});
+    x = p + "resid_attn";
+    rms_norm(x, p + "mlp_norm", p + "mlp_in");
+    m.Node("MatMul", {p + "mlp_in", p + "wgate"}, {p + "gate"});
+    m.Node("MatMul", {p + "mlp_in", p + "wup"}, {p + "up"});
+    m.Node("Sigmoid", {p + "gate"}, {p + "gate_sigmoid"});
+    m.Node("Mul", {p + "gate", p + "gate_sigmoid"}, {p + "gate_silu"});
+    m.Node("Mul", {p + "gate_silu", p + "up"}, {p + "mlp_hidden"});
+    m.Node("MatMul", {p + "mlp_hidden", p + "wdown"}, {p + "mlp_out"});
+    m.Node("Add", {x, p + "mlp_out"}, {p + "resid_mlp"});
+    x = p + "resid_mlp";
+  }
+  rms_norm(x, "final_norm", "final_hidden");
+  m.Node("MatMul", {"final_hidden", "lm_head"}, {"logits"});
+  return m;
+}
+
 // The inputs of one case: `seq` new tokens after `past` cached ones.
 std::vector<std::pair<std::string, Tensor>> CaseInputs(Form form, const Dims& d, int64_t seq, int64_t past) {
   std::uniform_int_distribution<int64_t> token(0, d.vocab - 1);
@@ -479,6 +725,14 @@ std::vector<std::pair<std::string, Tensor>> CaseInputs(Form form, const Dims& d,
   }
   std::vector<std::pair<std::string, Tensor>> in = {{"input_ids", Tensor::FromVector(ids, {1, seq})},
                                                     {"position_ids", Tensor::FromVector(positions, {1, seq})}};
+  if (IsExportForm(form)) {
+    in.push_back({"attention_mask", Tensor::FromVector(std::vector<int64_t>(size_t(past + seq), 1), {1, past + seq})});
+    std::swap(in[1], in[2]);  // input_ids, attention_mask, position_ids
+    for (int64_t l = 0; l < d.layers; ++l)
+      for (const char* kv : {"key", "value"})
+        in.push_back({absl::StrCat("past_key_values.", l, ".", kv), Normal({1, d.kv_heads, past, d.head_dim})});
+    return in;
+  }
   const bool is_static = form == Form::kStatic;
   if (is_static) {
     in.push_back({"write_indices", Int64s({past})});
@@ -593,7 +847,8 @@ absl::Status WriteForm(const fs::path& out, const std::string& prefix, Form form
                        const Dims& d, const Weights& weights, const Selection& sel, bool bench_json) {
   const std::string pre = prefix + "_prefill", dec = prefix + "_decode";
   if (!sel.Wants(pre) && !sel.Wants(dec)) return absl::OkStatus();
-  const ModelBuilder model = BuildModel(form, quant, opset, d, weights, prefix);
+  const ModelBuilder model =
+      IsExportForm(form) ? BuildExportModel(form, d, weights, prefix) : BuildModel(form, quant, opset, d, weights, prefix);
   const std::string model_bytes = model.Serialize();
   const auto bytes = WeightBytes(model.graph());
   fs::path first_model;
@@ -618,8 +873,8 @@ absl::Status WriteForm(const fs::path& out, const std::string& prefix, Form form
 
 absl::Status WriteCases(const fs::path& out, const Selection& sel) {
   const Weights weights = MakeWeights(kTiny);
-  for (Form form : {Form::kAttention, Form::kStatic, Form::kDecomposed}) {
-    const int64_t opset = form == Form::kAttention ? 23 : form == Form::kStatic ? 24 : 17;
+  for (Form form : {Form::kAttention, Form::kStatic, Form::kDecomposed, Form::kTorchScript, Form::kSdpa}) {
+    const int64_t opset = form == Form::kAttention ? 23 : form == Form::kStatic ? 24 : form == Form::kSdpa ? 18 : 17;
     RETURN_IF_ERROR(WriteForm(out, absl::StrCat("decoder_", FormName(form)), form, Quant::kFloat, opset, kTiny,
                               weights, sel, /*bench_json=*/false));
   }

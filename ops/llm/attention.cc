@@ -341,21 +341,31 @@ class AttentionOp : public Op {
 //    reads (one pass over the cache); otherwise K' and V' are made first;
 //  - rows where the mask hides every key: `masked_rows` 1 gives NaN (the
 //    Softmax of a row of -inf), 2 the mean of V's rows (the Softmax of a
-//    row of one finite fill value), 0 zeros (Attention's rule).
+//    row of one finite fill value), 0 zeros (Attention's rule);
+//  - `mask_sliced` 1: the mask's last axis first sliced to K's length T
+//    (Slice(mask, 0, T), a wider mask's first T keys: HF's
+//    attention_mask[:, :, :, :key_states.shape[-2]]);
+//  - a float mask's values at or below -1e30 (HF's masks of float's lowest)
+//    hide their keys as -inf does: the pattern gives them exp(c - max) = 0
+//    unless every visible score of the row is below about c + 745, and
+//    the kernel then skips them as it skips -inf. A row with no value above
+//    -1e30 but some finite gives, as the pattern's Softmax of scores that
+//    vanish beside c, the mean of V's rows at the keys of the row's largest
+//    value.
 class SdpaOp : public Op {
  public:
   static absl::StatusOr<std::unique_ptr<Op>> Create(const Node& node) {
     const float scale = node.attr_float("scale", 1);
     const int64_t repeat = node.attr_int("kv_repeat", 1);
-    const int64_t rows = node.attr_int("masked_rows", 0);
-    if (!(scale > 0) || !std::isfinite(scale) || repeat < 1 || rows < 0 || rows > 2)
+    const int64_t rows = node.attr_int("masked_rows", 0), sliced = node.attr_int("mask_sliced", 0);
+    if (!(scale > 0) || !std::isfinite(scale) || repeat < 1 || rows < 0 || rows > 2 || sliced < 0 || sliced > 1)
       return absl::InvalidArgumentError(absl::StrCat(node.Describe(), ": scale ", scale, ", kv_repeat ", repeat,
                                                      ", masked_rows ", rows, " out of range"));
     const bool past = node.has_input(kPastKey);
     if (past != node.has_input(kPastValue) || (!past && (node.has_output(kPresentKey) || node.has_output(kPresentValue))))
       return absl::InvalidArgumentError(absl::StrCat(
           node.Describe(), ": past_key and past_value come together, and present_key / present_value need them"));
-    return std::unique_ptr<Op>(new SdpaOp(scale, repeat, int(rows)));
+    return std::unique_ptr<Op>(new SdpaOp(scale, repeat, int(rows), sliced != 0));
   }
 
   absl::Status Infer(InferContext& ctx) const override {
@@ -428,6 +438,9 @@ class SdpaOp : public Op {
     }
     if (mask) {
       RETURN_IF_ERROR(MaskBias(ctx, *mask, p.dtype, workspace, bias));
+      if (mask->dtype() != DType::kBool)
+        for (double& x : bias)
+          if (x <= kMaskFloor) x = -std::numeric_limits<double>::infinity();
       p.mask = bias.data();
     }
     if (ctx.output(kY).size() == 0) {
@@ -443,12 +456,13 @@ class SdpaOp : public Op {
       WritePresent(p, ctx.threads());
       AttentionReference(p);
     }
-    if (mask && masked_rows_ != 0) FixMaskedRows(p, mask->shape());
+    if (mask && (masked_rows_ != 0 || mask->dtype() != DType::kBool)) FixMaskedRows(p, *mask);
     return absl::OkStatus();
   }
 
  private:
-  SdpaOp(float scale, int64_t repeat, int rows) : scale_(scale), repeat_(repeat), masked_rows_(rows) {}
+  SdpaOp(float scale, int64_t repeat, int rows, bool sliced)
+      : scale_(scale), repeat_(repeat), masked_rows_(rows), mask_sliced_(sliced) {}
 
   struct SdpaPlan : AttentionPlan {
     bool has_past = false;
@@ -502,6 +516,8 @@ class SdpaOp : public Op {
     plan.present_value = v;
     Shape m(4, 1);
     if (in[kMask]) std::copy(in[kMask]->begin(), in[kMask]->end(), m.end() - int64_t(in[kMask]->size()));
+    const int64_t mask_width = m[3];  // the rows' pitch
+    if (mask_sliced_) m[3] = std::min(m[3], k[2]);
     if (k[3] != q[3]) return error("Q and K head sizes differ (MatMul(Q, Kᵀ))");
     const std::optional<int64_t> kh = CheckedMul(k[1], repeat_), vh = CheckedMul(v[1], repeat_);
     if (!kh || !vh) return error("head count overflows");
@@ -544,7 +560,7 @@ class SdpaOp : public Op {
       int64_t stride = 1;
       for (int d = 3; d >= 0; --d) {
         p.mask_stride[d] = m[size_t(d)] == 1 ? 0 : stride;
-        stride = CheckedMul(stride, m[size_t(d)]).value_or(0);
+        stride = CheckedMul(stride, d == 3 ? mask_width : m[size_t(d)]).value_or(0);
       }
       p.mask_len = p.total_len;
     }
@@ -563,16 +579,20 @@ class SdpaOp : public Op {
     return absl::OkStatus();
   }
 
+  static constexpr double kMaskFloor = -1e30;
+
   // Rows whose mask hides every key (the kernel wrote 0): the graph's answer.
-  void FixMaskedRows(const AttentionProblem& p, const Shape& mask_shape) const {
+  void FixMaskedRows(const AttentionProblem& p, const Tensor& mask) const {
+    const Shape& mask_shape = mask.shape();
     if (p.total_len == 0) return;
     Shape m(4, 1);
     std::copy(mask_shape.begin(), mask_shape.end(), m.end() - int64_t(mask_shape.size()));
     const int64_t rows = m[0] * m[1] * m[2];
+    const int64_t width = mask_sliced_ ? std::min(m[3], p.total_len) : m[3];  // the keys the scores see
     std::vector<char> hidden(size_t(rows), 1);
     bool any = false;
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t j = 0; j < m[3] && hidden[size_t(r)]; ++j)
+      for (int64_t j = 0; j < width && hidden[size_t(r)]; ++j)
         hidden[size_t(r)] = p.mask[r * m[3] + j] == -std::numeric_limits<double>::infinity();
       any = any || hidden[size_t(r)];
     }
@@ -594,12 +614,26 @@ class SdpaOp : public Op {
             const int64_t r = ((m[0] == 1 ? 0 : b) * m[1] + (m[1] == 1 ? 0 : h)) * m[2] + (m[2] == 1 ? 0 : i);
             if (!hidden[size_t(r)]) continue;
             T* y = static_cast<T*>(p.y_data) + p.y.At(b, h, i);
-            std::fill(acc.begin(), acc.end(), masked_rows_ == 1 ? std::numeric_limits<double>::quiet_NaN() : 0.0);
-            if (masked_rows_ == 2) {
+            // A float mask's largest value in the row, when above -inf: its keys share the weight.
+            double top = -std::numeric_limits<double>::infinity();
+            const auto value_at = [&](int64_t j) {
+              return RoundToPrecision(p.dtype, GetDouble(mask, r * m[3] + (width == 1 ? 0 : j)));
+            };
+            if (mask.dtype() != DType::kBool)
+              for (int64_t j = 0; j < p.total_len; ++j) top = std::max(top, value_at(j));
+            const bool floored = top > -std::numeric_limits<double>::infinity();
+            if (!floored && masked_rows_ == 0) continue;  // the kernel's zeros
+            std::fill(acc.begin(), acc.end(),
+                      masked_rows_ == 1 && !floored ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+            if (masked_rows_ == 2 || floored) {
               const int64_t g = h / (p.q_heads / p.kv_heads);
+              int64_t count = 0;
+              for (int64_t j = 0; j < p.total_len; ++j) count += !floored || value_at(j) == top;
+              const double w = floored ? RoundToPrecision(p.dtype, 1.0 / double(count)) : weight;
               for (int64_t j = 0; j < p.total_len; ++j) {
+                if (floored && value_at(j) != top) continue;
                 const T* v = value_row(b, g, j);
-                for (int64_t d = 0; d < p.v_head_size; ++d) acc[size_t(d)] += weight * double(Widen(v[d]));
+                for (int64_t d = 0; d < p.v_head_size; ++d) acc[size_t(d)] += w * double(Widen(v[d]));
               }
             }
             for (int64_t d = 0; d < p.v_head_size; ++d) y[d] = Narrow<T>(acc[size_t(d)]);
@@ -610,6 +644,7 @@ class SdpaOp : public Op {
   float scale_;
   int64_t repeat_;
   int masked_rows_;
+  bool mask_sliced_;  // the mask's last axis sliced to K's length first (Slice(mask, 0, T))
 };
 
 }  // namespace

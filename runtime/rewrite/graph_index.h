@@ -166,6 +166,7 @@ bool RewriteSilu(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewritePow2(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteMatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteRepeatShape(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // attention.cc
 bool RewriteInt8MatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteInt8MatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteUnreadDynamicQuantize(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);

@@ -15,7 +15,7 @@ using namespace rewrite;
 // Larger patterns first: they match pieces the smaller rules would change.
 // DequantizeLinear + MatMul before MatMul + bias, which would take the
 // folded float weight.
-constexpr Rule kRules[] = {RewriteAttention, RewriteLayerNorm, RewriteRmsNorm,
+constexpr Rule kRules[] = {RewriteAttention, RewriteRepeatShape, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
                            RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize,
                            RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation,

@@ -812,3 +812,354 @@ TEST(Rewrite, AttentionOverTheCacheWithPresentBoundOverPast) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Attention as the SDPA and TorchScript exports spell it: the scale split
+// over Q and Kᵀ, a boolean mask made additive by Where(mask, 0, -inf), the
+// guard Where(IsNaN(P), 0, P) after the Softmax, and the GQA repeat with its
+// Expand and Reshape shapes computed from K's own Shape at run time, or a Tile.
+struct ExportForm {
+  int64_t kv_heads = 2;  // of 4 query heads
+  int split = 1;         // 0 none, 1 Mul(q, c) and Mul(Transpose(k), c), 2 Mul(k, c) before the Transpose
+  double c_q = 0.5946035575013605, c_k = 0.5946035575013605;  // 8^-1/4 each
+  bool vector_c = false; // c_k one per head [H, 1, 1] (not one scale: not Attention's)
+  int guard = 1;         // 0 none, 1 Where(IsNaN(p), 0, p), 2 IsInf instead of IsNaN, 3 a fill of 1
+  int mask = 1;          // 0 none, 1 bool via Where(m, 0, -inf) + Add, 2 float added
+  int repeat = 1;        // 0 none, 1 run-time Expand/Reshape shapes, 2 Tile(k, [1, G, 1, 1]),
+                         // 3 the Expand's G read from Q's Shape (not known before running),
+                         // 4 as 1 in torch's expand spelling: Where(Equal(s, -1), 1, Reshape(s, [-1]))
+  int cast = 0;          // around the Softmax: 0 none, 1 Cast to its own type before, 2 Cast to float before
+                         // and back after (softmax(dtype=float32).to(T)), 3 to double and back
+  DType dtype = DType::kFloat;
+  // The float mask sliced to K's length read from the repeated K (HF's
+  // attention_mask[:, :, :, :key_states.shape[-2]]): the axis Gathered.
+  std::optional<int64_t> slice_axis;
+};
+constexpr int64_t kExH = 4, kExD = 8;
+
+ModelBuilder ExportModel(const ExportForm& f) {
+  ModelBuilder m(18);
+  const int64_t kv = f.kv_heads, g = kExH / kv;
+  const DType dt = f.dtype;
+  m.Input("q", dt, {-1, kExH, -1, kExD});
+  m.Input("k", dt, {-1, kv, -1, kExD});
+  m.Input("v", dt, {-1, kv, -1, kExD});
+  if (f.mask == 1) m.Input("mask", DType::kBool, {-1, 1, -1, -1});
+  if (f.mask == 2) m.Input("mask", dt, {-1, 1, -1, -1});
+  m.Output("y", dt, {-1, kExH, -1, kExD});
+  const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+  const auto f32 = [&](double v) {
+    Tensor t = Tensor::Zeros(dt, {});
+    SetDouble(t, 0, v);
+    return t;
+  };
+  m.Initializer("i0", Tensor::FromVector(std::vector<int64_t>{0}, {}));
+  m.Initializer("i2", Tensor::FromVector(std::vector<int64_t>{2}, {}));
+  m.Initializer("ax0", i64({0})).Initializer("ax2", i64({2}));
+  m.Initializer("kv", i64({kv})).Initializer("g", i64({g})).Initializer("h", i64({kExH})).Initializer("d", i64({kExD}));
+  m.Initializer("tile", i64({1, g, 1, 1}));
+  std::string k = "k", v = "v";
+  if (f.repeat == 2) {
+    m.Node("Tile", {"k", "tile"}, {"kr"});
+    m.Node("Tile", {"v", "tile"}, {"vr"});
+    k = "kr", v = "vr";
+  } else if (f.repeat != 0) {
+    for (const std::string x : {"k", "v"}) {
+      // batch, kv, slen, head_dim = x.shape; x[:, :, None].expand(batch, kv, g, slen, d).reshape(batch, h, slen, d)
+      m.Node("Shape", {x}, {x + "_shape"});
+      m.Node("Gather", {x + "_shape", "i0"}, {x + "_b"});
+      m.Node("Gather", {x + "_shape", "i2"}, {x + "_t"});
+      m.Node("Unsqueeze", {x + "_b", "ax0"}, {x + "_b1"});
+      m.Node("Unsqueeze", {x + "_t", "ax0"}, {x + "_t1"});
+      std::string groups = "g";
+      if (f.repeat == 3) {
+        m.Node("Shape", {"q"}, {x + "_qshape"});
+        m.Node("Gather", {x + "_qshape", "i2"}, {x + "_qs"});
+        m.Node("Unsqueeze", {x + "_qs", "ax0"}, {x + "_qs1"});
+        groups = x + "_qs1";
+      }
+      if (f.repeat == 4) {
+        m.Initializer("minus1", i64({-1})).Initializer("neg5", i64({-1, -1, -1, -1, -1}));
+        m.Initializer("ones5", i64({1, 1, 1, 1, 1}));
+        SetAttr(m.Node("Concat", {x + "_b1", "kv", groups, x + "_t1", "d"}, {x + "_stack"}), "axis", int64_t{0});
+        m.Node("Reshape", {x + "_stack", "minus1"}, {x + "_view"});
+        m.Node("Equal", {x + "_view", "neg5"}, {x + "_is_neg"});
+        m.Node("Where", {x + "_is_neg", "ones5", x + "_view"}, {x + "_eshape"});
+      } else {
+        SetAttr(m.Node("Concat", {x + "_b1", "kv", groups, x + "_t1", "d"}, {x + "_eshape"}), "axis", int64_t{0});
+      }
+      SetAttr(m.Node("Concat", {x + "_b1", "h", x + "_t1", "d"}, {x + "_rshape"}), "axis", int64_t{0});
+      m.Node("Unsqueeze", {x, "ax2"}, {x + "5"});
+      m.Node("Expand", {x + "5", x + "_eshape"}, {x + "x"});
+      m.Node("Reshape", {x + "x", x + "_rshape"}, {x + "r"});
+    }
+    k = "kr", v = "vr";
+  }
+  const std::string k_rep = k;  // the repeated K
+  std::string q = "q";
+  m.Initializer("c_q", f32(f.c_q));
+  if (f.vector_c)
+    m.Initializer("c_k", Tensor::FromVector(std::vector<float>{0.5f, 0.6f, 0.7f, 0.8f}, {kExH, 1, 1}));  // (float only)
+  else m.Initializer("c_k", f32(f.c_k));
+  if (f.split != 0) {
+    m.Node("Mul", {"q", "c_q"}, {"qs"});
+    q = "qs";
+  }
+  if (f.split == 2) {
+    m.Node("Mul", {k, "c_k"}, {"ks"});
+    k = "ks";
+  }
+  SetAttr(m.Node("Transpose", {k}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  std::string kt = "kt";
+  if (f.split == 1) {
+    m.Node("Mul", {"c_k", "kt"}, {"kts"});
+    kt = "kts";
+  }
+  m.Node("MatMul", {q, kt}, {"scores"});
+  std::string s = "scores";
+  if (f.mask == 1) {
+    m.Initializer("zero", f32(0)).Initializer("ninf", f32(-INFINITY));
+    m.Node("Where", {"mask", "zero", "ninf"}, {"bias"});
+    m.Node("Add", {s, "bias"}, {"masked"});
+    s = "masked";
+  } else if (f.mask == 2) {
+    std::string mask = "mask";
+    if (f.slice_axis) {
+      m.Initializer("slice_axis", Tensor::FromVector(std::vector<int64_t>{*f.slice_axis}, {}));
+      m.Initializer("axis3", i64({3})).Initializer("i0_1d", i64({0}));
+      m.Node("Shape", {k_rep}, {"krep_shape"});
+      m.Node("Gather", {"krep_shape", "slice_axis"}, {"k_len"});
+      m.Node("Unsqueeze", {"k_len", "ax0"}, {"k_len1"});
+      m.Node("Slice", {"mask", "i0_1d", "k_len1", "axis3"}, {"mask_sliced"});
+      mask = "mask_sliced";
+    }
+    m.Node("Add", {s, mask}, {"masked"});
+    s = "masked";
+  }
+  if (f.cast != 0) {
+    const DType to = f.cast == 1 ? dt : f.cast == 2 ? DType::kFloat : DType::kDouble;
+    SetAttr(m.Node("Cast", {s}, {"masked_cast"}), "to", int64_t(to));
+    s = "masked_cast";
+  }
+  SetAttr(m.Node("Softmax", {s}, {f.cast >= 2 ? "probs_wide" : "probs"}), "axis", int64_t{-1});
+  if (f.cast >= 2) SetAttr(m.Node("Cast", {"probs_wide"}, {"probs"}), "to", int64_t(dt));
+  std::string p = "probs";
+  if (f.guard != 0) {
+    m.Initializer("fill", f32(f.guard == 3 ? 1 : 0));
+    m.Node(f.guard == 2 ? "IsInf" : "IsNaN", {"probs"}, {"bad"});
+    m.Node("Where", {"bad", "fill", "probs"}, {"guarded"});
+    p = "guarded";
+  }
+  m.Node("MatMul", {p, v}, {"y"});
+  return m;
+}
+
+// B queries' batches over T keys; with `hide_row`, query row 1 of batch 0 sees no key.
+// `fill`: the float mask's value at hidden keys (HF's masks: float's lowest).
+std::vector<NamedTensor> ExportInputs(const ExportForm& f, int64_t b, int64_t s, int64_t t, uint32_t seed,
+                                      bool hide_row = false, double fill = -INFINITY) {
+  std::vector<NamedTensor> in = {{"q", RandomUniform(f.dtype, {b, kExH, s, kExD}, seed)},
+                                 {"k", RandomUniform(f.dtype, {b, f.kv_heads, t, kExD}, seed + 1)},
+                                 {"v", RandomUniform(f.dtype, {b, f.kv_heads, t, kExD}, seed + 2)}};
+  const auto visible = [&](int64_t bb, int64_t i, int64_t j) {
+    if (hide_row && bb == 0 && i == 1) return false;
+    return j == 0 || (j <= i + t - s && (bb + i * 3 + j * 5) % 4 != 0);
+  };
+  if (f.mask == 1) {
+    std::vector<bool> mask;
+    for (int64_t bb = 0; bb < b; ++bb)
+      for (int64_t i = 0; i < s; ++i)
+        for (int64_t j = 0; j < t; ++j) mask.push_back(visible(bb, i, j));
+    in.push_back({"mask", Tensor::FromVector(mask, {b, 1, s, t})});
+  } else if (f.mask == 2) {
+    Tensor mask = RandomUniform(f.dtype, {b, 1, s, t}, seed + 3, -2, 0);
+    for (int64_t bb = 0; bb < b; ++bb)
+      for (int64_t i = 0; i < s; ++i)
+        for (int64_t j = 0; j < t; ++j)
+          if (!visible(bb, i, j)) SetDouble(mask, (bb * s + i) * t + j, fill);
+    in.push_back({"mask", mask});
+  }
+  return in;
+}
+
+const Node* FindOp(const Session& s, const std::string& op) {
+  for (const Node& n : s.graph().nodes)
+    if (n.op_type == op) return &n;
+  return nullptr;
+}
+
+TEST(Rewrite, ExportSpellingsOfAttentionBecomeAttention) {
+  for (int split : {0, 1, 2})
+    for (int guard : {0, 1})
+      for (int mask : {0, 1, 2})
+        for (int repeat : {0, 1, 2, 4}) {
+          ExportForm f;
+          f.split = split;
+          f.guard = guard;
+          f.mask = mask;
+          f.repeat = repeat;
+          f.kv_heads = repeat == 0 ? 4 : repeat == 2 ? 1 : 2;
+          if (split == 0) f.c_q = 1;  // no scale at all
+          const std::string what =
+              absl::StrCat("split ", split, " guard ", guard, " mask ", mask, " repeat ", repeat);
+          const ModelBuilder m = ExportModel(f);
+          std::vector<std::vector<NamedTensor>> runs;
+          for (auto [b, s, t] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 9}, {2, 5, 5}, {3, 3, 70}})
+            runs.push_back(ExportInputs(f, b, s, t, uint32_t(b * 1000 + s * 100 + t)));
+          const std::vector<std::string> ops = RunBothWaysMany(m, runs, 1e-5);
+          EXPECT_THAT(ops, ::testing::Contains("Attention")) << what;
+          // (the repeat's run-time shapes go with it: nothing else reads them)
+          for (const char* gone : {"Softmax", "Expand", "Tile", "IsNaN", "Mul", "MatMul", "Shape", "Gather", "Concat"})
+            EXPECT_THAT(ops, ::testing::Not(::testing::Contains(gone))) << what;
+          auto session = m.Build(SessionOptions());
+          ASSERT_TRUE(session.ok()) << session.status();
+          const Node* a = FindOp(**session, "Attention");
+          ASSERT_NE(a, nullptr) << what;
+          EXPECT_EQ(a->attr_int("kv_repeat", 0), repeat == 0 ? 1 : kExH / f.kv_heads) << what;
+          EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Equal"))) << what;
+          EXPECT_EQ(std::count(ops.begin(), ops.end(), "Where"), mask == 1 ? 1 : 0) << what;  // the mask's own
+          EXPECT_NEAR(a->attr_float("scale", 0), split == 0 ? 1 : split == 1 ? 1 / std::sqrt(8.0) : 1 / std::sqrt(8.0),
+                      1e-6)
+              << what;
+        }
+}
+
+// An additive mask of float's lowest (HF's) or -1e30 hides keys as -inf
+// does (the kernel skips them); a row with nothing above -1e30 gives the
+// pattern's mean of V at the row's largest mask values.
+TEST(Rewrite, ExportAttentionFiniteMaskFloor) {
+  for (double fill : {-3.4028234663852886e38, -1e30, -1e29})
+    for (bool hide_row : {false, true})
+      for (int guard : {0, 1}) {
+        ExportForm f;
+        f.mask = 2;
+        f.guard = guard;
+        const std::string what = absl::StrCat("fill ", fill, " hide ", hide_row, " guard ", guard);
+        std::vector<std::vector<NamedTensor>> runs = {ExportInputs(f, 2, 3, 6, 4, hide_row, fill),
+                                                      ExportInputs(f, 1, 5, 70, 8, hide_row, fill)};
+        // A hidden row whose keys hold two fills: the larger one's keys share the weight.
+        Tensor& m = runs[0][3].tensor;
+        if (hide_row) SetDouble(m, 1 * 6 + 2, fill / 2);
+        EXPECT_THAT(RunBothWaysMany(ExportModel(f), runs, 1e-5), ::testing::Contains("Attention")) << what;
+      }
+}
+
+// HF's mask sliced to key_states.shape[-2] of the repeated K: that Shape
+// reads K's own (the same length), the repeat is the attention's and so is
+// the slice (a wider mask's first T keys); a Shape whose heads are read
+// keeps the repeat.
+TEST(Rewrite, ExportAttentionMaskSlicedToTheRepeatedLength) {
+  // (The Tile of one KV head has its heads known: the attention waits a
+  // pass for the Shape to be taken off rather than read the tiled K.)
+  for (int repeat : {1, 2, 4})
+    for (int64_t axis : {-2, 2, 1}) {
+      ExportForm f;
+      f.kv_heads = repeat == 2 ? 1 : 2;
+      f.mask = 2;
+      f.split = 0;
+      f.c_q = 1;
+      f.repeat = repeat;
+      f.slice_axis = axis;
+      const std::string what = absl::StrCat("repeat ", repeat, " axis ", axis);
+      // Axis 1 slices the mask to 4 (heads) keys: runs of 4 keys.
+      const int64_t t1 = axis == 1 ? 4 : 6, t2 = axis == 1 ? 4 : 9;
+      std::vector<std::vector<NamedTensor>> runs = {ExportInputs(f, 2, 3, t1, 4), ExportInputs(f, 1, 1, t2, 8)};
+      // The second run's mask 3 keys wider than K (a static cache's): the slice drops them.
+      if (axis != 1) {
+        const Tensor& narrow = runs[1][3].tensor;
+        const int64_t rows = narrow.size() / t2;
+        Tensor wide = Tensor::Zeros(DType::kFloat, {1, 1, 1, t2 + 3});
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < t2 + 3; ++j) SetDouble(wide, r * (t2 + 3) + j, j < t2 ? GetDouble(narrow, r * t2 + j) : 5.0);
+        runs[1][3].tensor = wide;
+      }
+      const std::vector<std::string> ops = RunBothWaysMany(ExportModel(f), runs, 1e-5);
+      const char* repeat_op = repeat == 2 ? "Tile" : "Expand";
+      if (axis == 1) {
+        EXPECT_THAT(ops, ::testing::Contains(repeat_op)) << what;
+      } else {
+        EXPECT_THAT(ops, ::testing::Contains("Attention")) << what;
+        EXPECT_THAT(ops, ::testing::Not(::testing::Contains(repeat_op))) << what;
+        // The slice is the op's (mask_sliced), and K's shape chain goes with it.
+        EXPECT_THAT(ops, ::testing::ElementsAre("Attention")) << what;
+      }
+    }
+}
+
+// softmax(x, dtype=float32).to(T): a Cast of float scores to float, or of
+// float16 ones to float and back after the Softmax.
+TEST(Rewrite, ExportAttentionSoftmaxInFloat) {
+  for (DType dt : {DType::kFloat, DType::kFloat16}) {
+    ExportForm f;
+    f.dtype = dt;
+    f.cast = dt == DType::kFloat ? 1 : 2;
+    std::vector<std::vector<NamedTensor>> runs = {ExportInputs(f, 2, 3, 6, 4), ExportInputs(f, 1, 1, 5, 8)};
+    const std::vector<std::string> ops = RunBothWaysMany(ExportModel(f), runs, dt == DType::kFloat ? 1e-5 : 4e-3);
+    EXPECT_THAT(ops, ::testing::Contains("Attention")) << LowerName(dt);
+    EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Cast"))) << LowerName(dt);
+    EXPECT_THAT(ops, ::testing::Not(::testing::Contains("Softmax"))) << LowerName(dt);
+  }
+}
+
+// Rows the mask hides whole: NaN from the Softmax, zeros after the guard;
+// the fused op gives the guard's zeros.
+TEST(Rewrite, ExportAttentionGuardGivesZerosForFullyMaskedRows) {
+  for (int mask : {1, 2}) {
+    ExportForm f;
+    f.mask = mask;
+    const ModelBuilder m = ExportModel(f);
+    const std::vector<NamedTensor> in = ExportInputs(f, 2, 3, 6, 9, /*hide_row=*/true);
+    EXPECT_THAT(RunBothWays(m, in, 1e-5), ::testing::Contains("Attention")) << mask;
+    auto s = m.Build(SessionOptions());
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto y = (*s)->Run(in);
+    ASSERT_TRUE(y.ok()) << y.status();
+    for (int64_t h = 0; h < kExH; ++h)
+      for (int64_t d = 0; d < kExD; ++d) {
+        EXPECT_EQ(GetDouble((*y)[0], ((0 * kExH + h) * 3 + 1) * kExD + d), 0.0) << mask;  // hidden row
+        EXPECT_NE(GetDouble((*y)[0], ((1 * kExH + h) * 3 + 1) * kExD + d), 0.0) << mask;  // batch 1's row seen
+      }
+  }
+}
+
+TEST(Rewrite, ExportAttentionNearMissesAreKept) {
+  const auto ops_of = [](const ExportForm& f) {
+    // (Q's length 2 where the Expand reads G from it, which the Reshape to 4 heads needs.)
+    const int64_t s = f.repeat == 3 ? 2 : 3;
+    std::vector<std::vector<NamedTensor>> runs = {ExportInputs(f, 2, s, 6, 4), ExportInputs(f, 1, 2, 5, 8)};
+    return RunBothWaysMany(ExportModel(f), runs, 1e-5);
+  };
+  // A per-head scale, or two constants whose product is negative: the scores are not Q Kᵀ times one positive scale.
+  ExportForm vector_c;
+  vector_c.vector_c = true;
+  EXPECT_THAT(ops_of(vector_c), ::testing::AllOf(::testing::Contains("Softmax"), ::testing::Not(::testing::Contains("Attention"))));
+  ExportForm negative;
+  negative.c_k = -negative.c_k;
+  EXPECT_THAT(ops_of(negative), ::testing::AllOf(::testing::Contains("Softmax"), ::testing::Not(::testing::Contains("Attention"))));
+  // Guards that are not Where(IsNaN(p), 0, p).
+  for (int guard : {2, 3}) {
+    ExportForm f;
+    f.guard = guard;
+    EXPECT_THAT(ops_of(f), ::testing::AllOf(::testing::Contains("Softmax"), ::testing::Not(::testing::Contains("Attention"))))
+        << guard;
+  }
+  // Tile of two KV heads orders heads h mod KV: K and V stay tiled, the op repeats nothing.
+  ExportForm tile;
+  tile.repeat = 2;
+  const std::vector<std::string> tiled = ops_of(tile);
+  EXPECT_THAT(tiled, ::testing::Contains("Attention"));
+  EXPECT_EQ(std::count(tiled.begin(), tiled.end(), "Tile"), 2);
+  // A Softmax in double (float scores cast to double and back): not the op's float arithmetic.
+  ExportForm in_double;
+  in_double.cast = 3;
+  EXPECT_THAT(ops_of(in_double), ::testing::Contains("Softmax"));
+  // An Expand whose G is read from Q's shape at run time: not known to be a repeat.
+  ExportForm g_from_q;
+  g_from_q.repeat = 3;
+  EXPECT_THAT(ops_of(g_from_q), ::testing::Contains("Expand"));
+}
+
+}  // namespace
+}  // namespace onnx_mini
