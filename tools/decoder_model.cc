@@ -280,12 +280,7 @@ ModelBuilder BuildDecoder(Kind kind, const WeightFile& weights) {
     x = p + "resid_attn";
 
     rms_norm(x, p + "mlp_norm", p + "mlp_in");
-    m.Node("MatMul", {p + "mlp_in", p + "wgate"}, {p + "gate"});
-    m.Node("MatMul", {p + "mlp_in", p + "wup"}, {p + "up"});
-    m.Node("Sigmoid", {p + "gate"}, {p + "gate_sigmoid"});
-    m.Node("Mul", {p + "gate", p + "gate_sigmoid"}, {p + "gate_silu"});
-    m.Node("Mul", {p + "gate_silu", p + "up"}, {p + "mlp_hidden"});
-    m.Node("MatMul", {p + "mlp_hidden", p + "wdown"}, {p + "mlp_out"});
+    AddSwiGluMlp(m, p, p + "mlp_in", p + "mlp_out");
     m.Node("Add", {x, p + "mlp_out"}, {p + "resid_mlp"});
     x = p + "resid_mlp";
   }

@@ -79,6 +79,15 @@ absl::StatusOr<std::unique_ptr<Session>> ModelBuilder::Build(const SessionOption
   return Session::Create(std::move(g), BuiltinOps(), options);
 }
 
+void AddSwiGluMlp(ModelBuilder& m, const std::string& p, const std::string& in, const std::string& out) {
+  m.Node("MatMul", {in, p + "wgate"}, {p + "gate"});
+  m.Node("MatMul", {in, p + "wup"}, {p + "up"});
+  m.Node("Sigmoid", {p + "gate"}, {p + "gate_sigmoid"});
+  m.Node("Mul", {p + "gate", p + "gate_sigmoid"}, {p + "gate_silu"});
+  m.Node("Mul", {p + "gate_silu", p + "up"}, {p + "mlp_hidden"});
+  m.Node("MatMul", {p + "mlp_hidden", p + "wdown"}, {out});
+}
+
 void SetAttr(onnx::NodeProto& node, const std::string& name, int64_t value) {
   NewAttr(node, name, onnx::AttributeProto::INT).set_i(value);
 }

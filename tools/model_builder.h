@@ -42,4 +42,9 @@ void SetAttr(onnx::NodeProto& node, const std::string& name, const std::string& 
 void SetAttr(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values);
 void SetAttr(onnx::NodeProto& node, const std::string& name, const Tensor& value);
 
+// A decoder layer's SwiGLU MLP as exporters write it (SiLU as x * Sigmoid(x)):
+// out = (SiLU(in @ p+"wgate") * (in @ p+"wup")) @ p+"wdown", intermediates
+// named from the prefix p.
+void AddSwiGluMlp(ModelBuilder& m, const std::string& p, const std::string& in, const std::string& out);
+
 }  // namespace onnx_mini
