@@ -125,14 +125,33 @@ const DepthwiseEntries& Entries() {
 
 }  // namespace
 
+int64_t DepthwiseScratch(const DepthwiseProblem& p) {
+  if (p.src_channels_last == p.dst_channels_last) return 0;
+  return p.n * p.c * (p.src_channels_last ? p.out[0] * p.out[1] : p.in[0] * p.in[1]);
+}
+
 void DepthwiseConv(const DepthwiseProblem& p, const float* x, const float* w, const float* b, float* y,
-                   int threads) {
+                   float* scratch, int threads) {
   const int64_t kk = p.k[0] * p.k[1], out_sz = p.out[0] * p.out[1];
-  if (p.src_channels_last != p.dst_channels_last) {  // mixed layouts: rare (a chain's ends), strided
-    DepthwiseConvReference(p, x, w, b, y);
+  const DepthwiseEntries& e = Entries();
+  if (p.src_channels_last != p.dst_channels_last) {
+    // Mixed layouts (a conv chain's ends): channels last, through a copy.
+    DepthwiseProblem last = p;
+    last.src_channels_last = last.dst_channels_last = true;
+    const int64_t in_sz = p.in[0] * p.in[1];
+    if (!p.src_channels_last) {
+      for (int64_t i = 0; i < p.n; ++i)
+        for (int64_t ch = 0; ch < p.c; ++ch)
+          for (int64_t t = 0; t < in_sz; ++t) scratch[(i * in_sz + t) * p.c + ch] = x[(i * p.c + ch) * in_sz + t];
+      DepthwiseConv(last, scratch, w, b, y, nullptr, threads);
+    } else {
+      DepthwiseConv(last, x, w, b, scratch, nullptr, threads);
+      for (int64_t i = 0; i < p.n; ++i)
+        for (int64_t ch = 0; ch < p.c; ++ch)
+          for (int64_t t = 0; t < out_sz; ++t) y[(i * p.c + ch) * out_sz + t] = scratch[(i * out_sz + t) * p.c + ch];
+    }
     return;
   }
-  const DepthwiseEntries& e = Entries();
   if (!p.src_channels_last) {
     ParallelFor(threads, p.n * p.c, WorkPerIndex{double(out_sz * kk)},
                 [&](int64_t begin, int64_t end) { e.planes(p, x, w, b, y, begin, end); });

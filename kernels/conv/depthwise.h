@@ -18,11 +18,16 @@ struct DepthwiseProblem {
   bool src_channels_last = false, dst_channels_last = false;
 };
 
+// The scratch DepthwiseConv needs, in floats: mixed layouts compute channels
+// last, through a channels-last copy of X or of Y.
+int64_t DepthwiseScratch(const DepthwiseProblem& p);
+
 // y = b[c] + sum over the taps of x * w[c, tap], taps in order (rows, then
 // columns), taps outside the input skipped. w is ONNX's (c, 1, k0, k1); b
-// may be null. The caller checks the sizes (each spatial dim at least 1).
+// may be null; scratch holds DepthwiseScratch(p) floats. The caller checks
+// the sizes (each spatial dim at least 1).
 void DepthwiseConv(const DepthwiseProblem& p, const float* x, const float* w, const float* b, float* y,
-                   int threads);
+                   float* scratch, int threads);
 
 // The same, one output at a time over any layout: the tests' reference.
 void DepthwiseConvReference(const DepthwiseProblem& p, const float* x, const float* w, const float* b, float* y);

@@ -31,6 +31,10 @@ using QuantTypes = TypeList<int8_t, uint8_t>;
 // (OneDnnConvSplit).
 constexpr double kConvPartWork = 512 * 1024;
 
+// Depthwise convolutions below this many multiply-adds run our loop
+// (kernels/conv/depthwise.h) whatever oneDNN picks: its call and reorders cost more.
+constexpr double kOwnDepthwiseWork = 64 * 1024;
+
 // A plan's splits, made on first use for each count of parts (nullptr: none).
 class ConvSplits {
  public:
@@ -419,9 +423,11 @@ class ConvOp : public Op {
           if (inputs[i] && !known_finite_[i] && !non_finite)
             non_finite = AnyNonFinite(inputs[i]->data<T>(), inputs[i]->size());
       }));
-    // Depthwise: our loop unless oneDNN found a jit for it (its gemm and ref
-    // implementations are 50-400x slower on these shapes).
-    if (p.depthwise && (!p.dnn || SlowImpl(p.dnn->Impl(dnn_threads)))) return ComputeDepthwise(ctx, p, x, wt, b, z, y);
+    // Depthwise: our loop when small (oneDNN's jit took 13-30 us for silero's
+    // 31k multiply-adds at 258 channels channels last, our loop ~1) or when
+    // oneDNN has no jit for it (its gemm and ref are 50-400x slower here).
+    if (p.depthwise && (macs < kOwnDepthwiseWork || !p.dnn || SlowImpl(p.dnn->Impl(dnn_threads))))
+      return ComputeDepthwise(ctx, p, x, wt, b, z, y);
     // One part per thread: each part costs a primitive's call (some us).
     const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
     if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
@@ -497,7 +503,11 @@ class ConvOp : public Op {
     dp.src_channels_last = fusion_.src_channels_last;
     dp.dst_channels_last = fusion_.dst_channels_last;
     float* py = y.data<float>();
-    DepthwiseConv(dp, x.data<float>(), wt.data<float>(), b ? b->data<float>() : nullptr, py, ctx.threads());
+    const int64_t scratch = DepthwiseScratch(dp);
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(scratch, sizeof(float), "the depthwise conv's channels-last copy"));
+    std::vector<float> buffer(static_cast<size_t>(scratch));
+    DepthwiseConv(dp, x.data<float>(), wt.data<float>(), b ? b->data<float>() : nullptr, py, buffer.data(),
+                  ctx.threads());
     const std::vector<ConvPostOp>& post = fusion_.post;
     if (post.empty()) return absl::OkStatus();
     const float* pz = z ? z->data<float>() : nullptr;

@@ -72,8 +72,9 @@ TEST(DepthwiseConv, FastMatchesTheReferenceOnEveryTarget) {
             const std::vector<float> x = RandomFloats(in_sz, seed++), w = RandomFloats(p.c * s.k0 * s.k1, seed++),
                                      b = RandomFloats(p.c, seed++);
             std::vector<float> want(size_t(out_sz), NAN), got(size_t(out_sz), NAN);
+            std::vector<float> scratch(size_t(DepthwiseScratch(p)), NAN);
             DepthwiseConvReference(p, x.data(), w.data(), bias ? b.data() : nullptr, want.data());
-            DepthwiseConv(p, x.data(), w.data(), bias ? b.data() : nullptr, got.data(), threads);
+            DepthwiseConv(p, x.data(), w.data(), bias ? b.data() : nullptr, got.data(), scratch.data(), threads);
             for (int64_t i = 0; i < out_sz; ++i) {
               // The same taps in the same order; FMA may round each step once less.
               ASSERT_NEAR(got[size_t(i)], want[size_t(i)], 1e-5 * (1 + std::fabs(want[size_t(i)])))
