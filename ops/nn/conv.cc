@@ -511,11 +511,16 @@ class ConvOp : public Op {
     const std::vector<ConvPostOp>& post = fusion_.post;
     if (post.empty()) return absl::OkStatus();
     const float* pz = z ? z->data<float>() : nullptr;
+    // One op at a time over the range: Relu and Add as float loops (a float
+    // sum rounds as the double one narrowed; Relu keeps NaN as Relu does).
     ParallelFor(ctx.threads(), y.size(), WorkPerIndex{double(4 * post.size())}, [&](int64_t begin, int64_t end) {
-      for (int64_t e = begin; e < end; ++e) {
-        float v = py[e];
-        for (const ConvPostOp& op : post) v = float(op.kind == ConvPostOp::kAdd ? double(v) + double(pz[e]) : op.Apply(double(v)));
-        py[e] = v;
+      for (const ConvPostOp& op : post) {
+        if (op.kind == ConvPostOp::kRelu)
+          for (int64_t e = begin; e < end; ++e) py[e] = py[e] < 0.f ? 0.f : py[e];
+        else if (op.kind == ConvPostOp::kAdd)
+          for (int64_t e = begin; e < end; ++e) py[e] += pz[e];
+        else
+          for (int64_t e = begin; e < end; ++e) py[e] = float(op.Apply(double(py[e])));
       }
     });
     return absl::OkStatus();
