@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "kernels/conv/conv_transpose.h"
+#include "kernels/conv/depthwise.h"
 #include "ops/ops.h"
 #include "ops/nn/spatial.h"
 
@@ -29,6 +30,10 @@ using QuantTypes = TypeList<int8_t, uint8_t>;
 // multiply-adds (~8 us on one core), one per thread, on the pool
 // (OneDnnConvSplit).
 constexpr double kConvPartWork = 512 * 1024;
+
+// Depthwise convolutions below this many multiply-adds run our loop
+// (kernels/conv/depthwise.h) whatever oneDNN picks: its call and reorders cost more.
+constexpr double kOwnDepthwiseWork = 64 * 1024;
 
 // A plan's splits, made on first use for each count of parts (nullptr: none).
 class ConvSplits {
@@ -53,6 +58,7 @@ struct ConvPlan : OpPlan {
   std::shared_ptr<const OneDnnForward> dnn;
   std::shared_ptr<ConvSplits> splits;  // the same conv in parts, for the pool's threads
   bool pixel = false;  // ConvTranspose without overlapping windows: kernels/conv/conv_transpose.h
+  bool depthwise = false;  // float, group == C == M, 1-D or 2-D: kernels/conv/depthwise.h
 };
 
 // Y[n, oc] = B[oc] + sum over the group's input channels and the kernel of X * W,
@@ -182,6 +188,12 @@ class ConvOp : public Op {
       (*out.dims)[0] = (*x.dims)[0];
       const Dim& wm = (*wt.dims)[kTransposed ? 1 : 0];
       if (wm.known()) (*out.dims)[1] = Dim::Known(kTransposed ? wm.value * group_ : wm.value);
+    } else if (wt.dims && wt.rank() >= 3) {
+      // X of unknown rank (an exporter's If(Squeeze | Identity) loses it): Y
+      // has W's, so the layout rules (runtime/rewrite/conv.cc) still see a conv chain.
+      out.dims = std::vector<Dim>(size_t(wt.rank()));
+      const Dim& wm = (*wt.dims)[kTransposed ? 1 : 0];
+      if (wm.known()) (*out.dims)[1] = Dim::Known(kTransposed ? wm.value * group_ : wm.value);
     }
     // FusedConv's channel means (output 1): (N, M, 1...).
     if (kKind == ConvKind::kConv && ctx.output_requested(1)) {
@@ -279,6 +291,14 @@ class ConvOp : public Op {
       Shape ms = {p->n, p->m};
       ms.resize(xs->size(), 1);
       ctx.set_output(1, ValueType::Of(out.dtype, ms));  // known now
+    }
+    if (kKind == ConvKind::kConv && x.dtype == DType::kFloat && group_ == p->c && p->m == p->c && rank <= 2 &&
+        p->w.in_size() > 0 && p->w.out_size() > 0) {
+      // A residual in NCHW under a channels-last Y is left to oneDNN (the
+      // post-ops below run in Y's layout).
+      const bool add = std::any_of(fusion_.post.begin(), fusion_.post.end(),
+                                   [](const ConvPostOp& op) { return op.kind == ConvPostOp::kAdd; });
+      p->depthwise = !(add && fusion_.dst_channels_last && !fusion_.residual_as_dst);
     }
     if (!kInteger)
       p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
@@ -403,6 +423,11 @@ class ConvOp : public Op {
           if (inputs[i] && !known_finite_[i] && !non_finite)
             non_finite = AnyNonFinite(inputs[i]->data<T>(), inputs[i]->size());
       }));
+    // Depthwise: our loop when small (oneDNN's jit took 13-30 us for silero's
+    // 31k multiply-adds at 258 channels channels last, our loop ~1) or when
+    // oneDNN has no jit for it (its gemm and ref are 50-400x slower here).
+    if (p.depthwise && (macs < kOwnDepthwiseWork || !p.dnn || SlowImpl(p.dnn->Impl(dnn_threads))))
+      return ComputeDepthwise(ctx, p, x, wt, b, z, y);
     // One part per thread: each part costs a primitive's call (some us).
     const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
     if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
@@ -455,6 +480,52 @@ class ConvOp : public Op {
   }
 
  private:
+  static bool SlowImpl(const std::string& impl) {
+    return impl.empty() || impl.rfind("ref", 0) == 0 || impl.rfind("gemm", 0) == 0;
+  }
+
+  // Depthwise float conv in the fusion's layouts, then the post-ops one by
+  // one in Y's layout (the residual is then in Y's layout too: Infer checks).
+  absl::Status ComputeDepthwise(KernelContext& ctx, const ConvPlan& p, const Tensor& x, const Tensor& wt,
+                                const Tensor* b, const Tensor* z, Tensor& y) const {
+    DepthwiseProblem dp;
+    dp.n = p.n;
+    dp.c = p.c;
+    for (size_t i = 0; i < 2; ++i) {
+      const size_t j = size_t(kMaxSpatial) - 2 + i;
+      dp.in[i] = p.w.in[j];
+      dp.out[i] = p.w.out[j];
+      dp.k[i] = p.w.k[j];
+      dp.s[i] = p.w.s[j];
+      dp.d[i] = p.w.d[j];
+      dp.pb[i] = p.w.pb[j];
+    }
+    dp.src_channels_last = fusion_.src_channels_last;
+    dp.dst_channels_last = fusion_.dst_channels_last;
+    float* py = y.data<float>();
+    const int64_t scratch = DepthwiseScratch(dp);
+    ASSIGN_OR_RETURN(MemoryReservation reserved, ctx.Reserve(scratch, sizeof(float), "the depthwise conv's channels-last copy"));
+    std::vector<float> buffer(static_cast<size_t>(scratch));
+    DepthwiseConv(dp, x.data<float>(), wt.data<float>(), b ? b->data<float>() : nullptr, py, buffer.data(),
+                  ctx.threads());
+    const std::vector<ConvPostOp>& post = fusion_.post;
+    if (post.empty()) return absl::OkStatus();
+    const float* pz = z ? z->data<float>() : nullptr;
+    // One op at a time over the range: Relu and Add as float loops (a float
+    // sum rounds as the double one narrowed; Relu keeps NaN as Relu does).
+    ParallelFor(ctx.threads(), y.size(), WorkPerIndex{double(4 * post.size())}, [&](int64_t begin, int64_t end) {
+      for (const ConvPostOp& op : post) {
+        if (op.kind == ConvPostOp::kRelu)
+          for (int64_t e = begin; e < end; ++e) py[e] = py[e] < 0.f ? 0.f : py[e];
+        else if (op.kind == ConvPostOp::kAdd)
+          for (int64_t e = begin; e < end; ++e) py[e] += pz[e];
+        else
+          for (int64_t e = begin; e < end; ++e) py[e] = float(op.Apply(double(py[e])));
+      }
+    });
+    return absl::OkStatus();
+  }
+
   // ConvInteger: X and W less their zero points, widened to int32, through
   // the reference convolution (int32 accumulation).
   absl::Status ComputeInteger(KernelContext& ctx, const ConvPlan& p, int32_t* y) const {

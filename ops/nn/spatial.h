@@ -74,14 +74,20 @@ class OneDnnForward {
     // `residual` (if any): a tensor of dst's shape the post-ops add ("Add").
     virtual bool Run(const void* src, const void* weights, const void* bias, void* dst, bool constant_weights,
                      const std::shared_ptr<MemoryBudget>& budget, const void* residual) const = 0;
+    // oneDNN's name of the implementation it chose ("jit:avx512_core", "gemm:jit", "ref:any").
+    virtual std::string Impl() const = 0;
   };
   // `make` returns nullptr when oneDNN has no primitive for the case.
   explicit OneDnnForward(std::function<std::shared_ptr<const Primitive>()> make) : make_(std::move(make)) {}
   bool Run(const void* src, const void* weights, const void* bias, void* dst, int threads,
            bool constant_weights = false, const std::shared_ptr<MemoryBudget>& budget = nullptr,
            const void* residual = nullptr) const;
+  // The implementation of the primitive for `threads` (made if not yet): ""
+  // when oneDNN has none.
+  std::string Impl(int threads) const;
 
  private:
+  std::shared_ptr<const Primitive> Get(int threads) const;
   std::function<std::shared_ptr<const Primitive>()> make_;
   mutable std::mutex mu_;
   mutable std::vector<std::pair<int, std::shared_ptr<const Primitive>>> made_;  // by thread count

@@ -489,6 +489,37 @@ TEST(Conv, OneDnnBuffersAreChargedToTheBudget) {
   EXPECT_FLOAT_EQ(y.back(), 16 * 9 * 0.5f);
 }
 
+// A conv primitive never lands on oneDNN's ref implementation where its
+// jit takes the case channels last: silero VAD's 258-channel depthwise 1-D
+// conv with a channels-last Y (its reader a conv) took 0.36 ms on ref:any.
+TEST(Conv, OneDnnPrimitiveAvoidsRefWhereAJitTakesIt) {
+  if (!CpuTargetUsable(CpuTarget::kAvx512, HostCpuFeatures())) GTEST_SKIP() << "the case is AVX-512's";
+  for (int64_t c : {258, 16, 32})
+    for (int layout = 0; layout < 4; ++layout) {
+      Window w;
+      w.rank = 1;
+      w.in = {1, 1, 24};
+      w.k = {1, 1, 5};
+      w.pb = {0, 0, 2};
+      w.pe = {0, 0, 2};
+      w.out = {1, 1, 24};
+      ConvFusion f;
+      f.src_channels_last = layout & 1;
+      f.dst_channels_last = layout & 2;
+      f.post = {ConvPostOp{}};  // Relu
+      const std::shared_ptr<const OneDnnForward> dnn = MakeOneDnnConv(DType::kFloat, w, 1, c, c, c, true, false, f);
+      ASSERT_NE(dnn, nullptr);
+      const std::string impl = dnn->Impl(1);
+      EXPECT_FALSE(impl.empty());
+      EXPECT_NE(impl.rfind("ref", 0), 0u) << c << " channels, layout " << layout << ": " << impl;
+      // And it computes: each output the bias plus the taps inside the input.
+      std::vector<float> x(size_t(c * 24), 1.0f), wt(size_t(c * 5), 0.5f), b(size_t(c), 0.25f), y(size_t(c * 24), -1.0f);
+      ASSERT_TRUE(dnn->Run(x.data(), wt.data(), b.data(), y.data(), 1));
+      EXPECT_FLOAT_EQ(y[0], 0.25f + 3 * 0.5f);
+      EXPECT_FLOAT_EQ(y[size_t(f.dst_channels_last ? 12 * c : 12)], 0.25f + 5 * 0.5f);  // channel 0, position 12
+    }
+}
+
 // Under a memory limit too small for oneDNN's buffers, Conv gives the same
 // values through its reference kernel.
 TEST(Conv, RunsUnderALimitTooSmallForOneDnnBuffers) {
