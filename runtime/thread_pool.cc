@@ -34,6 +34,8 @@ constexpr int kMaxWorkers = 255;
 
 thread_local bool in_parallel_loop = false;
 
+std::atomic<int64_t> pool_loops{0}, omp_teams{0};
+
 void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
@@ -70,6 +72,7 @@ class Pool {
     next_.store(0, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     epoch_.store((id + 1) << 1);
+    pool_loops.fetch_add(1, std::memory_order_relaxed);
     // Wake only as many sleepers as the loop may use: the first workers to
     // arrive, spinning or woken, take the places.
     if (sleepers_.load() > 0) FutexWake(epoch_, allowed_);
@@ -190,6 +193,15 @@ void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* 
 }  // namespace onnx_mini::detail
 
 namespace onnx_mini {
+
+ParallelCounts ParallelCountsSoFar() {
+  ParallelCounts c;
+  c.pool_loops = detail::pool_loops.load(std::memory_order_relaxed);
+  c.omp_teams = detail::omp_teams.load(std::memory_order_relaxed);
+  return c;
+}
+
+void CountOmpTeam() { detail::omp_teams.fetch_add(1, std::memory_order_relaxed); }
 
 int DefaultThreads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {

@@ -39,6 +39,18 @@ void ParallelFor(int threads, int64_t n, int64_t grain, const F& body) {
       [](const void* b, int64_t begin, int64_t end) { (*static_cast<const F*>(b))(begin, end); }, &body);
 }
 
+// Counts, since the process started, of the loops handed to the pool's
+// workers (a loop the size rule runs on the caller is not one) and of the
+// oneDNN calls given an OpenMP team of more than one thread: what
+// `onnx-run --profile` reports per run, and what tests check to see that
+// small work wakes no thread.
+struct ParallelCounts {
+  int64_t pool_loops = 0;
+  int64_t omp_teams = 0;
+};
+ParallelCounts ParallelCountsSoFar();
+void CountOmpTeam();
+
 // The threads of a session whose options say 0: OMP_NUM_THREADS's first
 // value when set (as OpenMP's default, which this was), else the CPUs this
 // process may run on.
