@@ -56,13 +56,14 @@ TEST(GemmPacked, MatchesTheReference) {
 }
 
 // The pool's size rule decides the split: the small products of a wake-word
-// head (1 x 128 x 128) hand no loop to the pool at 2 threads, larger ones
-// do, and every product gives the same bits at 1 and at 2 threads.
+// head (1 x 128 x 128) hand no loop to the pool at 2 threads, its first
+// (1 x 1536 x 128, 768 KiB of B) and larger ones do, and every product gives
+// the same bits at 1 and at 2 threads.
 TEST(GemmPacked, SmallProductsStayOnTheCallerAndThreadsGiveTheSameValues) {
   if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active features: " << ActiveCpuFeatures().name() << ")";
   struct Case { int64_t m, k, n; bool splits; };
   const std::vector<Case> cases = {{1, 128, 128, false}, {1, 128, 7, false}, {6, 96, 130, false},
-                                   {1, 3264, 128, true}, {64, 300, 517, true}};
+                                   {1, 1536, 128, true}, {1, 3264, 128, true}, {64, 300, 517, true}};
   uint32_t seed = 11;
   for (const Case& c : cases) {
     const std::vector<float> a = RandomFloats(c.m * c.k, seed++), b = RandomFloats(c.k * c.n, seed++),
