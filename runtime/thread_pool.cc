@@ -34,7 +34,7 @@ constexpr int kMaxWorkers = 255;
 
 thread_local bool in_parallel_loop = false;
 
-std::atomic<int64_t> pool_loops{0}, omp_teams{0};
+std::atomic<int64_t> pool_loops{0}, unhelped_loops{0}, omp_teams{0};
 
 void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
@@ -77,7 +77,10 @@ class Pool {
     // arrive, spinning or woken, take the places.
     if (sleepers_.load() > 0) FutexWake(epoch_, allowed_);
 
-    Claim();
+    // A loop whose every chunk the caller ran paid for the hand-over and got
+    // nothing: no worker came in time (another process on its core, or a
+    // wake slower than the loop).
+    if (Claim() == chunks_) unhelped_loops.fetch_add(1, std::memory_order_relaxed);
     WaitUntil([&] { return done_.load(std::memory_order_acquire) >= chunks_; });
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     return true;
@@ -102,8 +105,10 @@ class Pool {
   // Runs chunks until none is left; the caller and workers alike. A chunk
   // that throws (std::bad_alloc from a kernel's scratch, say) still counts
   // as done, so the loop ends; the caller rethrows the first exception.
-  void Claim() {
+  // Returns the number of chunks this thread ran.
+  int64_t Claim() {
     in_parallel_loop = true;
+    int64_t ran = 0;
     for (;;) {
       const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
       if (c >= chunks_) break;
@@ -115,8 +120,10 @@ class Pool {
         if (!error_) error_ = std::current_exception();
       }
       done_.fetch_add(1, std::memory_order_release);
+      ++ran;
     }
     in_parallel_loop = false;
+    return ran;
   }
 
   void EnsureWorkers(int count) {
@@ -197,6 +204,7 @@ namespace onnx_mini {
 ParallelCounts ParallelCountsSoFar() {
   ParallelCounts c;
   c.pool_loops = detail::pool_loops.load(std::memory_order_relaxed);
+  c.unhelped_loops = detail::unhelped_loops.load(std::memory_order_relaxed);
   c.omp_teams = detail::omp_teams.load(std::memory_order_relaxed);
   return c;
 }

@@ -40,12 +40,14 @@ void ParallelFor(int threads, int64_t n, int64_t grain, const F& body) {
 }
 
 // Counts, since the process started, of the loops handed to the pool's
-// workers (a loop the size rule runs on the caller is not one) and of the
-// oneDNN calls given an OpenMP team of more than one thread: what
-// `onnx-run --profile` reports per run, and what tests check to see that
-// small work wakes no thread.
+// workers (a loop the size rule runs on the caller is not one), of those
+// where no worker came in time to run a chunk (the caller ran them all: a
+// busy core, or a wake slower than the loop), and of the oneDNN calls given
+// an OpenMP team of more than one thread: what `onnx-run --profile` reports
+// per run, and what tests check to see that small work wakes no thread.
 struct ParallelCounts {
   int64_t pool_loops = 0;
+  int64_t unhelped_loops = 0;
   int64_t omp_teams = 0;
 };
 ParallelCounts ParallelCountsSoFar();
