@@ -36,6 +36,14 @@ thread_local bool in_parallel_loop = false;
 
 std::atomic<int64_t> pool_loops{0}, unhelped_loops{0}, omp_teams{0};
 
+// Loops in a row that no worker came in time to help. From kGiveUp on (the
+// other cores busy with other processes, as a worker that never runs in time
+// says), the pool hands over only every kProbe-th loop, and the others run on
+// the caller at once: they saved nothing and paid the hand-over and a wake.
+// A probe that a worker helps ends the run.
+constexpr int kGiveUp = 16, kProbe = 4;
+std::atomic<int> unhelped_run{0};
+
 void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
@@ -72,7 +80,6 @@ class Pool {
     next_.store(0, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     epoch_.store((id + 1) << 1);
-    pool_loops.fetch_add(1, std::memory_order_relaxed);
     // Wake only as many sleepers as the loop may use: the first workers to
     // arrive, spinning or woken, take the places.
     if (sleepers_.load() > 0) FutexWake(epoch_, allowed_);
@@ -80,7 +87,12 @@ class Pool {
     // A loop whose every chunk the caller ran paid for the hand-over and got
     // nothing: no worker came in time (another process on its core, or a
     // wake slower than the loop).
-    if (Claim() == chunks_) unhelped_loops.fetch_add(1, std::memory_order_relaxed);
+    if (Claim() == chunks_) {
+      unhelped_loops.fetch_add(1, std::memory_order_relaxed);
+      unhelped_run.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      unhelped_run.store(0, std::memory_order_relaxed);
+    }
     WaitUntil([&] { return done_.load(std::memory_order_acquire) >= chunks_; });
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     return true;
@@ -185,7 +197,16 @@ class Pool {
 }  // namespace
 
 void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* body) {
-  if (!in_parallel_loop && Pool::Get().TryRun(threads, n, grain, fn, body)) return;
+  if (!in_parallel_loop) {
+    pool_loops.fetch_add(1, std::memory_order_relaxed);
+    const int run = unhelped_run.load(std::memory_order_relaxed);
+    if (run >= kGiveUp && (run - kGiveUp) % kProbe != kProbe - 1) {
+      unhelped_loops.fetch_add(1, std::memory_order_relaxed);
+      unhelped_run.fetch_add(1, std::memory_order_relaxed);
+    } else if (Pool::Get().TryRun(threads, n, grain, fn, body)) {
+      return;
+    }
+  }
   const bool outer = in_parallel_loop;
   in_parallel_loop = true;
   try {

@@ -369,7 +369,8 @@ int Main(int argc, char** argv) {
       // Which loops woke another thread: with --threads 2 a small model should show none.
       const ParallelCounts after = ParallelCountsSoFar();
       std::cout << absl::StrFormat(
-          "parallel loops per run: %.1f on the pool (%.1f all on the caller: no worker came in time), "
+          "parallel loops per run: %.1f split (%.1f all on the caller: no worker came in time, or after a run "
+          "of such loops the pool kept it there), "
           "%.1f oneDNN calls on an OpenMP team\n",
           double(after.pool_loops - counts_before.pool_loops) / o.repeat,
           double(after.unhelped_loops - counts_before.unhelped_loops) / o.repeat,
