@@ -34,6 +34,16 @@ constexpr int kMaxWorkers = 255;
 
 thread_local bool in_parallel_loop = false;
 
+std::atomic<int64_t> pool_loops{0}, unhelped_loops{0}, omp_teams{0};
+
+// Loops in a row that no worker came in time to help. From kGiveUp on (the
+// other cores busy with other processes, as a worker that never runs in time
+// says), the pool hands over only every kProbe-th loop, and the others run on
+// the caller at once: they saved nothing and paid the hand-over and a wake.
+// A probe that a worker helps ends the run.
+constexpr int kGiveUp = 16, kProbe = 4;
+std::atomic<int> unhelped_run{0};
+
 void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
@@ -74,7 +84,15 @@ class Pool {
     // arrive, spinning or woken, take the places.
     if (sleepers_.load() > 0) FutexWake(epoch_, allowed_);
 
-    Claim();
+    // A loop whose every chunk the caller ran paid for the hand-over and got
+    // nothing: no worker came in time (another process on its core, or a
+    // wake slower than the loop).
+    if (Claim() == chunks_) {
+      unhelped_loops.fetch_add(1, std::memory_order_relaxed);
+      unhelped_run.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      unhelped_run.store(0, std::memory_order_relaxed);
+    }
     WaitUntil([&] { return done_.load(std::memory_order_acquire) >= chunks_; });
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     return true;
@@ -99,8 +117,10 @@ class Pool {
   // Runs chunks until none is left; the caller and workers alike. A chunk
   // that throws (std::bad_alloc from a kernel's scratch, say) still counts
   // as done, so the loop ends; the caller rethrows the first exception.
-  void Claim() {
+  // Returns the number of chunks this thread ran.
+  int64_t Claim() {
     in_parallel_loop = true;
+    int64_t ran = 0;
     for (;;) {
       const int64_t c = next_.fetch_add(1, std::memory_order_relaxed);
       if (c >= chunks_) break;
@@ -112,8 +132,10 @@ class Pool {
         if (!error_) error_ = std::current_exception();
       }
       done_.fetch_add(1, std::memory_order_release);
+      ++ran;
     }
     in_parallel_loop = false;
+    return ran;
   }
 
   void EnsureWorkers(int count) {
@@ -175,7 +197,16 @@ class Pool {
 }  // namespace
 
 void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* body) {
-  if (!in_parallel_loop && Pool::Get().TryRun(threads, n, grain, fn, body)) return;
+  if (!in_parallel_loop) {
+    pool_loops.fetch_add(1, std::memory_order_relaxed);
+    const int run = unhelped_run.load(std::memory_order_relaxed);
+    if (run >= kGiveUp && (run - kGiveUp) % kProbe != kProbe - 1) {
+      unhelped_loops.fetch_add(1, std::memory_order_relaxed);
+      unhelped_run.fetch_add(1, std::memory_order_relaxed);
+    } else if (Pool::Get().TryRun(threads, n, grain, fn, body)) {
+      return;
+    }
+  }
   const bool outer = in_parallel_loop;
   in_parallel_loop = true;
   try {
@@ -190,6 +221,16 @@ void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* 
 }  // namespace onnx_mini::detail
 
 namespace onnx_mini {
+
+ParallelCounts ParallelCountsSoFar() {
+  ParallelCounts c;
+  c.pool_loops = detail::pool_loops.load(std::memory_order_relaxed);
+  c.unhelped_loops = detail::unhelped_loops.load(std::memory_order_relaxed);
+  c.omp_teams = detail::omp_teams.load(std::memory_order_relaxed);
+  return c;
+}
+
+void CountOmpTeam() { detail::omp_teams.fetch_add(1, std::memory_order_relaxed); }
 
 int DefaultThreads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {

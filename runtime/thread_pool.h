@@ -22,7 +22,8 @@ void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* 
 // `grain` long, on the calling thread and up to threads - 1 pool workers,
 // and returns when all are done. Runs everything on the caller when
 // threads <= 1, when there is a single chunk, when called from inside a
-// ParallelFor, or while another thread's loop holds the pool. body must be
+// ParallelFor, while another thread's loop holds the pool, or (three loops
+// in four) after a run of loops that no worker came in time to help. body must be
 // safe to call concurrently on disjoint ranges. If a call throws, the first
 // exception is rethrown to the caller once no range is running (other ranges
 // may or may not have run).
@@ -38,6 +39,21 @@ void ParallelFor(int threads, int64_t n, int64_t grain, const F& body) {
       threads, n, grain,
       [](const void* b, int64_t begin, int64_t end) { (*static_cast<const F*>(b))(begin, end); }, &body);
 }
+
+// Counts, since the process started, of the loops the size rule split (a
+// loop it runs on the caller is not one), of those that no worker helped
+// (the caller ran every chunk: the other cores busy, or a wake slower than
+// the loop; after a run of them the pool keeps most loops on the caller, see
+// thread_pool.cc), and of the oneDNN calls given an OpenMP team of more than
+// one thread: what `onnx-run --profile` reports per run, and what tests
+// check to see that small work wakes no thread.
+struct ParallelCounts {
+  int64_t pool_loops = 0;
+  int64_t unhelped_loops = 0;
+  int64_t omp_teams = 0;
+};
+ParallelCounts ParallelCountsSoFar();
+void CountOmpTeam();
 
 // The threads of a session whose options say 0: OMP_NUM_THREADS's first
 // value when set (as OpenMP's default, which this was), else the CPUs this

@@ -22,6 +22,7 @@
 #include "runtime/session.h"
 #include "runtime/status_macros.h"
 #include "runtime/tensor_io.h"
+#include "runtime/thread_pool.h"
 #include "tools/json.h"
 #include "tools/omp_defaults.h"
 
@@ -319,6 +320,7 @@ int Main(int argc, char** argv) {
     }
   }
   (*session)->ResetProfile();
+  const ParallelCounts counts_before = ParallelCountsSoFar();
   std::vector<double> times;
   for (int r = 0; r < o.repeat; ++r) {
     outputs = bound;
@@ -363,6 +365,17 @@ int Main(int argc, char** argv) {
     std::cout << absl::StrFormat("time: median %.4f ms, min %.4f ms over %d run%s (after %d untimed)\n",
                                  median, min, o.repeat, o.repeat == 1 ? "" : "s", warmup);
     std::cout << (*session)->Profile();
+    if (o.profile) {
+      // Which loops woke another thread: with --threads 2 a small model should show none.
+      const ParallelCounts after = ParallelCountsSoFar();
+      std::cout << absl::StrFormat(
+          "parallel loops per run: %.1f split (%.1f all on the caller: no worker came in time, or after a run "
+          "of such loops the pool kept it there), "
+          "%.1f oneDNN calls on an OpenMP team\n",
+          double(after.pool_loops - counts_before.pool_loops) / o.repeat,
+          double(after.unhelped_loops - counts_before.unhelped_loops) / o.repeat,
+          double(after.omp_teams - counts_before.omp_teams) / o.repeat);
+    }
   }
   return 0;
 }

@@ -185,8 +185,10 @@ void WritePresent(const AttentionProblem& p, int threads) {
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t rows = p.batch * p.kv_heads;
-    // Large copies only, on the kernels' pool (a decode step copies its cache).
-    const int pool_threads = rows * p.total_len * p.head_size > (1 << 16) ? threads : 1;
+    // Large copies only, on the kernels' pool (a decode step copies its
+    // cache): the pool's size rule, a byte copied an eighth of a unit.
+    const double bytes = double(rows) * double(p.total_len) * double(p.head_size + p.v_head_size) * sizeof(T);
+    const int pool_threads = ThreadsForWork(threads, bytes / 8);
     ParallelFor(pool_threads, rows, 1, [&](int64_t r0, int64_t r1) { CopyPresentRows<T>(p, r0, r1); });
   });
 }
@@ -1368,6 +1370,10 @@ CpuTarget AttentionFastTarget(DType dtype) {
 }
 
 void AttentionFast(const AttentionProblem& p, int threads) {
+  // The pool's size rule over the two products (a multiply-add a quarter
+  // unit, vectorized): a short problem wakes no thread.
+  threads = ThreadsForWork(threads, double(p.batch) * double(p.q_heads) * double(p.q_len) * double(p.total_len) *
+                                        double(p.head_size + p.v_head_size) / 4);
   VisitAttentionType(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;

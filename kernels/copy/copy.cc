@@ -86,10 +86,14 @@ class RowCursor {
 };
 
 // Runs work(begin, end) over [0, items), on the kernels' pool in a few
-// chunks per thread when the copy moves more than kParallelCopyBytes.
+// chunks per thread when the copy moves more than kParallelCopyBytes and the
+// pool's size rule (a byte an eighth of a unit, as Tensor's copies) gives it
+// more than one thread.
 template <class F>
 void ParallelItems(int64_t items, int64_t bytes, int threads, F work) {
-  if (threads <= 1 || bytes <= kParallelCopyBytes || items < 2) return work(0, items);
+  if (bytes <= kParallelCopyBytes || items < 2) return work(0, items);
+  threads = ThreadsForWork(threads, double(bytes) / 8);
+  if (threads <= 1) return work(0, items);
   ParallelFor(threads, items, std::max<int64_t>(1, items / (4 * int64_t(threads))), work);
 }
 

@@ -180,8 +180,10 @@ void GemmPackedF32(const float* a, const float* packed, const float* bias, float
   const PanelsFn run = PanelsTable().For(HostCpuFeatures()).entries;
   if (run == nullptr) return;
   const int64_t panels = (n + kGemmPanel - 1) / kGemmPanel;
-  // ~6 us of work and 64 KiB of B: one thread.
-  if (double(m) * double(k) * double(n) < double(1 << 20) && k * n < (int64_t{1} << 14)) threads = 1;
+  // The pool's size rule: a multiply-add a quarter unit (vectorized, as
+  // MatMul counts it), plus B read once at half a unit a float (as a copy:
+  // a few-row product is bound by that read, which two cores' caches share).
+  threads = ThreadsForWork(threads, double(m) * double(k) * double(n) / 4 + double(k) * double(n) / 2);
   // One contiguous range of panels per thread, so each prefetches its own next block.
   const int64_t grain = (panels + threads - 1) / threads;
   ParallelFor(threads, panels, grain,

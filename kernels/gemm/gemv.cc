@@ -147,9 +147,11 @@ void GemvF32(const float* a, const float* b, const float* bias, float* c, int64_
   };
   const ColumnsFn columns = table.Active();
   // 64 columns per chunk: a block of four AVX-512 vectors (for B stored
-  // (k, n)), and 64 rows of B (n, k). Small products stay on one thread.
+  // (k, n)), and 64 rows of B (n, k). Small products stay on one thread
+  // (the pool's size rule as GemmPackedF32 counts it: a multiply-add a
+  // quarter unit, B read once at half a unit a float).
   const int64_t grain = 64;
-  if (k * n < (int64_t{1} << 14)) threads = 1;
+  threads = ThreadsForWork(threads, double(m) * double(k) * double(n) / 4 + double(k) * double(n) / 2);
   ParallelFor(threads, n, grain,
               [&](int64_t j0, int64_t j1) { columns(a, b, bias, c, m, k, n, trans_b, j0, j1); });
 }

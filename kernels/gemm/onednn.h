@@ -12,6 +12,7 @@
 
 #include "runtime/dtype.h"
 #include "runtime/tensor.h"
+#include "runtime/thread_pool.h"
 
 namespace dnnl {
 struct engine;
@@ -28,7 +29,10 @@ dnnl::engine& OneDnnEngine();
 // than it runs with is several times slower.
 class OmpThreadsScope {
  public:
-  explicit OmpThreadsScope(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  explicit OmpThreadsScope(int threads) : saved_(omp_get_max_threads()) {
+    if (threads > 1) CountOmpTeam();
+    omp_set_num_threads(threads);
+  }
   ~OmpThreadsScope() { omp_set_num_threads(saved_); }
   OmpThreadsScope(const OmpThreadsScope&) = delete;
   OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;

@@ -57,8 +57,9 @@ void EmbedLayerNorm(const EmbedLayerNormProblem& p, int threads) {
     const T* beta = static_cast<const T*>(p.beta);
     T* y = static_cast<T*>(p.y);
     T* sum = static_cast<T*>(p.sum);
-    // Small problems stay on the calling thread.
-    ParallelFor(tokens * H > (1 << 15) ? threads : 1, tokens, 1, [&](int64_t t0, int64_t t1) {
+    // Small problems stay on the calling thread (the pool's size rule: a
+    // token's gathers, sums and normalization some 8 units an element).
+    ParallelFor(ThreadsForWork(threads, 8.0 * double(tokens) * double(H)), tokens, 1, [&](int64_t t0, int64_t t1) {
       std::vector<float> e(static_cast<size_t>(H));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t b = t / p.seq, s = t % p.seq;

@@ -159,9 +159,8 @@ class NormalizationOp : public Op {
       const T* ps = scale.data<T>();
       const T* pb = bias ? bias->data<T>() : nullptr;
       T* py = y.data<T>();
-      // Rows on the kernels' pool, some 16K elements per chunk.
-      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(n, 1));
-      ParallelFor(ctx.threads(), rows, grain, [&](int64_t r0, int64_t r1) {
+      // Rows on the kernels' pool by its size rule (two passes over a row).
+      ParallelFor(ctx.threads(), rows, WorkPerIndex{2.0 * double(n)}, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           const T* row = px + r * n;
           // Float rows with dense weights: the per-target vector loops
@@ -209,8 +208,8 @@ class NormalizationOp : public Op {
   void ComputeMixed(KernelContext& ctx, const NormPlan& plan, const Tensor& x, const Tensor& scale,
                     const Tensor* bias, Tensor& y, Tensor* mean_out, Tensor* inv_out) const {
     const int64_t n = plan.n;
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 12) / std::max<int64_t>(n, 1));
-    ParallelFor(ctx.threads(), plan.rows, grain, [&](int64_t r0, int64_t r1) {
+    // Element by element through double: some 8 units an element.
+    ParallelFor(ctx.threads(), plan.rows, WorkPerIndex{8.0 * double(n)}, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         double s[8] = {}, q[8] = {};
         for (int64_t e = 0; e < n; ++e) {

@@ -383,11 +383,9 @@ class RnnOp : public Op {
     A* hnew = rh + Bt * H; // GRU: (r ⊙ H_prev)·Rhᵀ
     A* hr = hr_t.data<A>();
     const bool gru_split = a_.kind == Kind::kGru && !a_.linear_before_reset;
-    // A step's GEMM is small and latency-bound: threads only pay off when large.
-    const int step_threads = double(Bt) * double(G * H) * double(H) >= double(1 << 22) ? ctx.threads() : 1;
-    // The projection of every step by the same rule (silero VAD's, 3 x 64 x 256,
-    // took longer on 2 threads than on one).
-    const int projection_threads = double(S * Bt) * double(G * H) * double(I) >= double(1 << 22) ? ctx.threads() : 1;
+    // The steps' products, the projection and the gate loop each split by the
+    // pool's size rule (OneDnnMatMulThreads, ThreadsForWork): nothing to decide here.
+    const int step_threads = ctx.threads(), projection_threads = ctx.threads();
     const A clip = A(a_.clip);
     const auto clipped = [&](A v) { return a_.has_clip ? std::min(clip, std::max(-clip, v)) : v; };
     const auto state_at = [&](int64_t d, int64_t b) { return a_.layout ? (b * D + d) * H : (d * Bt + b) * H; };

@@ -306,7 +306,8 @@ class DequantizeLinearOp : public Op {
   // one at a time. The same float arithmetic as the plain path.
   static absl::Status DequantizeBlocked(const KernelContext& ctx, const BlockFormat& f, const ScalePlan& p,
                                         const Tensor& x, const std::vector<double>& s, const Tensor* zero, Tensor& y) {
-    const int threads = x.size() > (1 << 15) ? ctx.threads() : 1;
+    // The pool's size rule: an element decoded, scaled and stored some 4 units.
+    const int threads = ThreadsForWork(ctx.threads(), 4.0 * double(x.size()));
     return Dispatch<DequantizeOutputTypes>(ctx, y.dtype(), [&](auto tag) {
       using Y = typename decltype(tag)::type;
       Y* py = y.data<Y>();

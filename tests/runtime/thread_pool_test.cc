@@ -168,6 +168,30 @@ TEST(ThreadPool, AtMostTheThreadsTheWorkIsWorth) {
   }
 }
 
+// The pool's count of loops handed to workers: a small loop, at any thread
+// count, hands none (the caller runs it); a large one hands exactly one.
+TEST(ThreadPool, SmallLoopsHandNothingToTheWorkers) {
+  for (int threads : {2, 8}) {
+    const int64_t before = ParallelCountsSoFar().pool_loops;
+    int64_t total = 0;
+    for (int round = 0; round < 100; ++round) {
+      ParallelFor(threads, 1000, WorkPerIndex{32}, [&](int64_t begin, int64_t end) { total += end - begin; });
+      ParallelFor(threads, int64_t(2 * kMinThreadWork) - 1, WorkPerIndex{1},
+                  [&](int64_t begin, int64_t end) { total += end - begin; });
+    }
+    EXPECT_EQ(total, 100 * (1000 + int64_t(2 * kMinThreadWork) - 1));
+    EXPECT_EQ(ParallelCountsSoFar().pool_loops, before) << threads << " threads";
+  }
+  const int64_t before = ParallelCountsSoFar().pool_loops;
+  std::atomic<int64_t> total{0};
+  ParallelFor(2, int64_t(4 * kMinThreadWork), WorkPerIndex{1}, [&](int64_t begin, int64_t end) { total += end - begin; });
+  EXPECT_EQ(total.load(), int64_t(4 * kMinThreadWork));
+  EXPECT_EQ(ParallelCountsSoFar().pool_loops, before + 1);
+  // One thread never hands a loop over, however large.
+  ParallelFor(1, int64_t(1) << 22, WorkPerIndex{1}, [&](int64_t, int64_t) {});
+  EXPECT_EQ(ParallelCountsSoFar().pool_loops, before + 1);
+}
+
 // A session's default thread count, now that OpenMP does not give it.
 TEST(ThreadPool, DefaultThreads) {
   const char* saved = std::getenv("OMP_NUM_THREADS");

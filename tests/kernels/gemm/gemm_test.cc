@@ -55,6 +55,32 @@ TEST(GemmPacked, MatchesTheReference) {
         }
 }
 
+// The pool's size rule decides the split: the small products of a wake-word
+// head (1 x 128 x 128) hand no loop to the pool at 2 threads, its first
+// (1 x 1536 x 128, 768 KiB of B) and larger ones do, and every product gives
+// the same bits at 1 and at 2 threads.
+TEST(GemmPacked, SmallProductsStayOnTheCallerAndThreadsGiveTheSameValues) {
+  if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active features: " << ActiveCpuFeatures().name() << ")";
+  struct Case { int64_t m, k, n; bool splits; };
+  const std::vector<Case> cases = {{1, 128, 128, false}, {1, 128, 7, false}, {6, 96, 130, false},
+                                   {1, 1536, 128, true}, {1, 3264, 128, true}, {64, 300, 517, true}};
+  uint32_t seed = 11;
+  for (const Case& c : cases) {
+    const std::vector<float> a = RandomFloats(c.m * c.k, seed++), b = RandomFloats(c.k * c.n, seed++),
+                             bias = RandomFloats(c.n, seed++);
+    std::vector<float> packed(static_cast<size_t>(GemmPackedSize(c.k, c.n)));
+    GemmPackB(b.data(), c.k, c.n, false, packed.data());
+    std::vector<float> one(size_t(c.m * c.n), NAN), two(size_t(c.m * c.n), NAN);
+    GemmPackedF32(a.data(), packed.data(), bias.data(), one.data(), c.m, c.k, c.n, 1);
+    const int64_t before = ParallelCountsSoFar().pool_loops;
+    GemmPackedF32(a.data(), packed.data(), bias.data(), two.data(), c.m, c.k, c.n, 2);
+    EXPECT_EQ(ParallelCountsSoFar().pool_loops - before, c.splits ? 1 : 0)
+        << "m=" << c.m << " k=" << c.k << " n=" << c.n;
+    for (size_t i = 0; i < one.size(); ++i)
+      ASSERT_EQ(one[i], two[i]) << "m=" << c.m << " k=" << c.k << " n=" << c.n << " at " << i;
+  }
+}
+
 TEST(GemmPacked, SizeOverflowIsReported) {
   EXPECT_EQ(GemmPackedSize(int64_t{1} << 40, int64_t{1} << 30), -1);
   EXPECT_EQ(GemmPackedSize(3, 65), 2 * 3 * kGemmPanel);

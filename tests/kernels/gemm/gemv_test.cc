@@ -7,6 +7,7 @@
 
 #include "kernels/gemm/gemv.h"
 #include "runtime/cpu.h"
+#include "runtime/thread_pool.h"
 #include "tests/ops/random_values.h"
 
 namespace onnx_mini {
@@ -39,6 +40,23 @@ TEST(Gemv, MatchesTheReferenceOnEveryTargetShapeAndLayout) {
                     << " trans_b=" << trans_b << " bias=" << with_bias << " threads=" << threads << " at " << i;
             }
   }
+}
+
+// The split follows the pool's size rule: a few-row product of 64 x 300
+// stays on the caller at 2 threads, 4 x 512 x 1408 splits, and both give the
+// same bits at 1 and 2 threads.
+TEST(Gemv, SmallProductsStayOnTheCallerAndThreadsGiveTheSameValues) {
+  struct Case { int64_t m, k, n; bool splits; };
+  for (const Case& c : std::vector<Case>{{1, 64, 300, false}, {2, 128, 100, false}, {4, 512, 1408, true}})
+    for (bool trans_b : {false, true}) {
+      const std::vector<float> a = RandomFloats(c.m * c.k, 3), b = RandomFloats(c.k * c.n, 4);
+      std::vector<float> one(size_t(c.m * c.n), NAN), two(size_t(c.m * c.n), NAN);
+      GemvF32(a.data(), b.data(), nullptr, one.data(), c.m, c.k, c.n, trans_b, 1);
+      const int64_t before = ParallelCountsSoFar().pool_loops;
+      GemvF32(a.data(), b.data(), nullptr, two.data(), c.m, c.k, c.n, trans_b, 2);
+      EXPECT_EQ(ParallelCountsSoFar().pool_loops - before, c.splits ? 1 : 0) << "m=" << c.m << " n=" << c.n;
+      for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], two[i]) << "m=" << c.m << " at " << i;
+    }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "runtime/element.h"
+#include "runtime/thread_pool.h"
 #include "tests/ops/op_tester.h"
 #include "tests/ops/poison_util.h"
 
@@ -120,6 +121,26 @@ TEST(Norm, DenseAndBroadcastWeightsAgreeWithAPlainComputation) {
       }
     }
   }
+}
+
+// The rows split by the pool's size rule: a decode step's row (1 x 2048)
+// and a wake-word head's few rows hand no loop to the pool at 2 threads, a
+// prefill's 256 x 512 does, and 1 and 2 threads give the same bits.
+TEST(LayerNormalization, SmallInputsStayOnTheCallerAndThreadsGiveTheSameValues) {
+  struct Case { int64_t rows, n; bool splits; };
+  for (const Case& c : std::vector<Case>{{1, 2048, false}, {4, 128, false}, {256, 512, true}})
+    for (bool rms : {false, true}) {
+      const Tensor x = Random(DType::kFloat, {c.rows, c.n}, 5), w = Random(DType::kFloat, {c.n}, 6);
+      const char* op = rms ? "RMSNormalization" : "LayerNormalization";
+      auto one = RunNode(rms ? 23 : 17, op, {x, w}, 1, {}, {}, 1);
+      const int64_t before = ParallelCountsSoFar().pool_loops;
+      auto two = RunNode(rms ? 23 : 17, op, {x, w}, 1, {}, {}, 2);
+      const int64_t loops = ParallelCountsSoFar().pool_loops - before;
+      ASSERT_TRUE(one.ok() && two.ok()) << op;
+      EXPECT_EQ(loops, c.splits ? 1 : 0) << op << " " << c.rows << " x " << c.n;
+      for (int64_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ((*one)[0].data<float>()[i], (*two)[0].data<float>()[i]) << op << " at " << i;
+    }
 }
 
 }  // namespace
