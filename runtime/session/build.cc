@@ -310,10 +310,12 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
       step.outputs.push_back(v);
     }
     if (dims_value) {
-      // Every element known (a Shape of known dims, say): a constant, as folded.
+      // Every element known (a Shape of known dims, say): a constant, as
+      // folded; a graph output still computed, as written.
       const int v = value_index.at(node.outputs[0]);
       const ValueType& t = step.output_types[0];
       const bool all_known =
+          !graph_output_positions.count(node.outputs[0]) &&
           std::all_of(dims_value->begin(), dims_value->end(), [](const Dim& d) { return d.known(); });
       if (all_known && t.dtype == DType::kInt64 && t.dims && (t.dims->size() == 1 || dims_value->size() == 1)) {
         std::vector<int64_t> e;
