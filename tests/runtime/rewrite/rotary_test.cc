@@ -475,6 +475,47 @@ TEST(RewriteRotary, AComputedShapeNotProvedStaysComputed) {
   EXPECT_THAT(RunBothWaysMany(m, {in(2, 2), in(4, 2), in(2, 1)}, 0), ElementsAre("Shape", "Concat", "Reshape"));
 }
 
+// What inference knows of shapes read at run time (without the rewrites):
+// a Reshape to Concat(Shape(h, 0, 1), Unsqueeze(Gather(Shape(h), 1)), [0])
+// is [batch, seq, h's dim 2 copied]; a Shape of known dims folds (the Div
+// after it too: the Reshape reading it knows its shape), unless it is a
+// graph output.
+TEST(RewriteRotary, InferenceCarriesShapesReadAtRunTime) {
+  ModelBuilder m(18);
+  m.Input("h", DType::kFloat, {-1, -1, 8}).Input("k", DType::kFloat, {2, 6});
+  Symbol(m, 0, 0, "batch");
+  Symbol(m, 0, 1, "seq");
+  m.Output("y", DType::kFloat, {-1, -1, -1}).Output("k_shape", DType::kInt64, {2}).Output("z", DType::kFloat, {-1, -1, -1});
+  for (int o : {0, 2}) m.graph().mutable_output(o)->mutable_type()->mutable_tensor_type()->clear_shape();
+  m.Initializer("c_0", I({0}, {1})).Initializer("c_4", I({4}, {1})).Initializer("s_1", I({1}, {}));
+  m.Initializer("s_2", I({2}, {1}));
+  onnx::NodeProto& b = m.Node("Shape", {"h"}, {"b"});
+  SetAttr(b, "start", int64_t{0});
+  SetAttr(b, "end", int64_t{1});
+  m.Node("Shape", {"h"}, {"h_shape"});
+  m.Node("Gather", {"h_shape", "s_1"}, {"s"});
+  m.Node("Unsqueeze", {"s", "c_0"}, {"s_1d"});
+  SetAttr(m.Node("Concat", {"b", "s_1d", "c_0"}, {"shape"}), "axis", int64_t{0});
+  m.Node("Reshape", {"h", "shape"}, {"y"});
+  m.Node("Shape", {"k"}, {"k_shape"});  // a graph output: computed
+  m.Node("Shape", {"k"}, {"k_dims"});
+  m.Node("Div", {"k_dims", "s_2"}, {"k_half"});  // [1, 3], folded
+  SetAttr(m.Node("Concat", {"k_half", "c_4"}, {"k_to"}), "axis", int64_t{0});
+  m.Node("Reshape", {"k", "k_to"}, {"z"});
+  SessionOptions off;
+  off.graph_rewrites = false;
+  auto session = m.Build(off);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::vector<ValueInfo>& outs = (*session)->outputs();
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(outs[0].type.ToString(), "float[batch,seq,8]");
+  EXPECT_EQ(outs[2].type.ToString(), "float[1,3,4]");
+  auto y = (*session)->Run({{"h", RandomUniform(DType::kFloat, {3, 1, 8}, 1)}, {"k", RandomUniform(DType::kFloat, {2, 6}, 2)}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].shape(), (Shape{3, 1, 8}));
+  EXPECT_EQ((*y)[1].data<int64_t>()[1], 6);
+}
+
 // Position ids outside the table: Gather and the fused op both refuse
 // (the fused op names the node); the session stays usable.
 TEST(RewriteRotary, PositionsOutsideTheTableAreAnError) {
