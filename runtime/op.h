@@ -79,6 +79,12 @@ class InferContext {
     return v;
   }
   bool needs_values() const { return needs_values_; }
+  // What the session knows of an integer input's elements before running
+  // when its value is not known (a shape read by Shape from a value of
+  // known rank, gathered, unsqueezed, concatenated with constants): each a
+  // known value, a symbol or unknown (Dim's value -1); else nullptr.
+  const std::vector<Dim>* dims_value(size_t i) const { return i < dims_values_.size() ? dims_values_[i] : nullptr; }
+  void set_dims_values(std::vector<const std::vector<Dim>*> d) { dims_values_ = std::move(d); }
   // Per input: whether Infer read its value (a run's plan made from them is
   // reused only while those values are the same).
   const std::vector<bool>& values_read() const { return values_read_; }
@@ -118,6 +124,7 @@ class InferContext {
   const Node& node_;
   std::vector<const ValueType*> types_;
   std::vector<const Tensor*> values_;
+  std::vector<const std::vector<Dim>*> dims_values_;
   std::vector<ValueType> outputs_;
   std::shared_ptr<const OpPlan> plan_;
   mutable bool needs_values_ = false;

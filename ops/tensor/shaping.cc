@@ -67,6 +67,19 @@ absl::Status ReshapeOp::Infer(InferContext& ctx) const {
         return ctx.Error(absl::StrCat("the shape input has ", (*st.dims)[0].value, " entries; the most is ", kMaxRank));
       out.dims = std::vector<Dim>(size_t((*st.dims)[0].value));
     }
+    // Entries read from shapes (x.size(k)): their dims, known or symbolic;
+    // a 0 copies the input's (not with allowzero).
+    const std::vector<Dim>* known = ctx.dims_value(1);
+    const ValueType& input = ctx.input(0);
+    if (known && out.dims && known->size() == out.dims->size())
+      for (size_t i = 0; i < known->size(); ++i) {
+        const Dim& e = (*known)[i];
+        if (e.known() && e.value == 0 && !allow_zero_) {
+          if (input.dims && i < input.dims->size()) (*out.dims)[i] = (*input.dims)[i];
+        } else {
+          (*out.dims)[i] = e;
+        }
+      }
     ctx.set_output(0, out);
     return absl::OkStatus();
   }

@@ -180,6 +180,7 @@ bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead
 bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);          // rotary.cc
 bool RewritePartialRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteUnreadShapeOps(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteReshapeShape(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // shapes.cc
 bool RewriteConvSqueezeExcite(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
 bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after those
 

@@ -1,6 +1,7 @@
 // Session::Impl::Build: interning, topological order, the signature checks,
 // inference, constant folding and preparation, node by node; then the
 // storage plan. And the planning of subgraphs (SubgraphPlanner::Plan).
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <optional>
@@ -33,6 +34,73 @@ constexpr int64_t kFoldInputLimit = 1 << 20;
 // subgraphs: a constant Loop of 2^62 iterations is left to the runs, which
 // RunOptions can stop, rather than hanging session creation.
 constexpr int64_t kFoldChecks = 1 << 16;
+
+// A value's elements as dims when not known before running but read from
+// shapes (ONNX's data propagation, for the shape ops exporters spell x.size(k)
+// with): what node computes of an integer value of rank <= 1, from its
+// inputs' known elements (`dv`: by input; constants' are their values).
+// Shape of a value of known rank; Gather (axis 0) of constant indices;
+// Unsqueeze, Squeeze, Reshape, Identity and Cast to int64 keeping the order;
+// Concat on axis 0. Else nullopt.
+std::optional<std::vector<Dim>> DimsValue(const Node& node, const std::vector<const ValueType*>& types,
+                                          const std::vector<const Tensor*>& values,
+                                          const std::vector<const std::vector<Dim>*>& dv, const ValueType& out) {
+  if (!node.domain.empty() || !out.is_tensor() || !out.dims || out.dims->size() > 1 ||
+      (out.dtype != DType::kInt64 && out.dtype != DType::kInt32))
+    return std::nullopt;
+  // Input i's elements: known dims, or a constant's values.
+  const auto elements = [&](size_t i) -> std::optional<std::vector<Dim>> {
+    if (i < dv.size() && dv[i]) return *dv[i];
+    const Tensor* t = i < values.size() ? values[i] : nullptr;
+    if (!t || t->shape().size() > 1 || (t->dtype() != DType::kInt64 && t->dtype() != DType::kInt32))
+      return std::nullopt;
+    std::vector<Dim> d;
+    for (int64_t k = 0; k < t->size(); ++k)
+      d.push_back(Dim::Known(t->dtype() == DType::kInt64 ? t->data<int64_t>()[k] : t->data<int32_t>()[k]));
+    for (Dim& x : d)
+      if (x.value < 0) x = Dim{};  // -1 in a shape: not a dim
+    return d;
+  };
+  const std::string& op = node.op_type;
+  if (op == "Shape") {
+    if (types.empty() || !types[0] || !types[0]->is_tensor() || !types[0]->dims) return std::nullopt;
+    const std::vector<Dim>& d = *types[0]->dims;
+    const int64_t r = int64_t(d.size());
+    const auto clamp = [r](int64_t a) { return std::clamp<int64_t>(a < 0 ? a + r : a, 0, r); };
+    const int64_t start = clamp(node.attr_int("start", 0)), end = node.attr("end") ? clamp(node.attr_int("end", r)) : r;
+    return std::vector<Dim>(d.begin() + start, d.begin() + std::max(start, end));
+  }
+  if (op == "Gather") {
+    const std::optional<std::vector<Dim>> in = elements(0);
+    const Tensor* at = values.size() == 2 ? values[1] : nullptr;
+    if (!in || !at || node.attr_int("axis", 0) != 0 || at->shape().size() > 1 ||
+        (at->dtype() != DType::kInt64 && at->dtype() != DType::kInt32))
+      return std::nullopt;
+    const int64_t n = int64_t(in->size());
+    std::vector<Dim> d;
+    for (int64_t k = 0; k < at->size(); ++k) {
+      int64_t j = at->dtype() == DType::kInt64 ? at->data<int64_t>()[k] : at->data<int32_t>()[k];
+      if (j < -n || j >= n) return std::nullopt;
+      d.push_back((*in)[size_t(j < 0 ? j + n : j)]);
+    }
+    return d;
+  }
+  if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" || op == "Identity" || op == "Cast") {
+    std::optional<std::vector<Dim>> in = elements(0);
+    if (!in || (op == "Cast" && out.dtype != DType::kInt64)) return std::nullopt;
+    return in;
+  }
+  if (op == "Concat" && node.attr_int("axis", 0) == 0) {
+    std::vector<Dim> d;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const std::optional<std::vector<Dim>> in = elements(i);
+      if (!in) return std::nullopt;
+      d.insert(d.end(), in->begin(), in->end());
+    }
+    return d;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -155,6 +223,7 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
   for (size_t k = 0; k < g.outputs.size(); ++k) graph_output_positions[g.outputs[k].name].push_back(k);
 
   // Per node: its row, its op, the signature check, inference, and constant folding.
+  std::map<int, std::vector<Dim>> dims_values;  // by value index: DimsValue's
   for (size_t n : order) {
     const Node& node = g.nodes[n];
     ASSIGN_OR_RETURN(const RegisteredOp* row, ops->Find(node.domain, node.op_type, node.opset));
@@ -195,7 +264,15 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
     ASSIGN_OR_RETURN(step.op, row->def.create(node));
     InferContext ictx(node, in_types, in_values);
     ictx.set_planner(this);
+    std::vector<const std::vector<Dim>*> in_dims(node.inputs.size(), nullptr);
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (step.inputs[i] >= 0 && !in_values[i])
+        if (auto it = dims_values.find(step.inputs[i]); it != dims_values.end()) in_dims[i] = &it->second;
+    ictx.set_dims_values(in_dims);
     RETURN_IF_ERROR(step.op->Infer(ictx));
+    std::optional<std::vector<Dim>> dims_value;
+    if (node.outputs.size() == 1 && node.has_output(0))
+      dims_value = DimsValue(node, in_types, in_values, in_dims, ictx.outputs()[0]);
     RETURN_IF_ERROR(CheckOutputs(node, *row, ictx.outputs(), bound));
     const bool makes_outputs = row->def.makes_outputs;
     step.is_static = makes_outputs || (shapes_known && !ictx.needs_values());
@@ -231,6 +308,23 @@ absl::Status Session::Impl::Build(const std::vector<ValueType>* given) {
         }
       value_types[size_t(v)] = std::move(t);
       step.outputs.push_back(v);
+    }
+    if (dims_value) {
+      // Every element known (a Shape of known dims, say): a constant, as
+      // folded; a graph output still computed, as written.
+      const int v = value_index.at(node.outputs[0]);
+      const ValueType& t = step.output_types[0];
+      const bool all_known =
+          !graph_output_positions.count(node.outputs[0]) &&
+          std::all_of(dims_value->begin(), dims_value->end(), [](const Dim& d) { return d.known(); });
+      if (all_known && t.dtype == DType::kInt64 && t.dims && (t.dims->size() == 1 || dims_value->size() == 1)) {
+        std::vector<int64_t> e;
+        for (const Dim& d : *dims_value) e.push_back(d.value);
+        Tensor c = Tensor::FromVector(e, t.dims->empty() ? Shape{} : Shape{int64_t(e.size())});
+        constants[size_t(v)] = std::move(c);
+        continue;
+      }
+      dims_values[v] = *std::move(dims_value);
     }
     // Fold small constant subgraphs (their outputs too: a tiny shape input
     // must not make the session build a huge tensor at creation).

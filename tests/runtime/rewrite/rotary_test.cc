@@ -370,6 +370,152 @@ TEST(RewriteRotary, AnIntermediateReadElsewhereKeepsThePattern) {
   EXPECT_THAT(RunBothWaysMany(m, {Inputs(DType::kFloat, 3, false, false)}, 1e-5), Not(Contains("RotaryEmbedding")));
 }
 
+// q as torch.onnx exports HF's Llama: the head split's shape and the
+// halves' cut read from shapes at run time. form 0: TorchScript (opset 17:
+// x.size(k) as Unsqueeze(Gather(Shape(h), k)), the cut Div(x.shape[-1], 2)
+// after its Unsqueeze or before); 1: dynamo (opset 18: Shape(h, k, k + 1),
+// constant cut). Inference proves the shape [batch, seq, H, D] (the
+// Reshape's shape becomes a constant), the cut D / 2: RotaryEmbedding, the
+// Shape chains gone.
+ModelBuilder ExportedQModel(int form, bool div_first) {
+  const bool ts = form == 0;
+  ModelBuilder m(ts ? 17 : 18);
+  m.Input("h", DType::kFloat, {-1, -1, kH * kD}).Input("ids", DType::kInt64, {-1, -1});
+  Symbol(m, 0, 0, "batch");
+  Symbol(m, 0, 1, "seq");
+  Symbol(m, 1, 0, "batch");
+  Symbol(m, 1, 1, "seq");
+  m.Output("y", DType::kFloat, {-1, kH, -1, kD});
+  m.Initializer("wq", RandomUniform(DType::kFloat, {kH * kD, kH * kD}, 7));
+  m.Initializer("cos_cached", Table(DType::kFloat, true, false));
+  m.Initializer("sin_cached", Table(DType::kFloat, false, false));
+  m.Initializer("c_0", I({0}, {1})).Initializer("c_1", I({1}, {1})).Initializer("c_2", I({2}, {1}));
+  m.Initializer("c_last", I({-1}, {1})).Initializer("c_heads", I({kH}, {1})).Initializer("c_dim", I({kD}, {1}));
+  m.Initializer("c_half", I({kD / 2}, {1})).Initializer("c_max", I({std::numeric_limits<int64_t>::max()}, {1}));
+  m.Initializer("s_0", I({0}, {})).Initializer("s_1", I({1}, {})).Initializer("s_2", I({2}, {}));
+  m.Initializer("s_3", I({3}, {}));
+  auto dim = [&](const std::string& x, int64_t axis, const std::string& y) {
+    if (ts) {
+      m.Node("Shape", {x}, {y + "_shape"});
+      m.Node("Gather", {y + "_shape", "s_" + std::to_string(axis)}, {y + "_scalar"});
+      m.Node("Unsqueeze", {y + "_scalar", "c_0"}, {y});
+    } else {
+      onnx::NodeProto& n = m.Node("Shape", {x}, {y});
+      SetAttr(n, "start", axis);
+      SetAttr(n, "end", axis + 1);
+    }
+  };
+  dim("h", 0, "bsz");
+  dim("h", 1, "q_len");
+  SetAttr(m.Node("Concat", {"bsz", "q_len", "c_heads", "c_dim"}, {"q_shape"}), "axis", int64_t{0});
+  m.Node("MatMul", {"h", "wq"}, {"q_proj"});
+  m.Node("Reshape", {"q_proj", "q_shape"}, {"q_split"});
+  SetAttr(m.Node("Transpose", {"q_split"}, {"q"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  std::string half = "c_half";
+  if (ts && div_first) {  // Unsqueeze(x.shape[-1] // 2)
+    m.Node("Shape", {"q"}, {"q_dims"});
+    m.Node("Gather", {"q_dims", "s_3"}, {"q_d"});
+    m.Node("Div", {"q_d", "s_2"}, {"q_h"});
+    m.Node("Unsqueeze", {"q_h", "c_0"}, {"half"});
+    half = "half";
+  } else if (ts) {
+    dim("q", 3, "q_d");
+    m.Node("Div", {"q_d", "c_2"}, {"half"});
+    half = "half";
+  }
+  for (const char* f : {"cos", "sin"}) {
+    m.Node("Gather", {std::string(f) + "_cached", "ids"}, {std::string(f) + "_3d"});
+    m.Node("Unsqueeze", {std::string(f) + "_3d", "c_1"}, {f});
+  }
+  m.Node("Slice", {"q", "c_0", half, "c_last"}, {"x1"});
+  m.Node("Slice", {"q", half, "c_max", "c_last"}, {"x2"});
+  m.Node("Neg", {"x2"}, {"neg"});
+  SetAttr(m.Node("Concat", {"neg", "x1"}, {"rot"}), "axis", int64_t{-1});
+  m.Node("Mul", {"q", "cos"}, {"qc"});
+  m.Node("Mul", {"rot", "sin"}, {"qs"});
+  m.Node("Add", {"qc", "qs"}, {"y"});
+  return m;
+}
+
+TEST(RewriteRotary, TorchOnnxExportsFuseThroughShapesReadAtRunTime) {
+  auto inputs = [](int64_t b, int64_t s) {
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < b * s; ++i) ids.push_back((5 * i + 3) % kP);
+    return std::vector<NamedTensor>{{"h", RandomUniform(DType::kFloat, {b, s, kH * kD}, uint32_t(b * s))},
+                                    {"ids", I(ids, {b, s})}};
+  };
+  for (int form : {0, 1})
+    for (bool div_first : {false, true}) {
+      if (form == 1 && div_first) continue;
+      EXPECT_THAT(RunBothWaysMany(ExportedQModel(form, div_first), {inputs(2, 5), inputs(1, 1), inputs(3, 2)}, 1e-5),
+                  ElementsAre("MatMul", "Reshape", "Transpose", "RotaryEmbedding"))
+          << form << div_first;
+    }
+}
+
+// The shape read at run time and the Reshape's own input disagree (h's
+// batch is not q_proj's): the shape is not proved, and stays computed.
+TEST(RewriteRotary, AComputedShapeNotProvedStaysComputed) {
+  ModelBuilder m(18);
+  m.Input("a", DType::kFloat, {-1, 6}).Input("b", DType::kFloat, {-1, 2});
+  Symbol(m, 0, 0, "n");
+  Symbol(m, 1, 0, "k");
+  m.Output("y", DType::kFloat, {-1, -1, 3});
+  m.Initializer("c_3", I({3}, {1}));
+  onnx::NodeProto& s = m.Node("Shape", {"b"}, {"k_dim"});
+  SetAttr(s, "start", int64_t{0});
+  SetAttr(s, "end", int64_t{1});
+  m.Initializer("m1", I({-1}, {1}));
+  SetAttr(m.Node("Concat", {"m1", "k_dim", "c_3"}, {"shape3"}), "axis", int64_t{0});
+  m.Node("Reshape", {"a", "shape3"}, {"y"});
+  auto in = [](int64_t n, int64_t k) {
+    return std::vector<NamedTensor>{{"a", RandomUniform(DType::kFloat, {n, 6}, 1)},
+                                    {"b", RandomUniform(DType::kFloat, {k, 2}, 2)}};
+  };
+  EXPECT_THAT(RunBothWaysMany(m, {in(2, 2), in(4, 2), in(2, 1)}, 0), ElementsAre("Shape", "Concat", "Reshape"));
+}
+
+// What inference knows of shapes read at run time (without the rewrites):
+// a Reshape to Concat(Shape(h, 0, 1), Unsqueeze(Gather(Shape(h), 1)), [0])
+// is [batch, seq, h's dim 2 copied]; a Shape of known dims folds (the Div
+// after it too: the Reshape reading it knows its shape), unless it is a
+// graph output.
+TEST(RewriteRotary, InferenceCarriesShapesReadAtRunTime) {
+  ModelBuilder m(18);
+  m.Input("h", DType::kFloat, {-1, -1, 8}).Input("k", DType::kFloat, {2, 6});
+  Symbol(m, 0, 0, "batch");
+  Symbol(m, 0, 1, "seq");
+  m.Output("y", DType::kFloat, {-1, -1, -1}).Output("k_shape", DType::kInt64, {2}).Output("z", DType::kFloat, {-1, -1, -1});
+  for (int o : {0, 2}) m.graph().mutable_output(o)->mutable_type()->mutable_tensor_type()->clear_shape();
+  m.Initializer("c_0", I({0}, {1})).Initializer("c_4", I({4}, {1})).Initializer("s_1", I({1}, {}));
+  m.Initializer("s_2", I({2}, {1}));
+  onnx::NodeProto& b = m.Node("Shape", {"h"}, {"b"});
+  SetAttr(b, "start", int64_t{0});
+  SetAttr(b, "end", int64_t{1});
+  m.Node("Shape", {"h"}, {"h_shape"});
+  m.Node("Gather", {"h_shape", "s_1"}, {"s"});
+  m.Node("Unsqueeze", {"s", "c_0"}, {"s_1d"});
+  SetAttr(m.Node("Concat", {"b", "s_1d", "c_0"}, {"shape"}), "axis", int64_t{0});
+  m.Node("Reshape", {"h", "shape"}, {"y"});
+  m.Node("Shape", {"k"}, {"k_shape"});  // a graph output: computed
+  m.Node("Shape", {"k"}, {"k_dims"});
+  m.Node("Div", {"k_dims", "s_2"}, {"k_half"});  // [1, 3], folded
+  SetAttr(m.Node("Concat", {"k_half", "c_4"}, {"k_to"}), "axis", int64_t{0});
+  m.Node("Reshape", {"k", "k_to"}, {"z"});
+  SessionOptions off;
+  off.graph_rewrites = false;
+  auto session = m.Build(off);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::vector<ValueInfo>& outs = (*session)->outputs();
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(outs[0].type.ToString(), "float[batch,seq,8]");
+  EXPECT_EQ(outs[2].type.ToString(), "float[1,3,4]");
+  auto y = (*session)->Run({{"h", RandomUniform(DType::kFloat, {3, 1, 8}, 1)}, {"k", RandomUniform(DType::kFloat, {2, 6}, 2)}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].shape(), (Shape{3, 1, 8}));
+  EXPECT_EQ((*y)[1].data<int64_t>()[1], 6);
+}
+
 // Position ids outside the table: Gather and the fused op both refuse
 // (the fused op names the node); the session stays usable.
 TEST(RewriteRotary, PositionsOutsideTheTableAreAnError) {
