@@ -8,20 +8,12 @@ near misses the rewrites leave as written (an intermediate read twice or a
 graph output, a broadcast residual). float32 only: onnxruntime's CPU Conv
 takes no float16 or double."""
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
-from oracle import Case, value_info
+from oracle import Case, add_conv, default_model as model, value_info
 
 F32 = dict(rtol=1e-4, atol=1e-5,
            why="both convolve in float32 (oneDNN and MLAS sum in different orders; BN folded into the weights in double here, in float there)")
-
-
-def model(nodes, inputs, outputs, inits, opset=17):
-    graph = helper.make_graph(nodes, "g", inputs, outputs,
-                              initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
 
 
 def cases():
@@ -31,15 +23,8 @@ def cases():
     def r(*shape, lo=-1.0, hi=1.0):
         return rng.uniform(lo, hi, size=shape).astype(np.float32)
 
-    def conv(nodes, inits, x, y, c, m, k, group=1, bias=True, **attrs):
-        w = y + "_w"
-        inits[w] = r(m, c // group, *k, lo=-0.5, hi=0.5)
-        ins = [x, w]
-        if bias:
-            inits[y + "_b"] = r(m)
-            ins.append(y + "_b")
-        pads = attrs.pop("pads", [kk // 2 for kk in k] * 2)
-        nodes.append(helper.make_node("Conv", ins, [y], group=group, pads=pads, **attrs))
+    def conv(*args, **attrs):
+        add_conv(r, *args, **attrs)
 
     def bn(nodes, inits, x, y, m):
         for s, lo, hi in (("s", 0.5, 2), ("b", -1, 1), ("m", -1, 1), ("v", 0.1, 3)):

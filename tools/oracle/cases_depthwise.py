@@ -8,20 +8,12 @@ a residual Add), and X of unknown rank as silero's exporter leaves it
 (If(Identity | Identity) with no shape: Conv gives Y W's rank). float32 only:
 onnxruntime's CPU Conv takes no float16 or double."""
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
-from oracle import Case, value_info
+from oracle import Case, add_conv, default_model as model, value_info
 
 F32 = dict(rtol=1e-4, atol=1e-5,
            why="both convolve in float32 (our loop and MLAS sum the taps in different orders, with and without FMA)")
-
-
-def model(nodes, inputs, outputs, inits, opset=17):
-    graph = helper.make_graph(nodes, "g", inputs, outputs,
-                              initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
 
 
 def cases():
@@ -31,15 +23,8 @@ def cases():
     def r(*shape, lo=-1.0, hi=1.0):
         return rng.uniform(lo, hi, size=shape).astype(np.float32)
 
-    def conv(nodes, inits, x, y, c, m, k, group=1, bias=True, **attrs):
-        w = y + "_w"
-        inits[w] = r(m, c // group, *k, lo=-0.5, hi=0.5)
-        ins = [x, w]
-        if bias:
-            inits[y + "_b"] = r(m)
-            ins.append(y + "_b")
-        pads = attrs.pop("pads", [kk // 2 for kk in k] * 2)
-        nodes.append(helper.make_node("Conv", ins, [y], group=group, pads=pads, **attrs))
+    def conv(*args, **attrs):
+        add_conv(r, *args, **attrs)
 
     def add(name, nodes, inits, x, extra_inputs=()):
         out.append(Case(name, model(nodes, [value_info("x", x)] + [value_info(n, v) for n, v in extra_inputs],

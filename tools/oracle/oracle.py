@@ -56,6 +56,28 @@ def ms_model(nodes, inputs, outputs, initializers=(), opset=21, ms_opset=1, name
     return model
 
 
+def default_model(nodes, inputs, outputs, inits, opset=17):
+    """A model of the default domain at `opset`, its initializers from a dict name -> array."""
+    graph = helper.make_graph(nodes, "g", inputs, outputs,
+                              initializer=[numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def add_conv(rand, nodes, inits, x, y, c, m, k, group=1, bias=True, **attrs):
+    """Appends Conv(x) -> y of c -> m channels and kernel k, its weights (and bias) drawn by
+    `rand(*shape, lo=, hi=)` into inits; pads default to half the kernel on each side."""
+    w = y + "_w"
+    inits[w] = rand(m, c // group, *k, lo=-0.5, hi=0.5)
+    ins = [x, w]
+    if bias:
+        inits[y + "_b"] = rand(m)
+        ins.append(y + "_b")
+    pads = attrs.pop("pads", [kk // 2 for kk in k] * 2)
+    nodes.append(helper.make_node("Conv", ins, [y], group=group, pads=pads, **attrs))
+
+
 def value_info(name, array_or_dtype, shape=None):
     """A graph input/output declaration from an array (or a numpy dtype and a shape)."""
     if isinstance(array_or_dtype, np.ndarray):
