@@ -626,5 +626,50 @@ TEST(Conv, SplitIntoPartsMatchesTheWholePrimitive) {
   EXPECT_NE(MakeOneDnnConvSplit(DType::kFloat, w, 1, 4, 4, 1, false, {}, 2), nullptr);
 }
 
+
+// A float conv the size rule gives one oneDNN thread runs whole on 1 thread
+// and split into parts (OneDnnConvSplit) on 2: the same bytes either way, as
+// every loop of the pool gives (tests/ops/threads_test.cc).
+TEST(Conv, OneAndTwoThreadsGiveTheSameBytes) {
+  struct C {
+    const char* what;
+    Shape x, w;
+    int64_t group;
+  };
+  const C cases[] = {
+      {"3x3 16 to 16", {1, 16, 32, 32}, {16, 16, 3, 3}, 1},
+      {"1x1 64 to 64", {1, 64, 24, 24}, {64, 64, 1, 1}, 1},
+      {"depthwise 3x3 128", {1, 128, 32, 32}, {128, 1, 3, 3}, 128},
+      {"1-D 5 taps 64 to 64", {1, 64, 1, 400}, {64, 64, 1, 5}, 1},
+      {"batch 2, groups 4, 3x3", {2, 32, 20, 20}, {32, 8, 3, 3}, 4},
+  };
+  for (DType dt : {DType::kFloat, DType::kBFloat16})
+  for (const C& c : cases) {
+    OpTester t;
+    t.op = "Conv";
+    t.opset = 11;
+    t.inputs = {RandomUniform(dt, c.x, 41), RandomUniform(dt, c.w, 42), RandomUniform(dt, {c.w[0]}, 43)};
+    t.constant = {false, true, true};
+    const int64_t group = c.group;
+    t.attrs = [group](onnx::NodeProto& n) {
+      SetAttr(n, "pads", std::vector<int64_t>{0, 1, 0, 1});
+      SetAttr(n, "group", group);
+    };
+    t.threads = 1;
+    absl::StatusOr<Tensor> one = t.RunOne();
+    ASSERT_TRUE(one.ok()) << c.what << ": " << one.status();
+    t.threads = 2;
+    absl::StatusOr<Tensor> two = t.RunOne();
+    ASSERT_TRUE(two.ok()) << c.what << ": " << two.status();
+    int64_t differ = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < one->size(); ++i) {
+      const double a = GetDouble(*one, i), b = GetDouble(*two, i);
+      if (a != b) ++differ, worst = std::max(worst, std::abs(a - b));
+    }
+    EXPECT_EQ(differ, 0) << LowerName(dt) << " " << c.what << ": " << differ << " of " << one->size() << " differ, by up to " << worst;
+  }
+}
+
 }  // namespace
 }  // namespace onnx_mini
