@@ -17,7 +17,8 @@ class RotaryOp : public Op {
  public:
   explicit RotaryOp(const Node& node)
       : num_heads_(node.attr_int("num_heads", 0)), rotary_dim_(node.attr_int("rotary_embedding_dim", 0)),
-        interleaved_(node.attr_int("interleaved", 0) != 0) {}
+        interleaved_(node.attr_int("interleaved", 0) != 0),
+        broadcast_ids_(node.attr_int("broadcast_position_ids", 0) != 0) {}
 
   absl::Status Infer(InferContext& ctx) const override {
     const std::optional<Shape> x = ctx.input(0).concrete_shape();
@@ -61,6 +62,15 @@ class RotaryOp : public Op {
     p.sin = sin.raw();
     p.cache_stride = l.rotary_dim / 2;
     if (ids) p.position_ids = ids->data<int64_t>();  // else the caches are (B, S, half): row b * S + s
+    std::vector<int64_t> expanded;  // ids of a 1 broadcast to (B, S)
+    if (ids && ids->shape() != Shape{l.batch, l.seq}) {
+      expanded.resize(size_t(l.batch * l.seq));
+      for (int64_t b = 0; b < l.batch; ++b)
+        for (int64_t s = 0; s < l.seq; ++s)
+          expanded[size_t(b * l.seq + s)] =
+              p.position_ids[(ids->dim(0) == 1 ? 0 : b) * ids->dim(1) + (ids->dim(1) == 1 ? 0 : s)];
+      p.position_ids = expanded.data();
+    }
     Rotary(p);
     return absl::OkStatus();
   }
@@ -92,7 +102,10 @@ class RotaryOp : public Op {
                                     " must be even and at most the head size ", l->head_size));
     const int64_t half = l->rotary_dim / 2;
     if (position_ids) {
-      if (position_ids->size() != 2 || (*position_ids)[0] != l->batch || (*position_ids)[1] != l->seq)
+      // broadcast_position_ids (the rotary rewrite's, whose pattern
+      // broadcast the gathered tables over x): a dim of 1 stands for all.
+      const auto fits = [&](int64_t d, int64_t want) { return d == want || (broadcast_ids_ && d == 1); };
+      if (position_ids->size() != 2 || !fits((*position_ids)[0], l->batch) || !fits((*position_ids)[1], l->seq))
         return ctx.Error(absl::StrCat("position_ids ", ShapeToString(*position_ids), " must be (", l->batch, ", ",
                                       l->seq, ")"));
       if (cos.size() != 2 || cos[1] != half)
@@ -106,6 +119,7 @@ class RotaryOp : public Op {
 
   int64_t num_heads_, rotary_dim_;
   bool interleaved_;
+  bool broadcast_ids_;
 };
 
 // onnx_mini::RotateHalf(x, cos, sin) = x * cos + rotate_half(x) * sin

@@ -12,7 +12,9 @@
 //   through Slices from 0 along its leading axes (any, even dynamic, ends)
 //   and Squeezes (older exports), with x known 4-D [B, H, S, D], D =
 //   2h known, and position_ids int64 [B, S] (the same B and S as x: equal
-//   known values or the same symbol)
+//   known values or the same symbol, which a run may still give as 1 for
+//   the pattern to broadcast: the fused op's broadcast_position_ids; ids
+//   of more rows than x's batch, which broadcast x, remain an error there)
 //   -> RotaryEmbedding(x, cos[:, :h], sin[:, :h], position_ids) (ai.onnx 23,
 //   non-interleaved), the half tables made once at creation. The table
 //   multiplied by x is the op's cos whatever its name: cos and sin exchanged
@@ -375,7 +377,10 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
         fused.op_type = "RotaryEmbedding";
         fused.opset = 23;
         fused.inputs = std::move(*in);
-        fused.attributes = {{"interleaved", IntAttr("interleaved", 0)}};
+        // ids of one row (or position) at run time, where x's symbol is
+        // more, broadcast in the pattern: the op takes them so too.
+        fused.attributes = {{"interleaved", IntAttr("interleaved", 0)},
+                            {"broadcast_position_ids", IntAttr("broadcast_position_ids", 1)}};
       } else {
         // Any other cos and sin (computed at run time): full rows of D of x's
         // type, which the op broadcasts as the pattern does.

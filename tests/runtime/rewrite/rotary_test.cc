@@ -530,3 +530,30 @@ TEST(RewriteRotary, PositionsOutsideTheTableAreAnError) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// position_ids declared with x's symbols ([batch, seq] beside x's [batch, H,
+// seq, D]) may still be given one row for a batch of 2, or one position for
+// a sequence of 5: the graph as written broadcasts the gathered tables over
+// x (nothing checks that one symbol has one value at run time), so the
+// rewritten graph must compute the same, not refuse the run.
+TEST(RewriteRotary, SymbolicIdsThatBroadcastAtRunTimeStillRun) {
+  RotaryForm f;
+  ModelBuilder m = RotaryModel(f, DType::kFloat);
+  auto* x = m.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  auto* ids = m.graph().mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  x->mutable_dim(0)->clear_dim_value();
+  ids->mutable_dim(0)->clear_dim_value();
+  Symbol(m, 0, 0, "batch");
+  Symbol(m, 1, 0, "batch");
+  std::vector<NamedTensor> one_row = Inputs(DType::kFloat, 5, true, false);
+  std::vector<NamedTensor> one_pos = Inputs(DType::kFloat, 5, false, false);
+  one_pos[1].tensor = I({4, 9}, {kB, 1});
+  EXPECT_THAT(RunBothWaysMany(m, {Inputs(DType::kFloat, 5, false, false), one_row, one_pos}, 1e-5),
+              ElementsAre("RotaryEmbedding"));
+}
+
+}  // namespace
+}  // namespace onnx_mini
