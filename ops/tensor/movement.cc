@@ -51,6 +51,7 @@ class ConcatOp : public Op {
       std::vector<Dim> dims = *ctx.input(0).dims;
       int64_t total = 0;
       bool known = true;
+      Dim sum = Dim::Known(0);  // the axis as a sum of symbols (a KV cache's past + seq)
       for (size_t i = 0; i < ctx.num_inputs(); ++i) {
         const std::vector<Dim>& d = *ctx.input(i).dims;
         if (int64_t(d.size()) != rank)
@@ -62,11 +63,12 @@ class ConcatOp : public Op {
                                           ctx.input(0).ToString(), " at dim ", k));
           if (!dims[size_t(k)].known()) dims[size_t(k)] = d[size_t(k)];
         }
+        sum = AddDims(sum, d[size_t(axis)]);
         if (!d[size_t(axis)].known()) known = false;
         else if (std::optional<int64_t> sum = CheckedAdd(total, d[size_t(axis)].value)) total = *sum;
         else return ctx.Error(absl::StrCat("the concatenated axis ", axis, " overflows"));
       }
-      dims[size_t(axis)] = known ? Dim::Known(total) : Dim{};
+      dims[size_t(axis)] = known ? Dim::Known(total) : sum;
       out.dims = dims;
       ctx.set_plan(MakeAxisPlan(axis));
     }

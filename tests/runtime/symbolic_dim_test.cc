@@ -94,5 +94,26 @@ TEST(SymbolicDim, InferenceCarriesTheCausalMaskShape) {
   EXPECT_EQ((*y)[1].data<int64_t>()[1], 4);
 }
 
+// A KV cache grown by Concat on the sequence axis: [batch, 2, past + seq, 4].
+TEST(SymbolicDim, ConcatAddsTheAxis) {
+  ModelBuilder m(17);
+  m.Input("past", DType::kFloat, {-1, 2, -1, 4}).Input("k", DType::kFloat, {-1, 2, -1, 4});
+  SetSymbols(m, 0, {"batch", "", "past", ""});
+  SetSymbols(m, 1, {"batch", "", "seq", ""});
+  m.Output("present", DType::kFloat, {}, false).Output("twice", DType::kFloat, {}, false);
+  SetAttr(m.Node("Concat", {"past", "k"}, {"present"}), "axis", int64_t(2));
+  SetAttr(m.Node("Concat", {"k", "past", "k"}, {"twice"}), "axis", int64_t(-2));
+  SessionOptions off;
+  off.graph_rewrites = false;
+  auto s = m.Build(off);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->outputs()[0].type.ToString(), "float[batch,2,past + seq,4]");
+  EXPECT_EQ((*s)->outputs()[1].type.ToString(), "float[batch,2,past + 2*seq,4]");
+  auto y = (*s)->Run({{"past", Tensor::Zeros(DType::kFloat, {1, 2, 3, 4})}, {"k", Tensor::Zeros(DType::kFloat, {1, 2, 2, 4})}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)[0].shape(), (Shape{1, 2, 5, 4}));
+  EXPECT_EQ((*y)[1].shape(), (Shape{1, 2, 7, 4}));
+}
+
 }  // namespace
 }  // namespace onnx_mini
