@@ -46,7 +46,15 @@ bool AppendTensor(std::string& key, const Tensor& t) {
 }
 
 bool AppendAttribute(std::string& key, const Attribute& a) {
-  if (a.type == AttrType::kGraph || a.type == AttrType::kGraphs) return false;
+  // Only the kinds Attribute holds whole (a sparse tensor's or a list of types' may not be).
+  switch (a.type) {
+    case AttrType::kFloat: case AttrType::kInt: case AttrType::kString: case AttrType::kTensor:
+    case AttrType::kFloats: case AttrType::kInts: case AttrType::kStrings: case AttrType::kTensors:
+    case AttrType::kTypeProto:
+      break;
+    default:
+      return false;
+  }
   AppendString(key, a.name);
   AppendInt(key, int64_t(a.type));
   AppendBytes(key, &a.f, sizeof a.f);

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "runtime/status_macros.h"
 #include "tests/ops/graph_util.h"
 #include "tests/runtime/rewrite/rewrite_test_util.h"
@@ -110,6 +112,41 @@ TEST(RewriteCse, GraphOutputsAndSubgraphReadsKeepTheirNodes) {
   std::vector<NamedTensor> in = X();
   in.push_back({"c", Tensor::FromVector<bool>({true}, {})});
   EXPECT_THAT(RunBothWays(m, in, 0), ElementsAre("Relu", "Relu", "Relu", "Add", "If"));
+}
+
+TEST(RewriteCse, ConstantNodesMergeByValueIfNodesNever) {
+  // Two Constant nodes of one value are one; two If nodes with the same branches stay two (not compared).
+  ModelBuilder then_branch(17), else_branch(17);
+  then_branch.Output("t", DType::kFloat, {3, 4});
+  then_branch.Node("Neg", {"x"}, {"t"});
+  else_branch.Output("e", DType::kFloat, {3, 4});
+  else_branch.Node("Identity", {"x"}, {"e"});
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {3, 4}).Input("c", DType::kBool, {}).Output("y", DType::kFloat, {3, 4});
+  SetAttr(m.Node("Constant", {}, {"k1"}), "value", Tensor::FromVector<float>({1.5f}, {}));
+  SetAttr(m.Node("Constant", {}, {"k2"}), "value", Tensor::FromVector<float>({1.5f}, {}));
+  SetAttr(m.Node("Constant", {}, {"k3"}), "value", Tensor::FromVector<float>({2.5f}, {}));
+  for (const char* out : {"i1", "i2"}) {
+    onnx::NodeProto& n = m.Node("If", {"c"}, {out});
+    SetGraph(n, "then_branch", Body(then_branch, "then"));
+    SetGraph(n, "else_branch", Body(else_branch, "else"));
+  }
+  m.Node("Mul", {"i1", "k1"}, {"a"});
+  m.Node("Mul", {"i2", "k2"}, {"b"});
+  m.Node("Sum", {"a", "b", "k3"}, {"y"});
+  std::vector<NamedTensor> in = X();
+  in.push_back({"c", Tensor::FromVector<bool>({true}, {})});
+  SessionOptions on;
+  on.graph_rewrites = true;
+  auto s = m.Build(on);
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<std::string> ops = OpTypes(**s);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Constant"), 2);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "If"), 2);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "Mul"), 2);  // their If inputs differ
+  auto y = (*s)->Run(in);
+  ASSERT_TRUE(y.ok()) << y.status();
+  for (int64_t i = 0; i < 12; ++i) EXPECT_FLOAT_EQ((*y)[0].data<float>()[i], -3 * in[0].tensor.data<float>()[i] + 2.5f);
 }
 
 TEST(RewriteCse, InsideASubgraph) {
