@@ -10,6 +10,7 @@
 #include "ops/ops.h"
 #include "runtime/checked.h"
 #include "runtime/element.h"
+#include "runtime/symbolic_dim.h"
 
 namespace onnx_mini {
 namespace {
@@ -50,6 +51,7 @@ class ConcatOp : public Op {
       std::vector<Dim> dims = *ctx.input(0).dims;
       int64_t total = 0;
       bool known = true;
+      Dim sum = Dim::Known(0);  // the axis as a sum of symbols (a KV cache's past + seq)
       for (size_t i = 0; i < ctx.num_inputs(); ++i) {
         const std::vector<Dim>& d = *ctx.input(i).dims;
         if (int64_t(d.size()) != rank)
@@ -61,11 +63,12 @@ class ConcatOp : public Op {
                                           ctx.input(0).ToString(), " at dim ", k));
           if (!dims[size_t(k)].known()) dims[size_t(k)] = d[size_t(k)];
         }
+        sum = AddDims(sum, d[size_t(axis)]);
         if (!d[size_t(axis)].known()) known = false;
         else if (std::optional<int64_t> sum = CheckedAdd(total, d[size_t(axis)].value)) total = *sum;
         else return ctx.Error(absl::StrCat("the concatenated axis ", axis, " overflows"));
       }
-      dims[size_t(axis)] = known ? Dim::Known(total) : Dim{};
+      dims[size_t(axis)] = known ? Dim::Known(total) : sum;
       out.dims = dims;
       ctx.set_plan(MakeAxisPlan(axis));
     }
@@ -231,10 +234,50 @@ class SliceOp : public Op {
           for (size_t i = 0; i < in.size(); ++i)
             (*out.dims)[i] = !sliced[i] ? in[i] : in[i].known() ? Dim::Known((*counts)[i]) : Dim{};
         }
+      } else if (!legacy_) {
+        EndsReadFromShapes(ctx, *out.dims);
       }
     }
     ctx.set_output(0, out);
     return absl::OkStatus();
+  }
+
+  // Known starts, axes and steps with ends read from shapes (TorchScript's
+  // bias[..., :k.size(-2)]): an axis not sliced keeps its dim, one sliced
+  // from 0 by 1 up to its own dim (the same symbol or value) keeps it too;
+  // the others are unknown. Bad parameters are left to the run to report.
+  static void EndsReadFromShapes(const InferContext& ctx, std::vector<Dim>& out) {
+    const std::vector<Dim>& in = *ctx.input(0).dims;
+    const std::vector<Dim>* ends = ctx.dims_value(2);
+    const Tensor* st = ctx.value(1);
+    const Tensor* ax = ctx.has_input(3) ? ctx.value(3) : nullptr;
+    const Tensor* sp = ctx.has_input(4) ? ctx.value(4) : nullptr;
+    if (!ends || !st || (ctx.has_input(3) && !ax) || (ctx.has_input(4) && !sp)) return;
+    const std::vector<int64_t> starts = IndexValues(*st);
+    std::vector<int64_t> axes = ax ? IndexValues(*ax) : std::vector<int64_t>{};
+    if (!ax)
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+    const std::vector<int64_t> steps = sp ? IndexValues(*sp) : std::vector<int64_t>(starts.size(), 1);
+    const int64_t rank = int64_t(in.size());
+    if (ends->size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) return;
+    std::vector<int> entry(in.size(), -1);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+      if (a < 0 || a >= rank || entry[size_t(a)] >= 0) return;
+      entry[size_t(a)] = int(i);
+    }
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (entry[d] < 0) {
+        out[d] = in[d];
+        continue;
+      }
+      const size_t i = size_t(entry[d]);
+      const Dim& e = (*ends)[i];
+      const bool whole = starts[i] == 0 && steps[i] == 1 &&
+                         ((e.known() && in[d].known() && e.value == in[d].value) ||
+                          (!e.known() && !e.symbol.empty() && e.symbol == in[d].symbol));
+      out[d] = whole ? in[d] : Dim{};
+    }
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
@@ -332,6 +375,17 @@ class RangeOp : public Op {
       const double n = std::ceil((limit - start) / delta);
       if (!(n < 1e12)) return ctx.Error(absl::StrCat("a range of ", n, " elements is too large"));
       (*out.dims)[0] = Dim::Known(std::max<int64_t>(0, int64_t(n)));
+    } else if (delta_t && delta_t->size() == 1 && GetDouble(*delta_t, 0) == 1) {
+      // Bounds read from shapes (Range(past_len, past_len + seq_len)): limit - start, when that is a dim.
+      const auto bound = [&](size_t i) -> Dim {
+        if (const Tensor* t = ctx.value(i)) {
+          const double v = t->size() == 1 ? GetDouble(*t, 0) : -1;
+          return v >= 0 && v < 1e15 && v == std::floor(v) ? Dim::Known(int64_t(v)) : Dim{};
+        }
+        const std::vector<Dim>* d = ctx.dims_value(i);
+        return d && d->size() == 1 ? (*d)[0] : Dim{};
+      };
+      (*out.dims)[0] = SubtractDims(bound(1), bound(0));
     }
     ctx.set_output(0, out);
     return absl::OkStatus();

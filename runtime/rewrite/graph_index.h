@@ -181,6 +181,8 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
 bool RewritePartialRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteUnreadShapeOps(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteReshapeShape(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // shapes.cc
+// cse.cc: merges nodes computing the same thing, after the rules; returns how many went.
+int EliminateCommonSubexpressions(Graph& g, const Graph* root, const OpRegistry& ops, const RewriteOptions& options);
 bool RewriteConvSqueezeExcite(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
 bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after those
 

@@ -58,6 +58,7 @@ int RewriteOne(Graph& g, const Graph* root, const OpRegistry& ops, const Rewrite
       if (!dead[n]) kept.push_back(std::move(g.nodes[n]));
     g.nodes = std::move(kept);
   }
+  total += EliminateCommonSubexpressions(g, root, ops, options);
   // Layouts once the rules are done (conv.cc): no later rule may give a
   // channels-last value another reader. They mark nodes, remove none.
   if (std::any_of(g.nodes.begin(), g.nodes.end(),

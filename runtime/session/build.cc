@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/outer_scope.h"
 #include "runtime/session/impl.h"
+#include "runtime/symbolic_dim.h"
 #include "runtime/thread_pool.h"
 
 namespace onnx_mini {
@@ -41,7 +42,8 @@ constexpr int64_t kFoldChecks = 1 << 16;
 // inputs' known elements (`dv`: by input; constants' are their values).
 // Shape of a value of known rank; Gather (axis 0) of constant indices;
 // Unsqueeze, Squeeze, Reshape, Identity and Cast to int64 keeping the order;
-// Concat on axis 0. Else nullopt.
+// Concat on axis 0; Add and Sub of such elements (symbolic sums, see
+// runtime/symbolic_dim.h), one side of one element broadcast. Else nullopt.
 std::optional<std::vector<Dim>> DimsValue(const Node& node, const std::vector<const ValueType*>& types,
                                           const std::vector<const Tensor*>& values,
                                           const std::vector<const std::vector<Dim>*>& dv, const ValueType& out) {
@@ -89,6 +91,17 @@ std::optional<std::vector<Dim>> DimsValue(const Node& node, const std::vector<co
     std::optional<std::vector<Dim>> in = elements(0);
     if (!in || (op == "Cast" && out.dtype != DType::kInt64)) return std::nullopt;
     return in;
+  }
+  if ((op == "Add" || op == "Sub") && node.inputs.size() == 2) {
+    const std::optional<std::vector<Dim>> a = elements(0), b = elements(1);
+    if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return std::nullopt;
+    std::vector<Dim> d;
+    for (size_t k = 0; k < std::max(a->size(), b->size()); ++k) {
+      const Dim& x = (*a)[a->size() == 1 ? 0 : k];
+      const Dim& y = (*b)[b->size() == 1 ? 0 : k];
+      d.push_back(op == "Add" ? AddDims(x, y) : SubtractDims(x, y));
+    }
+    return d;
   }
   if (op == "Concat" && node.attr_int("axis", 0) == 0) {
     std::vector<Dim> d;

@@ -129,7 +129,8 @@ absl::Status MergeDeclared(const Node& node, const std::string& name, const Valu
       return absl::InvalidArgumentError(absl::StrCat(
           node.Describe(), ": output '", name, "' is declared ", declared.ToString(),
           " but the op produces ", inferred.ToString()));
-    if (!have.known()) have = want;
+    // A symbol the op derives stands where the declaration knows nothing.
+    if (!have.known() && (want.known() || !want.symbol.empty() || have.symbol.empty())) have = want;
   }
   return absl::OkStatus();
 }

@@ -211,7 +211,7 @@ TEST(Rewrite, ConvScaleAndShiftFoldAndHardSwishFuses) {
   AddConv(m, dt, 4, 6, 1, true, "c", 1);
   m.Initializer("k", RandomUniform(dt, {1, 1, 1, 6}, 4, -1, 1));
   m.Node("Add", {"c", "k"}, {"y"});
-  AddConv(m, dt, 4, 6, 1, true, "d", 1);
+  AddConv(m, dt, 4, 6, 1, true, "d", 2);  // other weights: not one conv merged (cse.cc)
   m.Initializer("k2", RandomUniform(dt, {1, 1, 6, 1, 1}, 4, -1, 1));
   m.Node("Mul", {"d", "k2"}, {"z"});
   const Tensor x = RandomUniform(dt, {2, 4, 7, 6}, 9, -3, 3);
