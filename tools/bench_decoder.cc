@@ -822,14 +822,19 @@ absl::Status WriteInputs(const fs::path& dir, const std::vector<std::pair<std::s
   return absl::OkStatus();
 }
 
-// CASE/bench.json: what compare.py reads beside the timings.
+// CASE/bench.json: what compare.py reads beside the timings. The KV cache
+// (float32 K and V of every layer) a step must move at least: its past read
+// once, and written as a new present (past + tokens rows) unless present is
+// bound over past (then only the new rows).
 absl::Status WriteBenchJson(const fs::path& dir, const std::string& form, const char* step, int64_t tokens,
-                            int64_t past, std::pair<int64_t, int64_t> bytes, bool bind) {
+                            int64_t past, std::pair<int64_t, int64_t> bytes, bool bind, const Dims& d) {
+  const int64_t row = d.layers * 2 * d.kv_heads * d.head_dim * int64_t(sizeof(float));
   return WriteFileAtomically(
       (dir / "bench.json").string(),
       absl::StrCat("{\"form\": \"", form, "\", \"step\": \"", step, "\", \"tokens\": ", tokens, ", \"past\": ", past,
                    ", \"weight_bytes\": ", bytes.first, ", \"weight_bytes_read\": ", bytes.second,
-                   ", \"bind\": ", bind ? "true" : "false", "}\n"));
+                   ", \"cache_bytes_read\": ", past * row, ", \"cache_bytes_written\": ",
+                   (bind ? tokens : past + tokens) * row, ", \"bind\": ", bind ? "true" : "false", "}\n"));
 }
 
 struct Selection {
@@ -859,7 +864,7 @@ absl::Status WriteForm(const fs::path& out, const std::string& prefix, Form form
       RETURN_IF_ERROR(LinkOrCopy(first_model, model_path));
     }
     RETURN_IF_ERROR(WriteInputs(dir, CaseInputs(form, d, seq, past)));
-    if (bench_json) RETURN_IF_ERROR(WriteBenchJson(dir, prefix, tag, seq, past, bytes, false));
+    if (bench_json) RETURN_IF_ERROR(WriteBenchJson(dir, prefix, tag, seq, past, bytes, false, d));
     std::cout << "wrote " << name << " (" << model_bytes.size() / 1000000 << " MB file; a step reads "
               << bytes.second / 1000000.0 << " MB of weights)\n";
   }
@@ -929,7 +934,7 @@ absl::Status WriteGenaiForm(const fs::path& out, const std::string& prefix, int6
       }
     RETURN_IF_ERROR(WriteInputs(dir, in));
     RETURN_IF_ERROR(WriteBenchJson(dir, prefix, tag == "prefill" ? "prefill" : "decode", seq, past, bytes,
-                                   tag == "decode_shared"));
+                                   tag == "decode_shared", d));
     std::cout << "wrote " << dir.filename().string() << " (a step reads " << bytes.second / 1000000.0
               << " MB of weights)\n";
   }

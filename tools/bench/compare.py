@@ -28,7 +28,11 @@ A case folder may hold a bench.json (bench-decoder --quant writes them):
 in place: onnx-run --bind, ort_bench.js --bind); "weight_bytes_read" of a
 "decode" step adds the floor: those bytes over the read bandwidth that
 bench-bandwidth measures at each thread count in every round (median over
-rounds), and each runtime's time over it. Standard library only.
+rounds), and each runtime's time over it; "cache_bytes_read" and
+"cache_bytes_written" (the KV cache the step must move: its past read, its
+present written) add a second floor, weights and cache bytes together over
+the same read bandwidth (streaming stores write at about the read rate
+here). Standard library only.
 """
 import argparse
 import json
@@ -231,6 +235,7 @@ def main():
         head += [f"{c} busy/quiet" for c in columns]
     if floors_wanted:
         head += ["MB read", "floor"] + [f"{c} / floor" for c in columns]
+        head += ["cache MB", "floor with cache"] + [f"{c} / floor with cache" for c in columns]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for case in cases:
@@ -255,6 +260,12 @@ def main():
                 for c in columns:
                     v = med(case, t, 0, c)
                     row.append(f"{v / floor:.2f}" if v and floor else "—")
+                cache = info.get("cache_bytes_read", 0) + info.get("cache_bytes_written", 0) if read else 0
+                floor_c = (read + cache) / (bandwidth[t] * 1e6) if cache and bandwidth.get(t) else None
+                row += [f"{cache / 1e6:.1f}" if cache else "—", fmt(floor_c)]
+                for c in columns:
+                    v = med(case, t, 0, c)
+                    row.append(f"{v / floor_c:.2f}" if v and floor_c else "—")
             print("| " + " | ".join(row) + " |")
     for key, e in sorted(errors.items()):
         print(f"\nerror: {os.path.basename(key[0])} threads {key[1]} busy {key[2]} {key[3]}: {e}", file=sys.stderr)
