@@ -181,6 +181,7 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
 bool RewritePartialRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteUnreadShapeOps(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteReshapeShape(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // shapes.cc
+bool RewriteSwiGlu(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // swiglu.cc
 bool RewriteConvSqueezeExcite(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
 bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after those
 
