@@ -23,7 +23,7 @@ constexpr int kTileRows = 6;
 constexpr int64_t kBlockDepth = 512;
 
 #if defined(__x86_64__)
-#define ONNX_MINI_GEMM_TARGET gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,prfchw")
+#define ONNX_MINI_GEMM_TARGET gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
 
 // The columns of a panel that exist (the last panel may be partial), as
 // masks of the panel's four vectors.
@@ -118,24 +118,6 @@ struct TileRows {
         const float* tb = bias ? bias + col : nullptr;
         const char* pf = next ? reinterpret_cast<const char*>(next) + 64 * t * per_tile : nullptr;
         const int64_t lines = std::clamp<int64_t>(next_lines - t * per_tile, 0, per_tile);
-        // The next tile's C rows, when it is a first block's (not yet touched), asked for
-        // with intent to write while this tile multiplies: a model's output
-        // buffer is not in cache, and each store would otherwise wait on
-        // its line's read.
-        {
-          const bool last_tile = t + 1 >= tiles;  // next: the next panel's first tile
-          if (last_tile ? k0 + depth >= k && j + 1 < j1 : k0 == 0) {
-            const int64_t ni = last_tile ? 0 : rows.start(t + 1);
-            const int64_t ne = last_tile ? (tiles > 1 ? rows.start(1) : m) : t + 2 < tiles ? rows.start(t + 2) : m;
-            const int64_t ncol = last_tile ? col + kGemmPanel : col;
-            const int64_t bytes = std::min(kGemmPanel, n - ncol) * int64_t(sizeof(float));
-            for (int64_t r = ni; r < ne; ++r) {
-              const char* row = reinterpret_cast<const char*>(c + r * n + ncol);
-              for (int64_t at = 0; at < bytes; at += 64) __builtin_prefetch(row + at, 1, 3);
-              __builtin_prefetch(row + bytes - 1, 1, 3);
-            }
-          }
-        }
         switch (height) {
           case 1: Tile<1>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
           case 2: Tile<2>(ta, k, block, depth, tc, n, mask, tb, k0 == 0, pf, lines); break;
