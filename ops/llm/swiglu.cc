@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernels/vec/sigmoid.h"
+#include "kernels/vec/elementwise.h"
 #include "kernels/vec/vec_math.h"
 #include "ops/common.h"
 #include "ops/ops.h"
@@ -60,11 +61,11 @@ class SwiGLUOp : public Op {
           // a chunk at a time while it is in L1: the same values as Swish and
           // Mul (RewriteSwiGlu's pattern), in one pass. y may be a's storage.
           ParallelElements(n, ctx.threads(), [&](int64_t i0, int64_t i1) {
-            constexpr int64_t kChunk = 1024;
+            constexpr int64_t kChunk = 4096;  // 16 KB of y, in L1 for the product
             for (int64_t i = i0; i < i1; i += kChunk) {
               const int64_t len = std::min(kChunk, i1 - i);
               VecSilu(pa + i, py + i, len);
-              for (int64_t e = i; e < i + len; ++e) py[e] *= pb[e];
+              VecBinary(VecBinaryKind::kMul, py + i, 1, pb + i, 1, py + i, len);
             }
           });
           return;
