@@ -13,7 +13,9 @@
 // peak (AVX-512 and AVX2), and the memory read bandwidth at 1 and N threads
 // (84 MB read in order, from three such buffers in turn so that none is still
 // in the caches).
-//   bench-gemm [--rows M[,M...]] [--threads N] [--model qwen|tiny] [--no-onednn]
+//   bench-gemm [--rows M[,M...]] [--threads N] [--model qwen|tiny] [--no-onednn] [--cold-c]
+// --cold-c: the cold runs also write C to buffers not in cache (100 MB of
+// them in turn), as a model's MatMul outputs are.
 // --model: the Qwen2-sized decoder's products (bench-decoder --quant's float
 // form: hidden 1024, MLP 2816, vocabulary 32000; the default) or the tiny
 // decoder's (hidden 512, MLP 1408, vocabulary 8192).
@@ -108,16 +110,21 @@ double g_wall = 0, g_cpu = 0;
 // only at 1 thread, as the process's CPU clock counts the other threads' time
 // only at scheduler ticks, up to ms late), and the median by wall time into
 // `median`.
+// `outs` (optional): the timed runs write C to these in turn, as a model's
+// outputs land in memory not in cache (C reused stays in L2).
 double Gflops(const std::vector<std::unique_ptr<PackedMatMul>>& mats, const float* a, float* c, int64_t m,
-              int64_t k, int64_t n, int threads, int rounds, double* per_cpu, double* median) {
+              int64_t k, int64_t n, int threads, int rounds, double* per_cpu, double* median,
+              const std::vector<std::vector<float>>* outs = nullptr) {
   for (auto& p : mats) p->Run(a, c, m, threads);  // packs, makes primitives
+  size_t next_out = 0;
   const double flops = 2.0 * double(m) * double(k) * double(n);
   std::vector<double> rates;
   *per_cpu = 0;
   for (int r = 0; r < rounds; ++r) {
     for (auto& p : mats) {
+      float* out = outs ? const_cast<float*>((*outs)[next_out++ % outs->size()].data()) : c;
       const double start = Seconds(), cpu = ProcessCpuSeconds();
-      p->Run(a, c, m, threads);
+      p->Run(a, out, m, threads);
       const double wall = Seconds() - start, used = ProcessCpuSeconds() - cpu;
       g_wall += wall * threads;
       g_cpu += used;
@@ -136,12 +143,16 @@ int main(int argc, char** argv) {
   std::vector<int64_t> rows = {128};
   int threads = 1;
   std::string model = "qwen";
-  bool onednn = true;
-  const char* usage = "usage: bench-gemm [--rows M[,M...]] [--threads N] [--model qwen|tiny] [--no-onednn]\n";
+  bool onednn = true, cold_c = false;
+  const char* usage = "usage: bench-gemm [--rows M[,M...]] [--threads N] [--model qwen|tiny] [--no-onednn] [--cold-c]\n";
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--no-onednn") {
       onednn = false;
+      continue;
+    }
+    if (flag == "--cold-c") {
+      cold_c = true;
       continue;
     }
     if (i + 1 >= argc) return std::fprintf(stderr, "%s", usage), 2;
@@ -205,6 +216,8 @@ int main(int argc, char** argv) {
         for (int64_t j = 0; j < s.k * s.n; ++j) w[j] = float((j * 7 + i) % 13) * 0.01f;
       }
       std::vector<float> a(size_t(m * s.k), 0.5f), c(size_t(m * s.n));
+      std::vector<std::vector<float>> outs;
+      if (cold_c) outs.assign(size_t(100e6 / double(m * s.n * 4)) + 1, std::vector<float>(size_t(m * s.n), 0.0f));
       double rate[2][2] = {{0, 0}, {0, 0}};  // [gemm, onednn][hot, cold]
       double cold_cpu[2] = {0, 0};
       for (int way = 0; way < (onednn ? 2 : 1); ++way) {
@@ -216,7 +229,8 @@ int main(int argc, char** argv) {
         double median_hot = 0, median_cold = 0, cpu_hot = 0;
         rate[way][0] =
             Gflops(one, a.data(), c.data(), m, s.k, s.n, threads, std::max(20, 5 * copies), &cpu_hot, &median_hot);
-        rate[way][1] = Gflops(all, a.data(), c.data(), m, s.k, s.n, threads, 5, &cold_cpu[way], &median_cold);
+        rate[way][1] = Gflops(all, a.data(), c.data(), m, s.k, s.n, threads, 5, &cold_cpu[way], &median_cold,
+                              cold_c ? &outs : nullptr);
         model_ms[way] += 2.0 * double(m) * double(s.k) * double(s.n) * double(s.per_model) / median_cold / 1e6;
       }
       table.push_back({rate[0][0], rate[0][1], cold_cpu[0], rate[1][0], rate[1][1]});  // cold_cpu: per CPU s

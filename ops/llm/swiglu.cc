@@ -1,9 +1,13 @@
 // SwiGLU-28: Y = Swish_alpha(A) * B = A * Sigmoid(alpha * A) * B, the gated
 // activation of Llama-style MLPs. A and B have identical shapes (the schema
 // forbids broadcasting). 16-bit types compute in float and round once.
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/vec/sigmoid.h"
+#include "kernels/vec/elementwise.h"
+#include "kernels/vec/vec_math.h"
 #include "ops/common.h"
 #include "ops/ops.h"
 
@@ -51,6 +55,22 @@ class SwiGLUOp : public Op {
       T* py = y.data<T>();
       const A alpha = A(alpha_);
       const int64_t n = a.size();
+      if constexpr (std::is_same_v<T, float>) {
+        if (alpha_ == 1.0f) {
+          // SiLU by the vector kernel (as Swish computes it), then the product,
+          // a chunk at a time while it is in L1: the same values as Swish and
+          // Mul (RewriteSwiGlu's pattern), in one pass. y may be a's storage.
+          ParallelElements(n, ctx.threads(), [&](int64_t i0, int64_t i1) {
+            constexpr int64_t kChunk = 4096;  // 16 KB of y, in L1 for the product
+            for (int64_t i = i0; i < i1; i += kChunk) {
+              const int64_t len = std::min(kChunk, i1 - i);
+              VecSilu(pa + i, py + i, len);
+              VecBinary(VecBinaryKind::kMul, py + i, 1, pb + i, 1, py + i, len);
+            }
+          });
+          return;
+        }
+      }
       ParallelFor(ctx.threads(), n, WorkPerIndex{1},
                   [&](int64_t i_begin, int64_t i_end) { for (int64_t i = i_begin; i < i_end; ++i) {
         const A x = Widen(pa[i]);

@@ -183,6 +183,7 @@ bool RewriteUnreadShapeOps(Graph& g, const Index& ix, size_t n, std::vector<bool
 bool RewriteReshapeShape(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // shapes.cc
 // cse.cc: merges nodes computing the same thing, after the rules; returns how many went.
 int EliminateCommonSubexpressions(Graph& g, const Graph* root, const OpRegistry& ops, const RewriteOptions& options);
+bool RewriteSwiGlu(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // swiglu.cc
 bool RewriteConvSqueezeExcite(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
 bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after those
 

@@ -20,7 +20,8 @@ constexpr Rule kRules[] = {RewriteAttention, RewriteRepeatShape, RewriteLayerNor
                            RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize,
                            RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation,
                            RewriteConvAffine, RewriteConvAdd,
-                           RewriteRotary, RewritePartialRotary, RewriteUnreadShapeOps, RewriteReshapeShape};
+                           RewriteRotary, RewritePartialRotary, RewriteUnreadShapeOps, RewriteReshapeShape,
+                           RewriteSwiGlu};
 
 // The rules on one graph: `root` is the model's graph when `g` is a subgraph
 // of it (types inferred in their place there), else nullptr.
