@@ -836,6 +836,7 @@ struct ExportForm {
   // The float mask sliced to K's length read from the repeated K (HF's
   // attention_mask[:, :, :, :key_states.shape[-2]]): the axis Gathered.
   std::optional<int64_t> slice_axis;
+  int64_t where_len = 5;  // repeat 4: the length of its -1s and 1s (5: the shape's; 1 broadcasts)
 };
 constexpr int64_t kExH = 4, kExD = 8;
 
@@ -881,8 +882,8 @@ ModelBuilder ExportModel(const ExportForm& f) {
         groups = x + "_qs1";
       }
       if (f.repeat == 4) {
-        m.Initializer("minus1", i64({-1})).Initializer("neg5", i64({-1, -1, -1, -1, -1}));
-        m.Initializer("ones5", i64({1, 1, 1, 1, 1}));
+        m.Initializer("minus1", i64({-1})).Initializer("neg5", i64(std::vector<int64_t>(size_t(f.where_len), -1)));
+        m.Initializer("ones5", i64(std::vector<int64_t>(size_t(f.where_len), 1)));
         SetAttr(m.Node("Concat", {x + "_b1", "kv", groups, x + "_t1", "d"}, {x + "_stack"}), "axis", int64_t{0});
         m.Node("Reshape", {x + "_stack", "minus1"}, {x + "_view"});
         m.Node("Equal", {x + "_view", "neg5"}, {x + "_is_neg"});
@@ -1024,6 +1025,25 @@ TEST(Rewrite, ExportSpellingsOfAttentionBecomeAttention) {
                       1e-6)
               << what;
         }
+}
+
+// torch's expand spelling Where(Equal(s, -1s), 1s, s) is s only when its
+// constants have one element or s's five: three make the graph as written
+// an error (Equal of [5] and [3]), which the rewrite must not hide by
+// reading the shape as s and dropping the chain.
+TEST(Rewrite, ExportAttentionExpandWhereOfAnotherLengthIsNotTheRepeat) {
+  ExportForm f;
+  f.repeat = 4;
+  f.where_len = 1;
+  EXPECT_THAT(RunBothWaysMany(ExportModel(f), {ExportInputs(f, 2, 3, 6, 4)}, 1e-5), ::testing::Contains("Attention"));
+  f.where_len = 3;
+  SessionOptions plain;
+  plain.graph_rewrites = false;
+  auto as_written = ExportModel(f).Build(plain);
+  ASSERT_FALSE(as_written.ok());
+  auto rewritten = ExportModel(f).Build(SessionOptions());
+  ASSERT_FALSE(rewritten.ok()) << "the rewrite hid: " << as_written.status();
+  EXPECT_EQ(rewritten.status(), as_written.status());
 }
 
 // An additive mask of float's lowest (HF's) or -1e30 hides keys as -inf
