@@ -120,6 +120,13 @@ class Index {
   int DropUnread(std::vector<bool>& dead) const;
   // Whether a rule has asked for types in this pass.
   bool inferred() const { return inferred_; }
+  // The types an Index of the same graph, unchanged since, inferred: taken
+  // over instead of inferred again (nullopt: its inference failed).
+  void Adopt(std::optional<GraphTypes> types) {
+    inferred_ = true;
+    types_ = std::move(types);
+  }
+  std::optional<GraphTypes> TakeTypes() { return std::move(types_); }
   // A tensor's dims as inferred; nullopt when not a tensor or of unknown rank.
   std::optional<Dims> DimsOf(const std::string& name) const {
     const ValueType* t = Type(name);

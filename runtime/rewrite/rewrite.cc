@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -23,15 +24,18 @@ constexpr Rule kRules[] = {RewriteAttention, RewriteRepeatShape, RewriteLayerNor
                            RewriteRotary, RewritePartialRotary, RewriteReshapeShape};
 
 // The rules on one graph: `place` says where a subgraph's types come from
-// (the model's graph, inferred once), nullptr for the model's graph.
+// (the model's graph, inferred once), nullptr for the model's graph (each
+// Index infers it as it is, InferGraphTypes: its Loop and Scan bodies planned
+// as the session plans them, not relaxed as for a subgraph's own types).
 int RewriteOne(Graph& g, const InPlace* place, const OpRegistry& ops, const RewriteOptions& options) {
   int total = 0;
   InPlace here = place ? *place : InPlace{};
   const InPlace* in_place = place ? &here : nullptr;
+  const auto changed = [&] { here.changed = true; };  // a changed body is planned again alone
+  std::optional<std::optional<GraphTypes>> last;  // the last pass's types, the graph unchanged since
   for (int pass = 0; pass < 8; ++pass) {
     std::vector<bool> dead(g.nodes.size(), false);
     int count = 0;
-    here.changed = total > 0;  // a changed body is planned again alone
     {
       Index ix(g, dead, ops, options, in_place);
       // Rule by rule over the whole graph: a pattern containing another
@@ -54,9 +58,11 @@ int RewriteOne(Graph& g, const InPlace* place, const OpRegistry& ops, const Rewr
         }
       // What the fused patterns no longer read goes with them.
       if (count > 0) ix.DropUnread(dead);
+      if (count == 0 && ix.inferred()) last = ix.TakeTypes();
     }
     if (count == 0) break;
     total += count;
+    changed();
     std::vector<Node> kept;
     kept.reserve(g.nodes.size());
     for (size_t n = 0; n < g.nodes.size(); ++n)
@@ -69,11 +75,14 @@ int RewriteOne(Graph& g, const InPlace* place, const OpRegistry& ops, const Rewr
                   [](const Node& n) { return n.op_type == "FusedConv" || n.op_type == "Conv"; })) {
     {  // squeeze-excite blocks first: they leave a conv's output to convs alone
       std::vector<bool> dead(g.nodes.size(), false);
-      here.changed = total > 0;
       Index ix(g, dead, ops, options, in_place);
+      if (last) ix.Adopt(std::move(*last));
+      last.reset();
       int fused = 0;
       for (size_t n = 0; n < g.nodes.size(); ++n) fused += RewriteConvSqueezeExcite(g, ix, n, dead) ? 1 : 0;
+      if (fused == 0 && ix.inferred()) last = ix.TakeTypes();
       if (fused > 0) {
+        changed();
         std::vector<Node> kept;
         for (size_t n = 0; n < g.nodes.size(); ++n)
           if (!dead[n]) kept.push_back(std::move(g.nodes[n]));
@@ -83,9 +92,12 @@ int RewriteOne(Graph& g, const InPlace* place, const OpRegistry& ops, const Rewr
     }
     const std::vector<bool> none(g.nodes.size(), false);
     std::vector<bool> dead = none;
-    here.changed = total > 0;
     Index ix(g, none, ops, options, in_place);
-    for (size_t n = 0; n < g.nodes.size(); ++n) total += RewriteConvLayout(g, ix, n, dead) ? 1 : 0;
+    if (last) ix.Adopt(std::move(*last));
+    int marked = 0;
+    for (size_t n = 0; n < g.nodes.size(); ++n) marked += RewriteConvLayout(g, ix, n, dead) ? 1 : 0;
+    if (marked > 0) changed();
+    total += marked;
   }
   return total;
 }
