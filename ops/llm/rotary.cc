@@ -15,10 +15,9 @@ struct RotaryLayout : OpPlan {
 
 class RotaryOp : public Op {
  public:
-  explicit RotaryOp(const Node& node)
+  explicit RotaryOp(const Node& node, bool broadcast_ids = false)
       : num_heads_(node.attr_int("num_heads", 0)), rotary_dim_(node.attr_int("rotary_embedding_dim", 0)),
-        interleaved_(node.attr_int("interleaved", 0) != 0),
-        broadcast_ids_(node.attr_int("broadcast_position_ids", 0) != 0) {}
+        interleaved_(node.attr_int("interleaved", 0) != 0), broadcast_ids_(broadcast_ids) {}
 
   absl::Status Infer(InferContext& ctx) const override {
     const std::optional<Shape> x = ctx.input(0).concrete_shape();
@@ -102,7 +101,7 @@ class RotaryOp : public Op {
                                     " must be even and at most the head size ", l->head_size));
     const int64_t half = l->rotary_dim / 2;
     if (position_ids) {
-      // broadcast_position_ids (the rotary rewrite's, whose pattern
+      // onnx_mini::RotaryEmbedding (the rotary rewrite's, whose pattern
       // broadcast the gathered tables over x): a dim of 1 stands for all.
       const auto fits = [&](int64_t d, int64_t want) { return d == want || (broadcast_ids_ && d == 1); };
       if (position_ids->size() != 2 || !fits((*position_ids)[0], l->batch) || !fits((*position_ids)[1], l->seq))
@@ -120,6 +119,15 @@ class RotaryOp : public Op {
   int64_t num_heads_, rotary_dim_;
   bool interleaved_;
   bool broadcast_ids_;
+};
+
+// onnx_mini::RotaryEmbedding: RotaryEmbedding-23 whose position_ids of one
+// row (or one position) stand for all of x's batch (or sequence), as the
+// rotary rewrite's pattern broadcast its gathered tables over x. Made by
+// that rewrite only: a model cannot ask the spec op for it.
+class BroadcastIdsRotaryOp : public RotaryOp {
+ public:
+  explicit BroadcastIdsRotaryOp(const Node& node) : RotaryOp(node, /*broadcast_ids=*/true) {}
 };
 
 // onnx_mini::RotateHalf(x, cos, sin) = x * cos + rotate_half(x) * sin
@@ -199,6 +207,8 @@ std::vector<OpDef> RotaryOps() {
   return {
       {kOnnxDomain, "RotaryEmbedding", Versions{23}, "T T T M?", "T", {t, {"M", kInt64}}, MakeOp<RotaryOp>},
       {kInternalDomain, "RotateHalf", Versions{1}, "T T T", "T", {t}, MakeOp<RotateHalfOp>},
+      {kInternalDomain, "RotaryEmbedding", Versions{1}, "T T T M", "T", {t, {"M", kInt64}},
+       MakeOp<BroadcastIdsRotaryOp>},
   };
 }
 

@@ -140,18 +140,23 @@ std::optional<std::vector<ShapeElem>> ShapeElems(const Index& ix, const std::str
   if (const Node* where = ix.Producer(s, "Where"); where && where->inputs.size() == 3) {
     const Node* equal = ix.Producer(where->inputs[0], "Equal");
     if (!equal || !Binary(*equal) || equal->inputs[0] != where->inputs[2]) return std::nullopt;
+    auto e = ShapeElems(ix, where->inputs[2], depth + 1);
+    if (!e) return std::nullopt;
+    // Each constant all v, of one element or s's: one of more would widen
+    // the result by broadcasting (and one of another length is an error).
+    const int64_t n = int64_t(e->size());
     const auto all = [&](const std::string& name, int64_t v) {
       const Tensor* t = ix.Constant(name);
-      if (!t || t->dtype() != DType::kInt64 || t->shape().size() > 1 || t->size() < 1) return false;
+      if (!t || t->dtype() != DType::kInt64 || t->shape().size() > 1 || t->size() < 1 ||
+          (t->size() != 1 && t->size() != n))
+        return false;
       for (int64_t k = 0; k < t->size(); ++k)
         if (t->data<int64_t>()[k] != v) return false;
       return true;
     };
     if (!all(equal->inputs[1], -1) || !all(where->inputs[1], 1)) return std::nullopt;
-    auto e = ShapeElems(ix, where->inputs[2], depth + 1);
-    if (e)
-      for (ShapeElem& x : *e)
-        if (x.value && *x.value == -1) x.value = 1;
+    for (ShapeElem& x : *e)
+      if (x.value && *x.value == -1) x.value = 1;
     return e;
   }
   if (const Node* concat = ix.Producer(s, "Concat"); concat && concat->attr_int("axis", 0) == 0) {
@@ -364,39 +369,6 @@ bool Reaches(const Graph& g, const std::vector<bool>& dead, const std::string& f
   for (const std::string& t : targets)
     if (reached.count(t)) return true;
   return false;
-}
-
-// Marks dead the live ai.onnx nodes that computed only values nothing reads
-// any more (not graph outputs), starting from the producers of `values`, and
-// on up: the run-time shapes of a repeat the fused op took in.
-void DropUnread(const Graph& g, const Index& ix, std::vector<bool>& dead, std::vector<std::string> values) {
-  std::map<std::string, size_t> producer;
-  std::map<std::string, int> readers;  // live nodes' reads, subgraphs' included
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    for (const std::string& o : g.nodes[n].outputs)
-      if (!o.empty()) producer[o] = n;
-    if (dead[n]) continue;
-    for (const std::string& in : g.nodes[n].inputs)
-      if (!in.empty()) ++readers[in];
-    for (const std::string& in : ImplicitInputs(g.nodes[n])) ++readers[in];
-  }
-  while (!values.empty()) {
-    const std::string v = values.back();
-    values.pop_back();
-    auto it = producer.find(v);
-    if (it == producer.end() || dead[it->second]) continue;
-    const Node& p = g.nodes[it->second];
-    if (!p.domain.empty() || !ImplicitInputs(p).empty()) continue;
-    bool unread = true;
-    for (const std::string& o : p.outputs) unread = unread && (o.empty() || (!ix.IsOutput(o) && readers[o] == 0));
-    if (!unread) continue;
-    dead[it->second] = true;
-    for (const std::string& in : p.inputs)
-      if (!in.empty()) {
-        --readers[in];
-        values.push_back(in);
-      }
-  }
 }
 
 // Whether every reader of `shape` (a Shape output) reads only axes 0, 2
@@ -639,12 +611,9 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
                       {"kv_repeat", IntAttr("kv_repeat", repeat)},
                       {"masked_rows", IntAttr("masked_rows", masked_rows)}};
   if (mask_sliced) fused.attributes["mask_sliced"] = IntAttr("mask_sliced", 1);
-  // What the removed nodes read, for the nodes that fed only them.
-  std::vector<std::string> fed_pattern;
-  for (size_t k2 : nodes)
-    for (const std::string& in : g.nodes[k2].inputs) fed_pattern.push_back(in);
+  // What fed only the removed nodes (the repeat's run-time shapes) goes at
+  // the end of the pass (Index::DropUnread).
   node = std::move(fused);
-  DropUnread(g, ix, dead, fed_pattern);
   return true;
 }
 

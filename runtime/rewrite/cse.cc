@@ -85,9 +85,16 @@ bool DropoutInference(const Node& node, const Index& ix) {
 
 }  // namespace
 
-int EliminateCommonSubexpressions(Graph& g, const Graph* root, const OpRegistry& ops, const RewriteOptions& options) {
+int EliminateCommonSubexpressions(Graph& g, const InPlace* place, const OpRegistry& ops, const RewriteOptions& options,
+                                  std::optional<std::optional<GraphTypes>>& types) {
   const std::vector<bool> none(g.nodes.size(), false);
-  Index ix(g, none, ops, options, root);
+  Index ix(g, none, ops, options, place);
+  if (types) ix.Adopt(std::move(*types));
+  types.reset();
+  const auto keep_types = [&] {  // the graph unchanged: its types stay good for the layout passes
+    if (ix.inferred()) types = ix.TakeTypes();
+    return 0;
+  };
   // Topological order (Kahn over the names the nodes make); a cycle is the session's to report.
   std::map<std::string, size_t> producer;
   for (size_t n = 0; n < g.nodes.size(); ++n)
@@ -114,7 +121,7 @@ int EliminateCommonSubexpressions(Graph& g, const Graph* root, const OpRegistry&
   for (size_t k = 0; k < order.size(); ++k)
     for (size_t r : readers[order[k]])
       if (--pending[r] == 0) order.push_back(r);
-  if (order.size() != g.nodes.size()) return 0;
+  if (order.size() != g.nodes.size()) return keep_types();
 
   std::set<std::string> graph_outputs;
   for (const ValueInfo& o : g.outputs) graph_outputs.insert(o.name);
@@ -163,7 +170,7 @@ int EliminateCommonSubexpressions(Graph& g, const Graph* root, const OpRegistry&
     dead[n] = true;
     ++merged;
   }
-  if (merged == 0) return 0;
+  if (merged == 0) return keep_types();
   std::vector<Node> live;
   live.reserve(g.nodes.size() - size_t(merged));
   for (size_t n = 0; n < g.nodes.size(); ++n)

@@ -30,13 +30,21 @@ using Dims = std::vector<int64_t>;
 // graph where nothing looks like a pattern is not inferred twice); a value's
 // type is the same before and after a rewrite in the pass, whose fused node
 // keeps its pattern's output types.
+// Where a subgraph's types come from: the model's graph inferred once, the
+// subgraph as planned there, and whether `g` (its copy) has changed since.
+struct InPlace {
+  SubgraphTypes* root = nullptr;
+  const Graph* planned = nullptr;
+  bool changed = false;
+};
+
 class Index {
  public:
-  // `root`: the model's graph when `g` is a subgraph of its nodes (at any
-  // depth), inferred in its place there (InferSubgraphTypes); else nullptr.
+  // `in_place`: when `g` is a subgraph of the model's nodes (at any depth),
+  // inferred in its place there (SubgraphTypes); else nullptr.
   Index(const Graph& g, const std::vector<bool>& dead, const OpRegistry& ops, const RewriteOptions& options = {},
-        const Graph* root = nullptr)
-      : g_(g), dead_(dead), ops_(ops), options_(options), root_(root) {
+        const InPlace* in_place = nullptr)
+      : g_(g), dead_(dead), ops_(ops), options_(options), in_place_(in_place ? *in_place : InPlace{}) {
     for (const auto& [name, t] : g.initializers) constants_[name] = &t;
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       const Node& node = g.nodes[n];
@@ -60,12 +68,13 @@ class Index {
     for (const ValueInfo& o : g.outputs) outputs_.insert(o.name);
   }
 
-  // The live ai.onnx node `op` that makes `name`, or nullptr.
-  const Node* Producer(const std::string& name, const char* op, size_t* index = nullptr) const {
+  // The live node `op` of `domain` (ai.onnx unless given) that makes `name`, or nullptr.
+  const Node* Producer(const std::string& name, const char* op, size_t* index = nullptr,
+                       const char* domain = "") const {
     auto it = producer_.find(name);
     if (it == producer_.end() || dead_[it->second]) return nullptr;
     const Node& node = g_.nodes[it->second];
-    if (node.op_type != op || !node.domain.empty()) return nullptr;
+    if (node.op_type != op || node.domain != domain) return nullptr;
     if (index) *index = it->second;
     return &node;
   }
@@ -99,8 +108,25 @@ class Index {
     auto it = types->types.find(name);
     return it == types->types.end() ? nullptr : &it->second;
   }
+  // The one way nodes go unread: at the end of a pass in which rules fired,
+  // marks dead each live ai.onnx node (no subgraph, no random draw) all of
+  // whose outputs had readers when the pass began and have none now (nor are
+  // graph outputs), and on up the nodes that fed only those: what the
+  // fused patterns stopped reading (the shape plumbing of a GQA repeat or
+  // of rotary halves, the tables' Gather shared by every layer, a
+  // DynamicQuantizeLinear whose last product fused). A node the model left
+  // unread itself is not touched. Reader counts kept as nodes go: linear in
+  // the graph. Returns how many nodes it marked.
+  int DropUnread(std::vector<bool>& dead) const;
   // Whether a rule has asked for types in this pass.
   bool inferred() const { return inferred_; }
+  // The types an Index of the same graph, unchanged since, inferred: taken
+  // over instead of inferred again (nullopt: its inference failed).
+  void Adopt(std::optional<GraphTypes> types) {
+    inferred_ = true;
+    types_ = std::move(types);
+  }
+  std::optional<GraphTypes> TakeTypes() { return std::move(types_); }
   // A tensor's dims as inferred; nullopt when not a tensor or of unknown rank.
   std::optional<Dims> DimsOf(const std::string& name) const {
     const ValueType* t = Type(name);
@@ -122,7 +148,9 @@ class Index {
   const GraphTypes* Types() const {
     if (!inferred_) {
       inferred_ = true;
-      absl::StatusOr<GraphTypes> t = root_ ? InferSubgraphTypes(*root_, g_, ops_) : InferGraphTypes(g_, ops_);
+      absl::StatusOr<GraphTypes> t = in_place_.root
+                                         ? in_place_.root->Types(*in_place_.planned, g_, in_place_.changed)
+                                         : InferGraphTypes(g_, ops_);
       if (t.ok()) types_ = *std::move(t);
     }
     return types_ ? &*types_ : nullptr;
@@ -135,7 +163,7 @@ class Index {
   const std::vector<bool>& dead_;
   const OpRegistry& ops_;
   const RewriteOptions options_;
-  const Graph* root_;
+  const InPlace in_place_;
   mutable bool inferred_ = false;
   mutable std::optional<GraphTypes> types_;
   std::map<std::string, size_t> producer_;
@@ -169,7 +197,6 @@ bool RewriteAttention(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
 bool RewriteRepeatShape(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // attention.cc
 bool RewriteInt8MatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteInt8MatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
-bool RewriteUnreadDynamicQuantize(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteDequantizeMatMul(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // quant_matmul.cc
 bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);     // conv.cc
 bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
@@ -179,10 +206,12 @@ bool RewriteConvAffine(Graph& g, const Index& ix, size_t n, std::vector<bool>& d
 bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);          // rotary.cc
 bool RewritePartialRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
-bool RewriteUnreadShapeOps(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteReshapeShape(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // shapes.cc
 // cse.cc: merges nodes computing the same thing, after the rules; returns how many went.
-int EliminateCommonSubexpressions(Graph& g, const Graph* root, const OpRegistry& ops, const RewriteOptions& options);
+// `types`: the graph's types if known (a pass that fused nothing), kept when
+// nothing merges, emptied when something does.
+int EliminateCommonSubexpressions(Graph& g, const InPlace* place, const OpRegistry& ops, const RewriteOptions& options,
+                                  std::optional<std::optional<GraphTypes>>& types);
 bool RewriteSwiGlu(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // swiglu.cc
 bool RewriteConvSqueezeExcite(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after the others
 bool RewriteConvLayout(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // after those

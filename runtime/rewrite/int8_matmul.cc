@@ -6,10 +6,10 @@
 //               (ops/contrib/quantized_matmul.cc: W packed once, one pass instead of four). The
 //               same quantization of A, the same exact integer sums, the same float product of
 //               the scales: the same values. DynamicQuantizeLinear stays while other nodes read
-//               it (the Q, K and V projections share one); once none does it goes (below).
+//               it (the Q, K and V projections share one); once none does it goes
+//               (Index::DropUnread, at the end of the pass).
 //   Int8MatMul+b  Add(that product, b) (either order), b a constant float vector of W's columns
 //               -> DynamicQuantizeMatMul(A, W, w_scale, w_zero, b) (its kernel adds the bias)
-//   Unread DynamicQuantizeLinear: one whose outputs nobody reads any more is dropped.
 
 #include "runtime/op.h"
 #include "runtime/rewrite/graph_index.h"
@@ -106,17 +106,6 @@ bool RewriteInt8MatMulBias(Graph& g, const Index& ix, size_t n, std::vector<bool
     return true;
   }
   return false;
-}
-
-// A DynamicQuantizeLinear left without readers by RewriteInt8MatMul (a
-// pass later, when the last of the products sharing it was rewritten).
-bool RewriteUnreadDynamicQuantize(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
-  const Node& node = g.nodes[n];
-  if (node.op_type != "DynamicQuantizeLinear" || !node.domain.empty()) return false;
-  for (const std::string& o : node.outputs)
-    if (!o.empty() && (ix.Uses(o) > 0 || ix.IsOutput(o))) return false;
-  dead[n] = true;
-  return true;
 }
 
 }  // namespace rewrite

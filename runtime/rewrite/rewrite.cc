@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -17,21 +18,27 @@ using namespace rewrite;
 // folded float weight.
 constexpr Rule kRules[] = {RewriteAttention, RewriteRepeatShape, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
-                           RewriteInt8MatMulBias, RewriteInt8MatMul, RewriteUnreadDynamicQuantize,
+                           RewriteInt8MatMulBias, RewriteInt8MatMul,
                            RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation,
                            RewriteConvAffine, RewriteConvAdd,
-                           RewriteRotary, RewritePartialRotary, RewriteUnreadShapeOps, RewriteReshapeShape,
+                           RewriteRotary, RewritePartialRotary, RewriteReshapeShape,
                            RewriteSwiGlu};
 
-// The rules on one graph: `root` is the model's graph when `g` is a subgraph
-// of it (types inferred in their place there), else nullptr.
-int RewriteOne(Graph& g, const Graph* root, const OpRegistry& ops, const RewriteOptions& options) {
+// The rules on one graph: `place` says where a subgraph's types come from
+// (the model's graph, inferred once), nullptr for the model's graph (each
+// Index infers it as it is, InferGraphTypes: its Loop and Scan bodies planned
+// as the session plans them, not relaxed as for a subgraph's own types).
+int RewriteOne(Graph& g, const InPlace* place, const OpRegistry& ops, const RewriteOptions& options) {
   int total = 0;
+  InPlace here = place ? *place : InPlace{};
+  const InPlace* in_place = place ? &here : nullptr;
+  const auto changed = [&] { here.changed = true; };  // a changed body is planned again alone
+  std::optional<std::optional<GraphTypes>> last;  // the last pass's types, the graph unchanged since
   for (int pass = 0; pass < 8; ++pass) {
     std::vector<bool> dead(g.nodes.size(), false);
     int count = 0;
     {
-      Index ix(g, dead, ops, options, root);
+      Index ix(g, dead, ops, options, in_place);
       // Rule by rule over the whole graph: a pattern containing another
       // (LayerNorm holds an RMSNorm of x - mean) is taken whole first.
       std::vector<bool> changed(g.nodes.size(), false);
@@ -50,26 +57,37 @@ int RewriteOne(Graph& g, const Graph* root, const OpRegistry& ops, const Rewrite
               if (const ValueType* t = o.empty() || !ix.inferred() ? nullptr : ix.Type(o)) g.value_types[o] = *t;
           }
         }
+      // What the fused patterns no longer read goes with them.
+      if (count > 0) ix.DropUnread(dead);
+      if (count == 0 && ix.inferred()) last = ix.TakeTypes();
     }
     if (count == 0) break;
     total += count;
+    changed();
     std::vector<Node> kept;
     kept.reserve(g.nodes.size());
     for (size_t n = 0; n < g.nodes.size(); ++n)
       if (!dead[n]) kept.push_back(std::move(g.nodes[n]));
     g.nodes = std::move(kept);
   }
-  total += EliminateCommonSubexpressions(g, root, ops, options);
+  if (const int merged = EliminateCommonSubexpressions(g, in_place, ops, options, last); merged > 0) {
+    total += merged;
+    changed();
+  }
   // Layouts once the rules are done (conv.cc): no later rule may give a
   // channels-last value another reader. They mark nodes, remove none.
   if (std::any_of(g.nodes.begin(), g.nodes.end(),
                   [](const Node& n) { return n.op_type == "FusedConv" || n.op_type == "Conv"; })) {
     {  // squeeze-excite blocks first: they leave a conv's output to convs alone
       std::vector<bool> dead(g.nodes.size(), false);
-      Index ix(g, dead, ops, options, root);
+      Index ix(g, dead, ops, options, in_place);
+      if (last) ix.Adopt(std::move(*last));
+      last.reset();
       int fused = 0;
       for (size_t n = 0; n < g.nodes.size(); ++n) fused += RewriteConvSqueezeExcite(g, ix, n, dead) ? 1 : 0;
+      if (fused == 0 && ix.inferred()) last = ix.TakeTypes();
       if (fused > 0) {
+        changed();
         std::vector<Node> kept;
         for (size_t n = 0; n < g.nodes.size(); ++n)
           if (!dead[n]) kept.push_back(std::move(g.nodes[n]));
@@ -79,8 +97,12 @@ int RewriteOne(Graph& g, const Graph* root, const OpRegistry& ops, const Rewrite
     }
     const std::vector<bool> none(g.nodes.size(), false);
     std::vector<bool> dead = none;
-    Index ix(g, none, ops, options, root);
-    for (size_t n = 0; n < g.nodes.size(); ++n) total += RewriteConvLayout(g, ix, n, dead) ? 1 : 0;
+    Index ix(g, none, ops, options, in_place);
+    if (last) ix.Adopt(std::move(*last));
+    int marked = 0;
+    for (size_t n = 0; n < g.nodes.size(); ++n) marked += RewriteConvLayout(g, ix, n, dead) ? 1 : 0;
+    if (marked > 0) changed();
+    total += marked;
   }
   return total;
 }
@@ -89,8 +111,10 @@ int RewriteOne(Graph& g, const Graph* root, const OpRegistry& ops, const Rewrite
 // the rules, then their own subgraphs: outer graphs first, so that a body
 // sees its outer scope as it will be planned. A subgraph is copied before it
 // changes: the graph as written (Session::Create keeps it to fall back on)
-// shares it.
-int RewriteSubgraphs(Graph& g, const Graph& root, const OpRegistry& ops, const RewriteOptions& options) {
+// shares it. `root`: the model's graph, inferred once for all of them; the
+// originals stay alive in `held` as long as its plans of them.
+int RewriteSubgraphs(Graph& g, SubgraphTypes& root, std::vector<std::shared_ptr<Graph>>& held, const OpRegistry& ops,
+                     const RewriteOptions& options) {
   int total = 0;
   for (Node& node : g.nodes)
     for (auto& [name, a] : node.attributes) {
@@ -100,11 +124,15 @@ int RewriteSubgraphs(Graph& g, const Graph& root, const OpRegistry& ops, const R
         for (std::shared_ptr<Graph>& sub : a.graphs)
           if (sub) subs.push_back(&sub);
       for (std::shared_ptr<Graph>* sub : subs) {
+        root.Infer();  // with the originals in place
         auto copy = std::make_shared<Graph>(**sub);  // tensors share their storage
         std::shared_ptr<Graph> original = std::exchange(*sub, copy);
-        // The copy is in place in root: its types are inferred there.
-        const int count = RewriteOne(*copy, &root, ops, options) + RewriteSubgraphs(*copy, root, ops, options);
+        // The copy is in the original's place: its types are inferred there.
+        const InPlace place{&root, original.get(), false};
+        const int count =
+            RewriteOne(*copy, &place, ops, options) + RewriteSubgraphs(*copy, root, held, ops, options);
         if (count == 0) *sub = std::move(original);
+        else held.push_back(std::move(original));
         total += count;
       }
     }
@@ -115,7 +143,9 @@ int RewriteSubgraphs(Graph& g, const Graph& root, const OpRegistry& ops, const R
 
 int RewriteGraph(Graph& g, const OpRegistry& ops, const RewriteOptions& options) {
   const int top = RewriteOne(g, nullptr, ops, options);
-  return top + RewriteSubgraphs(g, g, ops, options);
+  std::vector<std::shared_ptr<Graph>> held;  // outlives root's plans of them
+  SubgraphTypes root(g, ops);
+  return top + RewriteSubgraphs(g, root, held, ops, options);
 }
 
 }  // namespace onnx_mini

@@ -37,8 +37,8 @@ struct RewriteOptions {
 // Applies the rewrites to `graph`, then to its nodes' subgraphs (If
 // branches, Loop and Scan bodies, at any depth), reading the types and
 // constants that the session's inference with `ops` gives each value
-// (InferGraphTypes; InferSubgraphTypes for a subgraph, in its place in
-// `graph`). In a subgraph, the outer-scope values it reads are its
+// (InferGraphTypes; for a subgraph, SubgraphTypes: `graph` inferred once
+// for all of them, a changed body planned again alone in its place). In a subgraph, the outer-scope values it reads are its
 // inputs, constants where the outer scope's are, and its outputs are graph
 // outputs for the rules; a value a subgraph reads is a reader the outer
 // graph's patterns do not see (they are not rewritten). Returns how many

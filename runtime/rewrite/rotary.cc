@@ -13,10 +13,12 @@
 //   and Squeezes (older exports), with x known 4-D [B, H, S, D], D =
 //   2h known, and position_ids int64 [B, S] (the same B and S as x: equal
 //   known values or the same symbol, which a run may still give as 1 for
-//   the pattern to broadcast: the fused op's broadcast_position_ids; ids
+//   the pattern to broadcast, which the fused op does too; ids
 //   of more rows than x's batch, which broadcast x, remain an error there)
-//   -> RotaryEmbedding(x, cos[:, :h], sin[:, :h], position_ids) (ai.onnx 23,
-//   non-interleaved), the half tables made once at creation. The table
+//   -> onnx_mini::RotaryEmbedding(x, cos[:, :h], sin[:, :h], position_ids)
+//   (RotaryEmbedding-23, non-interleaved, that also takes ids of one row or
+//   one position for all: ops/llm/rotary.cc), the half tables made once at
+//   creation. The table
 //   multiplied by x is the op's cos whatever its name: cos and sin exchanged
 //   compute x1*s - x2*c, x2*s + x1*c, which the op computes with them exchanged.
 //   The differences, for bad ids only: the op refuses position ids outside
@@ -35,7 +37,7 @@
 // A rotated first part concatenated with the rest of x (partial rotary)
 // then takes the whole x (RewritePartialRotary).
 // What it leaves unread (the shared Gather/Unsqueeze of the tables, the
-// Shape chain of the halves) goes at the next pass (RewriteUnreadShapeOps).
+// Shape chain of the halves) goes at the end of the pass (Index::DropUnread).
 
 #include <algorithm>
 #include <cstring>
@@ -374,13 +376,14 @@ bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead)
       std::optional<std::vector<std::string>> in;
       if (!interleaved) in = TableInputs(g, ix, rot->x, *xt, cos, sin);
       if (in) {
-        fused.op_type = "RotaryEmbedding";
-        fused.opset = 23;
-        fused.inputs = std::move(*in);
         // ids of one row (or position) at run time, where x's symbol is
-        // more, broadcast in the pattern: the op takes them so too.
-        fused.attributes = {{"interleaved", IntAttr("interleaved", 0)},
-                            {"broadcast_position_ids", IntAttr("broadcast_position_ids", 1)}};
+        // more, broadcast in the pattern: onnx_mini's RotaryEmbedding takes
+        // them so too (the spec op refuses them).
+        fused.op_type = "RotaryEmbedding";
+        fused.domain = kInternalDomain;
+        fused.opset = 1;
+        fused.inputs = std::move(*in);
+        fused.attributes = {{"interleaved", IntAttr("interleaved", 0)}};
       } else {
         // Any other cos and sin (computed at run time): full rows of D of x's
         // type, which the op broadcasts as the pattern does.
@@ -416,7 +419,12 @@ bool RewritePartialRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>
       !LastOf4(node.attr_int("axis", 0)))
     return false;
   size_t i_rot = 0, i_a = 0, i_b = 0;
-  const Node* rot = ix.Inner(node.inputs[0]) ? ix.Producer(node.inputs[0], "RotaryEmbedding", &i_rot) : nullptr;
+  // The rotary rule's (onnx_mini) or the model's own (ai.onnx).
+  const Node* rot = nullptr;
+  if (ix.Inner(node.inputs[0])) {
+    rot = ix.Producer(node.inputs[0], "RotaryEmbedding", &i_rot, kInternalDomain);
+    if (!rot) rot = ix.Producer(node.inputs[0], "RotaryEmbedding", &i_rot);
+  }
   if (!rot || rot->inputs.size() != 4 || rot->attr_int("interleaved", 0) != 0 ||
       rot->attr_int("rotary_embedding_dim", 0) != 0 || rot->attr_int("num_heads", 0) != 0)
     return false;
@@ -438,57 +446,6 @@ bool RewritePartialRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>
   fused.outputs = node.outputs;
   fused.attributes["rotary_embedding_dim"] = IntAttr("rotary_embedding_dim", ra->end);
   node = std::move(fused);
-  return true;
-}
-
-namespace {
-
-constexpr const char* kPlumbing[] = {"Gather", "Unsqueeze", "Squeeze", "Shape", "Div",    "Slice",
-                                     "Add",    "Sub",       "Mul",     "Concat", "Cast", "Reshape"};
-
-// No live node (nor its subgraphs) reads an output of `p`, nor is one a graph output.
-bool Unread(const Graph& g, const Index& ix, const std::vector<bool>& dead, const Node& p) {
-  std::set<std::string> outs;
-  for (const std::string& o : p.outputs)
-    if (!o.empty()) {
-      if (ix.IsOutput(o)) return false;
-      outs.insert(o);
-    }
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    if (dead[k]) continue;
-    for (const std::string& in : g.nodes[k].inputs)
-      if (outs.count(in)) return false;
-    for (const std::string& in : ImplicitInputs(g.nodes[k]))
-      if (outs.count(in)) return false;
-  }
-  return true;
-}
-
-// Node n goes, and with it each plumbing node above it left unread.
-void RemoveChain(const Graph& g, const Index& ix, std::vector<bool>& dead, size_t n) {
-  dead[n] = true;
-  for (const std::string& in : g.nodes[n].inputs)
-    for (const char* op : kPlumbing) {
-      size_t i = 0;
-      if (!in.empty() && ix.Producer(in, op, &i) && Unread(g, ix, dead, g.nodes[i])) RemoveChain(g, ix, dead, i);
-    }
-}
-
-}  // namespace
-
-// The shape and table plumbing a fused pattern no longer reads: a node of
-// the ops exporters build it from none of whose outputs had a reader (nodes,
-// subgraphs) when the pass began or is a graph output, with the chain of such
-// nodes above it that nothing live reads (a whole Shape -> Gather -> Add ->
-// Slice -> Squeeze chain in one pass).
-bool RewriteUnreadShapeOps(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
-  const Node& node = g.nodes[n];
-  if (!node.domain.empty() ||
-      std::none_of(std::begin(kPlumbing), std::end(kPlumbing), [&](const char* op) { return node.op_type == op; }))
-    return false;
-  for (const std::string& o : node.outputs)
-    if (!o.empty() && (ix.Uses(o) > 0 || ix.IsOutput(o))) return false;
-  RemoveChain(g, ix, dead, n);
   return true;
 }
 

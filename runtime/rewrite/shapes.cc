@@ -6,7 +6,7 @@
 // DimsValue: entries read from shapes) each as a value, or as x's own dim at
 // the same place (the same symbol, or the same known value) -> Reshape(x,
 // constant): the value (not 0, which would read as "copy"), or 0 for x's own
-// dim. The Shape chain then goes unread (RewriteUnreadShapeOps, next pass).
+// dim. The Shape chain then goes unread (Index::DropUnread, the same pass).
 // Any dim not so proved keeps the Reshape as written.
 
 #include "runtime/rewrite/graph_index.h"

@@ -220,6 +220,7 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
   std::shared_ptr<session_detail::Tracer> tracer;
   std::vector<session_detail::TraceNode> trace_nodes;
   const Node* owner = nullptr;  // the node whose subgraph this is
+  std::vector<ValueType> given_types;  // the types owner gave its inputs (SubgraphTypes plans it again)
   // Steps planned at run time (Infer called) and steps that reused the last
   // run's plan, in this graph and its subgraphs, over all runs.
   mutable std::atomic<int64_t> inferred_steps{0}, reused_steps{0};
@@ -274,6 +275,7 @@ struct Session::Impl : public Subgraph, public SubgraphPlanner {
     child->options = options;
     child->types_only = types_only;
     child->relax_loop_inputs = relax_loop_inputs;
+    if (types_only) child->given_types = input_types;
     absl::Status s = child->Build(&input_types);
     if (!s.ok())
       return absl::Status(s.code(), absl::StrCat(node.Describe(), ", subgraph '", sub.name, "': ", s.message()));

@@ -57,4 +57,52 @@ absl::StatusOr<GraphTypes> InferSubgraphTypes(const Graph& root, const Graph& su
   return Infer(root, &sub, ops);
 }
 
+struct SubgraphTypes::State {
+  Session::Impl impl;
+  absl::Status built;
+};
+
+SubgraphTypes::SubgraphTypes(const Graph& root, const OpRegistry& ops) : root_(root), ops_(ops) {}
+SubgraphTypes::~SubgraphTypes() = default;
+
+void SubgraphTypes::Infer() {
+  if (!state_) {
+    state_ = std::make_unique<State>();
+    Session::Impl& impl = state_->impl;
+    impl.graph = &root_;
+    impl.ops = &ops_;
+    impl.types_only = true;
+    impl.relax_loop_inputs = true;
+    try {
+      state_->built = impl.Build();
+    } catch (const std::bad_alloc&) {
+      state_->built = absl::ResourceExhaustedError("out of memory while inferring the graph's types");
+    }
+  }
+}
+
+absl::StatusOr<GraphTypes> SubgraphTypes::Types(const Graph& planned, const Graph& current, bool changed) {
+  Infer();
+  RETURN_IF_ERROR(state_->built);
+  std::vector<const Session::Impl*> found;
+  FindPlans(state_->impl, planned, found);
+  if (found.size() != 1)
+    return absl::NotFoundError(absl::StrCat("subgraph '", planned.name, "' is planned ", found.size(), " times"));
+  if (!changed) return TypesOf(*found[0]);
+  // The copy alone, in the original's place: a plan its parent owns no longer
+  // than this call (the parent's own steps never see it).
+  auto* parent = const_cast<Session::Impl*>(found[0]->parent);
+  const size_t before = parent->subgraphs.size();
+  absl::StatusOr<const Subgraph*> plan;
+  try {
+    plan = parent->Plan(*found[0]->owner, current, found[0]->given_types);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory while inferring the graph's types");
+  }
+  if (!plan.ok()) return plan.status();
+  GraphTypes out = TypesOf(*parent->subgraphs.back());
+  parent->subgraphs.resize(before);
+  return out;
+}
+
 }  // namespace onnx_mini

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -38,5 +39,32 @@ absl::StatusOr<GraphTypes> InferGraphTypes(const Graph& graph, const OpRegistry&
 // plan sees the first). NotFound when `sub` is not planned exactly once (a branch the
 // session folds away, say).
 absl::StatusOr<GraphTypes> InferSubgraphTypes(const Graph& root, const Graph& sub, const OpRegistry& ops);
+
+// InferSubgraphTypes for many subgraphs of one model, and for each again as
+// the rewrites change it, without inferring the model each time: the model's
+// graph is inferred once (at the first ask), a subgraph as planned there
+// gives its types at once, and a copy of it with changes is planned alone in
+// the place the original has (its outer scopes as inferred, the types its
+// node gave the original's inputs). Valid while the outer scopes keep their
+// values' types and constants (the rewrites' fused nodes keep their
+// patterns' types; a value a subgraph reads stays), and while the root and
+// each `planned` graph live.
+class SubgraphTypes {
+ public:
+  SubgraphTypes(const Graph& root, const OpRegistry& ops);
+  ~SubgraphTypes();
+  // Infers the model's graph now (once): before any of its subgraphs is
+  // replaced by a copy, whose original must be the one planned.
+  void Infer();
+  // The types of `current`: `planned` itself when `changed` is false, else a
+  // changed copy of it to plan in its place. NotFound as InferSubgraphTypes.
+  absl::StatusOr<GraphTypes> Types(const Graph& planned, const Graph& current, bool changed);
+
+ private:
+  struct State;
+  const Graph& root_;
+  const OpRegistry& ops_;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace onnx_mini

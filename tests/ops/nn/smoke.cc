@@ -46,6 +46,9 @@ std::vector<Smoke> NnSmoke() {
   cases.push_back({kOnnxDomain, "RotaryEmbedding", Versions{23}, Case({{{{1, 2, 3, 4}}, {{1, 3, 2}}, {{1, 3, 2}}}})});
   // The rotary rewrite's op for cos and sin computed at run time: x [B, H, S, D], cos and sin [B, 1, S, D].
   cases.push_back({kInternalDomain, "RotateHalf", Versions{1}, Case({{{{1, 2, 3, 4}}, {{1, 1, 3, 4}}, {{1, 1, 3, 4}}}})});
+  // The rotary rewrite's RotaryEmbedding (ids of one row stand for all): x [B, H, S, D], tables [P, D / 2], ids [1, S].
+  cases.push_back({kInternalDomain, "RotaryEmbedding", Versions{1},
+                   Case({{{{2, 2, 3, 4}}, {{4, 2}}, {{4, 2}}, {{1, 3}, {0}}}})});
   cases.push_back({kOnnxDomain, "Upsample", Versions{7, 8}, Case({{{{1, 1, 2, 2}}}, 1, [](onnx::NodeProto& n) {
                                                                     onnx::AttributeProto* a = n.add_attribute();
                                                                     a->set_name("scales");

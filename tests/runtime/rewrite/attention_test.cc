@@ -8,6 +8,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/loader.h"
+#include "runtime/registry.h"
+#include "runtime/rewrite/rewrite.h"
 
 #include "tests/runtime/rewrite/rewrite_test_util.h"
 
@@ -836,6 +839,7 @@ struct ExportForm {
   // The float mask sliced to K's length read from the repeated K (HF's
   // attention_mask[:, :, :, :key_states.shape[-2]]): the axis Gathered.
   std::optional<int64_t> slice_axis;
+  int64_t where_len = 5;  // repeat 4: the length of its -1s and 1s (5: the shape's; 1 broadcasts)
 };
 constexpr int64_t kExH = 4, kExD = 8;
 
@@ -881,8 +885,8 @@ ModelBuilder ExportModel(const ExportForm& f) {
         groups = x + "_qs1";
       }
       if (f.repeat == 4) {
-        m.Initializer("minus1", i64({-1})).Initializer("neg5", i64({-1, -1, -1, -1, -1}));
-        m.Initializer("ones5", i64({1, 1, 1, 1, 1}));
+        m.Initializer("minus1", i64({-1})).Initializer("neg5", i64(std::vector<int64_t>(size_t(f.where_len), -1)));
+        m.Initializer("ones5", i64(std::vector<int64_t>(size_t(f.where_len), 1)));
         SetAttr(m.Node("Concat", {x + "_b1", "kv", groups, x + "_t1", "d"}, {x + "_stack"}), "axis", int64_t{0});
         m.Node("Reshape", {x + "_stack", "minus1"}, {x + "_view"});
         m.Node("Equal", {x + "_view", "neg5"}, {x + "_is_neg"});
@@ -1024,6 +1028,68 @@ TEST(Rewrite, ExportSpellingsOfAttentionBecomeAttention) {
                       1e-6)
               << what;
         }
+}
+
+// torch's expand spelling Where(Equal(s, -1s), 1s, s) is s only when its
+// constants have one element or s's five: three make the graph as written
+// an error (Equal of [5] and [3]), which the rewrite must not hide by
+// reading the shape as s and dropping the chain.
+TEST(Rewrite, ExportAttentionExpandWhereOfAnotherLengthIsNotTheRepeat) {
+  ExportForm f;
+  f.repeat = 4;
+  f.where_len = 1;
+  EXPECT_THAT(RunBothWaysMany(ExportModel(f), {ExportInputs(f, 2, 3, 6, 4)}, 1e-5), ::testing::Contains("Attention"));
+  f.where_len = 3;
+  SessionOptions plain;
+  plain.graph_rewrites = false;
+  auto as_written = ExportModel(f).Build(plain);
+  ASSERT_FALSE(as_written.ok());
+  auto rewritten = ExportModel(f).Build(SessionOptions());
+  ASSERT_FALSE(rewritten.ok()) << "the rewrite hid: " << as_written.status();
+  EXPECT_EQ(rewritten.status(), as_written.status());
+}
+
+// The same with a valid graph: V's Reshape shape starts with Where(Equal(b,
+// -1s), 1s, b) of its one-element batch b; two -1s and two 1s widen it to
+// [b, b], so V' is 5-D [1, 1, H, T, D] at a batch of 1 (which MatMul
+// broadcasts), not the repeat. The rewrite must not read it as [b]. (Through
+// a session the fused op's 4-D output would contradict the 5-D type and
+// plan the graph as written: the rewrite itself is checked.)
+TEST(Rewrite, ExpandWhereWiderThanItsShapeIsNotTheRepeat) {
+  for (int64_t len : {1, 2}) {
+    ModelBuilder m(18);
+    m.Input("q", DType::kFloat, {-1, 4, 3, 8}).Input("k", DType::kFloat, {1, 2, 5, 8});
+    m.Input("v", DType::kFloat, {-1, 2, 5, 8}).Output("y", DType::kFloat, {}, false);
+    const auto i64 = [](std::vector<int64_t> v) { return Tensor::FromVector(v, {int64_t(v.size())}); };
+    m.Initializer("ax0", i64({0})).Initializer("ax2", i64({2})).Initializer("i0", Tensor::FromVector<int64_t>({0}, {}));
+    m.Initializer("eshape", i64({1, 2, 2, 5, 8})).Initializer("kshape", i64({1, 4, 5, 8})).Initializer("tail", i64({4, 5, 8}));
+    m.Initializer("negs", i64(std::vector<int64_t>(size_t(len), -1))).Initializer("ones", i64(std::vector<int64_t>(size_t(len), 1)));
+    for (const std::string x : {"k", "v"}) {
+      m.Node("Unsqueeze", {x, "ax2"}, {x + "5"});
+      m.Node("Expand", {x + "5", "eshape"}, {x + "x"});
+    }
+    m.Node("Reshape", {"kx", "kshape"}, {"kr"});
+    m.Node("Shape", {"v"}, {"vs"});
+    m.Node("Gather", {"vs", "i0"}, {"vb"});
+    m.Node("Unsqueeze", {"vb", "ax0"}, {"vb1"});
+    m.Node("Equal", {"vb1", "negs"}, {"is_neg"});
+    m.Node("Where", {"is_neg", "ones", "vb1"}, {"w"});
+    SetAttr(m.Node("Concat", {"w", "tail"}, {"vshape"}), "axis", int64_t{0});
+    m.Node("Reshape", {"vx", "vshape"}, {"vr"});
+    SetAttr(m.Node("Transpose", {"kr"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+    m.Node("MatMul", {"q", "kt"}, {"scores"});
+    SetAttr(m.Node("Softmax", {"scores"}, {"probs"}), "axis", int64_t{-1});
+    m.Node("MatMul", {"probs", "vr"}, {"y"});
+    absl::StatusOr<Graph> g = LoadModelFromBytes(m.Serialize(), "");
+    ASSERT_TRUE(g.ok()) << g.status();
+    RewriteGraph(*g, BuiltinOps());
+    const bool fused = std::any_of(g->nodes.begin(), g->nodes.end(), [](const Node& n) { return n.op_type == "Attention"; });
+    EXPECT_EQ(fused, len == 1) << len;
+    const std::vector<NamedTensor> in = {{"q", RandomUniform(DType::kFloat, {1, 4, 3, 8}, 1, -1, 1)},
+                                         {"k", RandomUniform(DType::kFloat, {1, 2, 5, 8}, 2, -1, 1)},
+                                         {"v", RandomUniform(DType::kFloat, {1, 2, 5, 8}, 3, -1, 1)}};
+    RunBothWays(m, in, 1e-5);  // the values the graph as written gives, whichever graph plans
+  }
 }
 
 // An additive mask of float's lowest (HF's) or -1e30 hides keys as -inf

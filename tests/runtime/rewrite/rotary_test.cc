@@ -16,6 +16,7 @@ using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::Not;
+using ::testing::UnorderedElementsAre;
 
 enum class Halves { kSlice, kShapeSlice, kSplit };
 
@@ -205,6 +206,20 @@ TEST(RewriteRotary, SharedTablesFuseBothAndTheirPlumbingGoes) {
     f.halves = h, f.k_too = true, f.opset = 18;
     EXPECT_THAT(RunForm(f), ElementsAre("RotaryEmbedding", "RotaryEmbedding")) << int(h);
   }
+}
+
+// The one walker (Index::DropUnread) drops what the fused patterns stopped
+// reading (the tables' Gather and Unsqueeze q and k shared, the Shape chain
+// of the halves), and only that: a Shape and a Neg of x that the model itself
+// left unread stay.
+TEST(RewriteRotary, UnreadWalkerDropsOnlyWhatThePatternsLeft) {
+  RotaryForm f;
+  f.halves = Halves::kShapeSlice, f.k_too = true, f.opset = 18;
+  ModelBuilder m = RotaryModel(f, DType::kFloat);
+  m.Node("Shape", {"x"}, {"x_shape_unread"});
+  m.Node("Neg", {"x"}, {"neg_unread"});
+  EXPECT_THAT(RunBothWaysMany(m, {Inputs(DType::kFloat, 5, false, true)}, 1e-5),
+              UnorderedElementsAre("RotaryEmbedding", "RotaryEmbedding", "Shape", "Neg"));
 }
 
 // GPT-NeoX's partial rotary: the first r of each head rotated, the rest
