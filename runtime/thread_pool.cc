@@ -31,10 +31,12 @@ constexpr auto kWorkerSpin = std::chrono::microseconds(100);
 constexpr int kPauses = 256;  // pause instructions before a waiting worker yields
 constexpr auto kCallerSpin = std::chrono::microseconds(20);
 constexpr int kMaxWorkers = 255;
+constexpr int64_t kSpinNs = std::chrono::nanoseconds(kWorkerSpin).count();
+constexpr int64_t kAwakeMargin = 25000;  // ns of spin left for a worker to count as awake
 
 thread_local bool in_parallel_loop = false;
 
-std::atomic<int64_t> pool_loops{0}, unhelped_loops{0}, omp_teams{0};
+std::atomic<int64_t> pool_loops{0}, unhelped_loops{0}, omp_teams{0}, early_wakes{0};
 
 // Loops in a row that no worker came in time to help. From kGiveUp on (the
 // other cores busy with other processes, as a worker that never runs in time
@@ -43,6 +45,16 @@ std::atomic<int64_t> pool_loops{0}, unhelped_loops{0}, omp_teams{0};
 // A probe that a worker helps ends the run.
 constexpr int kGiveUp = 16, kProbe = 4;
 std::atomic<int> unhelped_run{0};
+
+bool KeepOnCaller(int run) { return run >= kGiveUp && (run - kGiveUp) % kProbe != kProbe - 1; }
+
+// Early wakes in a row (PoolWillHelp) after which the woken workers spun
+// out and slept again with no loop: a model whose one split comes once a run
+// (the worker asleep again by the next). From kWastedWakes on only every
+// kWakeProbe-th call wakes them: a futex wake costs the caller a syscall.
+constexpr int kWastedWakes = 8, kWakeProbe = 32;
+std::atomic<int> wasted_wakes{0};
+std::atomic<uint32_t> skipped_wakes{0};
 
 void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
@@ -98,6 +110,27 @@ class Pool {
     return true;
   }
 
+  // A worker is awake: spinning between loops (or starting), not asleep on
+  // the futex, so a loop posted now costs no wake and finds it within
+  // microseconds if its core is free. One near the end of its spin counts
+  // as asleep: it would be by the time the loop's parts are handed out.
+  bool AnyAwake() const {
+    return alive_.load() > sleepers_.load() && spin_until_.load(std::memory_order_relaxed) > Now() + kAwakeMargin;
+  }
+
+  // Wakes up to `count` sleeping workers (starting them if there are none
+  // yet) so that they spin again for kWorkerSpin.
+  void Wake(int count) {
+    {
+      std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+      if (!lock.owns_lock()) return;  // another caller's loop: it keeps them awake
+      EnsureWorkers(std::min(count, kMaxWorkers));
+    }
+    if (sleepers_.load() == 0) return;
+    early_wakes.fetch_add(1, std::memory_order_relaxed);
+    FutexWake(epoch_, count);
+  }
+
  private:
   static void Relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -146,14 +179,22 @@ class Pool {
         return;  // run with the workers there are
       }
       ++workers_;
+      alive_.fetch_add(1);
     }
+  }
+
+  static int64_t Now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
 
   void Work() {
     uint32_t seen = epoch_.load();
+    bool woken_early = false;  // by Wake, and no loop since
     for (;;) {
       uint32_t now = epoch_.load();
-      const auto start = std::chrono::steady_clock::now();
+      auto start = std::chrono::steady_clock::now();
+      spin_until_.store(Now() + kSpinNs, std::memory_order_relaxed);
       for (int spins = 0; now == seen || (now & 1); ++spins, now = epoch_.load()) {
         if (spins < kPauses) {
           Relax();
@@ -165,15 +206,22 @@ class Pool {
           sched_yield();
           continue;
         }
+        if (std::exchange(woken_early, false)) wasted_wakes.fetch_add(1, std::memory_order_relaxed);
         sleepers_.fetch_add(1);
         FutexWait(epoch_, now);  // returns at once if the epoch moved on
         sleepers_.fetch_sub(1);
+        // Woken for a loop, or early (Wake): spin again for kWorkerSpin.
+        woken_early = epoch_.load() == now;
+        start = std::chrono::steady_clock::now();
+        spin_until_.store(Now() + kSpinNs, std::memory_order_relaxed);
       }
       seen = now;
+      woken_early = false;
       active_.fetch_add(1);
       // A caller that set the writing bit after our load waits for us to
       // leave; one that did so before is seen here.
-      if (epoch_.load() == now && joined_.fetch_add(1) < allowed_) Claim();
+      if (epoch_.load() == now && joined_.fetch_add(1) < allowed_ && Claim() > 0)
+        wasted_wakes.store(0, std::memory_order_relaxed);
       active_.fetch_sub(1);
     }
   }
@@ -182,7 +230,8 @@ class Pool {
   int workers_ = 0;  // guarded by mu_
 
   std::atomic<uint32_t> epoch_{0};
-  std::atomic<int> active_{0}, sleepers_{0};
+  std::atomic<int> active_{0}, sleepers_{0}, alive_{0};  // alive_: workers started
+  std::atomic<int64_t> spin_until_{0};  // when the last worker to start spinning stops (ns)
   // The job: written by the caller while no worker is active.
   ChunkFn fn_ = nullptr;
   const void* body_ = nullptr;
@@ -199,8 +248,7 @@ class Pool {
 void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* body) {
   if (!in_parallel_loop) {
     pool_loops.fetch_add(1, std::memory_order_relaxed);
-    const int run = unhelped_run.load(std::memory_order_relaxed);
-    if (run >= kGiveUp && (run - kGiveUp) % kProbe != kProbe - 1) {
+    if (KeepOnCaller(unhelped_run.load(std::memory_order_relaxed))) {
       unhelped_loops.fetch_add(1, std::memory_order_relaxed);
       unhelped_run.fetch_add(1, std::memory_order_relaxed);
     } else if (Pool::Get().TryRun(threads, n, grain, fn, body)) {
@@ -227,10 +275,32 @@ ParallelCounts ParallelCountsSoFar() {
   c.pool_loops = detail::pool_loops.load(std::memory_order_relaxed);
   c.unhelped_loops = detail::unhelped_loops.load(std::memory_order_relaxed);
   c.omp_teams = detail::omp_teams.load(std::memory_order_relaxed);
+  c.early_wakes = detail::early_wakes.load(std::memory_order_relaxed);
   return c;
 }
 
 void CountOmpTeam() { detail::omp_teams.fetch_add(1, std::memory_order_relaxed); }
+
+bool PoolWillHelp(int threads) {
+  using namespace detail;
+  if (threads <= 1 || in_parallel_loop) return false;
+  Pool& pool = Pool::Get();
+  if (!pool.AnyAwake()) {
+    if (wasted_wakes.load(std::memory_order_relaxed) < kWastedWakes ||
+        skipped_wakes.fetch_add(1, std::memory_order_relaxed) % kWakeProbe == kWakeProbe - 1)
+      pool.Wake(threads - 1);
+    return false;
+  }
+  // Awake but the pool keeps loops on the caller (its workers have not come
+  // in time lately): this one counts as a loop kept there, so that the
+  // probes still come.
+  const int run = unhelped_run.load(std::memory_order_relaxed);
+  if (KeepOnCaller(run)) {
+    unhelped_run.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
 
 int DefaultThreads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {

@@ -428,9 +428,11 @@ class ConvOp : public Op {
     // oneDNN has no jit for it (its gemm and ref are 50-400x slower here).
     if (p.depthwise && (macs < kOwnDepthwiseWork || !p.dnn || SlowImpl(p.dnn->Impl(dnn_threads))))
       return ComputeDepthwise(ctx, p, x, wt, b, z, y);
-    // One part per thread: each part costs a primitive's call (some us).
+    // One part per thread: each part costs a primitive's call (some us), so
+    // only when a worker is there to take one (else the caller would run the
+    // parts one after the other: slower than whole).
     const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
-    if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
+    if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1 && PoolWillHelp(ctx.threads())) {
       const std::shared_ptr<const OneDnnConvSplit> split = p.splits->Get(int64_t(parts), [&] {
         return MakeOneDnnConvSplit(x.dtype(), p.w, p.n, p.c, p.m, p.group, b != nullptr, fusion_, int64_t(parts));
       });

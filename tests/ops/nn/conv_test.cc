@@ -9,6 +9,7 @@
 
 #include "ops/nn/spatial.h"
 #include "runtime/element.h"
+#include "runtime/thread_pool.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -669,6 +670,50 @@ TEST(Conv, OneAndTwoThreadsGiveTheSameBytes) {
     }
     EXPECT_EQ(differ, 0) << LowerName(dt) << " " << c.what << ": " << differ << " of " << one->size() << " differ, by up to " << worst;
   }
+}
+
+// The split's decision (PoolWillHelp): a conv worth two parts splits only
+// while a worker is awake, else runs whole and wakes one; a chain of such
+// convs gives the same bytes on 1 and 2 threads, split or whole, run after
+// run, and some of the 2-thread runs split.
+TEST(Conv, SplitsOnlyForAnAwakeWorkerAndGivesTheSameBytes) {
+  auto make = [](int threads) {
+    ModelBuilder m(11);
+    m.Input("x", DType::kFloat, {1, 16, 32, 32}).Output("y", DType::kFloat, {}, false);
+    std::string in = "x";
+    for (int i = 0; i < 4; ++i) {
+      const std::string w = "w" + std::to_string(i), out = i == 3 ? "y" : "c" + std::to_string(i);
+      m.Initializer(w, RandomUniform(DType::kFloat, {16, 16, 3, 3}, uint32_t(50 + i)));
+      SetAttr(m.Node("Conv", {in, w}, {out}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+      in = out;
+    }
+    SessionOptions options;
+    options.threads = threads;
+    auto session = m.Build(options);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? std::move(*session) : nullptr;
+  };
+  std::unique_ptr<Session> one = make(1), two = make(2);
+  ASSERT_TRUE(one && two);
+  const Tensor x = RandomUniform(DType::kFloat, {1, 16, 32, 32}, 49);
+  auto want = one->Run({{"x", x}});
+  ASSERT_TRUE(want.ok()) << want.status();
+  const int64_t loops_before = ParallelCountsSoFar().pool_loops;
+  for (int run = 0; run < 30; ++run) {
+    if (run % 2 == 1) {
+      // Wake a worker first (asked until it is awake): the convs may split.
+      for (int i = 0; i < 5000 && !PoolWillHelp(2); ++i) std::this_thread::yield();
+    }
+    auto got = two->Run({{"x", x}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    int64_t differ = 0;
+    for (int64_t i = 0; i < (*want)[0].size(); ++i) differ += GetDouble((*want)[0], i) != GetDouble((*got)[0], i);
+    EXPECT_EQ(differ, 0) << "run " << run;
+  }
+  // At most one loop per conv and run; some taken.
+  const int64_t loops = ParallelCountsSoFar().pool_loops - loops_before;
+  EXPECT_LE(loops, 30 * 4);
+  EXPECT_GT(loops, 0);
 }
 
 }  // namespace
