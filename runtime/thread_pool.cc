@@ -36,7 +36,7 @@ constexpr int64_t kAwakeMargin = 25000;  // ns of spin left for a worker to coun
 
 thread_local bool in_parallel_loop = false;
 
-std::atomic<int64_t> pool_loops{0}, unhelped_loops{0}, omp_teams{0}, early_wakes{0};
+std::atomic<int64_t> pool_loops{0}, unhelped_loops{0}, omp_teams{0};
 
 // Loops in a row that no worker came in time to help. From kGiveUp on (the
 // other cores busy with other processes, as a worker that never runs in time
@@ -47,14 +47,6 @@ constexpr int kGiveUp = 16, kProbe = 4;
 std::atomic<int> unhelped_run{0};
 
 bool KeepOnCaller(int run) { return run >= kGiveUp && (run - kGiveUp) % kProbe != kProbe - 1; }
-
-// Early wakes in a row (PoolWillHelp) after which the woken workers spun
-// out and slept again with no loop: a model whose one split comes once a run
-// (the worker asleep again by the next). From kWastedWakes on only every
-// kWakeProbe-th call wakes them: a futex wake costs the caller a syscall.
-constexpr int kWastedWakes = 8, kWakeProbe = 32;
-std::atomic<int> wasted_wakes{0};
-std::atomic<uint32_t> skipped_wakes{0};
 
 void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
@@ -118,19 +110,6 @@ class Pool {
     return alive_.load() > sleepers_.load() && spin_until_.load(std::memory_order_relaxed) > Now() + kAwakeMargin;
   }
 
-  // Wakes up to `count` sleeping workers (starting them if there are none
-  // yet) so that they spin again for kWorkerSpin.
-  void Wake(int count) {
-    {
-      std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-      if (!lock.owns_lock()) return;  // another caller's loop: it keeps them awake
-      EnsureWorkers(std::min(count, kMaxWorkers));
-    }
-    if (sleepers_.load() == 0) return;
-    early_wakes.fetch_add(1, std::memory_order_relaxed);
-    FutexWake(epoch_, count);
-  }
-
  private:
   static void Relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -190,7 +169,6 @@ class Pool {
 
   void Work() {
     uint32_t seen = epoch_.load();
-    bool woken_early = false;  // by Wake, and no loop since
     for (;;) {
       uint32_t now = epoch_.load();
       auto start = std::chrono::steady_clock::now();
@@ -206,22 +184,17 @@ class Pool {
           sched_yield();
           continue;
         }
-        if (std::exchange(woken_early, false)) wasted_wakes.fetch_add(1, std::memory_order_relaxed);
         sleepers_.fetch_add(1);
         FutexWait(epoch_, now);  // returns at once if the epoch moved on
         sleepers_.fetch_sub(1);
-        // Woken for a loop, or early (Wake): spin again for kWorkerSpin.
-        woken_early = epoch_.load() == now;
-        start = std::chrono::steady_clock::now();
+        start = std::chrono::steady_clock::now();  // a spurious wake spins again
         spin_until_.store(Now() + kSpinNs, std::memory_order_relaxed);
       }
       seen = now;
-      woken_early = false;
       active_.fetch_add(1);
       // A caller that set the writing bit after our load waits for us to
       // leave; one that did so before is seen here.
-      if (epoch_.load() == now && joined_.fetch_add(1) < allowed_ && Claim() > 0)
-        wasted_wakes.store(0, std::memory_order_relaxed);
+      if (epoch_.load() == now && joined_.fetch_add(1) < allowed_) Claim();
       active_.fetch_sub(1);
     }
   }
@@ -275,7 +248,6 @@ ParallelCounts ParallelCountsSoFar() {
   c.pool_loops = detail::pool_loops.load(std::memory_order_relaxed);
   c.unhelped_loops = detail::unhelped_loops.load(std::memory_order_relaxed);
   c.omp_teams = detail::omp_teams.load(std::memory_order_relaxed);
-  c.early_wakes = detail::early_wakes.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -284,13 +256,10 @@ void CountOmpTeam() { detail::omp_teams.fetch_add(1, std::memory_order_relaxed);
 bool PoolWillHelp(int threads) {
   using namespace detail;
   if (threads <= 1 || in_parallel_loop) return false;
-  Pool& pool = Pool::Get();
-  if (!pool.AnyAwake()) {
-    if (wasted_wakes.load(std::memory_order_relaxed) < kWastedWakes ||
-        skipped_wakes.fetch_add(1, std::memory_order_relaxed) % kWakeProbe == kWakeProbe - 1)
-      pool.Wake(threads - 1);
-    return false;
-  }
+  // No wake for it: here a futex wake cost more than the split saves (silero
+  // v4, whose one split a run came long after the worker slept: 1.06x its
+  // 1-thread time with a wake a split, 1.01x without).
+  if (!Pool::Get().AnyAwake()) return false;
   // Awake but the pool keeps loops on the caller (its workers have not come
   // in time lately): this one counts as a loop kept there, so that the
   // probes still come.

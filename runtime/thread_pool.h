@@ -51,18 +51,16 @@ struct ParallelCounts {
   int64_t pool_loops = 0;
   int64_t unhelped_loops = 0;
   int64_t omp_teams = 0;
-  int64_t early_wakes = 0;  // futex wakes by PoolWillHelp
 };
 ParallelCounts ParallelCountsSoFar();
 void CountOmpTeam();
 
 // For work that costs more split than whole on one thread (a conv in parts
 // pays a primitive call per part): whether to split it for the pool now,
-// that is whether a worker is awake (spinning between loops, no wake to wait
-// for) and the pool is not keeping its loops on the caller. When no worker
-// is awake it wakes them (fewer after wakes no loop used), so that such work
-// a little later, the next node's say, finds one: a run with one such loop
-// stays serial, as on one thread, and pays no split.
+// that is whether a worker is awake (spinning after a loop, with some of its
+// spin left: no wake to wait for) and the pool is not keeping its loops on
+// the caller. It wakes nobody: a model whose only loops are such splits runs
+// as on one thread.
 bool PoolWillHelp(int threads);
 
 // The threads of a session whose options say 0: OMP_NUM_THREADS's first
