@@ -674,9 +674,10 @@ TEST(Conv, OneAndTwoThreadsGiveTheSameBytes) {
 }
 
 // The split's decision (PoolWillHelp): a conv worth two parts splits only
-// while a worker is awake (else runs whole); a chain of such convs gives the
-// same bytes on 1 and 2 threads, split or whole, run after run: with the
-// workers asleep no run splits, with one awake before a run some do.
+// while a worker is awake, or with none awake while its last splits were
+// helped (else runs whole); a chain of such convs gives the same bytes on 1
+// and 2 threads, split or whole, run after run; with one awake before a run
+// some runs split.
 TEST(Conv, SplitsOnlyForAnAwakeWorkerAndGivesTheSameBytes) {
   auto make = [](int threads) {
     ModelBuilder m(11);
@@ -711,7 +712,7 @@ TEST(Conv, SplitsOnlyForAnAwakeWorkerAndGivesTheSameBytes) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the workers sleep
     same(run);
   }
-  EXPECT_EQ(ParallelCountsSoFar().pool_loops, loops_before);
+  EXPECT_LE(ParallelCountsSoFar().pool_loops - loops_before, 10 * 4);
   // A loop of the pool before each run: its worker spins after it, and the
   // convs may split (retried: on a loaded machine the worker may not run in
   // time, and the pool may be keeping loops on the caller for a while).
