@@ -31,6 +31,8 @@ constexpr auto kWorkerSpin = std::chrono::microseconds(100);
 constexpr int kPauses = 256;  // pause instructions before a waiting worker yields
 constexpr auto kCallerSpin = std::chrono::microseconds(20);
 constexpr int kMaxWorkers = 255;
+constexpr int64_t kSpinNs = std::chrono::nanoseconds(kWorkerSpin).count();
+constexpr int64_t kAwakeMargin = 25000;  // ns of spin left for a worker to count as awake
 
 thread_local bool in_parallel_loop = false;
 
@@ -43,6 +45,8 @@ std::atomic<int64_t> pool_loops{0}, unhelped_loops{0}, omp_teams{0};
 // A probe that a worker helps ends the run.
 constexpr int kGiveUp = 16, kProbe = 4;
 std::atomic<int> unhelped_run{0};
+
+bool KeepOnCaller(int run) { return run >= kGiveUp && (run - kGiveUp) % kProbe != kProbe - 1; }
 
 void FutexWait(std::atomic<uint32_t>& word, uint32_t expected) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
@@ -98,6 +102,14 @@ class Pool {
     return true;
   }
 
+  // A worker is awake: spinning between loops (or starting), not asleep on
+  // the futex, so a loop posted now costs no wake and finds it within
+  // microseconds if its core is free. One near the end of its spin counts
+  // as asleep: it would be by the time the loop's parts are handed out.
+  bool AnyAwake() const {
+    return alive_.load() > sleepers_.load() && spin_until_.load(std::memory_order_relaxed) > Now() + kAwakeMargin;
+  }
+
  private:
   static void Relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -146,14 +158,21 @@ class Pool {
         return;  // run with the workers there are
       }
       ++workers_;
+      alive_.fetch_add(1);
     }
+  }
+
+  static int64_t Now() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
 
   void Work() {
     uint32_t seen = epoch_.load();
     for (;;) {
       uint32_t now = epoch_.load();
-      const auto start = std::chrono::steady_clock::now();
+      auto start = std::chrono::steady_clock::now();
+      spin_until_.store(Now() + kSpinNs, std::memory_order_relaxed);
       for (int spins = 0; now == seen || (now & 1); ++spins, now = epoch_.load()) {
         if (spins < kPauses) {
           Relax();
@@ -168,6 +187,8 @@ class Pool {
         sleepers_.fetch_add(1);
         FutexWait(epoch_, now);  // returns at once if the epoch moved on
         sleepers_.fetch_sub(1);
+        start = std::chrono::steady_clock::now();  // a spurious wake spins again
+        spin_until_.store(Now() + kSpinNs, std::memory_order_relaxed);
       }
       seen = now;
       active_.fetch_add(1);
@@ -182,7 +203,8 @@ class Pool {
   int workers_ = 0;  // guarded by mu_
 
   std::atomic<uint32_t> epoch_{0};
-  std::atomic<int> active_{0}, sleepers_{0};
+  std::atomic<int> active_{0}, sleepers_{0}, alive_{0};  // alive_: workers started
+  std::atomic<int64_t> spin_until_{0};  // when the last worker to start spinning stops (ns)
   // The job: written by the caller while no worker is active.
   ChunkFn fn_ = nullptr;
   const void* body_ = nullptr;
@@ -199,8 +221,7 @@ class Pool {
 void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* body) {
   if (!in_parallel_loop) {
     pool_loops.fetch_add(1, std::memory_order_relaxed);
-    const int run = unhelped_run.load(std::memory_order_relaxed);
-    if (run >= kGiveUp && (run - kGiveUp) % kProbe != kProbe - 1) {
+    if (KeepOnCaller(unhelped_run.load(std::memory_order_relaxed))) {
       unhelped_loops.fetch_add(1, std::memory_order_relaxed);
       unhelped_run.fetch_add(1, std::memory_order_relaxed);
     } else if (Pool::Get().TryRun(threads, n, grain, fn, body)) {
@@ -231,6 +252,24 @@ ParallelCounts ParallelCountsSoFar() {
 }
 
 void CountOmpTeam() { detail::omp_teams.fetch_add(1, std::memory_order_relaxed); }
+
+bool PoolWillHelp(int threads) {
+  using namespace detail;
+  if (threads <= 1 || in_parallel_loop) return false;
+  // No wake for it: here a futex wake cost more than the split saves (silero
+  // v4, whose one split a run came long after the worker slept: 1.06x its
+  // 1-thread time with a wake a split, 1.01x without).
+  if (!Pool::Get().AnyAwake()) return false;
+  // Awake but the pool keeps loops on the caller (its workers have not come
+  // in time lately): this one counts as a loop kept there, so that the
+  // probes still come.
+  const int run = unhelped_run.load(std::memory_order_relaxed);
+  if (KeepOnCaller(run)) {
+    unhelped_run.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
 
 int DefaultThreads() {
   if (const char* env = std::getenv("OMP_NUM_THREADS")) {

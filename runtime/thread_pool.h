@@ -55,6 +55,14 @@ struct ParallelCounts {
 ParallelCounts ParallelCountsSoFar();
 void CountOmpTeam();
 
+// For work that costs more split than whole on one thread (a conv in parts
+// pays a primitive call per part): whether to split it for the pool now,
+// that is whether a worker is awake (spinning after a loop, with some of its
+// spin left: no wake to wait for) and the pool is not keeping its loops on
+// the caller. It wakes nobody (ops/nn/conv.cc splits with none awake only
+// while such splits have been helped: the loop's wake came in time).
+bool PoolWillHelp(int threads);
+
 // The threads of a session whose options say 0: OMP_NUM_THREADS's first
 // value when set (as OpenMP's default, which this was), else the CPUs this
 // process may run on.

@@ -9,6 +9,7 @@
 // Z) and channels-last X or Y; a float ConvTranspose whose windows do not
 // overlap runs as one product (kernels/conv/conv_transpose.h).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -38,6 +39,19 @@ constexpr double kOwnDepthwiseWork = 64 * 1024;
 // A plan's splits, made on first use for each count of parts (nullptr: none).
 class ConvSplits {
  public:
+  // Splits made while no worker was awake (their loop wakes one): after
+  // kMisses of them in a row that no worker helped (parts shorter than a
+  // wake: silero v4's one split a run), only every kRetry-th is tried.
+  static constexpr int kMisses = 2, kRetry = 32;
+  bool SplitAsleep() {
+    return misses_.load(std::memory_order_relaxed) < kMisses ||
+           retries_.fetch_add(1, std::memory_order_relaxed) % kRetry == kRetry - 1;
+  }
+  void Helped(bool helped) {
+    if (helped) misses_.store(0, std::memory_order_relaxed);
+    else misses_.fetch_add(1, std::memory_order_relaxed);
+  }
+
   template <class Make>
   std::shared_ptr<const OneDnnConvSplit> Get(int64_t parts, const Make& make) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -50,6 +64,8 @@ class ConvSplits {
  private:
   std::mutex mu_;
   std::vector<std::pair<int64_t, std::shared_ptr<const OneDnnConvSplit>>> made_;
+  std::atomic<int> misses_{0};
+  std::atomic<uint32_t> retries_{0};
 };
 
 struct ConvPlan : OpPlan {
@@ -428,15 +444,26 @@ class ConvOp : public Op {
     // oneDNN has no jit for it (its gemm and ref are 50-400x slower here).
     if (p.depthwise && (macs < kOwnDepthwiseWork || !p.dnn || SlowImpl(p.dnn->Impl(dnn_threads))))
       return ComputeDepthwise(ctx, p, x, wt, b, z, y);
-    // One part per thread: each part costs a primitive's call (some us).
+    // One part per thread: each part costs a primitive's call (some us), so
+    // only when a worker takes one (else the caller runs the parts one after
+    // the other: slower than whole): while one is awake, or, with none awake,
+    // while this conv's parts last long enough for the loop's wake to bring
+    // one (learnt from its last splits: the pool's count of unhelped loops).
     const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
     if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
-      const std::shared_ptr<const OneDnnConvSplit> split = p.splits->Get(int64_t(parts), [&] {
-        return MakeOneDnnConvSplit(x.dtype(), p.w, p.n, p.c, p.m, p.group, b != nullptr, fusion_, int64_t(parts));
-      });
-      if (split && split->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_,
-                              ctx.budget(), z ? z->raw() : nullptr))
-        return absl::OkStatus();
+      const bool awake = PoolWillHelp(ctx.threads());
+      if (awake || p.splits->SplitAsleep()) {
+        const std::shared_ptr<const OneDnnConvSplit> split = p.splits->Get(int64_t(parts), [&] {
+          return MakeOneDnnConvSplit(x.dtype(), p.w, p.n, p.c, p.m, p.group, b != nullptr, fusion_, int64_t(parts));
+        });
+        const ParallelCounts before = ParallelCountsSoFar();
+        if (split && split->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(),
+                                constant_weights_, ctx.budget(), z ? z->raw() : nullptr)) {
+          const ParallelCounts after = ParallelCountsSoFar();
+          if (!awake) p.splits->Helped(after.pool_loops > before.pool_loops && after.unhelped_loops == before.unhelped_loops);
+          return absl::OkStatus();
+        }
+      }
     }
     if (p.dnn && !non_finite &&
         p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget(),

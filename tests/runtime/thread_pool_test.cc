@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -190,6 +191,39 @@ TEST(ThreadPool, SmallLoopsHandNothingToTheWorkers) {
   // One thread never hands a loop over, however large.
   ParallelFor(1, int64_t(1) << 22, WorkPerIndex{1}, [&](int64_t, int64_t) {});
   EXPECT_EQ(ParallelCountsSoFar().pool_loops, before + 1);
+}
+
+// Sleeps until the pool's workers have spun out and sleep (kWorkerSpin is
+// 100 us; a loaded machine may take longer to run them there).
+void LetWorkersSleep() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
+
+// PoolWillHelp: one thread never; workers asleep, no, and it wakes none
+// (no loop is handed over, and it keeps saying no); right after a loop
+// handed to the pool its worker spins, and it says yes.
+TEST(ThreadPool, WillHelpOnlyWhileAWorkerIsAwake) {
+  EXPECT_FALSE(PoolWillHelp(1));
+  EXPECT_FALSE(PoolWillHelp(0));
+  auto big_loop = [] {
+    std::atomic<int64_t> total{0};
+    ParallelFor(2, int64_t(4 * kMinThreadWork), WorkPerIndex{1}, [&](int64_t b, int64_t e) { total += e - b; });
+    ASSERT_EQ(total.load(), int64_t(4 * kMinThreadWork));
+  };
+  big_loop();  // the workers exist
+  LetWorkersSleep();
+  const ParallelCounts before = ParallelCountsSoFar();
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(PoolWillHelp(2)) << i;
+  LetWorkersSleep();
+  EXPECT_FALSE(PoolWillHelp(2)) << "a call woke a worker";
+  EXPECT_EQ(ParallelCountsSoFar().pool_loops, before.pool_loops);
+  // After a loop (the pool's wake), awake. Retried: on a loaded machine the
+  // worker may not run within its spin, and the pool may be keeping loops on
+  // the caller (then one call in 4 is a probe and says yes).
+  bool helped = false;
+  for (int attempt = 0; attempt < 200 && !helped; ++attempt) {
+    big_loop();
+    for (int i = 0; i < 8 && !helped; ++i) helped = PoolWillHelp(2);
+  }
+  EXPECT_TRUE(helped);
 }
 
 // A session's default thread count, now that OpenMP does not give it.

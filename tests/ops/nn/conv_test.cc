@@ -3,12 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <thread>
 
 #include "ops/nn/spatial.h"
 #include "runtime/element.h"
+#include "runtime/thread_pool.h"
 #include "tests/ops/op_tester.h"
 
 namespace onnx_mini {
@@ -669,6 +671,62 @@ TEST(Conv, OneAndTwoThreadsGiveTheSameBytes) {
     }
     EXPECT_EQ(differ, 0) << LowerName(dt) << " " << c.what << ": " << differ << " of " << one->size() << " differ, by up to " << worst;
   }
+}
+
+// The split's decision (PoolWillHelp): a conv worth two parts splits only
+// while a worker is awake, or with none awake while its last splits were
+// helped (else runs whole); a chain of such convs gives the same bytes on 1
+// and 2 threads, split or whole, run after run; with one awake before a run
+// some runs split.
+TEST(Conv, SplitsOnlyForAnAwakeWorkerAndGivesTheSameBytes) {
+  auto make = [](int threads) {
+    ModelBuilder m(11);
+    m.Input("x", DType::kFloat, {1, 16, 32, 32}).Output("y", DType::kFloat, {}, false);
+    std::string in = "x";
+    for (int i = 0; i < 4; ++i) {
+      const std::string w = "w" + std::to_string(i), out = i == 3 ? "y" : "c" + std::to_string(i);
+      m.Initializer(w, RandomUniform(DType::kFloat, {16, 16, 3, 3}, uint32_t(50 + i)));
+      SetAttr(m.Node("Conv", {in, w}, {out}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+      in = out;
+    }
+    SessionOptions options;
+    options.threads = threads;
+    auto session = m.Build(options);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? std::move(*session) : nullptr;
+  };
+  std::unique_ptr<Session> one = make(1), two = make(2);
+  ASSERT_TRUE(one && two);
+  const Tensor x = RandomUniform(DType::kFloat, {1, 16, 32, 32}, 49);
+  auto want = one->Run({{"x", x}});
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto same = [&](int run) {
+    auto got = two->Run({{"x", x}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    int64_t differ = 0;
+    for (int64_t i = 0; i < (*want)[0].size(); ++i) differ += GetDouble((*want)[0], i) != GetDouble((*got)[0], i);
+    EXPECT_EQ(differ, 0) << "run " << run;
+  };
+  int64_t loops_before = ParallelCountsSoFar().pool_loops;
+  for (int run = 0; run < 10; ++run) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the workers sleep
+    same(run);
+  }
+  EXPECT_LE(ParallelCountsSoFar().pool_loops - loops_before, 10 * 4);
+  // A loop of the pool before each run: its worker spins after it, and the
+  // convs may split (retried: on a loaded machine the worker may not run in
+  // time, and the pool may be keeping loops on the caller for a while).
+  int64_t split = 0;
+  for (int run = 0; run < 300 && split == 0; ++run) {
+    std::atomic<int64_t> total{0};
+    ParallelFor(2, int64_t(4 * kMinThreadWork), WorkPerIndex{1}, [&](int64_t b, int64_t e) { total += e - b; });
+    ASSERT_EQ(total.load(), int64_t(4 * kMinThreadWork));
+    loops_before = ParallelCountsSoFar().pool_loops;
+    same(run);
+    split = ParallelCountsSoFar().pool_loops - loops_before;
+    EXPECT_LE(split, 4);  // at most one loop a conv
+  }
+  EXPECT_GT(split, 0);
 }
 
 }  // namespace
