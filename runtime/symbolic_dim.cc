@@ -72,7 +72,11 @@ Linear Read(const Dim& d) {
     sign = s[next] == '+' ? 1 : -1;
     pos = next + 1;
   }
-  if (ok) return parsed;
+  // Only a sum with a symbol in it: a dim_param of digits alone ("2", "2 + 3")
+  // is a name the run gives any size, not a known value.
+  bool named = false;
+  for (const auto& [name, k] : parsed.terms) named = named || k != 0;
+  if (ok && named) return parsed;
   l.terms[s] = 1;
   return l;
 }
