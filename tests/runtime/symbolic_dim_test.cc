@@ -124,6 +124,13 @@ TEST(SymbolicDim, ANumeralSymbolIsNotAKnownDim) {
   EXPECT_FALSE(AddDims(S("2"), Dim::Known(0)).known());
   EXPECT_FALSE(AddDims(S("2 + 3"), Dim::Known(0)).known());
   EXPECT_EQ(Str(AddDims(S("n + 2"), S("m"))), "m + n + 2");  // a constant within a sum is one
+  // Numbers whose sum would overflow: not read as a sum (it wrapped to "n + 553255926290448365").
+  std::string big = "n";
+  for (int i = 0; i < 19; ++i) big += " + 999999999999999999";
+  EXPECT_EQ(Str(AddDims(S(big), Dim::Known(0))), big);
+  std::string coeffs = "999999999999999999*n";
+  for (int i = 0; i < 18; ++i) coeffs += " + 999999999999999999*n";
+  EXPECT_EQ(Str(AddDims(S(coeffs), Dim::Known(0))), coeffs);
   ModelBuilder m(17);
   m.Input("x", DType::kFloat, {-1}).Input("w", DType::kFloat, {-1});
   SetSymbols(m, 0, {"2"});
