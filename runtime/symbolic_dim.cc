@@ -8,6 +8,8 @@
 namespace onnx_mini {
 namespace {
 
+constexpr int64_t kLimit = int64_t(1) << 60;  // far from overflow
+
 // constant + sum of coefficient * symbol.
 struct Linear {
   int64_t constant = 0;
@@ -65,14 +67,24 @@ Linear Read(const Dim& d) {
       coeff = k.value_or(0);
     }
     if (!ok) break;
-    if (std::optional<int64_t> n = Number(name); n && name == token) parsed.constant += sign * *n;
-    else if (IsName(name)) parsed.terms[name] += sign * coeff;
+    // Each number is < 10^18 and a sum stays within kLimit: no overflow.
+    const auto add = [&](int64_t& to, int64_t v) {
+      to += sign * v;
+      ok = to <= kLimit && to >= -kLimit;
+    };
+    if (std::optional<int64_t> n = Number(name); n && name == token) add(parsed.constant, *n);
+    else if (IsName(name)) add(parsed.terms[name], coeff);
     else ok = false;
+    if (!ok) break;
     if (next == std::string::npos) break;
     sign = s[next] == '+' ? 1 : -1;
     pos = next + 1;
   }
-  if (ok) return parsed;
+  // Only a sum with a symbol in it: a dim_param of digits alone ("2", "2 + 3")
+  // is a name the run gives any size, not a known value.
+  bool named = false;
+  for (const auto& [name, k] : parsed.terms) named = named || k != 0;
+  if (ok && named) return parsed;
   l.terms[s] = 1;
   return l;
 }
@@ -95,7 +107,6 @@ Dim Write(const Linear& l) {
 Dim Combine(const Dim& a, const Dim& b, int64_t sign) {
   if (!a.known() && a.symbol.empty()) return Dim{};
   if (!b.known() && b.symbol.empty()) return Dim{};
-  constexpr int64_t kLimit = int64_t(1) << 60;  // far from overflow
   if (a.value > kLimit || b.value > kLimit) return Dim{};
   Linear x = Read(a), y = Read(b);
   x.constant += sign * y.constant;

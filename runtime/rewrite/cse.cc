@@ -141,6 +141,8 @@ int EliminateCommonSubexpressions(Graph& g, const InPlace* place, const OpRegist
     AppendString(key, node.op_type);
     AppendInt(key, node.opset);
     AppendInt(key, int64_t(node.inputs.size()));
+    // Split without sizes cuts into as many parts as it has outputs.
+    if (node.op_type == "Split" && node.domain.empty()) AppendInt(key, int64_t(node.outputs.size()));
     for (const std::string& in : node.inputs) {
       const Tensor* c = in.empty() ? nullptr : ix.Constant(in);
       std::string value;

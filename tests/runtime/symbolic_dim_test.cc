@@ -115,5 +115,46 @@ TEST(SymbolicDim, ConcatAddsTheAxis) {
   EXPECT_EQ((*y)[1].shape(), (Shape{1, 2, 7, 4}));
 }
 
+// A dim_param that is digits ("2") names a dim, it is not the number: the
+// run may give any size there. Read as 2, Concat(x, x) was "known" 4, and
+// Mul(Swish(c), u) of two such "known" 4s became SwiGLU, which does not
+// broadcast the u of one element a run gives.
+TEST(SymbolicDim, ANumeralSymbolIsNotAKnownDim) {
+  EXPECT_EQ(Str(AddDims(S("2"), Dim::Known(0))), "2");  // the symbol, not the value
+  EXPECT_FALSE(AddDims(S("2"), Dim::Known(0)).known());
+  EXPECT_FALSE(AddDims(S("2 + 3"), Dim::Known(0)).known());
+  EXPECT_EQ(Str(AddDims(S("n + 2"), S("m"))), "m + n + 2");  // a constant within a sum is one
+  // Numbers whose sum would overflow: not read as a sum (it wrapped to "n + 553255926290448365").
+  std::string big = "n";
+  for (int i = 0; i < 19; ++i) big += " + 999999999999999999";
+  EXPECT_EQ(Str(AddDims(S(big), Dim::Known(0))), big);
+  std::string coeffs = "999999999999999999*n";
+  for (int i = 0; i < 18; ++i) coeffs += " + 999999999999999999*n";
+  EXPECT_EQ(Str(AddDims(S(coeffs), Dim::Known(0))), coeffs);
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {-1}).Input("w", DType::kFloat, {-1});
+  SetSymbols(m, 0, {"2"});
+  SetSymbols(m, 1, {"4"});
+  m.Output("y", DType::kFloat, {}, false);
+  SetAttr(m.Node("Concat", {"x", "x"}, {"c"}), "axis", int64_t(0));
+  SetAttr(m.Node("Concat", {"w"}, {"u"}), "axis", int64_t(0));
+  m.Node("Sigmoid", {"c"}, {"s"});
+  m.Node("Mul", {"c", "s"}, {"sw"});
+  m.Node("Mul", {"sw", "u"}, {"y"});
+  for (bool rewrites : {false, true}) {
+    SessionOptions on;
+    on.graph_rewrites = rewrites;
+    auto s = m.Build(on);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_NE((*s)->outputs()[0].type.ToString(), "float[4]") << rewrites;
+    auto y = (*s)->Run({{"x", Tensor::FromVector<float>({1, 2, 3}, {3})}, {"w", Tensor::FromVector<float>({2}, {1})}});
+    ASSERT_TRUE(y.ok()) << rewrites << ": " << y.status();
+    ASSERT_EQ((*y)[0].shape(), (Shape{6}));
+    const float in[] = {1, 2, 3, 1, 2, 3};
+    for (int i = 0; i < 6; ++i)
+      EXPECT_NEAR((*y)[0].data<float>()[i], 2 * in[i] / (1 + std::exp(-in[i])), 1e-5) << rewrites << " " << i;
+  }
+}
+
 }  // namespace
 }  // namespace onnx_mini

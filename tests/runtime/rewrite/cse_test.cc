@@ -176,5 +176,17 @@ TEST(RewriteCse, InsideASubgraph) {
   for (int64_t i = 0; i < 12; ++i) EXPECT_EQ((*y)[0].data<float>()[i], 0.0f);
 }
 
+TEST(RewriteCse, SplitsIntoOtherCountsStayApart) {
+  // Split without sizes cuts into as many parts as it has outputs: halves and thirds of x differ.
+  ModelBuilder m(13);
+  m.Input("x", DType::kFloat, {6, 4}).Output("y", DType::kFloat, {-1, 4}).Output("z", DType::kFloat, {-1, 4});
+  m.Node("Split", {"x"}, {"h1", "h2"});
+  m.Node("Split", {"x"}, {"t1", "t2", "t3"});
+  m.Node("Add", {"h1", "h2"}, {"y"});
+  m.Node("Sum", {"t1", "t2", "t3"}, {"z"});
+  EXPECT_THAT(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {6, 4}, 1, -2, 2)}}, 0),
+              ElementsAre("Split", "Split", "Add", "Sum"));
+}
+
 }  // namespace
 }  // namespace onnx_mini

@@ -80,5 +80,35 @@ TEST(Rewrite, SwiGluIsNotMadeWhereTheMulBroadcastsOrMayBroadcast) {
   }
 }
 
+TEST(Rewrite, SwishOfAValueTimesItselfBecomesSwiGluOfOneValueTwice) {
+  // Mul(Swish(h), h): SwiGLU(h, h), its output given h's storage (A in place):
+  // B is that storage too, read after the SiLU is written.
+  ModelBuilder m(17);
+  m.Input("x", DType::kFloat, {4, 6}).Output("y", DType::kFloat, {4, 6});
+  m.Node("Neg", {"x"}, {"h"});
+  m.Node("Sigmoid", {"h"}, {"s"});
+  m.Node("Mul", {"h", "s"}, {"sw"});
+  m.Node("Mul", {"sw", "h"}, {"y"});
+  EXPECT_THAT(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {4, 6}, 5, -4, 4)}}, 0),
+              ElementsAre("Neg", "SwiGLU"));
+}
+
+TEST(Rewrite, SwiGluOfAValueAndAViewOfIt) {
+  // u shares h's storage (a Reshape view, an Identity): SwiGLU's output may not.
+  for (const char* op : {"Reshape", "Identity", "Flatten"}) {
+    ModelBuilder m(17);
+    m.Input("x", DType::kFloat, {4, 6}).Output("y", DType::kFloat, {4, 6});
+    m.Initializer("shape", Tensor::FromVector<int64_t>({4, 6}, {2}));
+    m.Node("Neg", {"x"}, {"h"});
+    if (std::string(op) == "Reshape") m.Node("Reshape", {"h", "shape"}, {"u"});
+    else m.Node(op, {"h"}, {"u"});
+    m.Node("Sigmoid", {"h"}, {"s"});
+    m.Node("Mul", {"h", "s"}, {"sw"});
+    m.Node("Mul", {"sw", "u"}, {"y"});
+    EXPECT_THAT(RunBothWays(m, {{"x", RandomUniform(DType::kFloat, {4, 6}, 5, -4, 4)}}, 0),
+                ElementsAre("Neg", op, "SwiGLU")) << op;
+  }
+}
+
 }  // namespace
 }  // namespace onnx_mini
