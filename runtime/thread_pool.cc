@@ -1,6 +1,7 @@
 #include "runtime/thread_pool.h"
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -61,8 +62,19 @@ void FutexWake(std::atomic<uint32_t>& word, int count) {
 class Pool {
  public:
   static Pool& Get() {
-    static Pool* pool = new Pool();  // never destroyed: its workers live until exit
-    return *pool;
+    // Never destroyed: its workers live until exit. A forked child has none
+    // of them (only the forking thread is copied; the copied counts, locks
+    // and spin times are the parent's): it starts a pool of its own.
+    static const bool made = [] {
+      instance_ = new Pool();
+      pthread_atfork(nullptr, nullptr, [] {
+        instance_ = new Pool();  // the parent's is leaked, as it is at exit
+        unhelped_run.store(0, std::memory_order_relaxed);
+      });
+      return true;
+    }();
+    (void)made;
+    return *instance_;
   }
 
   bool TryRun(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* body) {
@@ -199,6 +211,8 @@ class Pool {
     }
   }
 
+  static Pool* instance_;  // set once, and in a forked child before it runs anything else
+
   std::mutex mu_;
   int workers_ = 0;  // guarded by mu_
 
@@ -215,6 +229,8 @@ class Pool {
   std::mutex error_mu_;
   std::exception_ptr error_;  // the job's first exception
 };
+
+Pool* Pool::instance_ = nullptr;
 
 }  // namespace
 

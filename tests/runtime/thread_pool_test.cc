@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -224,6 +226,42 @@ TEST(ThreadPool, WillHelpOnlyWhileAWorkerIsAwake) {
     for (int i = 0; i < 8 && !helped; ++i) helped = PoolWillHelp(2);
   }
   EXPECT_TRUE(helped);
+}
+
+// A child forked after the pool's workers started (multiprocessing's fork)
+// has none of them: it gets workers of its own, and counts none of the
+// parent's as awake (no split for a worker that is gone).
+TEST(ThreadPool, AForkedChildGetsWorkersOfItsOwn) {
+  // Chunks of 2 ms, each on the thread that claimed it: a worker that exists
+  // takes some of them (it has 14 ms to come, its sleeps give it a CPU).
+  const auto helped = [] {
+    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<int> elsewhere{0};
+    ParallelFor(2, 8, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (std::this_thread::get_id() != caller) ++elsewhere;
+    });
+    return elsewhere.load() > 0;
+  };
+  bool parent = false;
+  for (int attempt = 0; attempt < 20 && !parent; ++attempt) parent = helped();
+  ASSERT_TRUE(parent);
+  // Forked right after a loop: the parent's worker was spinning.
+  ParallelFor(2, 8, 1, [](int64_t, int64_t) {});
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);  // a child stuck waiting for the parent's workers dies
+    const bool awake_at_fork = PoolWillHelp(2);
+    bool child = false;
+    for (int attempt = 0; attempt < 20 && !child; ++attempt) child = helped();
+    _exit((child ? 0 : 1) | (awake_at_fork ? 2 : 0));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed (stuck?), status " << status;
+  EXPECT_EQ(WEXITSTATUS(status) & 1, 0) << "no worker helped the child's loops";
+  EXPECT_EQ(WEXITSTATUS(status) & 2, 0) << "the child counted its parent's worker awake";
 }
 
 // A session's default thread count, now that OpenMP does not give it.
