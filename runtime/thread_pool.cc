@@ -242,6 +242,10 @@ void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* 
       unhelped_run.fetch_add(1, std::memory_order_relaxed);
     } else if (Pool::Get().TryRun(threads, n, grain, fn, body)) {
       return;
+    } else {
+      // Another thread's loop holds the pool (or it has no worker): the
+      // caller runs every chunk, helped by none.
+      unhelped_loops.fetch_add(1, std::memory_order_relaxed);
     }
   }
   const bool outer = in_parallel_loop;

@@ -264,6 +264,42 @@ TEST(ThreadPool, AForkedChildGetsWorkersOfItsOwn) {
   EXPECT_EQ(WEXITSTATUS(status) & 2, 0) << "the child counted its parent's worker awake";
 }
 
+// A loop that runs on the caller because another thread's loop holds the
+// pool got no worker: it counts as unhelped, as one the pool keeps on the
+// caller does (the conv's split learns from these counts).
+TEST(ThreadPool, ALoopRunOnTheCallerWhileAnotherHoldsThePoolIsUnhelped) {
+  // Loops a worker helps first: the pool hands loops over (no run of unhelped ones).
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::atomic<int> elsewhere{0};
+    const std::thread::id caller = std::this_thread::get_id();
+    ParallelFor(2, 8, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (std::this_thread::get_id() != caller) ++elsewhere;
+    });
+    if (elsewhere.load() > 0) break;
+  }
+  std::atomic<bool> inside{false}, release{false};
+  std::thread holder([&] {
+    ParallelFor(2, 2, 1, [&](int64_t, int64_t) {
+      inside = true;
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  });
+  while (!inside.load()) std::this_thread::yield();
+  const ParallelCounts before = ParallelCountsSoFar();
+  const std::thread::id me = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  ParallelFor(2, 64, 1, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() != me) ++elsewhere;
+  });
+  const ParallelCounts after = ParallelCountsSoFar();
+  release = true;
+  holder.join();
+  EXPECT_EQ(elsewhere.load(), 0);
+  EXPECT_EQ(after.pool_loops - before.pool_loops, 1);
+  EXPECT_EQ(after.unhelped_loops - before.unhelped_loops, 1) << "a loop no worker helped counted as helped";
+}
+
 // A session's default thread count, now that OpenMP does not give it.
 TEST(ThreadPool, DefaultThreads) {
   const char* saved = std::getenv("OMP_NUM_THREADS");
