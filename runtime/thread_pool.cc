@@ -1,6 +1,7 @@
 #include "runtime/thread_pool.h"
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -61,8 +62,19 @@ void FutexWake(std::atomic<uint32_t>& word, int count) {
 class Pool {
  public:
   static Pool& Get() {
-    static Pool* pool = new Pool();  // never destroyed: its workers live until exit
-    return *pool;
+    // Never destroyed: its workers live until exit. A forked child has none
+    // of them (only the forking thread is copied; the copied counts, locks
+    // and spin times are the parent's): it starts a pool of its own.
+    static const bool made = [] {
+      instance_ = new Pool();
+      pthread_atfork(nullptr, nullptr, [] {
+        instance_ = new Pool();  // the parent's is leaked, as it is at exit
+        unhelped_run.store(0, std::memory_order_relaxed);
+      });
+      return true;
+    }();
+    (void)made;
+    return *instance_;
   }
 
   bool TryRun(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* body) {
@@ -199,6 +211,8 @@ class Pool {
     }
   }
 
+  static Pool* instance_;  // set once, and in a forked child before it runs anything else
+
   std::mutex mu_;
   int workers_ = 0;  // guarded by mu_
 
@@ -216,6 +230,8 @@ class Pool {
   std::exception_ptr error_;  // the job's first exception
 };
 
+Pool* Pool::instance_ = nullptr;
+
 }  // namespace
 
 void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* body) {
@@ -226,6 +242,10 @@ void RunParallel(int threads, int64_t n, int64_t grain, ChunkFn fn, const void* 
       unhelped_run.fetch_add(1, std::memory_order_relaxed);
     } else if (Pool::Get().TryRun(threads, n, grain, fn, body)) {
       return;
+    } else {
+      // Another thread's loop holds the pool (or it has no worker): the
+      // caller runs every chunk, helped by none.
+      unhelped_loops.fetch_add(1, std::memory_order_relaxed);
     }
   }
   const bool outer = in_parallel_loop;

@@ -42,11 +42,12 @@ void ParallelFor(int threads, int64_t n, int64_t grain, const F& body) {
 
 // Counts, since the process started, of the loops the size rule split (a
 // loop it runs on the caller is not one), of those that no worker helped
-// (the caller ran every chunk: the other cores busy, or a wake slower than
-// the loop; after a run of them the pool keeps most loops on the caller, see
-// thread_pool.cc), and of the oneDNN calls given an OpenMP team of more than
-// one thread: what `onnx-run --profile` reports per run, and what tests
-// check to see that small work wakes no thread.
+// (the caller ran every chunk: the other cores busy, a wake slower than the
+// loop, or another thread's loop holding the pool; after a run of them the
+// pool keeps most loops on the caller, see thread_pool.cc), and of the
+// oneDNN calls given an OpenMP team of more than one thread: what `onnx-run
+// --profile` reports per run, and what tests check to see that small work
+// wakes no thread.
 struct ParallelCounts {
   int64_t pool_loops = 0;
   int64_t unhelped_loops = 0;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -224,6 +226,78 @@ TEST(ThreadPool, WillHelpOnlyWhileAWorkerIsAwake) {
     for (int i = 0; i < 8 && !helped; ++i) helped = PoolWillHelp(2);
   }
   EXPECT_TRUE(helped);
+}
+
+// A child forked after the pool's workers started (multiprocessing's fork)
+// has none of them: it gets workers of its own, and counts none of the
+// parent's as awake (no split for a worker that is gone).
+TEST(ThreadPool, AForkedChildGetsWorkersOfItsOwn) {
+  // Chunks of 2 ms, each on the thread that claimed it: a worker that exists
+  // takes some of them (it has 14 ms to come, its sleeps give it a CPU).
+  const auto helped = [] {
+    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<int> elsewhere{0};
+    ParallelFor(2, 8, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (std::this_thread::get_id() != caller) ++elsewhere;
+    });
+    return elsewhere.load() > 0;
+  };
+  bool parent = false;
+  for (int attempt = 0; attempt < 20 && !parent; ++attempt) parent = helped();
+  ASSERT_TRUE(parent);
+  // Forked right after a loop: the parent's worker was spinning.
+  ParallelFor(2, 8, 1, [](int64_t, int64_t) {});
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);  // a child stuck waiting for the parent's workers dies
+    const bool awake_at_fork = PoolWillHelp(2);
+    bool child = false;
+    for (int attempt = 0; attempt < 20 && !child; ++attempt) child = helped();
+    _exit((child ? 0 : 1) | (awake_at_fork ? 2 : 0));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed (stuck?), status " << status;
+  EXPECT_EQ(WEXITSTATUS(status) & 1, 0) << "no worker helped the child's loops";
+  EXPECT_EQ(WEXITSTATUS(status) & 2, 0) << "the child counted its parent's worker awake";
+}
+
+// A loop that runs on the caller because another thread's loop holds the
+// pool got no worker: it counts as unhelped, as one the pool keeps on the
+// caller does (the conv's split learns from these counts).
+TEST(ThreadPool, ALoopRunOnTheCallerWhileAnotherHoldsThePoolIsUnhelped) {
+  // Loops a worker helps first: the pool hands loops over (no run of unhelped ones).
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::atomic<int> elsewhere{0};
+    const std::thread::id caller = std::this_thread::get_id();
+    ParallelFor(2, 8, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (std::this_thread::get_id() != caller) ++elsewhere;
+    });
+    if (elsewhere.load() > 0) break;
+  }
+  std::atomic<bool> inside{false}, release{false};
+  std::thread holder([&] {
+    ParallelFor(2, 2, 1, [&](int64_t, int64_t) {
+      inside = true;
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  });
+  while (!inside.load()) std::this_thread::yield();
+  const ParallelCounts before = ParallelCountsSoFar();
+  const std::thread::id me = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  ParallelFor(2, 64, 1, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() != me) ++elsewhere;
+  });
+  const ParallelCounts after = ParallelCountsSoFar();
+  release = true;
+  holder.join();
+  EXPECT_EQ(elsewhere.load(), 0);
+  EXPECT_EQ(after.pool_loops - before.pool_loops, 1);
+  EXPECT_EQ(after.unhelped_loops - before.unhelped_loops, 1) << "a loop no worker helped counted as helped";
 }
 
 // A session's default thread count, now that OpenMP does not give it.
