@@ -604,6 +604,15 @@ struct ScorePrefetch {
   HeadRows<float> k, v;
   int64_t ahead = 0, end = 0, dk = 0, dv = 0;
   const float* const* v_now = nullptr;
+  // Keys in the cache (K rows one after another): the K lines of row
+  // lin_from + j for block key j, before row lin_end, from a counter, and
+  // no V rows ahead (v_now brings them), when nothing is copied to present
+  // (its V copy wants V rows ahead). Zen 5, 96 GQA layers over 513 cached
+  // keys of a bound 1024-slot cache, 1 thread: ~8% faster than K and V rows
+  // 16 keys ahead; K and V 24 ahead, K 20, 32 or 64 ahead, K one line a
+  // row, or no V into L1 each slower.
+  const float* k_lin = nullptr;
+  int64_t lin_from = 0, lin_end = 0;
   // Keys [0, copy_n) of the block also go to present (rows of dk and dv
   // from copy_k and copy_v, 64-byte aligned), with streaming stores: K from
   // the registers it is scored from, V from the rows prefetched 16 keys
@@ -642,14 +651,19 @@ struct ScorePrefetch {
     const float* k1 = k_rows[j0 + std::min<int64_t>(1, m - 1)];
     const float* k2 = k_rows[j0 + std::min<int64_t>(2, m - 1)];
     const float* k3 = k_rows[j0 + std::min<int64_t>(3, m - 1)];
-    if (pf)
+    if (pf) {
+      if (pf->k_lin)  // one prefetch a 64-byte line
+        for (int64_t at = (pf->lin_from + j0) * pf->dk, e = std::min(pf->lin_from + j0 + m, pf->lin_end) * pf->dk;
+             at < e; at += 16)
+          _mm_prefetch(reinterpret_cast<const char*>(pf->k_lin + at), _MM_HINT_T1);
       for (int64_t j = j0; j < j0 + m; ++j) {
-        if (pf->ahead + j < pf->end) {
+        if (!pf->k_lin && pf->ahead + j < pf->end) {
           PrefetchRow(pf->k(pf->ahead + j), pf->dk, false);
           PrefetchRow(pf->v(pf->ahead + j), pf->dv, false);
         }
         if (pf->v_now) PrefetchRow(pf->v_now[j], pf->dv, true);
       }
+    }
     const int64_t copies = pf && pf->copy_k ? std::max<int64_t>(0, std::min(m, pf->copy_n - j0)) : 0;
     __m512 acc[16];
     for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
@@ -1113,6 +1127,9 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
             pf.copy_k = static_cast<float*>(p.cache.present_key) + (r * cap + j0) * D;
             pf.copy_v = static_cast<float*>(p.cache.present_value) + (r * cap + j0) * Dv;
             pf.copy_n = std::min(j1, p.cache.PastLen(b)) - j0;
+          } else if (key_row.cached) {
+            pf.k_lin = key_row.cached;
+            pf.lin_from = j0 + 24, pf.lin_end = std::min(hi, key_row.past);
           }
           for (int64_t r0 = 0; r0 < rows; r0 += 4)
             ScoreRows4Avx512(q + r0 * D, D, k_rows, n_keys, s + r0 * kKeyBlock, r0 == 0 ? &pf : nullptr);
