@@ -217,13 +217,15 @@ TEST(ThreadPool, WillHelpOnlyWhileAWorkerIsAwake) {
   LetWorkersSleep();
   EXPECT_FALSE(PoolWillHelp(2)) << "a call woke a worker";
   EXPECT_EQ(ParallelCountsSoFar().pool_loops, before.pool_loops);
-  // After a loop (the pool's wake), awake. Retried: on a loaded machine the
-  // worker may not run within its spin, and the pool may be keeping loops on
-  // the caller (then one call in 4 is a probe and says yes).
+  // After a loop (the pool's wake), awake. Retried for up to 10 s: on a
+  // loaded machine the worker may not run within its spin, and the pool may
+  // be keeping loops on the caller (then one call in 4 is a probe).
   bool helped = false;
-  for (int attempt = 0; attempt < 200 && !helped; ++attempt) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!helped && std::chrono::steady_clock::now() < deadline) {
     big_loop();
-    for (int i = 0; i < 8 && !helped; ++i) helped = PoolWillHelp(2);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    while (!helped && std::chrono::steady_clock::now() < until) helped = PoolWillHelp(2);
   }
   EXPECT_TRUE(helped);
 }
