@@ -114,6 +114,17 @@ class Pool {
     return true;
   }
 
+  // Wakes sleeping workers with no job for them: a wake that finds the
+  // epoch unchanged spins again (Work).
+  void Wake(int threads) {
+    {
+      std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+      if (!lock.owns_lock()) return;  // a loop holds the pool: its workers are up
+      EnsureWorkers(std::min(threads - 1, kMaxWorkers));
+    }
+    if (sleepers_.load() > 0) FutexWake(epoch_, threads - 1);
+  }
+
   // A worker is awake: spinning between loops (or starting), not asleep on
   // the futex, so a loop posted now costs no wake and finds it within
   // microseconds if its core is free. One near the end of its spin counts
@@ -289,6 +300,12 @@ bool PoolWillHelp(int threads) {
     return false;
   }
   return true;
+}
+
+void PoolWake(int threads) {
+  using namespace detail;
+  if (threads <= 1 || in_parallel_loop || KeepOnCaller(unhelped_run.load(std::memory_order_relaxed))) return;
+  Pool::Get().Wake(threads);
 }
 
 int DefaultThreads() {

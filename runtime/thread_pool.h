@@ -64,6 +64,13 @@ void CountOmpTeam();
 // while such splits have been helped: the loop's wake came in time).
 bool PoolWillHelp(int threads);
 
+// Wakes up to threads - 1 sleeping workers with no loop to run: they spin as
+// after one, so work posted within their spin finds them awake. For work that
+// would pay more for a wake inside its own loop than its split saves: it runs
+// whole and the splits after it find a worker (ops/nn/conv.cc). Wakes none
+// while the pool keeps its loops on the caller.
+void PoolWake(int threads);
+
 // The threads of a session whose options say 0: OMP_NUM_THREADS's first
 // value when set (as OpenMP's default, which this was), else the CPUs this
 // process may run on.

@@ -28,9 +28,13 @@ using QuantTypes = TypeList<int8_t, uint8_t>;
 
 // A convolution on fewer threads than oneDNN's team takes (ThreadsForWork
 // with kMinOneDnnThreadWork) runs in parts of at least kConvPartWork
-// multiply-adds (~8 us on one core), one per thread, on the pool
-// (OneDnnConvSplit).
-constexpr double kConvPartWork = 512 * 1024;
+// multiply-adds (~15 us on one core), one per thread, on the pool
+// (OneDnnConvSplit). Smaller parts saved less than a second thread costs a
+// process: once one exists, glibc's malloc locks its arena and shared_ptr
+// counts atomically (silero v4 and ocr_cls, whose convs of 1.2-1.6 M
+// multiply-adds split in parts of half that, ran 3-5% slower at 2 threads
+// than at 1, their splits helped or not; at this size they start no thread).
+constexpr double kConvPartWork = 1024 * 1024;
 
 // Depthwise convolutions below this many multiply-adds run our loop
 // (kernels/conv/depthwise.h) whatever oneDNN picks: its call and reorders cost more.
@@ -39,17 +43,25 @@ constexpr double kOwnDepthwiseWork = 64 * 1024;
 // A plan's splits, made on first use for each count of parts (nullptr: none).
 class ConvSplits {
  public:
-  // Splits made while no worker was awake (their loop wakes one): after
-  // kMisses of them in a row that no worker helped (parts shorter than a
-  // wake: silero v4's one split a run), only every kRetry-th is tried.
+  // With no worker awake, a split's loop waits for a wake: silero v4's one
+  // split a run, parts shorter than a wake, ran slower split than whole even
+  // when the worker came. Instead such a conv runs whole and wakes a worker
+  // for the convs after it (oww_embedding's 13 splits after its first), while
+  // its wakes are used: a loop of the pool helped before its next turn. After
+  // kMisses unused in a row, only every kRetry-th wakes. `helped`: the pool's
+  // count of helped loops now.
   static constexpr int kMisses = 2, kRetry = 32;
-  bool SplitAsleep() {
-    return misses_.load(std::memory_order_relaxed) < kMisses ||
-           retries_.fetch_add(1, std::memory_order_relaxed) % kRetry == kRetry - 1;
-  }
-  void Helped(bool helped) {
-    if (helped) misses_.store(0, std::memory_order_relaxed);
-    else misses_.fetch_add(1, std::memory_order_relaxed);
+  bool WakeForNext(int64_t helped) {
+    const int64_t mark = mark_.exchange(-1, std::memory_order_relaxed);
+    if (mark >= 0) {
+      if (helped > mark) misses_.store(0, std::memory_order_relaxed);
+      else misses_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (misses_.load(std::memory_order_relaxed) >= kMisses &&
+        retries_.fetch_add(1, std::memory_order_relaxed) % kRetry != kRetry - 1)
+      return false;
+    mark_.store(helped, std::memory_order_relaxed);
+    return true;
   }
 
   template <class Make>
@@ -66,6 +78,7 @@ class ConvSplits {
   std::vector<std::pair<int64_t, std::shared_ptr<const OneDnnConvSplit>>> made_;
   std::atomic<int> misses_{0};
   std::atomic<uint32_t> retries_{0};
+  std::atomic<int64_t> mark_{-1};  // helped loops at this conv's last wake; -1: none pending
 };
 
 struct ConvPlan : OpPlan {
@@ -445,24 +458,21 @@ class ConvOp : public Op {
     if (p.depthwise && (macs < kOwnDepthwiseWork || !p.dnn || SlowImpl(p.dnn->Impl(dnn_threads))))
       return ComputeDepthwise(ctx, p, x, wt, b, z, y);
     // One part per thread: each part costs a primitive's call (some us), so
-    // only when a worker takes one (else the caller runs the parts one after
-    // the other: slower than whole): while one is awake, or, with none awake,
-    // while this conv's parts last long enough for the loop's wake to bring
-    // one (learnt from its last splits: the pool's count of unhelped loops).
+    // only while a worker is awake to take one (else the caller runs the
+    // parts one after the other: slower than whole); with none awake, the
+    // conv runs whole and may wake one for the convs after it (ConvSplits).
     const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
     if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
-      const bool awake = PoolWillHelp(ctx.threads());
-      if (awake || p.splits->SplitAsleep()) {
+      if (PoolWillHelp(ctx.threads())) {
         const std::shared_ptr<const OneDnnConvSplit> split = p.splits->Get(int64_t(parts), [&] {
           return MakeOneDnnConvSplit(x.dtype(), p.w, p.n, p.c, p.m, p.group, b != nullptr, fusion_, int64_t(parts));
         });
-        const ParallelCounts before = ParallelCountsSoFar();
         if (split && split->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(),
-                                constant_weights_, ctx.budget(), z ? z->raw() : nullptr)) {
-          const ParallelCounts after = ParallelCountsSoFar();
-          if (!awake) p.splits->Helped(after.pool_loops > before.pool_loops && after.unhelped_loops == before.unhelped_loops);
+                                constant_weights_, ctx.budget(), z ? z->raw() : nullptr))
           return absl::OkStatus();
-        }
+      } else {
+        const ParallelCounts now = ParallelCountsSoFar();
+        if (p.splits->WakeForNext(now.pool_loops - now.unhelped_loops)) PoolWake(ctx.threads());
       }
     }
     if (p.dnn && !non_finite &&

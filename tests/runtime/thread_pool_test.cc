@@ -230,6 +230,32 @@ TEST(ThreadPool, WillHelpOnlyWhileAWorkerIsAwake) {
   EXPECT_TRUE(helped);
 }
 
+// PoolWake: wakes a sleeping worker with no loop for it (no loop counted),
+// so that PoolWillHelp says yes within its spin; with one thread, nothing.
+TEST(ThreadPool, WakeLeavesAWorkerAwakeWithoutALoop) {
+  std::atomic<int64_t> total{0};
+  ParallelFor(2, int64_t(4 * kMinThreadWork), WorkPerIndex{1}, [&](int64_t b, int64_t e) { total += e - b; });
+  ASSERT_EQ(total.load(), int64_t(4 * kMinThreadWork));  // the workers exist
+  LetWorkersSleep();
+  PoolWake(1);
+  LetWorkersSleep();
+  EXPECT_FALSE(PoolWillHelp(2)) << "PoolWake(1) woke a worker";
+  const int64_t loops = ParallelCountsSoFar().pool_loops;
+  // Retried for up to 10 s: on a loaded machine the woken worker may not run
+  // within its spin, and the pool may keep loops on the caller for a while
+  // (then it wakes none).
+  bool awake = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!awake && std::chrono::steady_clock::now() < deadline) {
+    LetWorkersSleep();
+    PoolWake(2);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
+    while (!awake && std::chrono::steady_clock::now() < until) awake = PoolWillHelp(2);
+  }
+  EXPECT_TRUE(awake);
+  EXPECT_EQ(ParallelCountsSoFar().pool_loops, loops) << "a wake counted as a loop";
+}
+
 // A child forked after the pool's workers started (multiprocessing's fork)
 // has none of them: it gets workers of its own, and counts none of the
 // parent's as awake (no split for a worker that is gone).
