@@ -56,7 +56,7 @@ inline float SumFloatsPlain(const float* x, int64_t begin, int64_t end) {
 // the median of 9 reads, over `buffers` buffers of that size in turn (more
 // than one, so that none is still in the caches when it is read again). The
 // buffers ask for transparent huge pages, as packed quantized weights do
-// (kernels/quant/panel_memory.cc): on 4 KiB pages the TLB misses make the
+// (kernels/panel_memory.cc): on 4 KiB pages the TLB misses make the
 // floor lower than what those weights are read at.
 inline double ReadBandwidthGBs(int64_t bytes, int threads, int buffers = 1) {
   const int64_t n = bytes / 4 / 64 * 64;

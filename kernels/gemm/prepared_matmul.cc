@@ -118,11 +118,15 @@ std::shared_ptr<const PackedGemmB> PackGemmB(const Tensor& b, bool trans_b,
   const int64_t k = b.shape()[trans_b ? 1 : 0], n = b.shape()[trans_b ? 0 : 1];
   const int64_t size = GemmPackedSize(k, n);
   if (k <= 0 || n <= 0 || size < 0 || size / 2 > k * n) return nullptr;
-  absl::StatusOr<Tensor> panels = Tensor::MakeUninitialized(DType::kFloat, {size}, budget);
-  if (!panels.ok()) return nullptr;
-  GemmPackB(b.data<float>(), k, n, trans_b, panels->data<float>());
   auto packed = std::make_shared<PackedGemmB>();
-  packed->panels = *std::move(panels);
+  packed->reserved = MemoryReservation(budget);
+  if (!packed->reserved.Grow(size, sizeof(float), "the packed GEMM's panels").ok()) return nullptr;
+  try {
+    packed->panels.resize(size_t(size));
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+  GemmPackB(b.data<float>(), k, n, trans_b, packed->panels.data());
   packed->target = ActiveCpuTarget();
   packed->k = k;
   packed->n = n;
@@ -185,7 +189,7 @@ bool PackedMatMul::Run(const void* a, void* c, int64_t m, int threads) const {
   if (m <= 0) return false;
   const bool f32 = im.dt == dnnl::memory::data_type::f32;
   if (im.UsesPackedGemm() && im.PackForGemm() && im.gemm_b->target == ActiveCpuTarget()) {
-    GemmPackedF32(static_cast<const float*>(a), im.gemm_b->panels.data<float>(),
+    GemmPackedF32(static_cast<const float*>(a), im.gemm_b->panels.data(),
                   im.bias.defined() ? im.bias.data<float>() : nullptr, static_cast<float*>(c), m, im.k, im.n, threads);
     return true;
   }

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "runtime/cpu.h"
 #include "runtime/dtype.h"
+#include "kernels/panel_memory.h"
 #include "runtime/tensor.h"
 
 namespace onnx_mini {
@@ -16,7 +18,11 @@ namespace onnx_mini {
 // used by no kernel of another target. Shared by the products that read one
 // weight (PrepareContext::Shared), charged once to the budget it was made with.
 struct PackedGemmB {
-  Tensor panels;  // GemmPackedSize(k, n) floats
+  // GemmPackedSize(k, n) floats, on huge pages where large (as the quantized
+  // panels: a prefill's products read every panel per row block, a decode
+  // step streams them once; over 4 KiB pages each page is a TLB miss).
+  std::vector<float, PanelAllocator<float>> panels;
+  MemoryReservation reserved;  // panels' bytes, against the budget
   CpuTarget target = CpuTarget::kBaseline;
   int64_t k = 0, n = 0;
   bool trans_b = false;

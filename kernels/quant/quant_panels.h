@@ -30,7 +30,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/quant/panel_memory.h"
+#include "kernels/panel_memory.h"
 
 namespace onnx_mini {
 
@@ -61,7 +61,7 @@ struct QuantPanels {
 // 0) and returns false when a size overflows or the arguments break the rules
 // above; packers then fill codes, scales, zeros and code_sums.
 struct QuantPanelsBuffer {
-  // On huge pages where large (kernels/quant/panel_memory.h).
+  // On huge pages where large (kernels/panel_memory.h).
   std::vector<uint8_t, PanelAllocator<uint8_t>> codes;
   std::vector<float, PanelAllocator<float>> scales, zeros;
   std::vector<int32_t, PanelAllocator<int32_t>> code_sums;

@@ -1,4 +1,5 @@
-// Memory for the packed quantized weights (QuantPanelsBuffer): large arrays
+// Memory for packed weights (the quantized panels, QuantPanelsBuffer, and
+// the float GEMM's, PackedGemmB): large arrays
 // come from 2 MiB-aligned chunks advised for transparent huge pages
 // (MADV_HUGEPAGE; the kernel's default, "madvise", gives them only to memory
 // that asks). A decode step streams every weight once: over 4 KiB pages each

@@ -1,4 +1,4 @@
-#include "kernels/quant/panel_memory.h"
+#include "kernels/panel_memory.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

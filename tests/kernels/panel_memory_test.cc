@@ -1,5 +1,5 @@
-// kernels/quant/panel_memory.h: the packed weights' memory (huge-page chunks).
-#include "kernels/quant/panel_memory.h"
+// kernels/panel_memory.h: the packed weights' memory (huge-page chunks).
+#include "kernels/panel_memory.h"
 
 #include <gtest/gtest.h>
 
