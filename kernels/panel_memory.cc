@@ -1,5 +1,6 @@
 #include "kernels/panel_memory.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -27,9 +28,20 @@ struct Arena {
   size_t mapped = 0;
 };
 
+Arena* the_arena = nullptr;
+
 Arena& TheArena() {
-  static Arena* arena = new Arena;  // never destroyed: arrays may be freed during static destruction
-  return *arena;
+  // Never destroyed: arrays may be freed during static destruction. Its lock
+  // is held across a fork (as glibc's malloc holds its own), so that a child
+  // forked while another thread allocates finds it free and the chunk list
+  // whole; the child's copy of the lock belongs to the forking thread.
+  static const bool made = [] {
+    the_arena = new Arena;
+    pthread_atfork([] { the_arena->mu.lock(); }, [] { the_arena->mu.unlock(); }, [] { the_arena->mu.unlock(); });
+    return true;
+  }();
+  (void)made;
+  return *the_arena;
 }
 
 // `size` bytes (a multiple of 2 MiB) at a 2 MiB boundary, advised for huge

@@ -2,11 +2,15 @@
 #include "kernels/panel_memory.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "kernels/quant/quant_panels.h"
@@ -59,6 +63,47 @@ TEST(PanelMemory, PanelBuffersLiveInIt) {
     EXPECT_EQ(b.codes.size(), size_t(1024 * 2816));
   }
   EXPECT_EQ(PanelMemoryMappedBytes(), before);
+}
+
+// A child forked while another thread allocates (multiprocessing's fork
+// during a session's creation, which packs its weights here): the arena's
+// lock and chunk list are taken across the fork, so the child allocates and
+// frees its own arrays instead of waiting for ever on a lock whose holder
+// is not copied.
+TEST(PanelMemory, AChildForkedDuringAnAllocationCanAllocate) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "not under ThreadSanitizer: it kills a child of a threaded process";
+#endif
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    // Nearly all of its time inside the arena's lock: each array maps and
+    // unmaps a chunk of its own.
+    while (!stop.load()) {
+      void* p = PanelMemoryAllocate(size_t(70) << 20);
+      PanelMemoryFree(p, size_t(70) << 20);
+    }
+  });
+  int stuck = 0;
+  for (int i = 0; i < 50; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(5);  // a child stuck on the lock dies
+      void* p = PanelMemoryAllocate(size_t(1) << 20);
+      static_cast<char*>(p)[0] = 1;
+      PanelMemoryFree(p, size_t(1) << 20);
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      ++stuck;
+      break;  // one is enough, and each costs its alarm
+    }
+  }
+  stop = true;
+  busy.join();
+  EXPECT_EQ(stuck, 0) << "children that could not allocate";
 }
 
 }  // namespace
