@@ -65,7 +65,8 @@ void CountOmpTeam();
 bool PoolWillHelp(int threads);
 
 // Wakes up to threads - 1 sleeping workers with no loop to run: they spin as
-// after one, so work posted within their spin finds them awake. For work that
+// after one, so work posted within their spin finds them awake (workers still
+// spinning start their spin again). For work that
 // would pay more for a wake inside its own loop than its split saves: it runs
 // whole and the splits after it find a worker (ops/nn/conv.cc). Wakes none
 // while the pool keeps its loops on the caller.

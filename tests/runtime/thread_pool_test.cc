@@ -256,6 +256,37 @@ TEST(ThreadPool, WakeLeavesAWorkerAwakeWithoutALoop) {
   EXPECT_EQ(ParallelCountsSoFar().pool_loops, loops) << "a wake counted as a loop";
 }
 
+// PoolWake when the worker is in the last 25 us of its spin: PoolWillHelp
+// already counts it asleep (the conv runs whole and wakes), but it is not on
+// the futex yet, so no futex wake reaches it. Its spin starts again instead,
+// and it counts as awake at once; else the wake is lost and the convs after
+// it find no worker. (Retried: on a loaded machine the worker may sleep
+// before the wake comes, and then it is awake only once it runs.)
+TEST(ThreadPool, WakeRestartsTheSpinOfAWorkerAboutToSleep) {
+  auto big_loop = [] {
+    std::atomic<int64_t> total{0};
+    ParallelFor(2, int64_t(4 * kMinThreadWork), WorkPerIndex{1}, [&](int64_t b, int64_t e) { total += e - b; });
+    ASSERT_EQ(total.load(), int64_t(4 * kMinThreadWork));
+  };
+  bool restarted = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!restarted && std::chrono::steady_clock::now() < deadline) {
+    LetWorkersSleep();
+    big_loop();
+    bool awake = false;
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    while (!awake && std::chrono::steady_clock::now() < until) awake = PoolWillHelp(2);
+    if (!awake) continue;
+    // The moment it stops counting as awake: 25 us of its spin left.
+    until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    while (awake && std::chrono::steady_clock::now() < until) awake = PoolWillHelp(2);
+    if (awake) continue;
+    PoolWake(2);
+    restarted = PoolWillHelp(2);
+  }
+  EXPECT_TRUE(restarted) << "a wake at the end of a worker's spin was lost";
+}
+
 // A child forked after the pool's workers started (multiprocessing's fork)
 // has none of them: it gets workers of its own, and counts none of the
 // parent's as awake (no split for a worker that is gone).
