@@ -60,8 +60,8 @@ void CountOmpTeam();
 // pays a primitive call per part): whether to split it for the pool now,
 // that is whether a worker is awake (spinning after a loop, with some of its
 // spin left: no wake to wait for) and the pool is not keeping its loops on
-// the caller. It wakes nobody (ops/nn/conv.cc splits with none awake only
-// while such splits have been helped: the loop's wake came in time).
+// the caller. It wakes nobody (with none awake, ops/nn/conv.cc runs whole
+// and wakes one for the convs after it: PoolWake).
 bool PoolWillHelp(int threads);
 
 // Wakes up to threads - 1 sleeping workers with no loop to run: they spin as
