@@ -2,12 +2,14 @@
 #include "kernels/panel_memory.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -63,6 +65,45 @@ TEST(PanelMemory, PanelBuffersLiveInIt) {
     EXPECT_EQ(b.codes.size(), size_t(1024 * 2816));
   }
   EXPECT_EQ(PanelMemoryMappedBytes(), before);
+}
+
+// With no address space left for a chunk (mmap refused, here by
+// RLIMIT_AS in a child), an array comes from the ordinary allocator, keeps
+// its bytes and goes back to that allocator: nothing is mapped or unmapped.
+TEST(PanelMemory, AnArrayWithoutAChunkUsesTheOrdinaryAllocator) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "not under a sanitizer: its own mappings need the address space";
+#endif
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);
+    // A chunk of its own, full, at the back: the next array needs a new chunk.
+    void* big = PanelMemoryAllocate(size_t(70) << 20);
+    const size_t mapped = PanelMemoryMappedBytes();
+    long pages = 0;
+    FILE* f = std::fopen("/proc/self/statm", "r");
+    if (!f || std::fscanf(f, "%ld", &pages) != 1) _exit(2);
+    std::fclose(f);
+    const rlimit limit{rlim_t(pages) * rlim_t(sysconf(_SC_PAGESIZE)) + (rlim_t(16) << 20), RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+    const size_t n = size_t(1) << 20;
+    auto* p = static_cast<uint8_t*>(PanelMemoryAllocate(n));
+    std::memset(p, 7, n);
+    int bad = 0;
+    if (reinterpret_cast<uintptr_t>(p) % 64 != 0) bad |= 4;
+    if (PanelMemoryMappedBytes() != mapped) bad |= 8;  // no chunk was made
+    if (p[0] != 7 || p[n - 1] != 7) bad |= 16;
+    PanelMemoryFree(p, n);
+    if (PanelMemoryMappedBytes() != mapped) bad |= 32;  // no chunk was touched
+    PanelMemoryFree(big, size_t(70) << 20);
+    if (PanelMemoryMappedBytes() != mapped - (size_t(70) << 20)) bad |= 64;
+    _exit(bad);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died, status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 // A child forked while another thread allocates (multiprocessing's fork
