@@ -287,6 +287,28 @@ TEST(ThreadPool, WakeRestartsTheSpinOfAWorkerAboutToSleep) {
   EXPECT_TRUE(restarted) << "a wake at the end of a worker's spin was lost";
 }
 
+// Sessions on several threads waking the pool between their loops (convs
+// that run whole): every loop still covers each index once, and once they
+// stop the workers spin out and sleep (no wake leaves one spinning).
+TEST(ThreadPool, WakesFromManyThreadsBetweenLoops) {
+  constexpr int kThreads = 4, kRounds = 300;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        std::atomic<int64_t> total{0};
+        ParallelFor(2 + t % 2, 64, 1, [&](int64_t b, int64_t e) { total += e - b; });
+        if (total.load() != 64) ++wrong;
+        PoolWake(2 + t % 2);
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  LetWorkersSleep();
+  EXPECT_FALSE(PoolWillHelp(3)) << "a worker still spinning long after the last wake";
+}
+
 // A child forked after the pool's workers started (multiprocessing's fork)
 // has none of them: it gets workers of its own, and counts none of the
 // parent's as awake (no split for a worker that is gone).
