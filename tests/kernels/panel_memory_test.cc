@@ -17,6 +17,15 @@
 
 #include "kernels/quant/quant_panels.h"
 
+// A sanitizer's build (GCC says so with a macro, clang with a feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PANEL_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PANEL_TEST_SANITIZED 1
+#endif
+#endif
+
 namespace onnx_mini {
 namespace {
 
@@ -71,7 +80,7 @@ TEST(PanelMemory, PanelBuffersLiveInIt) {
 // RLIMIT_AS in a child), an array comes from the ordinary allocator, keeps
 // its bytes and goes back to that allocator: nothing is mapped or unmapped.
 TEST(PanelMemory, AnArrayWithoutAChunkUsesTheOrdinaryAllocator) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef PANEL_TEST_SANITIZED
   GTEST_SKIP() << "not under a sanitizer: its own mappings need the address space";
 #endif
   const pid_t pid = fork();
