@@ -704,18 +704,20 @@ struct ScorePrefetch {
     }
   }
 }
+
 // The decode sweep (few query rows, float, D and Dv multiples of 16,
 // AVX-512): one pass over the keys in chunks of kSweepKeys, each chunk's K
 // rows scored and its V rows added right after, so that K and V stream from
 // memory together, with an online softmax per chunk held in vectors (a
-// row's 16 scores in one register: no block of scores, no per-key work).
+// row's 16 scores in one register, no block of scores in memory).
 // Rows share one visible range [lo, hi) and see their scores as they are
 // (no mask, no softcap); the state (acc, m, l, seen) is FastBlockBody's.
 constexpr int64_t kSweepKeys = 16;
 // Keys ahead whose K and V lines are asked for (into L1) as a chunk goes, a
 // chunk ahead: 4 KB on each stream at D 64. Zen 5, the Qwen2-sized decode
-// step (bound cache, 1 thread): 8, 24 or 64 keys ahead, into L2, or a second
-// prefetch 32-64 keys ahead into L2 each slower.
+// step (bound cache, 1 thread): 8, 12, 24, 32 or 64 keys ahead, into L2
+// (16 or 64 ahead), or a second prefetch 32-64 keys ahead into L2 each
+// slower.
 constexpr int64_t kSweepAhead = 16;
 struct DecodeSweep {
   const float* q = nullptr;  // rows padded to a multiple of 4 with zero rows, each of D
