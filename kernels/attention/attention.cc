@@ -704,6 +704,212 @@ struct ScorePrefetch {
     }
   }
 }
+
+// The decode sweep (few query rows, float, D and Dv multiples of 16,
+// AVX-512): one pass over the keys in chunks of kSweepKeys, each chunk's K
+// rows scored and its V rows added right after, so that K and V stream from
+// memory together, with an online softmax per chunk held in vectors (a
+// row's 16 scores in one register, no block of scores in memory).
+// Rows share one visible range [lo, hi) and see their scores as they are
+// (no mask, no softcap); the state (acc, m, l, seen) is FastBlockBody's.
+constexpr int64_t kSweepKeys = 16;
+// Keys ahead whose K and V lines are asked for (into L1) as a chunk goes, a
+// chunk ahead: 4 KB on each stream at D 64. Zen 5, the Qwen2-sized decode
+// step (bound cache, 1 thread): 8, 12, 24, 32 or 64 keys ahead, into L2
+// (16 or 64 ahead), or a second prefetch 32-64 keys ahead into L2 each
+// slower.
+constexpr int64_t kSweepAhead = 16;
+struct DecodeSweep {
+  const float* q = nullptr;  // rows padded to a multiple of 4 with zero rows, each of D
+  int64_t rows = 0, D = 0, Dv = 0, lo = 0, hi = 0;
+  HeadRows<float> k, v;
+  float* acc = nullptr;  // rows x Dv
+  float* m = nullptr;
+  float* l = nullptr;
+  float* seen = nullptr;
+  // Keys [lo, lo + copy_n) also go to present (rows from copy_k, copy_v,
+  // 64-byte aligned), with streaming stores from the registers they are read into.
+  float* copy_k = nullptr;
+  float* copy_v = nullptr;
+  int64_t copy_n = 0;
+  // The first cached rows of the task that runs next on this thread, asked
+  // for as this one ends (next_n of them, at most kSweepAhead).
+  const float* next_k = nullptr;
+  const float* next_v = nullptr;
+  int64_t next_n = 0;
+};
+// e^x for x <= 0 as ExpNonPositive(float), sixteen lanes.
+[[gnu::target("avx512f"), gnu::always_inline]] inline __m512 ExpNonPositive16(__m512 x) {
+  const __m512 clamped = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_setzero_ps());
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(clamped, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), clamped);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+  y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ), y, _mm512_setzero_ps());
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);  // NaN stays NaN
+}
+// The K (or V) lines of key j, into L1: a row of `rows` below `end`, past
+// it the next task's (next, its first next_n rows). A function of this
+// target's own: in a lambda GCC 12 emitted no prefetch.
+[[gnu::target("avx512f"), gnu::always_inline]] inline void AskKey(const float* rows, int64_t end, const float* next,
+                                                                  int64_t next_n, int64_t j, int64_t d) {
+  const float* at = j < end ? rows + j * d : j - end < next_n ? next + (j - end) * d : nullptr;
+  if (at)
+    for (int64_t o = 0; o < d; o += 16) _mm_prefetch(reinterpret_cast<const char*>(at + o), _MM_HINT_T0);
+}
+// A chunk's value rows into four rows' outputs, kVecs vectors from d0: out_r
+// += sum_t w_r[t] v_t, the outputs in registers; V lines asked for ahead
+// (v non-null), and keys below copies stored to copy_v.
+struct SweepValues {
+  float* const* out;
+  const float* const* w;
+  const float* const* v_rows;
+  int64_t n, d0;
+  const float* v;
+  int64_t v_end;
+  const float* next_v;
+  int64_t next_n, ahead, dv;
+  float* copy_v;
+  int64_t copies;
+};
+template <int kVecs>
+[[gnu::target("avx512f"), gnu::always_inline]] inline void SweepValuePass(const SweepValues& s) {
+  __m512 o[4][kVecs];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < kVecs; ++c) o[r][c] = _mm512_loadu_ps(s.out[r] + s.d0 + 16 * c);
+  for (int64_t t = 0; t < s.n; ++t) {
+    if (s.v) AskKey(s.v, s.v_end, s.next_v, s.next_n, s.ahead + t, s.dv);
+    const float* vt = s.v_rows[t] + s.d0;
+    __m512 x[kVecs];
+#pragma GCC unroll 4
+    for (int c = 0; c < kVecs; ++c) x[c] = _mm512_loadu_ps(vt + 16 * c);
+    if (s.copy_v && t < s.copies)
+#pragma GCC unroll 4
+      for (int c = 0; c < kVecs; ++c) _mm512_stream_ps(s.copy_v + t * s.dv + s.d0 + 16 * c, x[c]);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      const __m512 wt = _mm512_set1_ps(s.w[r][t]);
+#pragma GCC unroll 4
+      for (int c = 0; c < kVecs; ++c) o[r][c] = _mm512_fmadd_ps(wt, x[c], o[r][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < kVecs; ++c) _mm512_storeu_ps(s.out[r] + s.d0 + 16 * c, o[r][c]);
+}
+[[gnu::target("avx512f")]] void DecodeSweepAvx512(const DecodeSweep& a) {
+  const __m512i to_rows = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const int64_t D = a.D, Dv = a.Dv, past = a.k.past;
+  const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const int64_t cached_end = std::min(a.hi, past);
+  alignas(64) float wbuf[16][kSweepKeys] = {};  // a chunk's weights, per row (up to 16 rows)
+  std::vector<float> pad_rows(size_t(3 * Dv));  // the outputs of padding rows, unused
+  float* pad[4] = {pad_rows.data(), pad_rows.data(), pad_rows.data() + Dv, pad_rows.data() + 2 * Dv};
+  for (int64_t j0 = a.lo; j0 < a.hi; j0 += kSweepKeys) {
+    const int64_t n = std::min(kSweepKeys, a.hi - j0);
+    const float* kr[kSweepKeys];
+    const float* vr[kSweepKeys];
+    for (int64_t t = 0; t < kSweepKeys; ++t) {
+      const int64_t j = j0 + std::min(t, n - 1);  // keys past n read key n - 1 again (not used)
+      kr[t] = a.k(j), vr[t] = a.v(j);
+    }
+    const __mmask16 valid = __mmask16((1u << n) - 1);
+    const int64_t copies = std::max<int64_t>(0, std::min(n, a.lo + a.copy_n - j0));
+    for (int64_t r0 = 0; r0 < a.rows; r0 += 4) {
+      const float* q = a.q + r0 * D;
+      __m512 t4[4];  // lane 4 * row + key of keys 4g..4g+3
+      for (int g = 0; g < 4; ++g) {
+        if (r0 == 0 && a.k.cached)
+          for (int64_t t = 4 * g; t < 4 * g + 4; ++t) AskKey(a.k.cached, cached_end, a.next_k, a.next_n, j0 + kSweepAhead + t, D);
+        const float* k0 = kr[4 * g];
+        const float* k1 = kr[4 * g + 1];
+        const float* k2 = kr[4 * g + 2];
+        const float* k3 = kr[4 * g + 3];
+        __m512 acc[16];
+        for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < D; d += 16) {
+          const __m512 x0 = _mm512_loadu_ps(k0 + d), x1 = _mm512_loadu_ps(k1 + d);
+          const __m512 x2 = _mm512_loadu_ps(k2 + d), x3 = _mm512_loadu_ps(k3 + d);
+          if (r0 == 0 && copies > 4 * g) {
+            float* out = a.copy_k + (j0 - a.lo + 4 * g) * D + d;
+            _mm512_stream_ps(out, x0);
+            if (copies > 4 * g + 1) _mm512_stream_ps(out + D, x1);
+            if (copies > 4 * g + 2) _mm512_stream_ps(out + 2 * D, x2);
+            if (copies > 4 * g + 3) _mm512_stream_ps(out + 3 * D, x3);
+          }
+          for (int r = 0; r < 4; ++r) {
+            const __m512 qv = _mm512_loadu_ps(q + r * D + d);
+            acc[r] = _mm512_fmadd_ps(qv, x0, acc[r]);
+            acc[4 + r] = _mm512_fmadd_ps(qv, x1, acc[4 + r]);
+            acc[8 + r] = _mm512_fmadd_ps(qv, x2, acc[8 + r]);
+            acc[12 + r] = _mm512_fmadd_ps(qv, x3, acc[12 + r]);
+          }
+        }
+        t4[g] = _mm512_permutexvar_ps(to_rows, LaneSums16(acc));
+      }
+      // A 4x4 transpose of 128-bit lanes: row r's 16 scores in one vector.
+      const __m512 lo01 = _mm512_shuffle_f32x4(t4[0], t4[1], 0x44), hi01 = _mm512_shuffle_f32x4(t4[0], t4[1], 0xEE);
+      const __m512 lo23 = _mm512_shuffle_f32x4(t4[2], t4[3], 0x44), hi23 = _mm512_shuffle_f32x4(t4[2], t4[3], 0xEE);
+      const __m512 z4[4] = {_mm512_shuffle_f32x4(lo01, lo23, 0x88), _mm512_shuffle_f32x4(lo01, lo23, 0xDD),
+                            _mm512_shuffle_f32x4(hi01, hi23, 0x88), _mm512_shuffle_f32x4(hi01, hi23, 0xDD)};
+      for (int64_t row = r0; row < std::min(a.rows, r0 + 4); ++row) {
+        const __m512 z = _mm512_mask_blend_ps(valid, minus_inf, z4[row - r0]);
+        // NaN scores do not count for the maximum; one makes l NaN (the row's output NaN).
+        const __mmask16 nan = _mm512_cmp_ps_mask(z, z, _CMP_UNORD_Q);
+        if (nan) a.l[row] = std::numeric_limits<float>::quiet_NaN();
+        const float top = _mm512_reduce_max_ps(_mm512_mask_blend_ps(nan, z, minus_inf));
+        float* w = wbuf[row];
+        if (top == -std::numeric_limits<float>::infinity()) {
+          _mm512_store_ps(w, _mm512_setzero_ps());
+          continue;
+        }
+        a.seen[row] = 1;
+        float* out = a.acc + row * Dv;
+        if (top > a.m[row]) {
+          const float factor = a.m[row] == -std::numeric_limits<float>::infinity()
+                                   ? 0.0f
+                                   : _mm512_cvtss_f32(ExpNonPositive16(_mm512_set1_ps(a.m[row] - top)));
+          a.l[row] *= factor;
+          const __m512 f = _mm512_set1_ps(factor);
+          for (int64_t d = 0; d < Dv; d += 16) _mm512_storeu_ps(out + d, _mm512_mul_ps(_mm512_loadu_ps(out + d), f));
+          a.m[row] = top;
+        }
+        const __m512 e = _mm512_maskz_mov_ps(valid, ExpNonPositive16(_mm512_sub_ps(z, _mm512_set1_ps(a.m[row]))));
+        a.l[row] += _mm512_reduce_add_ps(e);
+        _mm512_store_ps(w, e);
+      }
+      // The value rows: four rows' outputs, up to four vectors each, in registers over the chunk.
+      const int64_t nr = std::min<int64_t>(4, a.rows - r0);
+      float* outs[4];
+      for (int r = 0; r < 4; ++r) outs[r] = r < nr ? a.acc + (r0 + r) * Dv : pad[r];
+      const float* w4[4] = {wbuf[r0], wbuf[std::min<int64_t>(r0 + 1, 15)], wbuf[std::min<int64_t>(r0 + 2, 15)],
+                            wbuf[std::min<int64_t>(r0 + 3, 15)]};
+      const bool first = r0 == 0;
+      for (int64_t d0 = 0; d0 < Dv; d0 += 64) {
+        const SweepValues sv{outs, w4, vr, n, d0, first && d0 == 0 ? a.v.cached : nullptr, cached_end, a.next_v,
+                             a.next_n, j0 + kSweepAhead, Dv, first ? a.copy_v + (j0 - a.lo) * Dv : nullptr, copies};
+        switch (std::min<int64_t>(4, (Dv - d0) / 16)) {
+          case 1: SweepValuePass<1>(sv); break;
+          case 2: SweepValuePass<2>(sv); break;
+          case 3: SweepValuePass<3>(sv); break;
+          default: SweepValuePass<4>(sv); break;
+        }
+      }
+    }
+  }
+}
 #pragma GCC diagnostic pop
 #endif
 
@@ -923,6 +1129,11 @@ struct Workspace {
   // The task copies its past rows into present as it reads them (a decode
   // step's task per (batch, kv head) with a separate present).
   bool copy_past = false;
+  // The cached K and V rows of the task this thread runs next, and how
+  // many: the decode sweep asks for its first lines as it ends.
+  const void* next_k = nullptr;
+  const void* next_v = nullptr;
+  int64_t next_n = 0;
 };
 // The most K values (keys x head size) Workspace keeps transposed.
 constexpr int64_t kMaxTransposedKeys = int64_t{1} << 22;
@@ -1034,6 +1245,33 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
       rows < kTiledRows &&
       (reinterpret_cast<uintptr_t>(p.cache.present_key) | reinterpret_cast<uintptr_t>(p.cache.present_value)) % 64 == 0;
   if (copy_past) CopyPastRange<T>(p, b, g, 0, lo);
+#if defined(__x86_64__) || defined(__i386__)
+  if constexpr (kVectorBytes == 64 && std::is_same_v<T, float> && !kBf16Dot && !kMasked) {
+    bool sweep = plain && D % 16 == 0 && Dv % 16 == 0 && rows < kTiledRows;
+    for (int64_t row = 1; row < rows && sweep; ++row)
+      sweep = first[size_t(row)] == first[0] && last[size_t(row)] == last[0];
+    if (sweep && lo < hi) {
+      DecodeSweep sw;
+      sw.q = q, sw.rows = rows, sw.D = D, sw.Dv = Dv, sw.lo = lo, sw.hi = hi;
+      sw.k = key_row, sw.v = value_row;
+      sw.acc = acc, sw.m = m, sw.l = l, sw.seen = seen;
+      if (copy_past && !tile_copies) {  // present unaligned for the streaming stores: copied first
+        CopyPastRange<T>(p, b, g, lo, hi);
+      } else if (copy_past && lo < p.cache.PastLen(b)) {
+        const int64_t r = b * p.kv_heads + g, cap = p.cache.present_capacity;
+        sw.copy_k = static_cast<float*>(p.cache.present_key) + (r * cap + lo) * D;
+        sw.copy_v = static_cast<float*>(p.cache.present_value) + (r * cap + lo) * Dv;
+        sw.copy_n = std::min(hi, p.cache.PastLen(b)) - lo;
+      }
+      if (ws.next_k) {
+        sw.next_k = static_cast<const float*>(ws.next_k), sw.next_v = static_cast<const float*>(ws.next_v);
+        sw.next_n = std::min(ws.next_n, kSweepAhead);
+      }
+      DecodeSweepAvx512(sw);
+      lo = hi;  // nothing left for the blocks below
+    }
+  }
+#endif
   for (int64_t j0 = lo; j0 < hi; j0 += kKeyBlock) {
     const int64_t j1 = std::min(hi, j0 + kKeyBlock), n_keys = j1 - j0;
     if (copy_past && !tile_copies) CopyPastRange<T>(p, b, g, j0, j1);
@@ -1430,6 +1668,13 @@ void AttentionFast(const AttentionProblem& p, int threads) {
           int64_t b, g, i0, i1;
           task_of(t, b, g, i0, i1);
           ws.copy_past = present_per_task && !p.cache.Shared() && p.cache.present_key && p.cache.present_value;
+          ws.next_k = ws.next_v = nullptr;
+          if (t + 1 < t1) {
+            int64_t nb, ng, ni0, ni1;
+            task_of(t + 1, nb, ng, ni0, ni1);
+            const HeadRows<T> nk = KeyRows<T>(p, nb, ng), nv = ValueRows<T>(p, nb, ng);
+            ws.next_k = nk.cached, ws.next_v = nv.cached, ws.next_n = nk.past;
+          }
           if (present_per_task) CopyPresentRows<T>(p, t, t + 1, !ws.copy_past);  // t = b * kv_heads + g
           fast_block(p, b, g, i0, i1, 0, p.total_len, nullptr, ws);
         }

@@ -180,6 +180,12 @@ TEST(AttentionKernels, EveryCpuTargetMatchesReference) {
       {1, 16, 4, 1, 1, 512, 64, 64},
       {2, 4, 2, 1, 66, 0, 48, 48, true},
       {1, 8, 1, 1, 131, 0, 32, 16, false, false, 0, 0, -1, -1, 4, true},
+      // The decode sweep (float, AVX-512, no mask): 7 rows (two row tiles,
+      // one short), Dv 80 (a pass of four vectors and one of one), a tail of
+      // 13 keys; a left window (keys from 200: the past before it copied
+      // apart) over two heads per thread.
+      {1, 7, 1, 1, 1, 300, 16, 80},
+      {2, 8, 2, 1, 1, 300, 32, 32, false, true, 0, 0, 100, -1},
   };
   uint32_t seed = 100;
   for (CpuTarget t : kCpuTargets) {
@@ -241,6 +247,43 @@ TEST(AttentionKernels, NanScoresAgree) {
               }
             }
       }
+}
+
+// The decode sweep's NaN rules (float, D a multiple of 16, no mask): a NaN
+// key makes every row NaN, a NaN query row only its own; the other rows of
+// a second group agree with the reference.
+TEST(AttentionKernels, DecodeSweepNanScores) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (CpuTarget t : kCpuTargets) {
+    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(t);
+    SCOPED_TRACE(CpuTargetName(t));
+    std::mt19937 rng(11);
+    const int64_t Hq = 8, Hkv = 2, P = 100, T = P + 1, D = 16;
+    AttentionProblem p;
+    p.batch = 1, p.q_heads = Hq, p.kv_heads = Hkv, p.q_len = 1, p.kv_len = 1, p.cache.past_len = p.cache.capacity = P;
+    p.total_len = T, p.head_size = p.v_head_size = D;
+    p.q = HeadView::Of4D(Hq, 1, D), p.k = HeadView::Of4D(Hkv, 1, D), p.v = p.k, p.y = p.q;
+    Tensor q = Random(DType::kFloat, {Hq * D}, rng), k = Random(DType::kFloat, {Hkv * D}, rng), v = *k.Clone();
+    Tensor pk = Random(DType::kFloat, {Hkv * P * D}, rng), pv = Random(DType::kFloat, {Hkv * P * D}, rng);
+    SetDouble(pk, 37 * D + 3, nan);  // kv head 0, key 37: NaN scores for heads 0-3
+    SetDouble(q, 6 * D + 1, nan);    // head 6 (kv head 1): every score NaN
+    p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw(), p.cache.past_key = pk.raw(), p.cache.past_value = pv.raw();
+    p.scale = 0.25f;
+    Tensor y_ref = Tensor::Zeros(DType::kFloat, {Hq * D}), y_fast = *y_ref.Clone();
+    p.y_data = y_ref.raw();
+    AttentionReference(p);
+    p.y_data = y_fast.raw();
+    AttentionFast(p, 1);
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t d = 0; d < D; ++d) {
+        const double want = GetDouble(y_ref, h * D + d), got = GetDouble(y_fast, h * D + d);
+        const bool nan_expected = h < 4 || h == 6;
+        EXPECT_EQ(std::isnan(want), nan_expected) << "reference h " << h;
+        EXPECT_EQ(std::isnan(got), nan_expected) << "fast h " << h;
+        if (!nan_expected) EXPECT_NEAR(got, want, 1e-5 * (1 + std::fabs(want))) << "h " << h;
+      }
+  }
 }
 
 // ---- Through the op ----
