@@ -281,7 +281,9 @@ TEST(AttentionKernels, DecodeSweepNanScores) {
         const bool nan_expected = h < 4 || h == 6;
         EXPECT_EQ(std::isnan(want), nan_expected) << "reference h " << h;
         EXPECT_EQ(std::isnan(got), nan_expected) << "fast h " << h;
-        if (!nan_expected) EXPECT_NEAR(got, want, 1e-5 * (1 + std::fabs(want))) << "h " << h;
+        if (!nan_expected) {
+          EXPECT_NEAR(got, want, 1e-5 * (1 + std::fabs(want))) << "h " << h;
+        }
       }
   }
 }
