@@ -28,13 +28,15 @@ using QuantTypes = TypeList<int8_t, uint8_t>;
 
 // A convolution on fewer threads than oneDNN's team takes (ThreadsForWork
 // with kMinOneDnnThreadWork) runs in parts of at least kConvPartWork
-// multiply-adds (~15 us on one core), one per thread, on the pool
-// (OneDnnConvSplit). Smaller parts saved less than a second thread costs a
-// process: once one exists, glibc's malloc locks its arena and shared_ptr
-// counts atomically (silero v4 and ocr_cls, whose convs of 1.2-1.6 M
-// multiply-adds split in parts of half that, ran 3-5% slower at 2 threads
-// than at 1, their splits helped or not; at this size they start no thread).
-constexpr double kConvPartWork = 1024 * 1024;
+// multiply-adds (~8 us on one core), one per thread, on the pool
+// (OneDnnConvSplit), while a worker is awake. Only a conv of kConvWakeWork or
+// more wakes one (or starts it): a second thread costs a process even when
+// it helps nothing (once one exists glibc's malloc locks its arena and
+// shared_ptr counts atomically): silero v4 and ocr_cls, whose convs of 1.2-1.6
+// M multiply-adds split and woke the worker, ran 3-5% slower at 2 threads
+// than at 1; with no conv of theirs waking one they start no thread.
+constexpr double kConvPartWork = 512 * 1024;
+constexpr double kConvWakeWork = 2 * 1024 * 1024;
 
 // Depthwise convolutions below this many multiply-adds run our loop
 // (kernels/conv/depthwise.h) whatever oneDNN picks: its call and reorders cost more.
@@ -460,7 +462,8 @@ class ConvOp : public Op {
     // One part per thread: each part costs a primitive's call (some us), so
     // only while a worker is awake to take one (else the caller runs the
     // parts one after the other: slower than whole); with none awake, the
-    // conv runs whole and may wake one for the convs after it (ConvSplits).
+    // conv runs whole, and one of kConvWakeWork or more may wake one for the
+    // convs after it (ConvSplits).
     const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
     if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
       if (PoolWillHelp(ctx.threads())) {
@@ -472,7 +475,8 @@ class ConvOp : public Op {
           return absl::OkStatus();
       } else {
         const ParallelCounts now = ParallelCountsSoFar();
-        if (p.splits->WakeForNext(now.pool_loops - now.unhelped_loops)) PoolWake(ctx.threads());
+        if (macs >= kConvWakeWork && p.splits->WakeForNext(now.pool_loops - now.unhelped_loops))
+          PoolWake(ctx.threads());
       }
     }
     if (p.dnn && !non_finite &&
