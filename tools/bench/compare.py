@@ -187,8 +187,10 @@ def main():
         if floors_wanted:
             for t, v in runner.read_gbs(threads).items():
                 gbs.setdefault(t, []).append(v)
-        for t in threads:
-            for case in cases:
+        # A case's thread counts one after the other (in turn reversed), so
+        # that its 1- and 2-thread times share a moment of the machine.
+        for case in cases:
+            for t in (threads if rnd % 2 == 0 else threads[::-1]):
                 for load in (loads if rnd % 2 == 0 else loads[::-1]):
                     with Busy(load):
                         order = columns if rnd % 2 == 0 else columns[::-1]
