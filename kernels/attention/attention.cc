@@ -634,6 +634,30 @@ struct ScorePrefetch {
   }
 }
 
+// Four keys' rows at d (16 floats each): their products with four query
+// rows (q, rows of D) added to acc[4 * key + row], and the first `copies`
+// of them (up to 4) streamed to out, rows D apart (a present being written).
+[[gnu::target("avx512f"), gnu::always_inline]] inline void ScoreKeys4At(const float* q, int64_t D, int64_t d,
+                                                                        const float* k0, const float* k1,
+                                                                        const float* k2, const float* k3,
+                                                                        float* out, int64_t copies, __m512* acc) {
+  const __m512 x0 = _mm512_loadu_ps(k0 + d), x1 = _mm512_loadu_ps(k1 + d);
+  const __m512 x2 = _mm512_loadu_ps(k2 + d), x3 = _mm512_loadu_ps(k3 + d);
+  if (copies > 0) {
+    _mm512_stream_ps(out, x0);
+    if (copies > 1) _mm512_stream_ps(out + D, x1);
+    if (copies > 2) _mm512_stream_ps(out + 2 * D, x2);
+    if (copies > 3) _mm512_stream_ps(out + 3 * D, x3);
+  }
+  for (int r = 0; r < 4; ++r) {
+    const __m512 qv = _mm512_loadu_ps(q + r * D + d);
+    acc[r] = _mm512_fmadd_ps(qv, x0, acc[r]);
+    acc[4 + r] = _mm512_fmadd_ps(qv, x1, acc[4 + r]);
+    acc[8 + r] = _mm512_fmadd_ps(qv, x2, acc[8 + r]);
+    acc[12 + r] = _mm512_fmadd_ps(qv, x3, acc[12 + r]);
+  }
+}
+
 // ScoreRows4 for float rows with D a multiple of 16 on AVX-512: four query
 // rows (q, rows of D) against n keys, four keys at a time. The partial
 // products of the 16 (key, row) pairs are reduced together by LaneSums16,
@@ -667,24 +691,8 @@ struct ScorePrefetch {
     const int64_t copies = pf && pf->copy_k ? std::max<int64_t>(0, std::min(m, pf->copy_n - j0)) : 0;
     __m512 acc[16];
     for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
-    for (int64_t d = 0; d < D; d += 16) {
-      const __m512 x0 = _mm512_loadu_ps(k0 + d), x1 = _mm512_loadu_ps(k1 + d);
-      const __m512 x2 = _mm512_loadu_ps(k2 + d), x3 = _mm512_loadu_ps(k3 + d);
-      if (copies > 0) {
-        float* out = pf->copy_k + j0 * D + d;
-        _mm512_stream_ps(out, x0);
-        if (copies > 1) _mm512_stream_ps(out + D, x1);
-        if (copies > 2) _mm512_stream_ps(out + 2 * D, x2);
-        if (copies > 3) _mm512_stream_ps(out + 3 * D, x3);
-      }
-      for (int r = 0; r < 4; ++r) {
-        const __m512 qv = _mm512_loadu_ps(q + r * D + d);
-        acc[r] = _mm512_fmadd_ps(qv, x0, acc[r]);
-        acc[4 + r] = _mm512_fmadd_ps(qv, x1, acc[4 + r]);
-        acc[8 + r] = _mm512_fmadd_ps(qv, x2, acc[8 + r]);
-        acc[12 + r] = _mm512_fmadd_ps(qv, x3, acc[12 + r]);
-      }
-    }
+    for (int64_t d = 0; d < D; d += 16)
+      ScoreKeys4At(q, D, d, k0, k1, k2, k3, copies > 0 ? pf->copy_k + j0 * D + d : nullptr, copies, acc);
     for (int64_t j = 0; j < copies; ++j) {
       const float* in = pf->v_now[j0 + j];
       float* out = pf->copy_v + (j0 + j) * pf->dv;
@@ -839,24 +847,10 @@ template <int kVecs>
         const float* k3 = kr[4 * g + 3];
         __m512 acc[16];
         for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
-        for (int64_t d = 0; d < D; d += 16) {
-          const __m512 x0 = _mm512_loadu_ps(k0 + d), x1 = _mm512_loadu_ps(k1 + d);
-          const __m512 x2 = _mm512_loadu_ps(k2 + d), x3 = _mm512_loadu_ps(k3 + d);
-          if (r0 == 0 && copies > 4 * g) {
-            float* out = a.copy_k + (j0 - a.lo + 4 * g) * D + d;
-            _mm512_stream_ps(out, x0);
-            if (copies > 4 * g + 1) _mm512_stream_ps(out + D, x1);
-            if (copies > 4 * g + 2) _mm512_stream_ps(out + 2 * D, x2);
-            if (copies > 4 * g + 3) _mm512_stream_ps(out + 3 * D, x3);
-          }
-          for (int r = 0; r < 4; ++r) {
-            const __m512 qv = _mm512_loadu_ps(q + r * D + d);
-            acc[r] = _mm512_fmadd_ps(qv, x0, acc[r]);
-            acc[4 + r] = _mm512_fmadd_ps(qv, x1, acc[4 + r]);
-            acc[8 + r] = _mm512_fmadd_ps(qv, x2, acc[8 + r]);
-            acc[12 + r] = _mm512_fmadd_ps(qv, x3, acc[12 + r]);
-          }
-        }
+        const int64_t group_copies = r0 == 0 ? std::max<int64_t>(0, copies - 4 * g) : 0;
+        for (int64_t d = 0; d < D; d += 16)
+          ScoreKeys4At(q, D, d, k0, k1, k2, k3,
+                       group_copies > 0 ? a.copy_k + (j0 - a.lo + 4 * g) * D + d : nullptr, group_copies, acc);
         t4[g] = _mm512_permutexvar_ps(to_rows, LaneSums16(acc));
       }
       // A 4x4 transpose of 128-bit lanes: row r's 16 scores in one vector.
