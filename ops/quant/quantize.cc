@@ -3,7 +3,7 @@
 // int32 for DequantizeLinear, the float8 types and float4e2m1; `saturate`,
 // `output_dtype`, `precision`), DynamicQuantizeLinear (11), MatMulInteger
 // (10) and QLinearMatMul (10, 21), whose int8 products run on oneDNN when B
-// is int8 (zero points applied afterwards as row and column sums), the plain
+// is int8 and the CPU has AVX-512 VNNI (zero points applied afterwards as row and column sums), the plain
 // reference otherwise. Element conversions are the ones Cast uses
 // (runtime/element.h); integer results round half to even and saturate to
 // the type's range. The integer products accumulate in int64 and keep the
@@ -450,34 +450,56 @@ std::vector<int32_t> IntValues(const Tensor* t) {
   return v;
 }
 
-// C = (A - za) x (B - zb) in int32 (wrapping), the plain reference.
+// C = (A - za) x (B - zb) in int32 (wrapping), the plain reference. Each
+// product of two differences fits int32 (|a - za|, |b - zb| <= 255), and a sum
+// kept in uint32 wraps as the int64 sum taken modulo 2^32 does.
 template <class TA, class TB>
 void IntMatMulReference(const MatMulPlan& p, const TA* a, const TB* b, const std::vector<int32_t>& za,
                         const std::vector<int32_t>& zb, int32_t* c, int threads) {
   const int64_t M = p.M, K = p.K, N = p.N;
-  ParallelFor(threads, p.batches * M, WorkPerIndex{double(N * K)},
-              [&](int64_t t_begin, int64_t t_end) { for (int64_t t = t_begin; t < t_end; ++t) {
-    const int64_t bi = t / M, m = t % M;
-    int64_t oa, ob;
-    p.Offsets(bi, oa, ob);
-    const TA* ar = a + (oa * M + m) * K;
-    const TB* bm = b + ob * K * N;
-    const int32_t zam = ZeroAt(za, m);
-    int32_t* cr = c + t * N;
-    for (int64_t n = 0; n < N; ++n) {
-      const int32_t zbn = ZeroAt(zb, n);
-      int64_t acc = 0;
-      for (int64_t k = 0; k < K; ++k) acc += int64_t(int32_t(ar[k]) - zam) * int64_t(int32_t(bm[k * N + n]) - zbn);
-      cr[n] = int32_t(uint32_t(uint64_t(acc)));  // modulo 2^32
+  ParallelFor(threads, p.batches * M, WorkPerIndex{double(N * K)}, [&](int64_t t_begin, int64_t t_end) {
+    std::vector<uint32_t> acc(static_cast<size_t>(N));
+    std::vector<int32_t> zbv(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n) zbv[size_t(n)] = ZeroAt(zb, n);
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      const int64_t bi = t / M, m = t % M;
+      int64_t oa, ob;
+      p.Offsets(bi, oa, ob);
+      const TA* ar = a + (oa * M + m) * K;
+      const TB* bm = b + ob * K * N;
+      const int32_t zam = ZeroAt(za, m);
+      std::fill(acc.begin(), acc.end(), 0u);
+      for (int64_t k = 0; k < K; ++k) {
+        const int32_t av = int32_t(ar[k]) - zam;
+        const TB* br = bm + k * N;
+        for (int64_t n = 0; n < N; ++n) acc[size_t(n)] += uint32_t(av * (int32_t(br[n]) - zbv[size_t(n)]));
+      }
+      int32_t* cr = c + t * N;
+      for (int64_t n = 0; n < N; ++n) cr[n] = int32_t(acc[size_t(n)]);
     }
-  }});
+  });
+}
+
+// Whether oneDNN's int8 matmul is exact here: with VNNI its products
+// accumulate in int32; without, it adds pairs of u8 x s8 products in int16
+// with saturation (VPMADDUBSW), which loses values as small as 255 x 127 x 2
+// (wrong answers seen on an AVX2-only Zen 3). AVX-VNNI alone is not trusted:
+// oneDNN 2.6's matmul may not use it.
+bool OneDnnIntMatMulExact() {
+  static const bool exact = [] {
+    const unsigned isa = unsigned(dnnl::get_effective_cpu_isa());
+    const unsigned avx512_core_vnni = unsigned(dnnl::cpu_isa::avx512_core_vnni);
+    return (isa & avx512_core_vnni) == avx512_core_vnni;
+  }();
+  return exact;
 }
 
 // C = A x B, A uint8 or int8, B int8, on oneDNN (int32 accumulation, no
-// zero points); false, having written nothing useful, when it declines.
+// zero points); false, having written nothing useful, when it declines or
+// would not be exact (no VNNI).
 bool OneDnnIntMatMul(const MatMulPlan& p, DType ta, const void* a, const void* b, int32_t* c, int threads) {
   using dnnl::memory;
-  if (!p.one_call || p.batches <= 0 || p.M <= 0 || p.K <= 0 || p.N <= 0) return false;
+  if (!p.one_call || p.batches <= 0 || p.M <= 0 || p.K <= 0 || p.N <= 0 || !OneDnnIntMatMulExact()) return false;
   const int64_t M = p.M, K = p.K, N = p.N;
   try {
     const OmpThreadsScope scope(threads);
