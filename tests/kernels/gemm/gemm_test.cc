@@ -1,6 +1,7 @@
 // kernels/gemm/gemm.cc: the packed float32 product against the double-accumulating
 // reference (GemvF32Reference takes any row count), over tile, panel and
-// block edges, both layouts of B, with and without bias, 1 to 3 threads.
+// block edges, both layouts of B, with and without bias, 1 to 3 threads, on
+// every build (AVX-512, AVX2) the host runs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,8 +17,16 @@
 namespace onnx_mini {
 namespace {
 
+// The targets with a build of the packed GEMM that this host runs.
+std::vector<CpuTarget> PackedTargets() {
+  std::vector<CpuTarget> targets;
+  for (CpuTarget t : {CpuTarget::kAvx512, CpuTarget::kAvx2})
+    if (CpuTargetUsable(t, HostCpuFeatures())) targets.push_back(t);
+  return targets;
+}
+
 TEST(GemmPacked, MatchesTheReference) {
-  if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active features: " << ActiveCpuFeatures().name() << ")";
+  if (PackedTargets().empty()) GTEST_SKIP() << "needs AVX2 (host features: " << HostCpuFeatures().name() << ")";
   struct Case { int64_t m, k, n; };
   // Rows around the 6-row tile (and the decode's few), columns around the 64-column panel and its
   // 16-column vectors, depths around the 512-row block; one of everything; M, N, K not multiples of
@@ -32,8 +41,11 @@ TEST(GemmPacked, MatchesTheReference) {
                                    {7, 40, 70}, {8, 515, 33}, {9, 17, 64}, {10, 1, 130}, {11, 9, 16},
                                    {14, 100, 48}, {16, 64, 200}, {127, 600, 70}, {128, 33, 129},
                                    // K = 1 (one row of every panel), N = 1, one row and a deep K.
-                                   {7, 1, 65}, {128, 1, 300}, {20, 70, 1}, {1, 1030, 3}};
+                                   {7, 1, 65}, {128, 1, 300}, {20, 70, 1}, {1, 1030, 3},
+                                   // AVX2's 256-row blocks and 16-column strips (8-column vectors).
+                                   {9, 256, 40}, {13, 257, 24}, {2, 300, 9}, {1, 255, 120}};
   uint32_t seed = 1;
+  for (CpuTarget target : PackedTargets())
   for (const Case& c : cases)
     for (bool trans_b : {false, true})
       for (bool with_bias : {false, true})
@@ -46,12 +58,15 @@ TEST(GemmPacked, MatchesTheReference) {
           GemmPackB(b.data(), c.k, c.n, trans_b, packed.data());
           std::vector<float> got(size_t(c.m * c.n), NAN), want(size_t(c.m * c.n));
           const float* pb = with_bias ? bias.data() : nullptr;
-          GemmPackedF32(a.data(), packed.data(), pb, got.data(), c.m, c.k, c.n, threads);
+          {
+            const ScopedCpuFeaturesForTesting scope(target);
+            GemmPackedF32(a.data(), packed.data(), pb, got.data(), c.m, c.k, c.n, threads);
+          }
           GemvF32Reference(a.data(), b.data(), pb, want.data(), c.m, c.k, c.n, trans_b);
           for (size_t i = 0; i < want.size(); ++i)
             ASSERT_NEAR(got[i], want[i], 1e-5f * float(c.k + 1))
                 << "m=" << c.m << " k=" << c.k << " n=" << c.n << " trans_b=" << trans_b << " bias=" << with_bias
-                << " threads=" << threads << " at " << i;
+                << " threads=" << threads << " " << CpuTargetName(target) << " at " << i;
         }
 }
 
@@ -60,7 +75,7 @@ TEST(GemmPacked, MatchesTheReference) {
 // (1 x 1536 x 128, 768 KiB of B) and larger ones do, and every product gives
 // the same bits at 1 and at 2 threads.
 TEST(GemmPacked, SmallProductsStayOnTheCallerAndThreadsGiveTheSameValues) {
-  if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX-512 (active features: " << ActiveCpuFeatures().name() << ")";
+  if (!GemmPackedAvailable()) GTEST_SKIP() << "needs AVX2 (active features: " << ActiveCpuFeatures().name() << ")";
   struct Case { int64_t m, k, n; bool splits; };
   const std::vector<Case> cases = {{1, 128, 128, false}, {1, 128, 7, false}, {6, 96, 130, false},
                                    {1, 1536, 128, true}, {1, 3264, 128, true}, {64, 300, 517, true}};
