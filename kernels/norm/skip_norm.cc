@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/cpu_dispatch.h"
+#include "kernels/vec/float_vector.h"
 #include "kernels/vec/arith.h"
 #include "kernels/vec/vec_math.h"
 
@@ -25,10 +26,10 @@ inline void Stats(const SkipNormProblem& p, double sum, double squares, double* 
 // s = x + skip (+ bias) stored to `dst`, and its sum and sum of squares in
 // eight double partial sums (lane l takes e = l mod 8), as the reference.
 typedef float F8 __attribute__((vector_size(32)));
-typedef double D8 __attribute__((vector_size(64)));
+template <int kBytes>
 [[gnu::always_inline]] inline void AddMomentsBody(const float* x, const float* s, const float* b, float* dst,
                                                   int64_t n, double* sum, double* squares) {
-  D8 vs = {}, vq = {};
+  float_vector::EightLaneMoments<kBytes> m;
   int64_t e = 0;
   for (; e + 8 <= n; e += 8) {
     F8 fx, fs;
@@ -41,32 +42,27 @@ typedef double D8 __attribute__((vector_size(64)));
       v += fb;
     }
     std::memcpy(dst + e, &v, sizeof(F8));
-    const D8 d = __builtin_convertvector(v, D8);
-    vs += d;
-    vq += d * d;
+    m.Add8(dst + e);
   }
-  for (int l = 0; e < n; ++e, ++l) {
-    float v = x[e] + s[e];
-    if (b) v += b[e];
-    dst[e] = v;
-    vs[l] += double(v);
-    vq[l] += double(v) * double(v);
+  for (int64_t i = e; i < n; ++i) {
+    float v = x[i] + s[i];
+    if (b) v += b[i];
+    dst[i] = v;
   }
-  *sum = ((vs[0] + vs[1]) + (vs[2] + vs[3])) + ((vs[4] + vs[5]) + (vs[6] + vs[7]));
-  *squares = ((vq[0] + vq[1]) + (vq[2] + vq[3])) + ((vq[4] + vq[5]) + (vq[6] + vq[7]));
+  m.Finish(dst + e, n - e, sum, squares);
 }
 
-#define ONNX_MINI_SKIP_BUILD(Target, Attr)                                                               \
+#define ONNX_MINI_SKIP_BUILD(Target, Bytes, Attr)                                                        \
   struct Target {                                                                                        \
     [[Attr]] static void AddMoments(const float* x, const float* s, const float* b, float* dst, int64_t n, \
                                     double* sum, double* squares) {                                      \
-      AddMomentsBody(x, s, b, dst, n, sum, squares);                                                     \
+      AddMomentsBody<Bytes>(x, s, b, dst, n, sum, squares);                                              \
     }                                                                                                    \
   };
-ONNX_MINI_SKIP_BUILD(Baseline, )
+ONNX_MINI_SKIP_BUILD(Baseline, 16, )
 #if defined(__x86_64__)
-ONNX_MINI_SKIP_BUILD(Avx2, gnu::target("avx2,fma"))
-ONNX_MINI_SKIP_BUILD(Avx512, gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))
+ONNX_MINI_SKIP_BUILD(Avx2, 32, gnu::target("avx2,fma"))
+ONNX_MINI_SKIP_BUILD(Avx512, 64, gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma"))
 #endif
 #undef ONNX_MINI_SKIP_BUILD
 

@@ -199,10 +199,7 @@ template <int kBytes>
 // widen to two double vectors; two accumulators of each keep the adds
 // independent.
 template <int kBytes>
-struct Wide {
-  typedef float H __attribute__((vector_size(kBytes / 2)));  // half a float vector
-  typedef double D __attribute__((vector_size(kBytes)));     // its lanes widened
-};
+using Wide = float_vector::HalfAndDouble<kBytes>;
 
 template <int kBytes, bool kSquares>
 [[gnu::always_inline]] inline double SumBody(const float* x, int64_t n) {
@@ -358,28 +355,13 @@ template <int kBytes>
   }
 }
 
-// Eight double partial sums, lane l taking elements e = l (mod 8), as the
-// plain kernel (ops/nn/norm.cc) keeps them; GCC splits the 8-lane vectors to
-// the target's width.
-typedef float F8 __attribute__((vector_size(32)));
-typedef double D8 __attribute__((vector_size(64)));
+// The moments in eight double partial sums, as the plain kernel (ops/nn/norm.cc) keeps them.
+template <int kBytes>
 [[gnu::always_inline]] inline void MomentsBody(const float* x, int64_t n, double* sum, double* squares) {
-  D8 s = {}, q = {};
+  float_vector::EightLaneMoments<kBytes> m;
   int64_t e = 0;
-  for (; e + 8 <= n; e += 8) {
-    F8 f;
-    std::memcpy(&f, x + e, sizeof(f));
-    const D8 v = __builtin_convertvector(f, D8);
-    s += v;
-    q += v * v;
-  }
-  for (int l = 0; e < n; ++e, ++l) {
-    const double v = double(x[e]);
-    s[l] += v;
-    q[l] += v * v;
-  }
-  *sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-  *squares = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+  for (; e + 8 <= n; e += 8) m.Add8(x + e);
+  m.Finish(x + e, n - e, sum, squares);
 }
 
 template <int kBytes>
@@ -422,7 +404,7 @@ template <int kBytes>
     [[Attr]] static void Erf(const float* x, float* y, int64_t n) { ErfBody<Bytes>(x, y, n); }             \
     [[Attr]] static void GeluErf(const float* x, float* y, int64_t n) { GeluErfBody<Bytes>(x, y, n); }     \
     [[Attr]] static void Pow(const float* x, float* y, int64_t n, PowKind k) { PowBody<Bytes>(x, y, n, k); } \
-    [[Attr]] static void Moments(const float* x, int64_t n, double* s, double* q) { MomentsBody(x, n, s, q); } \
+    [[Attr]] static void Moments(const float* x, int64_t n, double* s, double* q) { MomentsBody<Bytes>(x, n, s, q); } \
     [[Attr]] static void Normalize(ONNX_MINI_NORMALIZE_ARGS) {                                              \
       NormalizeBody<Bytes>(x, y, n, shift, inv, scale, bias);                                               \
     }                                                                                                       \
