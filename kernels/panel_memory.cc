@@ -28,21 +28,28 @@ struct Arena {
   size_t mapped = 0;
 };
 
-Arena* the_arena = nullptr;
+Arena* the_arena = nullptr;  // zero before any dynamic initialization
+
+// Never destroyed: arrays may be freed during static destruction. Its lock
+// is held across a fork (as glibc's malloc holds its own), so that a child
+// forked while another thread allocates finds it free and the chunk list
+// whole; the child's copy of the lock belongs to the forking thread.
+Arena* MakeArena() {
+  Arena* a = new Arena;
+  pthread_atfork([] { the_arena->mu.lock(); }, [] { the_arena->mu.unlock(); }, [] { the_arena->mu.unlock(); });
+  return a;
+}
 
 Arena& TheArena() {
-  // Never destroyed: arrays may be freed during static destruction. Its lock
-  // is held across a fork (as glibc's malloc holds its own), so that a child
-  // forked while another thread allocates finds it free and the chunk list
-  // whole; the child's copy of the lock belongs to the forking thread.
-  static const bool made = [] {
-    the_arena = new Arena;
-    pthread_atfork([] { the_arena->mu.lock(); }, [] { the_arena->mu.unlock(); }, [] { the_arena->mu.unlock(); });
-    return true;
-  }();
-  (void)made;
+  if (the_arena == nullptr) the_arena = MakeArena();  // only during static initialization
   return *the_arena;
 }
+
+// Made as the library loads, before the process has threads: made on first
+// use (a function-local static), a child forked while another thread was
+// making it waited for ever on the static's guard (PanelMemory's fork test,
+// 1 run in 6).
+[[maybe_unused]] const bool arena_made_at_load = (TheArena(), true);
 
 // `size` bytes (a multiple of 2 MiB) at a 2 MiB boundary, advised for huge
 // pages; null when the mapping cannot be made.
