@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu_dispatch.h"
 #include "runtime/thread_pool.h"
@@ -24,7 +25,7 @@ inline void Taps(const MaxPoolProblem& p, int j, int64_t o, int64_t& lo, int64_t
 // or the plain copy for a window's first tap. Strides 1 and 2 spelled out
 // so that the loop vectorizes.
 template <bool kFirst>
-inline void TapRow(float* yr, const float* xs, int64_t s, int64_t lo, int64_t hi) {
+[[gnu::always_inline]] inline void TapRow(float* __restrict yr, const float* __restrict xs, int64_t s, int64_t lo, int64_t hi) {
   auto step = [&](int64_t o, float v) {
     if constexpr (kFirst) yr[o] = v;
     else yr[o] = v > yr[o] ? v : yr[o];
@@ -37,7 +38,36 @@ inline void TapRow(float* yr, const float* xs, int64_t s, int64_t lo, int64_t hi
     for (int64_t o = lo; o < hi; ++o) step(o, xs[o * s]);
 }
 
-inline void PlanesBody(const MaxPoolProblem& p, const float* x, float* y, int64_t begin, int64_t end) {
+// Kernel 2, stride 2, dilation 1 (2x2 and 1x2 pools): both taps of a row in
+// one pass. A later row's pair folds into the max as its two taps one after
+// the other would: a NaN first of the pair is passed over.
+template <bool kFirst>
+[[gnu::always_inline]] inline void PairRow(float* __restrict yr, const float* __restrict xs, int64_t lo, int64_t hi) {
+  for (int64_t o = lo; o < hi; ++o) {
+    const float a = xs[2 * o], b = xs[2 * o + 1];
+    if constexpr (kFirst) {
+      yr[o] = b > a ? b : a;
+    } else {
+      const float v = b > a || a != a ? b : a;
+      yr[o] = v > yr[o] ? v : yr[o];
+    }
+  }
+}
+
+// Two rows of pairs (a 2x2 window): the four taps in order.
+[[gnu::always_inline]] inline void QuadRow(float* __restrict yr, const float* __restrict ra,
+                                           const float* __restrict rb, int64_t lo, int64_t hi) {
+  for (int64_t o = lo; o < hi; ++o) {
+    float best = ra[2 * o];
+    const float b = ra[2 * o + 1], c = rb[2 * o], d = rb[2 * o + 1];
+    best = b > best ? b : best;
+    best = c > best ? c : best;
+    best = d > best ? d : best;
+    yr[o] = best;
+  }
+}
+
+[[gnu::always_inline]] inline void PlanesBody(const MaxPoolProblem& p, const float* x, float* y, int64_t begin, int64_t end) {
   const int64_t in_sz = p.in[0] * p.in[1] * p.in[2], out_sz = p.out[0] * p.out[1] * p.out[2];
   const int64_t s2 = p.s[2], d2 = p.d[2], pb2 = p.pb[2];
   // The outputs [c_lo, c_hi) of the last dim whose taps all lie inside the
@@ -45,37 +75,65 @@ inline void PlanesBody(const MaxPoolProblem& p, const float* x, float* y, int64_
   const int64_t c_lo = std::min(p.out[2], (pb2 + s2 - 1) / s2);
   const int64_t last = p.in[2] - 1 - (p.k[2] - 1) * d2 + pb2;
   const int64_t c_hi = std::max(c_lo, last < 0 ? 0 : std::min(p.out[2], last / s2 + 1));
+  const bool pair = p.k[2] == 2 && s2 == 2 && d2 == 1;
+  // Each output's taps along dims 0 and 1 and at dim 2's edges, found once
+  // (two divisions each: they cost more than a short row's maxima).
+  auto ranges = [&](int j, int64_t from, int64_t to) {
+    std::vector<std::array<int64_t, 2>> r(size_t(std::max<int64_t>(0, to - from)));
+    for (int64_t o = from; o < to; ++o) Taps(p, j, o, r[size_t(o - from)][0], r[size_t(o - from)][1]);
+    return r;
+  };
+  const auto taps0 = ranges(0, 0, p.out[0]), taps1 = ranges(1, 0, p.out[1]);
+  const auto head = ranges(2, 0, c_lo), tail = ranges(2, c_hi, p.out[2]);
   for (int64_t plane = begin; plane < end; ++plane) {
     const float* xp = x + plane * in_sz;
     float* yp = y + plane * out_sz;
     for (int64_t o0 = 0; o0 < p.out[0]; ++o0) {
-      int64_t lo0, hi0;
-      Taps(p, 0, o0, lo0, hi0);
+      const auto [lo0, hi0] = taps0[size_t(o0)];
       for (int64_t o1 = 0; o1 < p.out[1]; ++o1) {
-        int64_t lo1, hi1;
-        Taps(p, 1, o1, lo1, hi1);
+        const auto [lo1, hi1] = taps1[size_t(o1)];
         float* yr = yp + (o0 * p.out[1] + o1) * p.out[2];
+        // The taps at dim 2's edges of one input row (`first`: the window's first row).
+        auto edges = [&](const float* xr, bool first) {
+          auto edge = [&](int64_t o2, const std::array<int64_t, 2>& taps2) {
+            const auto [lo2, hi2] = taps2;
+            if (first && lo2 == hi2) yr[o2] = kLowest;
+            for (int64_t k2 = lo2; k2 < hi2; ++k2) {
+              const float v = xr[o2 * s2 - pb2 + k2 * d2];
+              yr[o2] = (first && k2 == lo2) || v > yr[o2] ? v : yr[o2];
+            }
+          };
+          for (int64_t o2 = 0; o2 < c_lo; ++o2) edge(o2, head[size_t(o2)]);
+          for (int64_t o2 = c_hi; o2 < p.out[2]; ++o2) edge(o2, tail[size_t(o2 - c_hi)]);
+        };
+        auto row = [&](int64_t k0, int64_t k1) {
+          const int64_t i0 = o0 * p.s[0] - p.pb[0] + k0 * p.d[0], i1 = o1 * p.s[1] - p.pb[1] + k1 * p.d[1];
+          return xp + (i0 * p.in[1] + i1) * p.in[2];
+        };
+        if (pair && (hi0 - lo0) * (hi1 - lo1) == 2) {
+          // A 2x2 window: both rows in one pass (a short row's loop costs
+          // more to enter than to run).
+          const float* ra = row(lo0, lo1);
+          const float* rb = hi1 - lo1 == 2 ? row(lo0, lo1 + 1) : row(lo0 + 1, lo1);
+          QuadRow(yr, ra - pb2, rb - pb2, c_lo, c_hi);
+          edges(ra, true);
+          edges(rb, false);
+          continue;
+        }
         bool first = true;
         for (int64_t k0 = lo0; k0 < hi0; ++k0)
           for (int64_t k1 = lo1; k1 < hi1; ++k1) {
-            const int64_t i0 = o0 * p.s[0] - p.pb[0] + k0 * p.d[0], i1 = o1 * p.s[1] - p.pb[1] + k1 * p.d[1];
-            const float* xr = xp + (i0 * p.in[1] + i1) * p.in[2];
-            for (int64_t k2 = 0; k2 < p.k[2]; ++k2) {
+            const float* xr = row(k0, k1);
+            if (pair) {
+              if (first) PairRow<true>(yr, xr - pb2, c_lo, c_hi);
+              else PairRow<false>(yr, xr - pb2, c_lo, c_hi);
+            }
+            for (int64_t k2 = 0; k2 < (pair ? 0 : p.k[2]); ++k2) {
               const float* xs = xr + k2 * d2 - pb2;
               if (first && k2 == 0) TapRow<true>(yr, xs, s2, c_lo, c_hi);
               else TapRow<false>(yr, xs, s2, c_lo, c_hi);
             }
-            auto edge = [&](int64_t o2) {
-              int64_t lo2, hi2;
-              Taps(p, 2, o2, lo2, hi2);
-              if (first && lo2 == hi2) yr[o2] = kLowest;
-              for (int64_t k2 = lo2; k2 < hi2; ++k2) {
-                const float v = xr[o2 * s2 - pb2 + k2 * d2];
-                yr[o2] = (first && k2 == lo2) || v > yr[o2] ? v : yr[o2];
-              }
-            };
-            for (int64_t o2 = 0; o2 < c_lo; ++o2) edge(o2);
-            for (int64_t o2 = c_hi; o2 < p.out[2]; ++o2) edge(o2);
+            edges(xr, first);
             first = false;
           }
         if (first) std::fill(yr, yr + p.out[2], kLowest);  // the window lies on the pads alone
@@ -113,7 +171,17 @@ PlanesFn Entry() {
 
 }  // namespace
 
-void MaxPoolFloat(const MaxPoolProblem& p, const float* x, float* y, int threads) {
+void MaxPoolFloat(const MaxPoolProblem& problem, const float* x, float* y, int threads) {
+  MaxPoolProblem p = problem;
+  // A pool that leaves dim 1 as it is (kernel 1, stride 1) and whose windows
+  // tile dim 2 exactly (no pads, in = out * stride, each window within its
+  // stride) is one row of dims 1 and 2 together: fewer, longer rows.
+  if (p.k[1] == 1 && p.s[1] == 1 && p.pb[1] == 0 && p.out[1] == p.in[1] && p.pb[2] == 0 &&
+      p.in[2] == p.out[2] * p.s[2] && (p.k[2] - 1) * p.d[2] < p.s[2]) {
+    p.in[2] *= p.in[1];
+    p.out[2] *= p.out[1];
+    p.in[1] = p.out[1] = 1;
+  }
   const PlanesFn planes = Entry();
   const int64_t out_sz = p.out[0] * p.out[1] * p.out[2], taps = p.k[0] * p.k[1] * p.k[2];
   ParallelFor(threads, p.planes, WorkPerIndex{double(out_sz * taps)},
