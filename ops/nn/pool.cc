@@ -3,14 +3,14 @@
 // dilations), LpPool (1 with a float p, 2 on with an integer p, 18 ceil_mode
 // and dilations), GlobalAveragePool, GlobalMaxPool and GlobalLpPool. Later
 // versions only add attributes whose defaults are the earlier behaviour, so
-// one op serves every version. float max pools run on kernels/conv/max_pool.h;
-// bfloat16 max and float and bfloat16 average pools on oneDNN (the primitive
-// kept in the plan) unless MaxPool's Indices are asked for.
+// one op serves every version. float max and average pools run on
+// kernels/conv/pool.h, bfloat16 ones on oneDNN (the primitive kept in the
+// plan), unless MaxPool's Indices are asked for.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "kernels/conv/max_pool.h"
+#include "kernels/conv/pool.h"
 #include "ops/ops.h"
 #include "ops/nn/spatial.h"
 
@@ -121,7 +121,7 @@ class PoolOp : public Op {
           (*out.dims)[2 + i] = Dim::Known(p->w.Spatial(p->w.out)[i]);
       }
       const bool indices_wanted = ctx.num_outputs() > 1 && ctx.output_requested(1);
-      if (kind_ != Pool::kLp && !indices_wanted && !FloatMax(x.dtype))
+      if (kind_ != Pool::kLp && !indices_wanted && !OwnKernel(x.dtype))
         p->dnn = MakeOneDnnPool(x.dtype, p->w, (*xs)[0], (*xs)[1],
                                 kind_ == Pool::kMax  ? PoolKind::kMax
                                 : count_include_pad_ ? PoolKind::kAverageIncludePad
@@ -148,16 +148,18 @@ class PoolOp : public Op {
       GlobalAverage(x.data<float>(), y.data<float>(), p.planes, p.w.in_size(), ctx.threads());
       return absl::OkStatus();
     }
-    if (FloatMax(x.dtype()) && !indices) {
-      MaxPoolProblem mp;
-      mp.planes = p.planes;
-      mp.in = p.w.in;
-      mp.out = p.w.out;
-      mp.k = p.w.k;
-      mp.s = p.w.s;
-      mp.d = p.w.d;
-      mp.pb = p.w.pb;
-      MaxPoolFloat(mp, x.data<float>(), y.data<float>(), ctx.threads());
+    if (OwnKernel(x.dtype()) && !indices) {
+      PoolProblem pp;
+      pp.planes = p.planes;
+      pp.in = p.w.in;
+      pp.out = p.w.out;
+      pp.k = p.w.k;
+      pp.s = p.w.s;
+      pp.d = p.w.d;
+      pp.pb = p.w.pb;
+      pp.pe = p.w.pe;
+      if (kind_ == Pool::kMax) MaxPoolFloat(pp, x.data<float>(), y.data<float>(), ctx.threads());
+      else AveragePoolFloat(pp, count_include_pad_, x.data<float>(), y.data<float>(), ctx.threads());
       return absl::OkStatus();
     }
     if (p.dnn && p.dnn->Run(x.raw(), nullptr, nullptr, y.raw(), dnn_threads, false, ctx.budget()))
@@ -169,7 +171,8 @@ class PoolOp : public Op {
   }
 
  private:
-  bool FloatMax(DType dtype) const { return kind_ == Pool::kMax && dtype == DType::kFloat; }
+  // float max and average pools: kernels/conv/pool.h.
+  bool OwnKernel(DType dtype) const { return kind_ != Pool::kLp && dtype == DType::kFloat; }
 
   // Each plane's mean, summed in 8 float lanes (vectorized) and then in double.
   static void GlobalAverage(const float* x, float* y, int64_t planes, int64_t size, int threads) {

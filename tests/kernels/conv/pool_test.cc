@@ -1,6 +1,7 @@
-// kernels/conv/max_pool.cc: the row-wise max pool against its reference on
-// every CPU target (1-D to 3-D, strides 1, 2 and 3, dilations, pads up to
-// windows over the pads alone, NaNs), and the reference on a hand-sized case.
+// kernels/conv/pool.cc: the row-wise max and average pools against their
+// references on every CPU target (1-D to 3-D, strides 1, 2 and 3, dilations,
+// pads up to windows over the pads alone, NaNs, the average's pads counted or
+// not), and the references on hand-sized cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/conv/max_pool.h"
+#include "kernels/conv/pool.h"
 #include "runtime/cpu.h"
 #include "tests/ops/random_values.h"
 
@@ -19,9 +20,9 @@ int64_t OutDim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t 
   return (in + pb + pe - (k - 1) * d - 1) / s + 1;
 }
 
-TEST(MaxPoolFloat, ReferenceIsTheWindowMax) {
+TEST(PoolFloat, ReferencesAreTheWindowMaxAndMean) {
   // 1-D, length 5, kernel 2, stride 2, pads 1 and 1: windows {pad, 0}, {1, 2}, {3, 4}.
-  MaxPoolProblem p;
+  PoolProblem p;
   p.planes = 1;
   p.in = {1, 1, 5};
   p.k = {1, 1, 2};
@@ -32,9 +33,15 @@ TEST(MaxPoolFloat, ReferenceIsTheWindowMax) {
   std::vector<float> y(3, NAN);
   MaxPoolFloatReference(p, x.data(), y.data());
   EXPECT_EQ(y, (std::vector<float>{-1, 2, 4}));
+  // The averages, the pad counted or not; the end pad lies past the last window.
+  p.pe = {0, 0, 1};
+  AveragePoolFloatReference(p, false, x.data(), y.data());
+  EXPECT_EQ(y, (std::vector<float>{-1, -0.5f, 4.5f / 2}));
+  AveragePoolFloatReference(p, true, x.data(), y.data());
+  EXPECT_EQ(y, (std::vector<float>{-0.5f, -0.5f, 4.5f / 2}));
 }
 
-TEST(MaxPoolFloat, FastMatchesTheReferenceOnEveryTarget) {
+TEST(PoolFloat, FastMatchesTheReferenceOnEveryTarget) {
   struct Case {
     int64_t planes;
     std::array<int64_t, 3> in, k, s, d, pb, pe;
@@ -59,13 +66,14 @@ TEST(MaxPoolFloat, FastMatchesTheReferenceOnEveryTarget) {
     for (const Case& c : cases)
       for (bool nans : {false, true})
         for (int threads : {1, 2}) {
-          MaxPoolProblem p;
+          PoolProblem p;
           p.planes = c.planes;
           p.in = c.in;
           p.k = c.k;
           p.s = c.s;
           p.d = c.d;
           p.pb = c.pb;
+          p.pe = c.pe;
           for (size_t j = 0; j < 3; ++j) p.out[j] = OutDim(c.in[j], c.k[j], c.s[j], c.d[j], c.pb[j], c.pe[j]);
           const int64_t in_sz = p.planes * p.in[0] * p.in[1] * p.in[2];
           const int64_t out_sz = p.planes * p.out[0] * p.out[1] * p.out[2];
@@ -73,13 +81,23 @@ TEST(MaxPoolFloat, FastMatchesTheReferenceOnEveryTarget) {
           // NaNs: a window's first tap keeps one, a later one is passed over.
           if (nans)
             for (int64_t i = 0; i < in_sz; i += 7) x[size_t(i)] = NAN;
-          std::vector<float> want(size_t(out_sz), 1.f), got(size_t(out_sz), 2.f);
-          MaxPoolFloatReference(p, x.data(), want.data());
-          MaxPoolFloat(p, x.data(), got.data(), threads);
-          for (int64_t i = 0; i < out_sz; ++i)
-            ASSERT_EQ(std::memcmp(&got[size_t(i)], &want[size_t(i)], sizeof(float)), 0)
-                << CpuTargetName(target) << " case " << (&c - cases) << " nans " << nans << " threads " << threads
-                << " at " << i << ": " << got[size_t(i)] << " want " << want[size_t(i)];
+          // 0: max, 1: average, 2: average with the pads counted.
+          for (int kind = 0; kind < 3; ++kind) {
+            std::vector<float> want(size_t(out_sz), 1.f), got(size_t(out_sz), 2.f);
+            if (kind == 0) {
+              MaxPoolFloatReference(p, x.data(), want.data());
+              MaxPoolFloat(p, x.data(), got.data(), threads);
+            } else {
+              AveragePoolFloatReference(p, kind == 2, x.data(), want.data());
+              AveragePoolFloat(p, kind == 2, x.data(), got.data(), threads);
+            }
+            for (int64_t i = 0; i < out_sz; ++i) {
+              const float g = got[size_t(i)], w = want[size_t(i)];
+              ASSERT_TRUE((std::isnan(g) && std::isnan(w)) || std::memcmp(&g, &w, sizeof(float)) == 0)
+                  << CpuTargetName(target) << " case " << (&c - cases) << " kind " << kind << " nans " << nans
+                  << " threads " << threads << " at " << i << ": " << g << " want " << w;
+            }
+          }
         }
   }
 }
