@@ -466,7 +466,6 @@ class ConvOp : public Op {
     // conv runs whole, and one of kConvWakeWork or more may wake one for the
     // convs after it (ConvSplits).
     const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
-    bool wake_after = false;
     if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
       if (PoolWillHelp(ctx.threads())) {
         const std::shared_ptr<const OneDnnConvSplit> split = p.splits->Get(int64_t(parts), [&] {
@@ -477,19 +476,14 @@ class ConvOp : public Op {
           return absl::OkStatus();
       } else {
         const ParallelCounts now = ParallelCountsSoFar();
-        // The wake after this conv: a worker spins kWorkerSpin (100 us)
-        // from its wake, less than one of these convs takes on AVX2 (the
-        // wake-word embedding's: 100-140 us on a Zen 3), and one woken
-        // before it slept again before the next conv: none split.
-        wake_after = macs >= kConvWakeWork && p.splits->WakeForNext(now.pool_loops - now.unhelped_loops);
+        if (macs >= kConvWakeWork && p.splits->WakeForNext(now.pool_loops - now.unhelped_loops))
+          PoolWake(ctx.threads());
       }
     }
     if (p.dnn && !non_finite &&
         p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget(),
-                   z ? z->raw() : nullptr)) {
-      if (wake_after) PoolWake(ctx.threads());
+                   z ? z->raw() : nullptr))
       return absl::OkStatus();
-    }
     // Channels-last X or Y (a FusedConv between convolutions): the reference
     // runs on NCHW copies.
     const bool src_cl = fusion_.src_channels_last, dst_cl = fusion_.dst_channels_last;
