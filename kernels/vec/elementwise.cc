@@ -1,6 +1,8 @@
 #include "kernels/vec/elementwise.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "kernels/cpu_dispatch.h"
 #include "kernels/vec/float_vector.h"
@@ -154,6 +156,23 @@ template <int kBytes>
   }
 }
 
+// Blocks of 64 OR their hits without a branch (a vector loop); the next
+// block only while none is found.
+[[gnu::always_inline]] inline bool AnyNonFiniteBody(const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i < n; i += 64) {
+    const int64_t end = std::min(n, i + 64);
+    uint32_t hits = 0;
+    for (int64_t j = i; j < end; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, x + j, sizeof(bits));
+      hits |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    if (hits) return true;
+  }
+  return false;
+}
+
 #define ONNX_MINI_ELEMENTWISE_BUILD(Target, Bytes, Attr)                                                       \
   struct Target {                                                                                              \
     [[Attr]] static void Activation(VecActivationKind k, const VecActivationParams& p, const float* x, float* y, \
@@ -164,6 +183,7 @@ template <int kBytes>
                                 float* out, int64_t n) {                                                       \
       BinarySwitch<Bytes>(k, a, as, b, bs, out, n);                                                            \
     }                                                                                                          \
+    [[Attr]] static bool AnyNonFinite(const float* x, int64_t n) { return AnyNonFiniteBody(x, n); }            \
   };
 
 ONNX_MINI_ELEMENTWISE_BUILD(Baseline, 16, )
@@ -176,15 +196,16 @@ ONNX_MINI_ELEMENTWISE_BUILD(Avx512, 64, gnu::target("avx512f,avx512bw,avx512vl,a
 struct ElementwiseEntries {
   void (*activation)(VecActivationKind, const VecActivationParams&, const float*, float*, int64_t);
   void (*binary)(VecBinaryKind, const float*, int64_t, const float*, int64_t, float*, int64_t);
+  bool (*any_non_finite)(const float*, int64_t);
 };
 
 const CpuDispatchTable<ElementwiseEntries>& Table() {
   static const CpuDispatchTable<ElementwiseEntries> table{
 #if defined(__x86_64__)
-      {CpuTarget::kAvx512, {Avx512::Activation, Avx512::Binary}},
-      {CpuTarget::kAvx2, {Avx2::Activation, Avx2::Binary}},
+      {CpuTarget::kAvx512, {Avx512::Activation, Avx512::Binary, Avx512::AnyNonFinite}},
+      {CpuTarget::kAvx2, {Avx2::Activation, Avx2::Binary, Avx2::AnyNonFinite}},
 #endif
-      {CpuTarget::kBaseline, {Baseline::Activation, Baseline::Binary}},
+      {CpuTarget::kBaseline, {Baseline::Activation, Baseline::Binary, Baseline::AnyNonFinite}},
   };
   return table;
 }
@@ -211,7 +232,15 @@ void VecBinary(VecBinaryKind kind, const float* a, int64_t a_step, const float* 
   if (n > 0) Table().Active().binary(kind, a, a_step, b, b_step, out, n);
 }
 
+bool VecAnyNonFinite(const float* x, int64_t n) { return n > 0 && Table().Active().any_non_finite(x, n); }
+
 // The plain loops (no vector types, no target attributes).
+bool VecAnyNonFiniteReference(const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) return true;
+  return false;
+}
+
 void VecActivationReference(VecActivationKind kind, const VecActivationParams& p, const float* x, float* y,
                             int64_t n) {
   switch (kind) {

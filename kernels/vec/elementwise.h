@@ -41,6 +41,12 @@ void VecBinary(VecBinaryKind kind, const float* a, int64_t a_step, const float* 
 void VecBinaryReference(VecBinaryKind kind, const float* a, int64_t a_step, const float* b, int64_t b_step,
                         float* out, int64_t n);
 
+// Whether any of x[0, n) is NaN or infinite (an all-ones exponent, found
+// with integer compares). The convolutions check their inputs so at every
+// run before oneDNN's clip post-ops, which take a NaN to the lower bound.
+bool VecAnyNonFinite(const float* x, int64_t n);
+bool VecAnyNonFiniteReference(const float* x, int64_t n);
+
 // The build the active CPU features select (for tests).
 CpuTarget VecElementwiseTarget();
 

@@ -17,6 +17,7 @@
 
 #include "kernels/conv/conv_transpose.h"
 #include "kernels/conv/depthwise.h"
+#include "kernels/vec/elementwise.h"
 #include "ops/ops.h"
 #include "ops/nn/spatial.h"
 
@@ -670,18 +671,10 @@ class ConvOp : public Op {
     return w;
   }
 
-  // Whether any of the n values is NaN or infinite. float: an all-ones
-  // exponent, found with integer compares (they vectorize without a chain of
-  // float adds); the others: v * 0 is then NaN, else 0 (summed in 8 lanes).
-  static bool AnyNonFinite(const float* v, int64_t n) {
-    uint32_t hits = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, v + i, sizeof(bits));
-      hits |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
-    }
-    return hits != 0;
-  }
+  // Whether any of the n values is NaN or infinite. float: kernels/vec
+  // (integer compares on the exponent, a build per target); the others: v * 0
+  // is then NaN, else 0 (summed in 8 lanes).
+  static bool AnyNonFinite(const float* v, int64_t n) { return VecAnyNonFinite(v, n); }
   template <class T>
   static bool AnyNonFinite(const T* v, int64_t n) {
     float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -3,12 +3,14 @@
 // dilations), LpPool (1 with a float p, 2 on with an integer p, 18 ceil_mode
 // and dilations), GlobalAveragePool, GlobalMaxPool and GlobalLpPool. Later
 // versions only add attributes whose defaults are the earlier behaviour, so
-// one op serves every version. float and bfloat16 max and average pools run on oneDNN
-// (the primitive kept in the plan) unless MaxPool's Indices are asked for.
+// one op serves every version. float max and average pools run on
+// kernels/conv/pool.h, bfloat16 ones on oneDNN (the primitive kept in the
+// plan), unless MaxPool's Indices are asked for.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "kernels/conv/pool.h"
 #include "ops/ops.h"
 #include "ops/nn/spatial.h"
 
@@ -119,7 +121,7 @@ class PoolOp : public Op {
           (*out.dims)[2 + i] = Dim::Known(p->w.Spatial(p->w.out)[i]);
       }
       const bool indices_wanted = ctx.num_outputs() > 1 && ctx.output_requested(1);
-      if (kind_ != Pool::kLp && !indices_wanted)
+      if (kind_ != Pool::kLp && !indices_wanted && !OwnKernel(x.dtype))
         p->dnn = MakeOneDnnPool(x.dtype, p->w, (*xs)[0], (*xs)[1],
                                 kind_ == Pool::kMax  ? PoolKind::kMax
                                 : count_include_pad_ ? PoolKind::kAverageIncludePad
@@ -146,6 +148,20 @@ class PoolOp : public Op {
       GlobalAverage(x.data<float>(), y.data<float>(), p.planes, p.w.in_size(), ctx.threads());
       return absl::OkStatus();
     }
+    if (OwnKernel(x.dtype()) && !indices) {
+      PoolProblem pp;
+      pp.planes = p.planes;
+      pp.in = p.w.in;
+      pp.out = p.w.out;
+      pp.k = p.w.k;
+      pp.s = p.w.s;
+      pp.d = p.w.d;
+      pp.pb = p.w.pb;
+      pp.pe = p.w.pe;
+      if (kind_ == Pool::kMax) MaxPoolFloat(pp, x.data<float>(), y.data<float>(), ctx.threads());
+      else AveragePoolFloat(pp, count_include_pad_, x.data<float>(), y.data<float>(), ctx.threads());
+      return absl::OkStatus();
+    }
     if (p.dnn && p.dnn->Run(x.raw(), nullptr, nullptr, y.raw(), dnn_threads, false, ctx.budget()))
       return absl::OkStatus();
     return Dispatch<Join<FloatTypes, TypeList<int8_t, uint8_t>>>(ctx, x.dtype(), [&](auto tag) {
@@ -155,6 +171,9 @@ class PoolOp : public Op {
   }
 
  private:
+  // float max and average pools: kernels/conv/pool.h.
+  bool OwnKernel(DType dtype) const { return kind_ != Pool::kLp && dtype == DType::kFloat; }
+
   // Each plane's mean, summed in 8 float lanes (vectorized) and then in double.
   static void GlobalAverage(const float* x, float* y, int64_t planes, int64_t size, int threads) {
     ParallelFor(threads, planes, WorkPerIndex{double(size)}, [&](int64_t p0, int64_t p1) {

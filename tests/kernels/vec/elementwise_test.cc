@@ -145,6 +145,30 @@ TEST_P(VecElementwise, BinaryMatchesThePlainLoopsAtEveryStep) {
   EXPECT_EQ(mn[5], -kInf);
 }
 
+TEST_P(VecElementwise, AnyNonFiniteFindsEachNaNAndInfinityWhereverItIs) {
+  const float specials[] = {kNaN, -kNaN, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity()};
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(64), int64_t(65), int64_t(200), int64_t(1000)}) {
+    std::vector<float> x = Inputs(n, uint32_t(n));
+    for (float& v : x)
+      if (!std::isfinite(v)) v = 1.5f;
+    x[0] = std::numeric_limits<float>::max();  // finite, the largest exponent below the special one
+    x[size_t(n - 1)] = std::numeric_limits<float>::denorm_min();
+    EXPECT_FALSE(VecAnyNonFinite(x.data(), n)) << n;
+    EXPECT_FALSE(VecAnyNonFiniteReference(x.data(), n)) << n;
+    for (int64_t at : {int64_t(0), n / 2, n - 1})
+      for (float v : specials) {
+        std::vector<float> y = x;
+        y[size_t(at)] = v;
+        EXPECT_TRUE(VecAnyNonFinite(y.data(), n)) << n << " at " << at << " " << v;
+        EXPECT_TRUE(VecAnyNonFiniteReference(y.data(), n)) << n << " at " << at << " " << v;
+        // Outside the range: not seen.
+        EXPECT_FALSE(at == n - 1 && n > 1 && VecAnyNonFinite(y.data(), n - 1)) << n;
+      }
+  }
+  EXPECT_FALSE(VecAnyNonFinite(nullptr, 0));
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, VecElementwise,
                          ::testing::Values(CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512),
                          [](const auto& info) { return std::string(CpuTargetName(info.param)); });

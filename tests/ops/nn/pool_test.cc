@@ -295,13 +295,16 @@ TEST(Pools, AHugeKernelOverPaddingCostsOnlyItsTaps) {
   // A 2^30 - 1 kernel over 2^30 - 2 leading pads and a 2x2 input: two rows of
   // output, the first over the pads and row 0, the second over both rows;
   // each a handful of taps, for float and double.
+  // The same along the last dim (X transposed): its taps are a row's.
+  for (bool last : {false, true})
   for (DType dt : {DType::kFloat, DType::kDouble})
     for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) {
       Tensor x = Tensor::Zeros(dt, {1, 1, 2, 2});
-      for (int i = 0; i < 4; ++i) SetDouble(x, i, i + 1);
-      auto y = RunOne(19, op, {x}, [](onnx::NodeProto& n) {
-        SetAttr(n, "kernel_shape", std::vector<int64_t>{(int64_t(1) << 30) - 1, 1});
-        SetAttr(n, "pads", std::vector<int64_t>{(int64_t(1) << 30) - 2, 0, 0, 0});
+      for (int i = 0; i < 4; ++i) SetDouble(x, last ? (i % 2) * 2 + i / 2 : i, i + 1);
+      auto y = RunOne(19, op, {x}, [&](onnx::NodeProto& n) {
+        const int64_t k = (int64_t(1) << 30) - 1, pad = (int64_t(1) << 30) - 2;
+        SetAttr(n, "kernel_shape", last ? std::vector<int64_t>{1, k} : std::vector<int64_t>{k, 1});
+        SetAttr(n, "pads", last ? std::vector<int64_t>{0, pad, 0, 0} : std::vector<int64_t>{pad, 0, 0, 0});
       });
       ASSERT_TRUE(y.ok()) << op << ": " << y.status();
       ASSERT_EQ(y->shape(), Shape({1, 1, 2, 2}));
@@ -310,7 +313,8 @@ TEST(Pools, AHugeKernelOverPaddingCostsOnlyItsTaps) {
                                        : o == "AveragePool" ? std::vector<double>{1, 2, 2, 3}
                                                             : std::vector<double>{1, 2, std::sqrt(10.0), std::sqrt(20.0)};
       for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_NEAR(GetDouble(*y, int64_t(i)), want[i], 1e-5) << op << " " << LowerName(dt);
+        EXPECT_NEAR(GetDouble(*y, last ? int64_t((i % 2) * 2 + i / 2) : int64_t(i)), want[i], 1e-5)
+            << op << " " << LowerName(dt) << (last ? " along the last dim" : "");
     }
 }
 
