@@ -7,7 +7,7 @@
 // bench-gemm's). Paths, each on every CPU target the host has:
 //   float-<t>  - accuracy_level 0 (PanelGemvFloat: VNNI targets take A as
 //                integer digits, the others dequantize codes in registers, FMA)
-//   int8-<t>   - accuracy_level 4 (PanelGemvInt8, VNNI targets)
+//   int8-<t>   - accuracy_level 4 (PanelGemvInt8: VNNI targets, AVX2 by VPMADDUBSW)
 //   many-float, many-int8 - with --rows > 1: panel_gemm's many-rows product
 // --copies 1 keeps the weights in cache (the kernels' compute alone).
 // --zero-points 1: packed 4-bit zero points (the floor counts their bytes).
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
         PanelGemvFloat(a.data(), rows, p, zero_points ? nullptr : &zero, nullptr, c.data(), work.data(), threads);
       });
     }
-    for (CpuTarget t : kCpuVnniTargets) {
+    for (CpuTarget t : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx2}) {
       if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
       ScopedCpuFeaturesForTesting scope(t);
       const std::string name = std::string("int8-") + CpuTargetName(t);

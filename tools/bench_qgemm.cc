@@ -1,7 +1,7 @@
 // bench-qgemm: the products over QuantPanels (kernels/quant/panel_gemm.h) on
 // the bench-decoder model's shapes (K 1024 N 2816, K 2816 N 1024, K 1024 N 32000).
 //   prefill: 128 rows (--rows), 4- and 8-bit block-32 panels, the int8 path
-//     on each VNNI build the host has and the float path's forms (dequantize
+//     on each VNNI build the host has (and AVX2's) and the float path's forms (dequantize
 //     + GEMM, the AVX-512 float tile, A's digits through VNNI),
 //     beside MatMulNBits' many-rows path of today (NBitsMatMul), in GOP/s
 //     (2 m k n) and against the VNNI peak measured here (independent
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
            {QuantPanelsFloatPath::kGemm, QuantPanelsFloatPath::kTile, QuantPanelsFloatPath::kDigits})
         wsf_bytes = std::max(wsf_bytes, QuantPanelsMatMulManyWorkspace(rows, buf.view, false, path));
       std::vector<uint8_t> wsf(static_cast<size_t>(wsf_bytes));
-      for (CpuTarget t : kCpuVnniTargets) {
+      for (CpuTarget t : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx2}) {
         if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
         ScopedCpuFeaturesForTesting scope(t);
         time(std::string("int8-") + CpuTargetName(t),

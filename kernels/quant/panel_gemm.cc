@@ -356,7 +356,40 @@ template <bool kVnni, int Bits, int R, int P, bool kFloat>
         for (int r = 0; r < R; ++r)
           for (int p = 0; p < P; ++p) dot[r][p][0] = dot[r][p][1] = _mm256_setzero_si256();
       const int64_t k0 = b * w.block;
-      if constexpr (!kVnni) {
+      if constexpr (!kVnni && Bits == 4) {
+        // 4-bit codes: VPMADDUBSW, exact in int16 and summed there over up to
+        // 4 groups (32 k: 16 * 15 * 128 < 2^15), widened by VPMADDWD with ones.
+        const __m256i ones = _mm256_set1_epi16(1);
+        for (int64_t g0 = 0; g0 < groups; g0 += 4) {
+          __m256i s16[R][P][2];
+          for (int r = 0; r < R; ++r)
+            for (int p = 0; p < P; ++p) s16[r][p][0] = s16[r][p][1] = _mm256_setzero_si256();
+          for (int64_t gi = g0; gi < std::min(groups, g0 + 4); ++gi) {
+            __m256i lo[P][2], hi[P][2];
+            for (int p = 0; p < P; ++p) {
+              for (int h = 0; h < 2; ++h) {
+                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[p] + 32 * h));
+                lo[p][h] = _mm256_and_si256(v, low);
+                hi[p][h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+              }
+              q[p] += kGroup;
+            }
+            for (int r = 0; r < R; ++r) {
+              const __m256i x0 = _mm256_set1_epi32(Load32(ar[r] + k0 + 8 * gi));
+              const __m256i x1 = _mm256_set1_epi32(Load32(ar[r] + k0 + 8 * gi + 4));
+              for (int p = 0; p < P; ++p)
+                for (int h = 0; h < 2; ++h) {
+                  s16[r][p][h] = _mm256_add_epi16(s16[r][p][h], _mm256_maddubs_epi16(lo[p][h], x0));
+                  s16[r][p][h] = _mm256_add_epi16(s16[r][p][h], _mm256_maddubs_epi16(hi[p][h], x1));
+                }
+            }
+          }
+          for (int r = 0; r < R; ++r)
+            for (int p = 0; p < P; ++p)
+              for (int h = 0; h < 2; ++h)
+                dot[r][p][h] = _mm256_add_epi32(dot[r][p][h], _mm256_madd_epi16(s16[r][p][h], ones));
+        }
+      } else if constexpr (!kVnni) {
         __m256i pairs[R][P][4];
         for (int r = 0; r < R; ++r)
           for (int p = 0; p < P; ++p)

@@ -14,9 +14,9 @@
 //     the blocks' code_sums in int32 (wrapping as onnxruntime's int32 does), then
 //     y = float(sum) * (a_scale * scale[col]) + bias: the integer reference's
 //     value exactly (the column's scale must be the same in every block).
-// Builds: AVX-512 VNNI (zmm), AVX-VNNI (ymm, VEX), AVX2 without VNNI (codes
-// and A widened to int16, VPMADDWD: exact) and plain loops
-// (kernels/cpu_dispatch.h).
+// Builds: AVX-512 VNNI (zmm), AVX-VNNI (ymm, VEX), AVX2 without VNNI (4-bit
+// codes by VPMADDUBSW summed in int16 per 32 k; 8-bit codes and A widened to
+// int16, VPMADDWD: both exact) and plain loops (kernels/cpu_dispatch.h).
 //
 // The float path (accuracy_level 0-3): its own AVX-512 FMA tile over panels
 // dequantized a chunk of K at a time, else 256 columns of panels dequantized

@@ -511,6 +511,46 @@ template <bool kVnni>
   }
 }
 
+// 4-bit codes without VNNI: VPMADDUBSW of codes (0..15) and pairs of A's
+// int8 is exact in int16 (2 * 15 * 128 < 2^15), and so is the sum of 8 of
+// them (32 k, 4 groups: 16 * 15 * 128 = 30720); VPMADDWD with ones widens
+// each such sum to int32. Two multiplies and two adds a (row, digit, half)
+// a group where VPDPBUSD made of VPMADDWD (Dpbusd256<false>) takes 14.
+// dot[r][i][hh][0] += the block's dots of halves h0 + hh.
+template <int M, int P, int HP, int NS>
+[[ONNX_MINI_PGYMM]] inline void Int4NoVnniHalves(const uint8_t* q, const int8_t* const (&a)[M][P], int64_t k0,
+                                                int64_t groups, int h0, __m256i (&dot)[M][P][HP][NS]) {
+  constexpr int64_t kChunk = 4;  // groups summed in int16
+  const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+  for (int64_t g0 = 0; g0 < groups; g0 += kChunk) {
+    __m256i s16[M][P][HP];
+    for (int r = 0; r < M; ++r)
+      for (int i = 0; i < P; ++i)
+        for (int hh = 0; hh < HP; ++hh) s16[r][i][hh] = _mm256_setzero_si256();
+    const int64_t g1 = std::min(groups, g0 + kChunk);
+    for (int64_t g = g0; g < g1; ++g) {
+      if (h0 == 0) _mm_prefetch(reinterpret_cast<const char*>(q + g * kGroup + kPrefetchBytes), _MM_HINT_T0);
+      const int64_t kk = k0 + 8 * g;
+      for (int hh = 0; hh < HP; ++hh) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * kGroup + 32 * (h0 + hh)));
+        const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        for (int r = 0; r < M; ++r)
+          for (int i = 0; i < P; ++i) {
+            int32_t x0, x1;
+            std::memcpy(&x0, a[r][i] + kk, 4);
+            std::memcpy(&x1, a[r][i] + kk + 4, 4);
+            s16[r][i][hh] = _mm256_add_epi16(s16[r][i][hh], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(x0)));
+            s16[r][i][hh] = _mm256_add_epi16(s16[r][i][hh], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(x1)));
+          }
+      }
+    }
+    for (int r = 0; r < M; ++r)
+      for (int i = 0; i < P; ++i)
+        for (int hh = 0; hh < HP; ++hh)
+          dot[r][i][hh][0] = _mm256_add_epi32(dot[r][i][hh][0], _mm256_madd_epi16(s16[r][i][hh], ones));
+  }
+}
+
 // A block's two halves in one pass where their accumulators fit the 16
 // registers, else one after the other (the second re-reads the block's codes
 // from L1). 8-bit
@@ -552,38 +592,42 @@ template <int M, int Bits, int P, bool kInt = false, bool kVnni = true>
         for (int i = 0; i < P; ++i)
           for (int hh = 0; hh < HP; ++hh)
             for (int j = 0; j < NS; ++j) dot[r][i][hh][j] = _mm256_setzero_si256();
-      // 8-bit codes: NS groups a pass (groups is even: block is a multiple of 8).
-      for (int64_t g = 0; g < groups; g += (Bits == 8 ? NS : 1)) {
-        if (h0 == 0) {
-          _mm_prefetch(reinterpret_cast<const char*>(q + g * kGroup + kPrefetchBytes), _MM_HINT_T0);
-          if (Bits == 8 && NS == 2)
-            _mm_prefetch(reinterpret_cast<const char*>(q + (g + 1) * kGroup + kPrefetchBytes), _MM_HINT_T0);
-        }
-        const int64_t kk = k0 + kPer * g;
-        for (int hh = 0; hh < HP; ++hh) {
-          const int h = h0 + hh;
-          if constexpr (Bits == 4) {
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * kGroup + 32 * h));
-            const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-            for (int r = 0; r < M; ++r)
-              for (int i = 0; i < P; ++i) {
-                int32_t x0, x1;
-                std::memcpy(&x0, a[r][i] + kk, 4);
-                std::memcpy(&x1, a[r][i] + kk + 4, 4);
-                Dpbusd256<kVnni>(dot[r][i][hh][0], lo, _mm256_set1_epi32(x0));
-                Dpbusd256<kVnni>(dot[r][i][hh][0], hi, _mm256_set1_epi32(x1));
-              }
-          } else {
-            __m256i v[NS];
-            for (int j = 0; j < NS; ++j)
-              v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (g + j) * kGroup + 32 * h));
-            for (int r = 0; r < M; ++r)
-              for (int i = 0; i < P; ++i)
-                for (int j = 0; j < NS; ++j) {
-                  int32_t x0;
-                  std::memcpy(&x0, a[r][i] + kk + 4 * j, 4);
-                  Dpbusd256<kVnni>(dot[r][i][hh][j], v[j], _mm256_set1_epi32(x0));
+      if constexpr (Bits == 4 && !kVnni) {
+        Int4NoVnniHalves<M, P, HP>(q, a, k0, groups, h0, dot);
+      } else {
+        // 8-bit codes: NS groups a pass (groups is even: block is a multiple of 8).
+        for (int64_t g = 0; g < groups; g += (Bits == 8 ? NS : 1)) {
+          if (h0 == 0) {
+            _mm_prefetch(reinterpret_cast<const char*>(q + g * kGroup + kPrefetchBytes), _MM_HINT_T0);
+            if (Bits == 8 && NS == 2)
+              _mm_prefetch(reinterpret_cast<const char*>(q + (g + 1) * kGroup + kPrefetchBytes), _MM_HINT_T0);
+          }
+          const int64_t kk = k0 + kPer * g;
+          for (int hh = 0; hh < HP; ++hh) {
+            const int h = h0 + hh;
+            if constexpr (Bits == 4) {
+              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + g * kGroup + 32 * h));
+              const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+              for (int r = 0; r < M; ++r)
+                for (int i = 0; i < P; ++i) {
+                  int32_t x0, x1;
+                  std::memcpy(&x0, a[r][i] + kk, 4);
+                  std::memcpy(&x1, a[r][i] + kk + 4, 4);
+                  Dpbusd256<kVnni>(dot[r][i][hh][0], lo, _mm256_set1_epi32(x0));
+                  Dpbusd256<kVnni>(dot[r][i][hh][0], hi, _mm256_set1_epi32(x1));
                 }
+            } else {
+              __m256i v[NS];
+              for (int j = 0; j < NS; ++j)
+                v[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (g + j) * kGroup + 32 * h));
+              for (int r = 0; r < M; ++r)
+                for (int i = 0; i < P; ++i)
+                  for (int j = 0; j < NS; ++j) {
+                    int32_t x0;
+                    std::memcpy(&x0, a[r][i] + kk + 4 * j, 4);
+                    Dpbusd256<kVnni>(dot[r][i][hh][j], v[j], _mm256_set1_epi32(x0));
+                  }
+            }
           }
         }
       }
@@ -657,6 +701,10 @@ template <int P, bool kInt = false, bool kVnni = true>
   Int8Ymm<1, true>(d, p0, p1);
 }
 [[gnu::target("avx2,fma")]] void IntAAvx2(const Args& d, int64_t p0, int64_t p1) { Int8Ymm<1, true, false>(d, p0, p1); }
+[[gnu::target("avx2,fma")]] void Int8Avx2(const Args& d, int64_t p0, int64_t p1) { Int8Ymm<1, false, false>(d, p0, p1); }
+[[gnu::target("avx2,fma")]] void DigitsAvx2(const Args& d, int64_t p0, int64_t p1) {
+  Int8Ymm<kDigits, false, false>(d, p0, p1);
+}
 #undef ONNX_MINI_PGYMM
 #undef ONNX_MINI_PG512
 #undef ONNX_MINI_PGVNNI512
@@ -667,20 +715,25 @@ using PanelsFn = void (*)(const Args&, int64_t, int64_t);
 using DigitsFn = PanelDigitsFn;
 
 // The float product's build: `parts` 0 takes A as floats (FMA), kDigits as
-// base-256 digits (integer products).
+// base-256 digits (integer products); `float_8bit`, where set, takes 8-bit
+// codes instead with float A (AVX2: VPDPBUSD made of VPMADDWD costs more than
+// the FMA a k for them, VPMADDUBSW's 4-bit form less).
 struct FloatEntry {
   PanelsFn fn;
   int parts;
   DigitsFn prepare;  // with parts: A's digits
+  PanelsFn float_8bit = nullptr;
 };
 
+// AVX2 (bench-nbits, 1 row, K 1024 N 2816 in cache, 1 thread, Zen 3): 4-bit
+// codes by digits 121 us, by the FMA 150-175.
 const FloatEntry& ActiveFloat() {
   static const CpuDispatchTable<FloatEntry> table{
 #if defined(__x86_64__)
       {CpuTarget::kAvx512Vnni, {DigitsAvx512Vnni, kDigits, PanelDigitsAvx512}},
       {CpuTarget::kAvxVnni, {DigitsAvxVnni, kDigits, PanelDigitsAvx2}},
       {CpuTarget::kAvx512, {FloatAvx512, 0, nullptr}},
-      {CpuTarget::kAvx2, {FloatAvx2, 0, nullptr}},
+      {CpuTarget::kAvx2, {DigitsAvx2, kDigits, PanelDigitsAvx2, FloatAvx2}},
 #endif
       {CpuTarget::kBaseline, {FloatBaseline, 0, nullptr}},
   };
@@ -692,6 +745,7 @@ const CpuDispatchTable<PanelsFn>::Build& ActiveInt8() {
 #if defined(__x86_64__)
       {CpuTarget::kAvx512Vnni, Int8Avx512Vnni},
       {CpuTarget::kAvxVnni, Int8AvxVnni},
+      {CpuTarget::kAvx2, Int8Avx2},
 #endif
       {CpuTarget::kBaseline, nullptr},
   };
@@ -743,7 +797,8 @@ int64_t PanelGemvWorkspace(int64_t m, const QuantPanels& w) {
 void PanelGemvFloat(const float* a, int64_t m, const QuantPanels& w, const float* uniform_zero, const float* bias,
                     float* c, float* workspace, int threads) {
   if (m <= 0 || w.n <= 0) return;
-  const FloatEntry& entry = ActiveFloat();
+  const FloatEntry& active = ActiveFloat();
+  const FloatEntry entry = w.bits == 8 && active.float_8bit ? FloatEntry{active.float_8bit, 0, nullptr} : active;
   const int64_t kp = w.padded_k(), kb = w.k_blocks, rows = std::min(m, kPanelGemvRows);
   const float zero = uniform_zero ? *uniform_zero : 1.0f;
   if (entry.parts == 0) {

@@ -7,7 +7,8 @@
 //          broadcast a[k] into per-block accumulators; per block the scale
 //          and the zero point (sum a over the block) applied.
 //   int8:  A quantized per (row, block) to int8 by NBitsRoundRowsToInt8's
-//          rule, codes times a broadcast dword of A through VPDPBUSD, per
+//          rule, codes times a broadcast dword of A through VPDPBUSD (AVX2:
+//          VPMADDUBSW or VPMADDWD, exact), per
 //          block y += scale * sa * (dot - zero * sum q) in float.
 //   integer A (q8: DynamicQuantizeMatMul, MatMulIntegerToFloat): uint8 or
 //          int8 A with one zero point, the int8 loops' dots summed over the
@@ -37,8 +38,10 @@ int64_t PanelGemvWorkspace(int64_t m, const QuantPanels& w);
 void PanelGemvFloat(const float* a, int64_t m, const QuantPanels& w, const float* uniform_zero, const float* bias,
                     float* c, float* workspace, int threads);
 
-// The VNNI target the int8 product runs on under the active features
-// (kAvx512Vnni: zmm, kAvxVnni: ymm), kBaseline where there is none.
+// The target the int8 product runs on under the active features
+// (kAvx512Vnni: zmm, kAvxVnni: ymm, kAvx2: ymm without VNNI, 4-bit codes by
+// VPMADDUBSW summed in int16 per 32 k, 8-bit by VPMADDWD), kBaseline where
+// there is none.
 CpuTarget PanelGemvInt8Target();
 // The int8 product (only where PanelGemvInt8Target() is not kBaseline):
 // equal to rounding A (NBitsRoundRowsToInt8) then the float product, up to

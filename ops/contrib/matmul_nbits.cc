@@ -150,8 +150,9 @@ absl::StatusOr<std::shared_ptr<NBitsPanels>> PackPanels(const NBitsMatrix& w,
 // MatMulNBits' form (`w`): A converted to float when it is not, the
 // workspace charged to the budget. With `int8_a`, A is quantized as
 // onnxruntime's accuracy level 4 does: over panels the integers multiplied
-// where a VNNI build runs (decode kernels up to kNBitsDecodePassRows rows,
-// panel_gemm.h beyond), else A rounded and multiplied in float.
+// where an int8 build runs (VNNI or AVX2; decode kernels up to
+// kNBitsDecodePassRows rows, panel_gemm.h beyond), else A rounded and
+// multiplied in float.
 absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix* w, const NBitsPanels* panels, const float* bias,
                         bool int8_a = false) {
   const Tensor& a = *ctx.input(0);

@@ -132,7 +132,7 @@ void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, i
 
 TEST(PanelGemvFloat, MatchesTheReferenceOnEveryTarget) {
   uint32_t seed = 100;
-  // The VNNI targets take A as base-128 digits (integer products).
+  // The VNNI targets and AVX2 (4-bit codes) take A as base-256 digits (integer products).
   for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512, CpuTarget::kAvxVnni,
                            CpuTarget::kAvx512Vnni}) {
     if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
@@ -166,7 +166,7 @@ TEST(PanelGemvFloat, MatchesTheReferenceOnEveryTarget) {
   }
 }
 
-// The float product on VNNI targets takes A as 24-bit integers per block
+// The float product on VNNI targets and AVX2 takes A as 24-bit integers per block
 // (three base-256 digits): each value within 2^-24 of its block's max |a|,
 // float32's own rounding of the largest. Its error stays within that bound
 // (plus float32 accumulation), an outlier in each block included.
@@ -178,7 +178,7 @@ TEST(PanelGemvFloat, IntegerDigitsKeepFloatAccuracy) {
   for (int64_t i = 0; i < m * p.k; i += 29) a[size_t(i)] *= 1000;  // outliers
   std::vector<float> want(size_t(m * p.n)), got(want.size(), NAN);
   QuantPanelsMatMulReference(a.data(), m, p, nullptr, want.data());
-  for (CpuTarget t : kCpuVnniTargets) {
+  for (CpuTarget t : {CpuTarget::kAvx2, CpuTarget::kAvxVnni, CpuTarget::kAvx512Vnni}) {
     if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
     ScopedCpuFeaturesForTesting scope(t);
     std::vector<float> ws(size_t(PanelGemvWorkspace(m, p)));
@@ -205,13 +205,15 @@ TEST(PanelGemvFloat, IntegerDigitsKeepFloatAccuracy) {
   }
 }
 
-TEST(PanelGemvInt8, MatchesItsReferenceOnEveryVnniTarget) {
+// The int8 product's builds: VNNI's, and AVX2's (VPMADDUBSW for 4-bit codes,
+// VPMADDWD for 8-bit), which AVX-512 without VNNI runs too.
+TEST(PanelGemvInt8, MatchesItsReferenceOnEveryTarget) {
   const CpuFeatures host = HostCpuFeatures();
   int ran = 0;
-  for (CpuTarget t : kCpuVnniTargets) {
+  for (CpuTarget t : {CpuTarget::kAvx2, CpuTarget::kAvx512, CpuTarget::kAvxVnni, CpuTarget::kAvx512Vnni}) {
     if (!CpuTargetUsable(t, host)) continue;
     ScopedCpuFeaturesForTesting scope(t);
-    ASSERT_EQ(PanelGemvInt8Target(), t) << CpuTargetName(t);
+    ASSERT_EQ(PanelGemvInt8Target(), t == CpuTarget::kAvx512 ? CpuTarget::kAvx2 : t) << CpuTargetName(t);
     ++ran;
     uint32_t seed = 500;
     for (int bits : {4, 8})
@@ -238,14 +240,15 @@ TEST(PanelGemvInt8, MatchesItsReferenceOnEveryVnniTarget) {
           }
         }
   }
-  if (ran == 0) GTEST_SKIP() << "no VNNI on this CPU";
+  if (ran == 0) GTEST_SKIP() << "no AVX2 on this CPU";
 }
 
-TEST(PanelGemvInt8, OnlyVnniTargetsRunIt) {
+TEST(PanelGemvInt8, TheChainsTargetsRunTheAvx2Build) {
   for (CpuTarget t : kCpuTargets) {
     if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
     ScopedCpuFeaturesForTesting scope(t);  // the chain's targets have no VNNI feature
-    EXPECT_EQ(PanelGemvInt8Target(), CpuTarget::kBaseline) << CpuTargetName(t);
+    EXPECT_EQ(PanelGemvInt8Target(), t == CpuTarget::kBaseline ? CpuTarget::kBaseline : CpuTarget::kAvx2)
+        << CpuTargetName(t);
   }
 }
 
@@ -444,6 +447,43 @@ TEST(PanelGemvIntA, FourBitPanelsAndManyBlocks) {
         for (size_t i = 0; i < want.size(); ++i)
           ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " bits=" << bits << " m=" << m << " at " << i;
       }
+    }
+  }
+}
+
+// The largest products: every 4-bit code 15 against A at -128 (and +127),
+// long blocks: the AVX2 build's int16 sums of 32 k (16 * 15 * 128 = 30720)
+// must not saturate. Exact against the integer reference on every target.
+TEST(PanelGemvIntA, FourBitExtremesAreExact) {
+  QuantPanelsBuffer buf;
+  const int64_t k = 512, n = 20, block = 256;
+  ASSERT_TRUE(buf.Shape(4, k, n, block));
+  const QuantPanels& p = buf.view;
+  for (int64_t col = 0; col < n; ++col)
+    for (int64_t b = 0; b < p.k_blocks; ++b) {
+      const int64_t at = ((col / 16) * p.k_blocks + b) * 16 + col % 16;
+      for (int64_t kk = b * block; kk < (b + 1) * block; ++kk) buf.SetCode(col, kk, 15);
+      buf.scales[size_t(at)] = 1.0f;
+      buf.zeros[size_t(at)] = 0.0f;
+      buf.code_sums[size_t(at)] = int32_t(15 * block);
+    }
+  for (uint8_t fill : {uint8_t(0), uint8_t(255)}) {
+    std::vector<uint8_t> a(size_t(2 * k), fill);
+    QuantPanelsIntA x;
+    x.a = a.data();
+    x.a_zero = 128;  // qa = fill - 128: -128 or 127
+    x.a_scale = 1.0f;
+    x.m = 2;
+    std::vector<float> want(size_t(2 * n));
+    QuantPanelsMatMulIntAReference(x, p, nullptr, want.data());
+    EXPECT_EQ(want[0], float(15 * k * (int(fill) - 128)));
+    for (CpuTarget t : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx2, CpuTarget::kBaseline}) {
+      if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+      ScopedCpuFeaturesForTesting scope(t);
+      std::vector<uint8_t> ws(size_t(PanelGemvIntAWorkspace(2, p)));
+      std::vector<float> got(want.size(), NAN);
+      PanelGemvIntA(x, p, nullptr, nullptr, got.data(), ws.data(), 1);
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " at " << i;
     }
   }
 }
