@@ -4,6 +4,7 @@
 // not), and the references on hand-sized cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -100,6 +101,72 @@ TEST(PoolFloat, FastMatchesTheReferenceOnEveryTarget) {
           }
         }
   }
+}
+
+// Random geometries (1-D to 3-D, kernels 1-5, strides 1-4, dilations 1-3,
+// pads below the kernel, ceil_mode's extra output, 2x2 pair windows), with
+// and without NaNs: the cases above pick shapes by hand, this covers the
+// edge and interior splits they miss.
+TEST(PoolFloat, RandomGeometriesMatchTheReferenceOnEveryTarget) {
+  uint32_t state = 12345;
+  auto draw = [&](int64_t lo, int64_t hi) {
+    state = state * 1664525u + 1013904223u;
+    return lo + int64_t((state >> 8) % uint32_t(hi - lo + 1));
+  };
+  int checked = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    PoolProblem p;
+    p.planes = draw(1, 3);
+    bool fits = true;
+    for (size_t j = size_t(3 - draw(1, 3)); j < 3 && fits; ++j) {
+      p.in[j] = draw(1, 12);
+      p.k[j] = draw(1, 5);
+      p.s[j] = draw(1, 4);
+      p.d[j] = draw(1, 3);
+      p.pb[j] = draw(0, std::min<int64_t>(p.k[j] - 1, 3));
+      p.pe[j] = draw(0, std::min<int64_t>(p.k[j] - 1, 3));
+      if (j == 2 && draw(0, 3) == 0) {  // the 2x2 pair loops
+        p.k[j] = p.s[j] = 2;
+        p.d[j] = 1;
+        p.pb[j] = std::min<int64_t>(p.pb[j], 1);
+        p.pe[j] = std::min<int64_t>(p.pe[j], 1);
+      }
+      const int64_t span = p.in[j] + p.pb[j] + p.pe[j] - (p.k[j] - 1) * p.d[j] - 1;
+      fits = span >= 0;
+      if (!fits) break;
+      p.out[j] = span / p.s[j] + 1;
+      // ceil_mode's rule (ops/nn/spatial.cc): one more window if it starts inside the input or its leading pad.
+      if (draw(0, 1) && span % p.s[j] != 0 && p.out[j] * p.s[j] < p.in[j] + p.pb[j]) ++p.out[j];
+    }
+    if (!fits) continue;
+    ++checked;
+    const int64_t in_sz = p.planes * p.in[0] * p.in[1] * p.in[2];
+    const int64_t out_sz = p.planes * p.out[0] * p.out[1] * p.out[2];
+    std::vector<float> x = RandomFloats(in_sz, uint32_t(iter));
+    if (iter % 3 == 0)
+      for (int64_t i = 0; i < in_sz; i += 5) x[size_t(i)] = NAN;
+    for (CpuTarget target : {CpuTarget::kBaseline, CpuTarget::kAvx2, CpuTarget::kAvx512}) {
+      if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
+      ScopedCpuFeaturesForTesting scope(target);
+      for (int kind = 0; kind < 3; ++kind) {  // max, average, average with the pads counted
+        std::vector<float> want(size_t(out_sz), 1.f), got(size_t(out_sz), 2.f);
+        if (kind == 0) {
+          MaxPoolFloatReference(p, x.data(), want.data());
+          MaxPoolFloat(p, x.data(), got.data(), 1 + iter % 2);
+        } else {
+          AveragePoolFloatReference(p, kind == 2, x.data(), want.data());
+          AveragePoolFloat(p, kind == 2, x.data(), got.data(), 1 + iter % 2);
+        }
+        for (int64_t i = 0; i < out_sz; ++i) {
+          const float g = got[size_t(i)], w = want[size_t(i)];
+          ASSERT_TRUE((std::isnan(g) && std::isnan(w)) || std::memcmp(&g, &w, sizeof(float)) == 0)
+              << CpuTargetName(target) << " draw " << iter << " kind " << kind << " at " << i << ": " << g
+              << " want " << w;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 800);
 }
 
 }  // namespace
