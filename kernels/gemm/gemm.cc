@@ -139,7 +139,7 @@ struct TileRows {
 // of latency 4 need 8), 2 x 4 and 1 x 8 for a decode step's few rows (B's
 // row read whole, as the GEMV does).
 #define ONNX_MINI_GEMM_AVX2_TARGET gnu::target("avx2,fma")
-constexpr int64_t kBlockDepthAvx2 = 512;  // a strip of 16 columns: 32 KiB (L1, or L2)
+constexpr int64_t kBlockDepthAvx2 = 512;  // a 16-column strip: 32 KiB (a decode step's 64: 128 KiB, in L2)
 
 // C's strip tile (R rows from c, row stride ldc; `valid` columns of 8V are
 // C's) = [bias or zero if `first`, else C] + R rows of A x `depth` rows of

@@ -46,13 +46,13 @@ struct PackedMatMul::Impl {
     dnnl::memory::desc a_md, c_md, scratchpad_md;
     size_t layout = 0;
   };
-  // B packed for GemmPackedF32 (float32 on AVX-512), made by Make (or
+  // B packed for GemmPackedF32 (float32 on AVX2 or AVX-512), made by Make (or
   // shared), or by the first run if memory was short then. Written once
   // under pack_mu, then read freely once gemm_ready says so.
   mutable std::mutex pack_mu;
   mutable std::atomic<bool> gemm_ready{false};
   mutable std::shared_ptr<const PackedGemmB> gemm_b;
-  // Whether B goes to GemmPackedF32: float32 on AVX-512, with panels at
+  // Whether B goes to GemmPackedF32: float32 on AVX2 or AVX-512, with panels at
   // most twice B's size (a B of few columns pads every row to a panel).
   bool UsesPackedGemm() const {
     const int64_t size = GemmPackedSize(k, n);

@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/panel_memory.h"
 #include "runtime/cpu.h"
 #include "runtime/dtype.h"
-#include "kernels/panel_memory.h"
 #include "runtime/tensor.h"
 
 namespace onnx_mini {

@@ -42,7 +42,7 @@ TEST(GemmPacked, MatchesTheReference) {
                                    {14, 100, 48}, {16, 64, 200}, {127, 600, 70}, {128, 33, 129},
                                    // K = 1 (one row of every panel), N = 1, one row and a deep K.
                                    {7, 1, 65}, {128, 1, 300}, {20, 70, 1}, {1, 1030, 3},
-                                   // AVX2's 256-row blocks and 16-column strips (8-column vectors).
+                                   // around AVX2's 16-column strips (8-column vectors) and 256 rows.
                                    {9, 256, 40}, {13, 257, 24}, {2, 300, 9}, {1, 255, 120}};
   uint32_t seed = 1;
   for (CpuTarget target : PackedTargets())

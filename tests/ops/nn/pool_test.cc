@@ -146,7 +146,7 @@ TEST(Pools, MatchTheDefinitionWithStridesPadsDilationsCeilModeAndSame) {
 
 TEST(Pools, RandomGeometriesMatchTheDefinition) {
   // 120 random 1-D and 2-D geometries (fixed seed) for the three pools, in
-  // float (oneDNN) and double (the reference).
+  // float (the row-wise pool kernel) and double (the reference).
   std::mt19937 rng(777);
   auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   int ran = 0;
