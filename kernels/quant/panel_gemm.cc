@@ -36,6 +36,7 @@ struct TileArgs {
   const float* azero;   // float A: m x k_blocks, sa * sum qa
   const int32_t* azq;   // float A, zmm, every zero point one integer z: m x k_blocks, z * sum qa (azero unread)
   const int32_t* asum;  // integer A: m x k_blocks, sum qa
+  const int16_t* qa16;  // integer A on the AVX2 build: qa widened to int16 (rows of lda)
   int32_t a_shift;      // integer A: d with a - za = qa + d
   float a_scale;        // integer A
   const float* bias;
@@ -47,6 +48,12 @@ struct TileArgs {
 // Rows [r0, r0 + rows) x panels [p0, p0 + panels) of C. The SIMD builds'
 // tiles take their sizes from the template and ignore rows and panels.
 using TileFn = void (*)(const TileArgs&, int64_t r0, int rows, int64_t p0, int panels);
+
+inline int64_t Load64(const int16_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
 
 inline int32_t Load32(const int8_t* p) {
   int32_t v;
@@ -333,8 +340,84 @@ struct ZmmDigits {
   return _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);
 }
 
+// Integer A: C of panel p from the tile's exact sums (R rows of its 16
+// columns, in memory: a register array indexed in the loops below would live
+// in memory throughout), B's zero points' and A's shift's corrections added in
+// int32 (wrapping as onnxruntime's int32 sums), scaled once.
+template <int R>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void FinishIntPanel(const TileArgs& g, int64_t r0, int64_t p,
+                                                                         int32_t (&sums)[R][kCols]) {
+  const QuantPanels& w = *g.w;
+  const int64_t kb = w.k_blocks;
+  const int64_t col0 = p * kCols, cols = std::min(kCols, w.n - col0);
+  for (int h = 0; h < 2; ++h) {
+    __m256i corr[R];
+    for (int r = 0; r < R; ++r) corr[r] = _mm256_setzero_si256();
+    for (int64_t b = 0; b < kb; ++b) {
+      const int64_t at = (p * kb + b) * kCols + 8 * h;
+      const __m256i zu = _mm256_cvtps_epi32(_mm256_loadu_ps(w.zeros + at));
+      const __m256i cs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.code_sums + at));
+      const __m256i t = _mm256_mullo_epi32(
+          _mm256_set1_epi32(g.a_shift), _mm256_sub_epi32(cs, _mm256_mullo_epi32(_mm256_set1_epi32(BlockLen(w, b)), zu)));
+      for (int r = 0; r < R; ++r)
+        corr[r] = _mm256_add_epi32(
+            corr[r], _mm256_sub_epi32(t, _mm256_mullo_epi32(zu, _mm256_set1_epi32(g.asum[(r0 + r) * kb + b]))));
+    }
+    for (int r = 0; r < R; ++r) {
+      __m256i* at = reinterpret_cast<__m256i*>(sums[r] + 8 * h);
+      _mm256_storeu_si256(at, _mm256_add_epi32(_mm256_loadu_si256(at), corr[r]));
+    }
+  }
+  const float* sc = w.scales + p * kb * kCols;
+  for (int r = 0; r < R; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      g.c[(r0 + r) * w.n + col0 + c] = FinishInt(uint32_t(sums[r][c]), g.a_scale * sc[c], g.bias, col0 + c);
+}
+
+// Integer A on AVX2 (8-bit codes), R rows x P panels over all of K. A comes
+// widened (g.qa16), so a group costs one broadcast load a row; each half
+// panel is a pass of its own, so that 6 rows' accumulators (2 each), the codes
+// and A fit in 16 registers (the block loop's form kept 2 rows, widening A
+// in it: ~8 multiply-adds a cycle, a third of VPMADDWD's rate).
+template <int R, int P>
+[[gnu::target("avx2,fma"), gnu::noinline]] void IntTileWidenedA(const TileArgs& g, int64_t r0,
+                                                                          int64_t p0) {
+  const QuantPanels& w = *g.w;
+  const int64_t groups = w.padded_k() / 4;  // the blocks' groups lie one after another in a panel
+  for (int p = 0; p < P; ++p) {
+    int32_t sums[R][kCols];
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* q = w.codes + (p0 + p) * w.k_blocks * w.block_bytes() + 32 * h;
+      const int16_t* a = g.qa16 + r0 * g.lda;
+      __m256i left[R], right[R];  // columns 8h..8h+3 and 8h+4..8h+7, pairs of k apart
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) left[r] = right[r] = _mm256_setzero_si256();
+      for (int64_t gi = 0; gi < groups; ++gi, q += kGroup, a += 4) {
+        const __m256i v0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+        const __m256i v1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m256i x = _mm256_set1_epi64x(Load64(a + r * g.lda));
+          left[r] = _mm256_add_epi32(left[r], _mm256_madd_epi16(v0, x));
+          right[r] = _mm256_add_epi32(right[r], _mm256_madd_epi16(v1, x));
+          // In this order: GCC 12 otherwise computes every row's products
+          // first and spills the accumulators.
+          asm volatile("" : "+x"(left[r]), "+x"(right[r]));
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[r] + 8 * h), AddPairs(left[r], right[r]));
+    }
+    FinishIntPanel<R>(g, r0, p0 + p, sums);
+  }
+}
+
 template <bool kVnni, int Bits, int R, int P, bool kFloat>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void YmmBody(const TileArgs& g, int64_t r0, int64_t p0) {
+  if constexpr (!kVnni && Bits == 8 && !kFloat) {
+    if (g.qa16) return IntTileWidenedA<R, P>(g, r0, p0);
+  }
   {
     const QuantPanels& w = *g.w;
     const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = bb / kGroup;
@@ -471,46 +554,24 @@ template <bool kVnni, int Bits, int R, int P, bool kFloat>
           }
       }
     }
-    for (int p = 0; p < P; ++p) {
-      const int64_t col0 = (p0 + p) * kCols, cols = std::min(kCols, w.n - col0);
-      float out[R][kCols];
-      if constexpr (kFloat) {
+    if constexpr (kFloat) {
+      for (int p = 0; p < P; ++p) {
+        const int64_t col0 = (p0 + p) * kCols, cols = std::min(kCols, w.n - col0);
+        float out[R][kCols];
         for (int r = 0; r < R; ++r)
           for (int h = 0; h < 2; ++h) _mm256_storeu_ps(out[r] + 8 * h, acc[r][p][h]);
         for (int r = 0; r < R; ++r)
           for (int64_t c = 0; c < cols; ++c)
             g.c[(r0 + r) * w.n + col0 + c] = g.bias ? out[r][c] + g.bias[col0 + c] : out[r][c];
-      } else {
-        // The sums to memory first: a register array indexed in the loop below
-        // would live in memory throughout.
+      }
+    } else {
+      for (int p = 0; p < P; ++p) {
         int32_t sums[R][kCols];
         for (int r = 0; r < R; ++r) {
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[r]), dot[r][p][0]);
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[r] + 8), dot[r][p][1]);
         }
-        for (int h = 0; h < 2; ++h) {
-          __m256i corr[R];
-          for (int r = 0; r < R; ++r) corr[r] = _mm256_setzero_si256();
-          for (int64_t b = 0; b < kb; ++b) {
-            const int64_t at = ((p0 + p) * kb + b) * kCols + 8 * h;
-            const __m256i zu = _mm256_cvtps_epi32(_mm256_loadu_ps(w.zeros + at));
-            const __m256i cs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.code_sums + at));
-            const __m256i t = _mm256_mullo_epi32(
-                _mm256_set1_epi32(g.a_shift),
-                _mm256_sub_epi32(cs, _mm256_mullo_epi32(_mm256_set1_epi32(BlockLen(w, b)), zu)));
-            for (int r = 0; r < R; ++r)
-              corr[r] = _mm256_add_epi32(
-                  corr[r], _mm256_sub_epi32(t, _mm256_mullo_epi32(zu, _mm256_set1_epi32(g.asum[(r0 + r) * kb + b]))));
-          }
-          for (int r = 0; r < R; ++r) {
-            __m256i* at = reinterpret_cast<__m256i*>(sums[r] + 8 * h);
-            _mm256_storeu_si256(at, _mm256_add_epi32(_mm256_loadu_si256(at), corr[r]));
-          }
-        }
-        const float* sc = w.scales + (p0 + p) * kb * kCols;
-        for (int r = 0; r < R; ++r)
-          for (int64_t c = 0; c < cols; ++c)
-            g.c[(r0 + r) * w.n + col0 + c] = FinishInt(uint32_t(sums[r][c]), g.a_scale * sc[c], g.bias, col0 + c);
+        FinishIntPanel<R>(g, r0, p0 + p, sums);
       }
     }
   }
@@ -564,6 +625,7 @@ struct Kernel {
   TileFn (*pick)(int bits, bool f, int r, int p);  // null: the plain loops (also integer A on 4 bits)
   TileFn plain_float, plain_int;
   int rows_float, rows_int, panels;  // the tile of the build
+  bool int_a16 = false;               // integer A's tiles read it widened (TileArgs::qa16)
 };
 
 const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
@@ -573,7 +635,8 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
       {CpuTarget::kAvx512Vnni, {PickTile<Zmm, 4, 8, 2>, PlainBaseline<true>, PlainBaseline<false>, 4, 8, 2}},
       // ymm: 16 registers.
       {CpuTarget::kAvxVnni, {PickTile<Ymm, 2, 4, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 4, 1}},
-      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 2, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 2, 1}},
+      // Integer A: 6 rows x 2 accumulators a half panel (IntDotsWidenedA).
+      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 6, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 6, 1, true}},
 #endif
       {CpuTarget::kBaseline, {nullptr, PlainBaseline<true>, PlainBaseline<false>, 4, 4, 1}},
   };
@@ -1044,7 +1107,13 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
   RunTiles(g, m, true, threads);
 }
 
-int64_t QuantPanelsMatMulIntAWorkspace(int64_t m, const QuantPanels& w) { return IntWorkspace(m, w); }
+// IntWorkspace, then A widened to int16 where the build's tiles read it so.
+int64_t QuantPanelsMatMulIntAWorkspace(int64_t m, const QuantPanels& w) {
+  const int64_t base = IntWorkspace(m, w);
+  if (base < 0 || !ActiveKernel().entries.int_a16) return base;
+  const double bytes = double(base) + 2.0 * double(m) * double(w.padded_k());
+  return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
+}
 
 void QuantPanelsMatMulIntA(const QuantPanelsIntA& x, const QuantPanels& w, const float* bias, float* c,
                            void* workspace, int threads, const float* uniform_zero) {
@@ -1055,6 +1124,9 @@ void QuantPanelsMatMulIntA(const QuantPanelsIntA& x, const QuantPanels& w, const
   int8_t* qa = static_cast<int8_t*>(workspace);
   int32_t* asum = reinterpret_cast<int32_t*>(qa + Align64(m * kp));
   const int shift = x.a_unsigned ? 128 : 0;  // qa = a - shift, so a - za = qa + (shift - za)
+  int16_t* qa16 = ActiveKernel().entries.int_a16 && w.bits == 8
+                      ? reinterpret_cast<int16_t*>(static_cast<char*>(workspace) + IntWorkspace(m, w))
+                      : nullptr;
   ParallelFor(threads, m, WorkPerIndex{double(w.k)}, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       int8_t* row = qa + r * kp;
@@ -1065,6 +1137,8 @@ void QuantPanelsMatMulIntA(const QuantPanelsIntA& x, const QuantPanels& w, const
         std::memcpy(row, static_cast<const int8_t*>(x.a) + r * w.k, size_t(w.k));
       }
       std::memset(row + w.k, 0, size_t(kp - w.k));
+      if (qa16)
+        for (int64_t i = 0; i < kp; ++i) qa16[r * kp + i] = row[i];
       for (int64_t b = 0; b < kb; ++b) {
         int32_t s = 0;
         for (int64_t i = b * w.block; i < (b + 1) * w.block; ++i) s += row[i];
@@ -1077,6 +1151,7 @@ void QuantPanelsMatMulIntA(const QuantPanelsIntA& x, const QuantPanels& w, const
   g.qa = qa;
   g.lda = kp;
   g.asum = asum;
+  g.qa16 = qa16;
   g.a_shift = shift - x.a_zero;
   g.a_scale = x.a_scale;
   g.bias = bias;

@@ -247,21 +247,25 @@ TEST(PanelGemm, IntegerAOnFourBitPanelsIsExactToo) {
 
 // K over 65536: blocks of 4096 sharing each column's scale, the int32 sum
 // wrapping as onnxruntime's does.
+// (2 rows take the decode passes, 19 the tiles.)
 TEST(PanelGemm, IntegerAOverManyBlocksWrapsAsInt32) {
-  const int64_t k = 70000, n = 17, m = 2;
+  const int64_t k = 70000, n = 17;
   QuantPanelsBuffer buf = MakePanels(8, k, n, 4096, true, 7);
   for (size_t i = 0; i < buf.zeros.size(); ++i) buf.zeros[i] = 0;  // large sums
-  std::vector<uint8_t> a(size_t(m * k), 255);
-  QuantPanelsIntA x;
-  x.a = a.data();
-  x.m = m;
-  for (CpuTarget t : HostTargets()) {
-    ScopedCpuFeaturesForTesting scope(t);
-    std::vector<float> got(size_t(m * n), NAN), want(size_t(m * n));
-    std::vector<uint8_t> ws(size_t(QuantPanelsMatMulIntAWorkspace(m, buf.view)));
-    QuantPanelsMatMulIntA(x, buf.view, nullptr, got.data(), ws.data(), 1);
-    QuantPanelsMatMulIntAReference(x, buf.view, nullptr, want.data());
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " at " << i;
+  for (int64_t m : {2, 19}) {
+    std::vector<uint8_t> a(size_t(m * k), 255);
+    QuantPanelsIntA x;
+    x.a = a.data();
+    x.m = m;
+    for (CpuTarget t : HostTargets()) {
+      ScopedCpuFeaturesForTesting scope(t);
+      std::vector<float> got(size_t(m * n), NAN), want(size_t(m * n));
+      std::vector<uint8_t> ws(size_t(QuantPanelsMatMulIntAWorkspace(m, buf.view)));
+      QuantPanelsMatMulIntA(x, buf.view, nullptr, got.data(), ws.data(), 1);
+      QuantPanelsMatMulIntAReference(x, buf.view, nullptr, want.data());
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " m=" << m << " at " << i;
+    }
   }
 }
 
