@@ -989,6 +989,128 @@ void FmaPath(const float* a, int64_t m, const QuantPanels& w, const float* bias,
   });
 }
 #undef ONNX_MINI_PG_FMA
+
+// ---- The float tile on AVX2 (16 registers): a panel's KC x 16 chunk
+// dequantized into an L1 buffer (the same values as above), then tiles of up
+// to 6 rows x the panel's 2 vectors (12 FMA chains: two pipes of latency 4
+// need 8), one broadcast of A a row and two FMAs a row per k, as the packed
+// GEMM's AVX2 tile (kernels/gemm/gemm.cc). K chunks are the outer loop of a
+// range of panels, so A's m x KC block stays in L2 while each panel's chunk
+// passes under it; C accumulates over the chunks in K order ----
+
+#define ONNX_MINI_PG_FMA2 gnu::target("avx2,fma")
+
+constexpr int64_t kFmaKcAvx2 = 256;  // a panel's chunk: 256 x 16 floats = 16 KiB; A's 128 rows: 128 KiB
+constexpr int kFmaRowsAvx2 = 6;
+constexpr int64_t kFmaRangeAvx2 = 4;  // panels a thread claims at a time
+
+// Panel p at k [k0, k1) (k0 and k1 multiples of 8, within padded_k) into
+// buf (rows of 16 floats, from k0).
+[[ONNX_MINI_PG_FMA2]] void FmaDequantizeAvx2(const QuantPanels& w, int64_t p, int64_t k0, int64_t k1, float* buf) {
+  const int64_t kb = w.k_blocks, bb = w.block_bytes();
+  const int per = w.bits == 8 ? 4 : 8;
+  const __m256i low = _mm256_set1_epi32(w.bits == 8 ? 255 : 15);
+  for (int64_t kk = k0; kk < k1; kk += per) {
+    const int64_t b = kk / w.block, gi = (kk - b * w.block) / per, at = (p * kb + b) * kCols;
+    const uint8_t* q = w.codes + (p * kb + b) * bb + gi * kGroup;
+    const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+    const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32));
+    const __m256 sc0 = _mm256_loadu_ps(w.scales + at), sc1 = _mm256_loadu_ps(w.scales + at + 8);
+    const __m256 zs0 = _mm256_mul_ps(sc0, _mm256_loadu_ps(w.zeros + at));
+    const __m256 zs1 = _mm256_mul_ps(sc1, _mm256_loadu_ps(w.zeros + at + 8));
+    float* o = buf + (kk - k0) * kCols;
+    for (int t = 0; t < per; ++t) {
+      const int sh = w.bits == 8 ? 8 * t : t < 4 ? 8 * t : 8 * (t - 4) + 4;
+      const __m256 f0 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v0, sh), low));
+      const __m256 f1 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(v1, sh), low));
+      _mm256_store_ps(o + t * kCols, _mm256_fmsub_ps(f0, sc0, zs0));
+      _mm256_store_ps(o + t * kCols + 8, _mm256_fmsub_ps(f1, sc1, zs1));
+    }
+  }
+}
+
+// C's tile (R rows from c, row stride n; `cols` of the 16 are C's) = [bias
+// or zero if `first`, else C] + R rows of A (from a, row stride lda) x
+// `depth` rows of buf.
+template <int R>
+[[ONNX_MINI_PG_FMA2, gnu::always_inline]] inline void FmaTileAvx2(const float* a, int64_t lda, const float* buf,
+                                                                   int64_t depth, float* c, int64_t n, int64_t cols,
+                                                                   const float* bias, bool first) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mask[2] = {_mm256_cmpgt_epi32(_mm256_set1_epi32(int(cols)), lane),
+                           _mm256_cmpgt_epi32(_mm256_set1_epi32(int(cols - 8)), lane)};
+  const bool whole = cols >= kCols;
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 2; ++v) {
+      const float* from = !first ? c + r * n + 8 * v : bias ? bias + 8 * v : nullptr;
+      acc[r][v] = from == nullptr ? _mm256_setzero_ps()
+                  : whole         ? _mm256_loadu_ps(from)
+                                  : _mm256_maskload_ps(from, mask[v]);
+    }
+  for (int64_t kk = 0; kk < depth; ++kk) {
+    const __m256 b0 = _mm256_load_ps(buf + kk * kCols), b1 = _mm256_load_ps(buf + kk * kCols + 8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(a + r * lda + kk);
+      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < 2; ++v) {
+      if (whole) _mm256_storeu_ps(c + r * n + 8 * v, acc[r][v]);
+      else _mm256_maskstore_ps(c + r * n + 8 * v, mask[v], acc[r][v]);
+    }
+}
+
+// Panels [p0, p1) of C, all rows: K chunk by chunk, each panel's chunk
+// dequantized once and multiplied by every tile of rows. Rows go six at a
+// time, but a last tile of one or two rows (too few FMA chains) joins the
+// one before and the two split evenly (128 rows: 20 x 6 + 4 + 4).
+[[ONNX_MINI_PG_FMA2]] void FmaPanelsAvx2(const FmaArgs& g, int64_t p0, int64_t p1) {
+  const QuantPanels& w = *g.w;
+  alignas(64) float buf[kFmaKcAvx2 * kCols];
+  const int64_t rem = g.m % kFmaRowsAvx2;
+  const bool split = g.m > kFmaRowsAvx2 && rem > 0 && rem <= 2;
+  const int64_t even = g.m - (split ? kFmaRowsAvx2 + rem : rem);  // rows in whole tiles of 6
+  for (int64_t kc0 = 0; kc0 < w.k; kc0 += kFmaKcAvx2) {
+    const int64_t kcl = std::min(kFmaKcAvx2, w.k - kc0);
+    const bool first = kc0 == 0;
+    for (int64_t p = p0; p < p1; ++p) {
+      FmaDequantizeAvx2(w, p, kc0, kc0 + (kcl + 7) / 8 * 8, buf);
+      const int64_t col = p * kCols, cols = std::min(kCols, w.n - col);
+      const float* bias = g.bias ? g.bias + col : nullptr;
+      const float* a = g.a + kc0;
+      float* c = g.c + col;
+      for (int64_t r0 = 0; r0 < even; r0 += kFmaRowsAvx2)
+        FmaTileAvx2<6>(a + r0 * w.k, w.k, buf, kcl, c + r0 * w.n, w.n, cols, bias, first);
+      const int64_t tail = g.m - even, half = split ? (tail + 1) / 2 : tail;
+      for (int64_t r0 = even; r0 < g.m; r0 += half) {
+        const int64_t rows = std::min(half, g.m - r0);
+        const float* ta = a + r0 * w.k;
+        float* tc = c + r0 * w.n;
+        switch (rows) {
+          case 1: FmaTileAvx2<1>(ta, w.k, buf, kcl, tc, w.n, cols, bias, first); break;
+          case 2: FmaTileAvx2<2>(ta, w.k, buf, kcl, tc, w.n, cols, bias, first); break;
+          case 3: FmaTileAvx2<3>(ta, w.k, buf, kcl, tc, w.n, cols, bias, first); break;
+          case 4: FmaTileAvx2<4>(ta, w.k, buf, kcl, tc, w.n, cols, bias, first); break;
+          case 5: FmaTileAvx2<5>(ta, w.k, buf, kcl, tc, w.n, cols, bias, first); break;
+          default: FmaTileAvx2<6>(ta, w.k, buf, kcl, tc, w.n, cols, bias, first); break;
+        }
+      }
+    }
+  }
+}
+
+void FmaPathAvx2(const float* a, int64_t m, const QuantPanels& w, const float* bias, float* c, int threads) {
+  const FmaArgs g{&w, a, m, bias, c};
+  const int64_t items = (w.panels + kFmaRangeAvx2 - 1) / kFmaRangeAvx2;
+  const double per = double(m) * double(w.k) * double(kFmaRangeAvx2 * kCols);
+  ParallelFor(threads, items, WorkPerIndex{per}, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) FmaPanelsAvx2(g, i * kFmaRangeAvx2, std::min(w.panels, (i + 1) * kFmaRangeAvx2));
+  });
+}
+#undef ONNX_MINI_PG_FMA2
 #endif  // __x86_64__
 
 // Whether every real column's every block has the same integral zero point
@@ -1025,15 +1147,25 @@ int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int
   return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
 }
 
-// The float tile's build (AVX-512 and the targets above it).
-CpuTarget QuantPanelsFloatTileTarget() {
-  static const CpuDispatchTable<bool> table{
+namespace {
+
+using FmaPathFn = void (*)(const float*, int64_t, const QuantPanels&, const float*, float*, int);
+// The float tile's builds: AVX-512 (and the targets above it), AVX2.
+const CpuDispatchTable<FmaPathFn>::Build& ActiveFmaPath() {
+  static const CpuDispatchTable<FmaPathFn> table{
 #if defined(__x86_64__)
-      {CpuTarget::kAvx512, true},
+      {CpuTarget::kAvx512, FmaPath},
+      {CpuTarget::kAvx2, FmaPathAvx2},
 #endif
-      {CpuTarget::kBaseline, false},
+      {CpuTarget::kBaseline, nullptr},
   };
-  const auto& build = table.ActiveBuild();
+  return table.ActiveBuild();
+}
+
+}  // namespace
+
+CpuTarget QuantPanelsFloatTileTarget() {
+  const auto& build = ActiveFmaPath();
   return build.entries ? build.target : CpuTarget::kBaseline;
 }
 
@@ -1046,11 +1178,9 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
                            void* workspace, int threads, QuantPanelsFloatPath path) {
   if (m <= 0 || w.n <= 0) return;
   if (!int8) {
-#if defined(__x86_64__)
     if (path == QuantPanelsFloatPath::kAuto || path == QuantPanelsFloatPath::kTile) {
-      if (QuantPanelsFloatTileTarget() != CpuTarget::kBaseline) return FmaPath(a, m, w, bias, c, threads);
+      if (const FmaPathFn tile = ActiveFmaPath().entries) return tile(a, m, w, bias, c, threads);
     }
-#endif
     const DigitsKernel& dk = ActiveDigits().entries;
     const bool digits = dk.pick && path == QuantPanelsFloatPath::kDigits;
     if (!digits) return FloatPath(a, m, w, bias, c, static_cast<float*>(workspace), threads);

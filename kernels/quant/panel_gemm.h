@@ -18,8 +18,8 @@
 // codes by VPMADDUBSW summed in int16 per 32 k; 8-bit codes and A widened to
 // int16, VPMADDWD: both exact) and plain loops (kernels/cpu_dispatch.h).
 //
-// The float path (accuracy_level 0-3): its own AVX-512 FMA tile over panels
-// dequantized a chunk of K at a time, else 256 columns of panels dequantized
+// The float path (accuracy_level 0-3): its own FMA tile (AVX-512, AVX2) over
+// panels dequantized a chunk of K at a time, else 256 columns of panels dequantized
 // at a time for the GEMM (oneDNN), as NBitsMatMul's many-rows path does
 // (QuantPanelsFloatPath below).
 #pragma once
@@ -32,9 +32,10 @@
 namespace onnx_mini {
 
 // The float path's forms: kGemm dequantizes 256 columns for the GEMM; kTile
-// (AVX-512: QuantPanelsFloatTileTarget() not kBaseline) dequantizes 128 k of
-// 64 columns at a time into an L1 buffer for its own register tile of 6 rows
-// x 64 columns (FMA); kDigits (AVX-512 VNNI: QuantPanelsDigitsTarget()) takes
+// (QuantPanelsFloatTileTarget() not kBaseline) dequantizes a chunk of K into
+// an L1 buffer for its own register tile (FMA): on AVX-512 128 k of 64 columns,
+// tiles of 6 rows x 64 columns; on AVX2 256 k of 16 columns, 6 rows x 16
+// columns, as the packed float GEMM's AVX2 tile (kernels/gemm/gemm.h); kDigits (AVX-512 VNNI: QuantPanelsDigitsTarget()) takes
 // A as 24-bit integers in base-256 digits (kernels/quant/panel_digits.h:
 // float32-level) through integer tiles, three VPDPBUSD a code group. kAuto:
 // kTile where the host has it, else kGemm (bench-qgemm: kTile ~1.25x kGemm
@@ -54,8 +55,8 @@ int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int
 // float path. Rows split over threads (panels too when the rows are few).
 void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool int8, const float* bias, float* c,
                            void* workspace, int threads, QuantPanelsFloatPath path = QuantPanelsFloatPath::kAuto);
-// The targets the digits tiles and the float tile run on under the active
-// features (kBaseline: none).
+// The targets the digits tiles and the float tile (kAvx512 or kAvx2) run on
+// under the active features (kBaseline: none).
 CpuTarget QuantPanelsDigitsTarget();
 CpuTarget QuantPanelsFloatTileTarget();
 
