@@ -1029,6 +1029,20 @@ constexpr int64_t kFmaRangeAvx2 = 4;  // panels a thread claims at a time
   }
 }
 
+// Brings panel p's codes, scales and zeros of k [k0, k1) toward L2: the
+// weights come from memory (a decoder's are far larger than L3), and the
+// tiles of one chunk leave time for the next chunk's lines to arrive.
+[[ONNX_MINI_PG_FMA2]] void FmaPrefetchAvx2(const QuantPanels& w, int64_t p, int64_t k0, int64_t k1) {
+  const int64_t b0 = k0 / w.block, b1 = (k1 + w.block - 1) / w.block, at = p * w.k_blocks;
+  const char* codes = reinterpret_cast<const char*>(w.codes);
+  for (int64_t i = (at + b0) * w.block_bytes(); i < (at + b1) * w.block_bytes(); i += 64)
+    _mm_prefetch(codes + i, _MM_HINT_T1);
+  for (int64_t b = b0; b < b1; ++b) {
+    _mm_prefetch(reinterpret_cast<const char*>(w.scales + (at + b) * kCols), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(w.zeros + (at + b) * kCols), _MM_HINT_T1);
+  }
+}
+
 // C's tile (R rows from c, row stride n; `cols` of the 16 are C's) = [bias
 // or zero if `first`, else C] + R rows of A (from a, row stride lda) x
 // `depth` rows of buf.
@@ -1078,6 +1092,10 @@ template <int R>
     const bool first = kc0 == 0;
     for (int64_t p = p0; p < p1; ++p) {
       FmaDequantizeAvx2(w, p, kc0, kc0 + (kcl + 7) / 8 * 8, buf);
+      // The chunk dequantized next: the next panel's, else the first panel's next, else the next group's first.
+      if (p + 1 < p1) FmaPrefetchAvx2(w, p + 1, kc0, kc0 + kcl);
+      else if (kc0 + kcl < w.k) FmaPrefetchAvx2(w, p0, kc0 + kcl, std::min(w.k, kc0 + kcl + kFmaKcAvx2));
+      else if (p1 < w.panels) FmaPrefetchAvx2(w, p1, 0, std::min(w.k, kFmaKcAvx2));
       const int64_t col = p * kCols, cols = std::min(kCols, w.n - col);
       const float* bias = g.bias ? g.bias + col : nullptr;
       const float* a = g.a + kc0;
