@@ -2,7 +2,7 @@
 // the bench-decoder model's shapes (K 1024 N 2816, K 2816 N 1024, K 1024 N 32000).
 //   prefill: 128 rows (--rows), 4- and 8-bit block-32 panels, the int8 path
 //     on each VNNI build the host has (and AVX2's) and the float path's forms (dequantize
-//     + GEMM, the AVX-512 float tile, A's digits through VNNI),
+//     + GEMM, the float tile of AVX-512 or AVX2, A's digits through VNNI),
 //     beside MatMulNBits' many-rows path of today (NBitsMatMul), in GOP/s
 //     (2 m k n) and against the VNNI peak measured here (independent
 //     VPDPBUSD zmm chains, one core, times the threads).

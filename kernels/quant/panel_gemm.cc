@@ -994,9 +994,10 @@ void FmaPath(const float* a, int64_t m, const QuantPanels& w, const float* bias,
 // dequantized into an L1 buffer (the same values as above), then tiles of up
 // to 6 rows x the panel's 2 vectors (12 FMA chains: two pipes of latency 4
 // need 8), one broadcast of A a row and two FMAs a row per k, as the packed
-// GEMM's AVX2 tile (kernels/gemm/gemm.cc). K chunks are the outer loop of a
-// range of panels, so A's m x KC block stays in L2 while each panel's chunk
-// passes under it; C accumulates over the chunks in K order ----
+// GEMM's AVX2 tile (kernels/gemm/gemm.cc). Panels go 4 at a time (C's m x
+// 64 floats stay in L2 over the chunks), in them K chunk by chunk (A's m x KC
+// block stays in L2 while each panel's chunk passes under it); C accumulates
+// over the chunks in K order ----
 
 #define ONNX_MINI_PG_FMA2 gnu::target("avx2,fma")
 

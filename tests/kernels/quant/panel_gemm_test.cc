@@ -1,5 +1,5 @@
 // kernels/quant/panel_gemm.cc: the many-rows products over QuantPanels
-// (int8 through VNNI or the plain loops, the float path through the GEMM, the
+// (int8 through VNNI or the plain loops, the float path's forms (GEMM, tiles), the
 // integer-A q8 form) against their references, on every CPU target the host
 // has, 4- and 8-bit panels made with SetCode, odd K and N, blocks 16..256,
 // zero points, 5..200 rows, bias, threads.
@@ -173,9 +173,9 @@ TEST(PanelGemm, FloatTileMatchesTheReferenceOverRowsAndChunks) {
           std::vector<float> want(size_t(m * s.n));
           QuantPanelsMatMulReference(a.data(), m, buf.view, b, want.data());
           std::vector<float> got(size_t(m * s.n), NAN);
-          std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, false, QuantPanelsFloatPath::kTile)));
-          QuantPanelsMatMulMany(a.data(), m, buf.view, false, b, got.data(), ws.data(), 1 + int(m % 3 == 0),
-                                QuantPanelsFloatPath::kTile);
+          const QuantPanelsFloatPath tile = QuantPanelsFloatPath::kTile;
+          std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, false, tile)));
+          QuantPanelsMatMulMany(a.data(), m, buf.view, false, b, got.data(), ws.data(), 1 + int(m % 3 == 0), tile);
           for (size_t i = 0; i < want.size(); ++i)
             ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
                 << CpuTargetName(t) << " bits=" << bits << " k=" << s.k << " n=" << s.n << " block=" << s.block
