@@ -156,11 +156,13 @@ TEST(PanelGemm, FloatPathMatchesTheReference) {
 
 // The float tile (AVX-512, AVX2) over every remainder of its row tiles
 // (rows 5..130: whole tiles of 6, a last of 1-5, one or two rows folded into
-// the tile before), K across its chunks of K (odd, past 256 and 512), odd N
-// (a partial last panel), blocks 16..128 with fractional zero points, bias
-// or none, 1 and 2 threads; against the double reference on every target.
+// the tile before), K from 5 across its chunks (odd, past 256 and 512), odd
+// N (a partial last panel, one column), blocks 8..128 with fractional zero
+// points, bias or none, 1 and 2 threads; against the double reference on
+// every target.
 TEST(PanelGemm, FloatTileMatchesTheReferenceOverRowsAndChunks) {
-  const Shape shapes[] = {{23, 9, 16}, {257, 33, 32}, {300, 47, 64}, {777, 21, 128}, {520, 16, 16}};
+  const Shape shapes[] = {{5, 1, 16},    {64, 17, 8},    {23, 9, 16},   {257, 33, 32},
+                          {300, 47, 64}, {777, 21, 128}, {520, 16, 16}};
   for (CpuTarget t : HostTargets()) {
     ScopedCpuFeaturesForTesting scope(t);
     uint32_t seed = 900;
