@@ -288,6 +288,95 @@ TEST(AttentionKernels, DecodeSweepNanScores) {
   }
 }
 
+// The decode sweep (float, no mask, every row seeing the same keys; on
+// AVX-512 and AVX2) against the reference on every target: 1-5 rows per kv
+// head (padded to 4 or two row tiles), D 64 and 128 (Dv 72 too: a tail pass
+// on AVX2, the block path on AVX-512), 101 keys (a short last chunk) and 48,
+// with the past copied to a separate present (its rows aligned: streaming
+// stores; unaligned: copied first), shared with it, or not written. Keys
+// 0-31 and 48-63 of kv head 0 score -inf for all its rows (chunks of 16 with
+// nothing to add, before m is finite and after); a NaN in kv head 1's key 40
+// makes that head's rows NaN.
+TEST(AttentionKernels, DecodeSweepMatchesReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  enum class Present { kNone, kShared, kAligned, kUnaligned };
+  const auto aligned = [](std::vector<float>& buffer, size_t n, bool align) {
+    buffer.assign(n + 32, 0.0f);
+    float* at = buffer.data();
+    while (reinterpret_cast<uintptr_t>(at) % 64 != 0) ++at;
+    return align ? at : at + 1;  // 4 bytes past a 64-byte boundary
+  };
+  uint32_t seed = 500;
+  for (CpuTarget t : kCpuTargets) {
+    if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(t);
+    for (int64_t group = 1; group <= 5; ++group)
+      for (const auto& [D, Dv] : {std::pair<int64_t, int64_t>{64, 64}, {128, 128}, {64, 72}})
+        for (int64_t P : {100, 47})
+          for (Present present : {Present::kNone, Present::kShared, Present::kAligned, Present::kUnaligned}) {
+            SCOPED_TRACE(std::string(CpuTargetName(t)) + " group " + std::to_string(group) + " D " +
+                         std::to_string(D) + " Dv " + std::to_string(Dv) + " past " + std::to_string(P) +
+                         " present " + std::to_string(int(present)));
+            std::mt19937 rng(seed++);
+            const int64_t Hkv = 2, Hq = group * Hkv, T = P + 1, C = P + 8;  // C: the past's capacity
+            AttentionProblem p;
+            p.batch = 1, p.q_heads = Hq, p.kv_heads = Hkv, p.q_len = 1, p.kv_len = 1;
+            p.cache.past_len = P, p.cache.capacity = C, p.total_len = T, p.head_size = D, p.v_head_size = Dv;
+            p.q = HeadView::Of4D(Hq, 1, D), p.k = HeadView::Of4D(Hkv, 1, D), p.v = HeadView::Of4D(Hkv, 1, Dv);
+            p.y = HeadView::Of4D(Hq, 1, Dv);
+            Tensor q = Random(DType::kFloat, {Hq * D}, rng), k = Random(DType::kFloat, {Hkv * D}, rng);
+            Tensor v = Random(DType::kFloat, {Hkv * Dv}, rng);
+            Tensor pk = Random(DType::kFloat, {Hkv * C * D}, rng), pv = Random(DType::kFloat, {Hkv * C * Dv}, rng);
+            float* qf = q.data<float>();
+            float* pkf = pk.data<float>();
+            for (int64_t i = 0; i < group * D; ++i) qf[i] = std::fabs(qf[i]) + 0.1f;  // kv head 0's rows
+            for (int64_t j = 0; j < std::min<int64_t>(P, 64); ++j)
+              for (int64_t d = 0; d < D && (j < 32 || j >= 48); ++d) pkf[j * D + d] = -3e38f;  // their scores -inf
+            pkf[(C + 40) * D + 5] = nan;
+            p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw();
+            p.cache.past_key = pk.raw(), p.cache.past_value = pv.raw();
+            p.scale = 1.0f / std::sqrt(float(D));
+            Tensor y_ref = Tensor::Zeros(DType::kFloat, {Hq * Dv}), y_fast = *y_ref.Clone();
+            p.y_data = y_ref.raw();
+            AttentionReference(p);
+            ASSERT_TRUE(UsesFastPath(p));
+            // What a separate present holds (WritePresent's), and the buffers the fast kernel writes.
+            std::vector<float> want_k, want_v, got_k, got_v;
+            float* want_pk = nullptr;
+            float* want_pv = nullptr;
+            if (present == Present::kAligned || present == Present::kUnaligned) {
+              const bool align = present == Present::kAligned;
+              p.cache.present_capacity = T;
+              want_pk = aligned(want_k, size_t(Hkv * T * D), align);
+              want_pv = aligned(want_v, size_t(Hkv * T * Dv), align);
+              p.cache.present_key = want_pk, p.cache.present_value = want_pv;
+              WritePresent(p, 1);
+              p.cache.present_key = aligned(got_k, size_t(Hkv * T * D), align);
+              p.cache.present_value = aligned(got_v, size_t(Hkv * T * Dv), align);
+            } else if (present == Present::kShared) {
+              p.cache.present_capacity = C;
+              p.cache.present_key = pk.raw(), p.cache.present_value = pv.raw();
+            }
+            p.y_data = y_fast.raw();
+            for (int threads : {1, 2, 4}) {  // 4: the keys split
+              AttentionFast(p, threads);
+              if (present == Present::kAligned || present == Present::kUnaligned) {
+                ASSERT_EQ(std::memcmp(want_pk, p.cache.present_key, size_t(Hkv * T * D) * 4), 0) << threads << " threads";
+                ASSERT_EQ(std::memcmp(want_pv, p.cache.present_value, size_t(Hkv * T * Dv) * 4), 0) << threads << " threads";
+              }
+              for (int64_t i = 0; i < Hq * Dv; ++i) {
+                const double want = GetDouble(y_ref, i), got = GetDouble(y_fast, i);
+                ASSERT_EQ(std::isnan(want), i >= group * Dv) << i;  // kv head 1's rows: NaN
+                ASSERT_EQ(std::isnan(got), std::isnan(want)) << i << ", " << threads << " threads";
+                if (!std::isnan(want)) {
+                  ASSERT_NEAR(got, want, 2e-5 * (1 + std::fabs(want))) << i << ", " << threads << " threads";
+                }
+              }
+            }
+          }
+  }
+}
+
 // ---- Through the op ----
 
 // Attention through a session, with named inputs and outputs for readability
