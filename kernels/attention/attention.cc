@@ -894,8 +894,9 @@ template <int kVecs>
                             wbuf[std::min<int64_t>(r0 + 3, 15)]};
       const bool first = r0 == 0;
       for (int64_t d0 = 0; d0 < Dv; d0 += 64) {
+        float* copy_v = first && a.copy_v ? a.copy_v + (j0 - a.lo) * Dv : nullptr;  // (no arithmetic on null)
         const SweepValues sv{outs, w4, vr, n, d0, first && d0 == 0 ? a.v.cached : nullptr, cached_end, a.next_v,
-                             a.next_n, j0 + kSweepAhead, Dv, first ? a.copy_v + (j0 - a.lo) * Dv : nullptr, copies};
+                             a.next_n, j0 + kSweepAhead, Dv, copy_v, copies};
         switch (std::min<int64_t>(4, (Dv - d0) / 16)) {
           case 1: SweepValuePass<1>(sv); break;
           case 2: SweepValuePass<2>(sv); break;
