@@ -635,7 +635,7 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
       {CpuTarget::kAvx512Vnni, {PickTile<Zmm, 4, 8, 2>, PlainBaseline<true>, PlainBaseline<false>, 4, 8, 2}},
       // ymm: 16 registers.
       {CpuTarget::kAvxVnni, {PickTile<Ymm, 2, 4, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 4, 1}},
-      // Integer A: 6 rows x 2 accumulators a half panel (IntDotsWidenedA).
+      // Integer A: 6 rows x 2 accumulators a half panel (IntTileWidenedA).
       {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 6, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 6, 1, true}},
 #endif
       {CpuTarget::kBaseline, {nullptr, PlainBaseline<true>, PlainBaseline<false>, 4, 4, 1}},

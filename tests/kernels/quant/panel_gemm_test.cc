@@ -155,7 +155,7 @@ TEST(PanelGemm, FloatPathMatchesTheReference) {
 }
 
 // The float tile (AVX-512, AVX2) over every remainder of its row tiles
-// (rows 5..130: whole tiles of 6, a last of 1-5, one or two rows folded into
+// (rows 1..130: whole tiles of 6, a last of 1-5, one or two rows folded into
 // the tile before), K from 5 across its chunks (odd, past 256 and 512), odd
 // N (a partial last panel, one column), blocks 8..128 with fractional zero
 // points, bias or none, 1 and 2 threads; against the double reference on
@@ -169,7 +169,7 @@ TEST(PanelGemm, FloatTileMatchesTheReferenceOverRowsAndChunks) {
     for (int bits : {4, 8})
       for (const Shape& s : shapes) {
         const QuantPanelsBuffer buf = MakePanels(bits, s.k, s.n, s.block, false, ++seed);
-        for (int64_t m : {5, 6, 7, 8, 11, 12, 14, 31, 64, 127, 128, 130}) {
+        for (int64_t m : {1, 2, 5, 6, 7, 8, 11, 12, 14, 31, 64, 127, 128, 130}) {
           const std::vector<float> a = RandomFloats(m * s.k, seed + uint32_t(m)), bias = RandomFloats(s.n, seed + 3);
           const float* b = m % 2 ? bias.data() : nullptr;
           std::vector<float> want(size_t(m * s.n));
@@ -255,6 +255,37 @@ TEST(PanelGemm, IntegerAEqualsItsReferenceExactly) {
             ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " k=" << s.k << " n=" << s.n << " m=" << m
                                        << " unsigned=" << a_unsigned << " at " << i;
         }
+      }
+    }
+  }
+}
+
+// Integer A over several blocks whose zero points differ (K past 65536 makes
+// such panels; the cases above have one block): each block's corrections
+// (its zero point times A's block sum, its short last length) and every
+// tile height (17..22 rows: a last tile of 5, 6, 1, 2, 3, 4 rows), exact.
+TEST(PanelGemm, IntegerAOverBlocksWithTheirOwnZeroPointsIsExact) {
+  const std::vector<Shape> shapes = {{300, 37, 64}, {61, 19, 8}};
+  for (CpuTarget t : HostTargets()) {
+    ScopedCpuFeaturesForTesting scope(t);
+    uint32_t seed = 400;
+    for (const Shape& s : shapes) {
+      const QuantPanelsBuffer buf = MakePanels(8, s.k, s.n, s.block, true, ++seed);
+      std::mt19937 rng(seed);
+      for (int64_t m = 17; m <= 22; ++m) {
+        std::vector<uint8_t> a(size_t(m * s.k));
+        for (uint8_t& v : a) v = uint8_t(rng());
+        QuantPanelsIntA x;
+        x.a = a.data();
+        x.a_zero = int32_t(rng() % 256);
+        x.a_scale = 0.0123f;
+        x.m = m;
+        std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
+        std::vector<uint8_t> ws(size_t(QuantPanelsMatMulIntAWorkspace(m, buf.view)));
+        QuantPanelsMatMulIntA(x, buf.view, nullptr, got.data(), ws.data(), 1 + int(m % 2));
+        QuantPanelsMatMulIntAReference(x, buf.view, nullptr, want.data());
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << CpuTargetName(t) << " k=" << s.k << " n=" << s.n << " m=" << m << " at " << i;
       }
     }
   }
