@@ -156,7 +156,7 @@ TEST(PanelGemm, FloatPathMatchesTheReference) {
 
 // The float tile (AVX-512, AVX2) over every remainder of its row tiles
 // (rows 1..130: whole tiles of 6, a last of 1-5, one or two rows folded into
-// the tile before), K from 5 across its chunks (odd, past 256 and 512), odd
+// the tile before; 193 and 400: AVX2's blocks of 192 rows), K from 5 across its chunks (odd, past 256 and 512), odd
 // N (a partial last panel, one column), blocks 8..128 with fractional zero
 // points, bias or none, 1 and 2 threads; against the double reference on
 // every target.
@@ -169,7 +169,7 @@ TEST(PanelGemm, FloatTileMatchesTheReferenceOverRowsAndChunks) {
     for (int bits : {4, 8})
       for (const Shape& s : shapes) {
         const QuantPanelsBuffer buf = MakePanels(bits, s.k, s.n, s.block, false, ++seed);
-        for (int64_t m : {1, 2, 5, 6, 7, 8, 11, 12, 14, 31, 64, 127, 128, 130}) {
+        for (int64_t m : {1, 2, 5, 6, 7, 8, 11, 12, 14, 31, 64, 127, 128, 130, 193, 400}) {
           const std::vector<float> a = RandomFloats(m * s.k, seed + uint32_t(m)), bias = RandomFloats(s.n, seed + 3);
           const float* b = m % 2 ? bias.data() : nullptr;
           std::vector<float> want(size_t(m * s.n));
