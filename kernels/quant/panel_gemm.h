@@ -36,15 +36,15 @@ namespace onnx_mini {
 // an L1 buffer for its own register tile (FMA): on AVX-512 128 k of 64
 // columns, tiles of 6 rows x 64 columns; on AVX2 256 k of 16 columns, tiles
 // of 6 rows x 16 columns, as the packed float GEMM's AVX2 tile
-// (kernels/gemm/gemm.h); kDigits (AVX-512 VNNI: QuantPanelsDigitsTarget())
+// (kernels/gemm/gemm.cc); kDigits (AVX-512 VNNI: QuantPanelsDigitsTarget())
 // takes A as 24-bit integers in base-256 digits (kernels/quant/panel_digits.h:
 // float32-level) through integer tiles, three VPDPBUSD a code group. kAuto:
 // kTile where the host has it, else kGemm (bench-qgemm: kTile ~1.25x kGemm
 // at 1 thread on AVX-512; on an AVX2-only Zen 3 86-88 GOP/s against 70-72,
-// ~85% of the FMA peak, on a quiet core; kDigits level with kTile at best, bounded by a third of the
-// VNNI peak, and its A rounding puts the accuracy family's acc-0 decoder
-// case past its tolerance, so kAuto never takes it). A form the host lacks
-// runs as kGemm.
+// ~85% of the FMA peak, on a quiet core; kDigits level with kTile at best,
+// bounded by a third of the VNNI peak, and its A rounding puts the accuracy
+// family's acc-0 decoder case past its tolerance, so kAuto never takes it).
+// A form the host lacks runs as kGemm.
 enum class QuantPanelsFloatPath { kAuto, kGemm, kTile, kDigits };
 // Bytes of workspace QuantPanelsMatMulMany needs for m rows and that path
 // under the active CPU features (-1 when the count overflows).

@@ -2,7 +2,8 @@
 // (int8 through VNNI or the plain loops, the float path's forms (GEMM, tiles), the
 // integer-A q8 form) against their references, on every CPU target the host
 // has, 4- and 8-bit panels made with SetCode, odd K and N, blocks 16..256,
-// zero points, 5..200 rows, bias, threads.
+// zero points, 1..400 rows (every tile height, AVX2's row blocks), bias,
+// threads.
 #include "kernels/quant/panel_gemm.h"
 
 #include <gtest/gtest.h>
