@@ -14,14 +14,7 @@
 
 #include <unistd.h>
 
-// AddressSanitizer (GCC says so with a macro, clang with a feature).
-#if defined(__SANITIZE_ADDRESS__)
-#define ONNX_MINI_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ONNX_MINI_ASAN 1
-#endif
-#endif
+#include "runtime/sanitizers.h"
 #ifdef ONNX_MINI_ASAN
 #include <sanitizer/asan_interface.h>
 #endif

@@ -585,7 +585,8 @@ int Main(int argc, char** argv) {
     totals[r.status]++;
   }
   std::cout << absl::StrFormat("\n%-32s %6s %6s %6s %6s\n", "op", "PASS", "FAIL", "UNSUP", "ERROR");
-  for (const auto& [op, counts] : per_op) {
+  for (const auto& [op, op_counts] : per_op) {
+    const std::map<std::string, int>& counts = op_counts;  // (clang 14 cannot capture a structured binding)
     auto get = [&](const char* s) { auto it = counts.find(s); return it == counts.end() ? 0 : it->second; };
     std::cout << absl::StrFormat("%-32s %6d %6d %6d %6d\n", op, get("PASS"), get("FAIL"),
                                  get("UNSUPPORTED"), get("ERROR"));

@@ -306,9 +306,9 @@ absl::Status GroupQueryAttentionOp::Compute(KernelContext& ctx) const {
   if (g.packed) {
     const HeadView packed{S * qkv_heads * D, D, qkv_heads * D};
     p.q = p.k = p.v = packed;
-    p.q_data = base;
-    p.k_data = base + size_t(Hq * D) * esz;
-    p.v_data = base + size_t((Hq + Hkv) * D) * esz;
+    p.q_data = base;  // (null when the tensor is empty: no offset from it)
+    p.k_data = base ? base + size_t(Hq * D) * esz : nullptr;
+    p.v_data = base ? base + size_t((Hq + Hkv) * D) * esz : nullptr;
   } else {
     p.q = HeadView::Of3D(Hq, S, D);
     p.k = p.v = HeadView::Of3D(Hkv, S, D);

@@ -16,15 +16,8 @@
 #include <vector>
 
 #include "kernels/quant/quant_panels.h"
+#include "runtime/sanitizers.h"
 
-// A sanitizer's build (GCC says so with a macro, clang with a feature).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PANEL_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define PANEL_TEST_SANITIZED 1
-#endif
-#endif
 
 namespace onnx_mini {
 namespace {
@@ -80,7 +73,7 @@ TEST(PanelMemory, PanelBuffersLiveInIt) {
 // RLIMIT_AS in a child), an array comes from the ordinary allocator, keeps
 // its bytes and goes back to that allocator: nothing is mapped or unmapped.
 TEST(PanelMemory, AnArrayWithoutAChunkUsesTheOrdinaryAllocator) {
-#ifdef PANEL_TEST_SANITIZED
+#if defined(ONNX_MINI_ASAN) || defined(ONNX_MINI_TSAN)
   GTEST_SKIP() << "not under a sanitizer: its own mappings need the address space";
 #endif
   const pid_t pid = fork();
@@ -121,7 +114,7 @@ TEST(PanelMemory, AnArrayWithoutAChunkUsesTheOrdinaryAllocator) {
 // frees its own arrays instead of waiting for ever on a lock whose holder
 // is not copied.
 TEST(PanelMemory, AChildForkedDuringAnAllocationCanAllocate) {
-#if defined(__SANITIZE_THREAD__)
+#ifdef ONNX_MINI_TSAN
   GTEST_SKIP() << "not under ThreadSanitizer: it kills a child of a threaded process";
 #endif
   std::atomic<bool> stop{false};

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/sanitizers.h"
+
 namespace onnx_mini {
 namespace {
 
@@ -316,7 +318,7 @@ TEST(ThreadPool, WakesFromManyThreadsBetweenLoops) {
 // has none of them: it gets workers of its own, and counts none of the
 // parent's as awake (no split for a worker that is gone).
 TEST(ThreadPool, AForkedChildGetsWorkersOfItsOwn) {
-#if defined(__SANITIZE_THREAD__)
+#ifdef ONNX_MINI_TSAN
   // ThreadSanitizer kills a child of a threaded process that starts threads.
   GTEST_SKIP() << "not under ThreadSanitizer: it does not support threads started after a multi-threaded fork";
 #endif

@@ -45,8 +45,10 @@ TEST(Tile, RepeatsEachDim) {
 TEST(Tile, EveryTypeAgainstAPerElementReference) {
   // Tile runs on the strided copy: compare with out[i] = in[i mod dims].
   for (DType dtype : MovedTypes()) {
-    for (const auto& [shape, repeats] : std::vector<std::pair<Shape, std::vector<int64_t>>>{
+    for (const auto& shape_repeats : std::vector<std::pair<Shape, std::vector<int64_t>>>{
              {{3, 1, 5}, {2, 4, 1}}, {{2, 3}, {1, 1}}, {{1}, {9}}, {{4, 6, 2}, {3, 1, 5}}, {{2, 0, 3}, {2, 2, 2}}}) {
+      const Shape& shape = shape_repeats.first;  // (no structured binding: a lambda captures it)
+      const std::vector<int64_t>& repeats = shape_repeats.second;
       const Tensor x = Filled(dtype, shape, 8);
       for (int threads : {1, 2}) {
         absl::StatusOr<Tensor> y = RunOne(13, "Tile", {x, I(repeats, {int64_t(repeats.size())})}, {}, threads);

@@ -58,7 +58,9 @@ TEST(Transpose, EveryTypeAgainstAPerElementReference) {
   cases.push_back({{2, 3, 4, 5, 6}, {4, 0, 3, 1, 2}});
   cases.push_back({{3, 1, 2, 1, 5}, {2, 4, 0, 3, 1}});
   for (DType dtype : MovedTypes())
-    for (const auto& [shape, perm] : cases) {
+    for (const auto& shape_perm : cases) {
+      const Shape& shape = shape_perm.first;  // (no structured binding: lambdas capture these)
+      const std::vector<int64_t>& perm = shape_perm.second;
       const Tensor x = Filled(dtype, shape, 2);
       for (int threads : {1, 2}) {
         absl::StatusOr<Tensor> y = RunOne(21, "Transpose", {x}, [&](onnx::NodeProto& n) { SetAttr(n, "perm", perm); }, threads);

@@ -12,6 +12,7 @@
 #include "runtime/element.h"
 #include "runtime/loader.h"
 #include "runtime/registry.h"
+#include "runtime/sanitizers.h"
 #include "tests/ops/graph_util.h"
 #include "tools/model_builder.h"
 
@@ -464,7 +465,7 @@ TEST(Plan, AnOutputThatCannotBeAllocatedIsAnErrorAndTheSessionStaysUsable) {
   // 300000 x 300000 floats (360 GB) is under the size limit but cannot be allocated
   // here; the address-space limit makes sure of it (not under ASan, whose
   // shadow memory needs the address space; there the kernel's overcommit check refuses).
-#if !defined(__SANITIZE_ADDRESS__)
+#ifndef ONNX_MINI_ASAN
   rlimit saved{};
   getrlimit(RLIMIT_AS, &saved);
   rlimit tight = saved;
@@ -473,7 +474,7 @@ TEST(Plan, AnOutputThatCannotBeAllocatedIsAnErrorAndTheSessionStaysUsable) {
 #endif
   absl::StatusOr<std::vector<Tensor>> big = s->Run({{"a", Tensor::Zeros(DType::kFloat, {300000, 1})},
                                                      {"b", Tensor::Zeros(DType::kFloat, {1, 300000})}});
-#if !defined(__SANITIZE_ADDRESS__)
+#ifndef ONNX_MINI_ASAN
   setrlimit(RLIMIT_AS, &saved);
 #endif
   ASSERT_FALSE(big.ok());
