@@ -576,6 +576,29 @@ template <int kVectorBytes, class A, class Prefetch>
   }
 }
 
+// e^x for x <= 0 as ExpNonPositive(float) below, lane by lane over a GCC
+// vector type F (I: its int32 lanes), for the targets' own widths (inlined
+// into their entry points). nearbyint is adding and taking away 1.5 x 2^23
+// (round to nearest even, |x| <= 126 here).
+template <class F, class I>
+[[gnu::always_inline]] inline F ExpNonPositiveLanes(F x) {
+  const F zero = {}, lo = zero - 87.0f, magic = zero + 12582912.0f;
+  const F clamped = x > lo ? (x < zero ? x : zero) : lo;
+  const F nf = (clamped * 1.44269504088896341f + magic) - magic;
+  const F r = (clamped - nf * 0.693145751953125f) - nf * 1.42860682030941723e-6f;
+  F p = zero + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const I bits = (__builtin_convertvector(nf, I) + 127) << 23;
+  F scale;
+  std::memcpy(&scale, &bits, sizeof(F));
+  return x < lo ? zero : x != x ? x : p * scale;
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 #pragma GCC diagnostic push
 #if !defined(__clang__)
@@ -747,24 +770,10 @@ struct DecodeSweep {
   const float* next_v = nullptr;
   int64_t next_n = 0;
 };
-// e^x for x <= 0 as ExpNonPositive(float), sixteen lanes.
+// ExpNonPositiveLanes, sixteen lanes.
 [[gnu::target("avx512f"), gnu::always_inline]] inline __m512 ExpNonPositive16(__m512 x) {
-  const __m512 clamped = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_setzero_ps());
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(clamped, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), clamped);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-  __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-  y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ), y, _mm512_setzero_ps());
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);  // NaN stays NaN
+  using V = float_vector::V<64>;
+  return __m512(ExpNonPositiveLanes<V::F, V::I>(V::F(x)));
 }
 // The K (or V) lines of key j, into L1: a row of `rows` below `end`, past
 // it the next task's (next, its first next_n rows). A function of its own
@@ -930,26 +939,10 @@ template <int kVecs>
   x = _mm_add_ps(x, _mm_movehl_ps(x, x));
   return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
 }
-// e^x for x <= 0 as ExpNonPositive16, eight lanes (vmaxps sends NaN to the
-// bound as vmaxps does on AVX-512; the result's NaN is restored at the end).
+// ExpNonPositiveLanes, eight lanes.
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256 ExpNonPositive8(__m256 x) {
-  const __m256 low = _mm256_set1_ps(-87.0f);
-  const __m256 clamped = _mm256_min_ps(_mm256_max_ps(x, low), _mm256_setzero_ps());
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(clamped, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), clamped);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-  y = _mm256_andnot_ps(_mm256_cmp_ps(x, low, _CMP_LT_OQ), y);
-  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));  // NaN stays NaN
+  using V = float_vector::V<32>;
+  return __m256(ExpNonPositiveLanes<V::F, V::I>(V::F(x)));
 }
 // Two keys' rows at d (8 floats each): their products with four query rows
 // (q, rows of D) added to acc[2 * row + key] (so that LaneSums8 gives a row's
@@ -1299,9 +1292,8 @@ template <int kVectorBytes, class A>
 [[gnu::always_inline]] inline double ExpNonPositive(double x) { return std::exp(x); }
 
 // weights[t] = ExpNonPositive(z[t] - shift) for t < n; float rows a vector of
-// the target's width at a time, lane by lane the same arithmetic (nearbyint
-// as adding and taking away 1.5 x 2^23: round to nearest even, |x| <= 126
-// here). The scalar loop ran on AVX2 (GCC did not vectorize it).
+// the target's width at a time (ExpNonPositiveLanes: the scalar loop ran on
+// AVX2, GCC did not vectorize it).
 template <int kVectorBytes, class A>
 [[gnu::always_inline]] inline void ExpShiftedRow(const A* z, A shift, A* weights, int64_t n) {
   int64_t t = 0;
@@ -1309,27 +1301,8 @@ template <int kVectorBytes, class A>
     using F = typename float_vector::V<kVectorBytes>::F;
     using I = typename float_vector::V<kVectorBytes>::I;
     constexpr int64_t kLanes = float_vector::V<kVectorBytes>::kLanes;
-    const F zero = {}, lo = zero - 87.0f, magic = zero + 12582912.0f;
-    for (; t + kLanes <= n; t += kLanes) {
-      F x;
-      std::memcpy(&x, z + t, sizeof(F));
-      x -= shift;
-      const F clamped = x > lo ? (x < zero ? x : zero) : lo;
-      const F nf = (clamped * 1.44269504088896341f + magic) - magic;
-      const F r = (clamped - nf * 0.693145751953125f) - nf * 1.42860682030941723e-6f;
-      F p = zero + 1.0f / 720;
-      p = p * r + 1.0f / 120;
-      p = p * r + 1.0f / 24;
-      p = p * r + 1.0f / 6;
-      p = p * r + 0.5f;
-      p = p * r + 1.0f;
-      p = p * r + 1.0f;
-      const I bits = (__builtin_convertvector(nf, I) + 127) << 23;
-      F scale;
-      std::memcpy(&scale, &bits, sizeof(F));
-      const F e = x < lo ? zero : x != x ? x : p * scale;
-      std::memcpy(weights + t, &e, sizeof(F));
-    }
+    for (; t + kLanes <= n; t += kLanes)
+      float_vector::Store(weights + t, ExpNonPositiveLanes<F, I>(float_vector::Load<F>(z + t) - shift));
   }
   for (; t < n; ++t) weights[t] = ExpNonPositive(z[t] - shift);
 }

@@ -64,7 +64,7 @@ def parse_args():
     p.add_argument("--filter", default="", help="regex on case names")
     p.add_argument("--timeout", type=float, default=600, help="seconds per measurement")
     p.add_argument("--bandwidth", default="",
-                   help="bench-bandwidth to measure the floors with (default: beside the first onnx-run)")
+                   help="bench-bandwidth to measure the floors with (default: beside the first onnx-run, else build/tools/)")
     p.add_argument("--verbose", action="store_true", help="print every measurement on stderr")
     return p.parse_args()
 
@@ -110,7 +110,10 @@ class Runner:
         for spec in args.onnx_run or [os.path.join(ROOT, "build", "tools", "onnx-run")]:
             label, _, path = spec.rpartition("=")
             self.minis.append((label or "onnx-mini", path))
-        self.bandwidth = args.bandwidth or os.path.join(os.path.dirname(self.minis[0][1]), "bench-bandwidth")
+        # bench-bandwidth beside the first onnx-run, else the project's build.
+        beside = os.path.join(os.path.dirname(self.minis[0][1]), "bench-bandwidth")
+        built = os.path.join(ROOT, "build", "tools", "bench-bandwidth")
+        self.bandwidth = args.bandwidth or (beside if os.path.exists(beside) else built)
 
     def mini(self, path, case, threads, output_dir=None):
         cmd = [path, os.path.join(case, "model.onnx"), "--input-dir", os.path.join(case, "test_data_set_0"),
@@ -131,6 +134,9 @@ class Runner:
 
     def read_gbs(self, threads):
         """{threads: GB/s} from bench-bandwidth, or {} when it cannot run."""
+        if not os.path.exists(self.bandwidth):
+            print(f"note: {self.bandwidth} not found: no read bandwidth, no floors", file=sys.stderr)
+            return {}
         r = run_json([self.bandwidth, "--threads", ",".join(str(t) for t in threads)], self.env, self.args.timeout)
         return {int(t): v for t, v in r.get("read_gbs", {}).items()}
 
