@@ -17,6 +17,8 @@
 
 #include "kernels/conv/conv_transpose.h"
 #include "kernels/conv/depthwise.h"
+#include "kernels/conv/direct.h"
+#include "kernels/copy/copy.h"
 #include "kernels/vec/elementwise.h"
 #include "ops/ops.h"
 #include "ops/nn/spatial.h"
@@ -91,6 +93,8 @@ struct ConvPlan : OpPlan {
   std::shared_ptr<ConvSplits> splits;  // the same conv in parts, for the pool's threads
   bool pixel = false;  // ConvTranspose without overlapping windows: kernels/conv/conv_transpose.h
   bool depthwise = false;  // float, group == C == M, 1-D or 2-D: kernels/conv/depthwise.h
+  bool direct = false;     // float, group 1, 1-D or 2-D, channels last: kernels/conv/direct.h
+  DirectConvProblem dp;
 };
 
 // Y[n, oc] = B[oc] + sum over the group's input channels and the kernel of X * W,
@@ -332,6 +336,18 @@ class ConvOp : public Op {
                                    [](const ConvPostOp& op) { return op.kind == ConvPostOp::kAdd; });
       p->depthwise = !(add && fusion_.dst_channels_last && !fusion_.residual_as_dst);
     }
+    // (Infer runs before Prepare at creation: Compute checks for the packed weights.)
+    if (kKind == ConvKind::kConv && x.dtype == DType::kFloat && group_ == 1 && rank <= 2 && DirectConvAvailable() &&
+        p->w.in_size() > 0 && p->w.out_size() > 0) {
+      DirectConvProblem& d = p->dp;
+      d.n = p->n, d.c = p->c, d.m = p->m;
+      for (size_t i = 0; i < 2; ++i) {
+        const size_t j = size_t(kMaxSpatial) - 2 + i;
+        d.in[i] = p->w.in[j], d.out[i] = p->w.out[j], d.k[i] = p->w.k[j];
+        d.s[i] = p->w.s[j], d.d[i] = p->w.d[j], d.pb[i] = p->w.pb[j];
+      }
+      p->direct = true;
+    }
     if (!kInteger)
       p->dnn = MakeOneDnnConv(x.dtype, p->w, p->n, p->c, p->m, group_, ctx.has_input(2), kTransposed, fusion_);
     if (!kInteger && !kTransposed && p->dnn) p->splits = std::make_shared<ConvSplits>();
@@ -343,6 +359,7 @@ class ConvOp : public Op {
   // Constant weights: oneDNN keeps them reordered into its layout after the first run.
   absl::Status Prepare(PrepareContext& ctx) override {
     constant_weights_ = ctx.num_inputs() > 1 && ctx.constant(1) != nullptr;
+    if (kKind == ConvKind::kConv && constant_weights_ && group_ == 1 && DirectConvAvailable()) PackDirect(ctx);
     // Constant W and B: their non-finite check (Compute's, for Clip and
     // HardSigmoid post-ops) made once here.
     for (size_t i = 1; i < 3 && i < ctx.num_inputs(); ++i) {
@@ -441,6 +458,10 @@ class ConvOp : public Op {
                       buffer.data(), ctx.threads()))
         return absl::OkStatus();
     }
+    const DirectWeights* direct = direct_weights_.get();
+    if (p.direct && direct && direct->c == p.c && direct->m == p.m && direct->k == p.dp.k &&
+        direct->adds == (z != nullptr))
+      return ComputeDirect(ctx, p, *direct, x, b, z, y);
     // oneDNN's clip takes a NaN to its lower bound; Clip, Max and Min as
     // written keep it (HardSigmoid gives 1): a NaN or infinity among the
     // inputs runs the reference.
@@ -522,6 +543,93 @@ class ConvOp : public Op {
   }
 
  private:
+  // The weights packed for kernels/conv/direct.h, with the post-ops in its
+  // terms: made by Prepare (AVX2 hosts) for a constant float W whose shape
+  // the kernel suits and post-ops it has; Infer then takes it where the
+  // layouts allow.
+  struct DirectWeights {
+    int64_t c = 0, m = 0;
+    std::array<int64_t, 2> k{1, 1};
+    std::vector<float> packed;
+    std::vector<DirectConvOp> ops;
+    bool adds = false;  // one of the ops adds Z
+    MemoryReservation charge;
+  };
+
+  void PackDirect(PrepareContext& ctx) {
+    const Tensor& w = *ctx.constant(1);
+    const size_t rank = w.shape().size();
+    if (w.dtype() != DType::kFloat || (rank != 3 && rank != 4)) return;
+    auto d = std::make_shared<DirectWeights>();
+    for (const ConvPostOp& op : fusion_.post) {
+      DirectConvOp o;
+      o.alpha = op.alpha, o.beta = op.beta;
+      switch (op.kind) {
+        case ConvPostOp::kRelu: o.kind = DirectConvOp::kRelu; break;
+        case ConvPostOp::kLeakyRelu: o.kind = DirectConvOp::kLeakyRelu; break;
+        case ConvPostOp::kClip: o.kind = DirectConvOp::kClip; break;
+        case ConvPostOp::kLinear: o.kind = DirectConvOp::kLinear; break;
+        case ConvPostOp::kAdd: o.kind = DirectConvOp::kAdd, d->adds = true; break;
+        default: return;  // an activation the kernel does not have: oneDNN
+      }
+      d->ops.push_back(o);
+    }
+    DirectConvProblem shape;
+    shape.m = d->m = w.shape()[0];
+    shape.c = d->c = w.shape()[1];
+    shape.k = d->k = {rank == 4 ? w.shape()[2] : 1, w.shape()[rank - 1]};
+    const int64_t size = DirectConvPackedSize(shape);
+    if (!DirectConvSuits(shape) || size < 0) return;
+    d->charge = MemoryReservation(ctx.budget());
+    if (!d->charge.Grow(size, sizeof(float), "the convolution's packed weights").ok()) return;
+    d->packed.resize(size_t(size));
+    DirectConvPack(shape, w.data<float>(), d->packed.data());
+    direct_weights_ = std::move(d);
+  }
+
+  // Which of X, Y and Z the direct kernel reads or writes through a
+  // channels-last copy: those in NCHW, unless NCHW's bytes are the same (one
+  // channel, or one pixel). Z is in Y's layout, or NCHW.
+  struct DirectCopies {
+    bool x = false, y = false, z = false;
+  };
+  DirectCopies DirectCopiesFor(const ConvPlan& p, bool has_z) const {
+    DirectCopies copies;
+    const bool y_same = p.m == 1 || p.w.out_size() == 1;
+    copies.x = !fusion_.src_channels_last && p.c > 1 && p.w.in_size() > 1;
+    copies.y = !fusion_.dst_channels_last && !y_same;
+    copies.z = has_z && !fusion_.residual_as_dst && !y_same;
+    return copies;
+  }
+
+  // The direct kernel over channels-last X, Y and Z, through copies for
+  // those in NCHW.
+  absl::Status ComputeDirect(KernelContext& ctx, const ConvPlan& p, const DirectWeights& direct, const Tensor& x,
+                             const Tensor* b, const Tensor* z, Tensor& y) const {
+    const DirectCopies copies = DirectCopiesFor(p, z != nullptr);
+    const int64_t in_plane = p.w.in_size(), out_plane = p.w.out_size();
+    ASSIGN_OR_RETURN(MemoryReservation reserved,
+                     ctx.Reserve((copies.x ? x.size() : 0) + (copies.y ? y.size() : 0) + (copies.z ? y.size() : 0),
+                                 sizeof(float), "channels-last copies for the convolution"));
+    std::vector<float> x_last(copies.x ? size_t(x.size()) : 0), y_last(copies.y ? size_t(y.size()) : 0),
+        z_last(copies.z ? size_t(y.size()) : 0);
+    // (n, C, plane) <-> (n, plane, C): a transposed copy per image.
+    auto to_last = [&](const float* from, float* to, int64_t c, int64_t plane) {
+      return CopyStrided(DType::kFloat, {p.n, plane, c}, from, {c * plane, 1, plane}, to, {plane * c, c, 1},
+                         ctx.threads());
+    };
+    if (copies.x) RETURN_IF_ERROR(to_last(x.data<float>(), x_last.data(), p.c, in_plane));
+    if (copies.z) RETURN_IF_ERROR(to_last(z->data<float>(), z_last.data(), p.m, out_plane));
+    float* py = copies.y ? y_last.data() : y.data<float>();
+    DirectConv(p.dp, copies.x ? x_last.data() : x.data<float>(), direct.packed.data(),
+               b ? b->data<float>() : nullptr, !z ? nullptr : copies.z ? z_last.data() : z->data<float>(), direct.ops,
+               py, ctx.threads());
+    if (copies.y)
+      RETURN_IF_ERROR(CopyStrided(DType::kFloat, {p.n, p.m, out_plane}, py, {out_plane * p.m, 1, p.m},
+                                  y.data<float>(), {p.m * out_plane, out_plane, 1}, ctx.threads()));
+    return absl::OkStatus();
+  }
+
   static bool SlowImpl(const std::string& impl) {
     return impl.empty() || impl.rfind("ref", 0) == 0 || impl.rfind("gemm", 0) == 0;
   }
@@ -745,6 +853,7 @@ class ConvOp : public Op {
   ConvFusion fusion_;
   std::vector<int64_t> output_padding_, output_shape_;
   bool constant_weights_ = false;  // set by Prepare
+  std::shared_ptr<const DirectWeights> direct_weights_;  // set by Prepare
   bool known_finite_[4] = {false, false, false, false};  // constant inputs found finite by Prepare
 };
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ops/nn/spatial.h"
+#include "runtime/cpu.h"
 #include "runtime/element.h"
 #include "runtime/thread_pool.h"
 #include "tests/ops/op_tester.h"
@@ -525,6 +526,9 @@ TEST(Conv, OneDnnPrimitiveAvoidsRefWhereAJitTakesIt) {
 // Under a memory limit too small for oneDNN's buffers, Conv gives the same
 // values through its reference kernel.
 TEST(Conv, RunsUnderALimitTooSmallForOneDnnBuffers) {
+  // (Below AVX2 our kernels leave this conv to oneDNN: kernels/conv/direct.h
+  // would take it on an AVX2 host, with packed weights of its own.)
+  ScopedCpuFeaturesForTesting baseline(CpuTarget::kBaseline);
   const Tensor x = RandomUniform(DType::kFloat, {1, 16, 32, 32}, 7);
   const Tensor wt = RandomUniform(DType::kFloat, {32, 16, 3, 3}, 8);
   OpTester t;
@@ -682,6 +686,9 @@ TEST(Conv, OneAndTwoThreadsGiveTheSameBytes) {
 // the same bytes on 1 and 2 threads, split or whole, run after run; with one
 // awake before a run, or woken by the first conv, some runs split.
 TEST(Conv, SplitsOnlyForAnAwakeWorkerAndGivesTheSameBytes) {
+  // oneDNN's convs (below AVX2 ours leave them to it: kernels/conv/direct.h
+  // would take these on an AVX2 host, on the pool's ParallelFor).
+  ScopedCpuFeaturesForTesting baseline(CpuTarget::kBaseline);
   auto make = [](int threads) {
     ModelBuilder m(11);
     m.Input("x", DType::kFloat, {1, 16, 32, 32}).Output("y", DType::kFloat, {}, false);

@@ -615,3 +615,41 @@ TEST(Rewrite, SqueezeExciteFoldsIntoTheConvsAround) {
 
 }  // namespace
 }  // namespace onnx_mini
+
+namespace onnx_mini {
+namespace {
+
+// Convs the direct kernel suits (kernels/conv/direct.h: on an AVX2 host; on
+// others oneDNN runs them, to the same values): a chain with X NCHW into the
+// first (a channels-last copy), channels last between, Y NCHW out of the last,
+// LeakyRelu + Max, a residual Add, and a NaN through Clip; values as the
+// graph as written (oneDNN's plain Conv and the separate ops).
+TEST(Rewrite, ConvsOnTheDirectKernelMatchTheGraph) {
+  for (bool nan : {false, true}) {
+    const DType dt = DType::kFloat;
+    ModelBuilder m(17);
+    m.Input("x", dt, {2, 16, 9, 7}).Input("z", dt, {2, 32, 9, 7}).Output("y", dt, {}, false);
+    m.Initializer("w1", RandomUniform(dt, {32, 16, 3, 3}, 1, -0.5, 0.5));
+    m.Initializer("b1", RandomUniform(dt, {32}, 2, -1, 1));
+    SetAttr(m.Node("Conv", {"x", "w1", "b1"}, {"c1"}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+    SetAttr(m.Node("LeakyRelu", {"c1"}, {"l1"}), "alpha", 0.2f);
+    m.Initializer("lo", Tensor::FromVector(std::vector<float>{-0.4f}, {1}));
+    m.Node("Max", {"l1", "lo"}, {"a1"});
+    m.Initializer("w2", RandomUniform(dt, {32, 32, 3, 3}, 3, -0.5, 0.5));
+    SetAttr(m.Node("Conv", {"a1", "w2"}, {"c2"}), "pads", std::vector<int64_t>{1, 1, 1, 1});
+    m.Node("Add", {"c2", "z"}, {"s2"});
+    m.Initializer("zero", Tensor::Zeros(dt, {}));
+    m.Initializer("six", Tensor::FromVector(std::vector<float>{6}, {}));
+    m.Node("Clip", {"s2", "zero", "six"}, {"r2"});
+    m.Initializer("w3", RandomUniform(dt, {48, 32, 1, 3}, 4, -0.5, 0.5));
+    SetAttr(m.Node("Conv", {"r2", "w3"}, {"c3"}), "pads", std::vector<int64_t>{0, 1, 0, 1});
+    m.Node("Relu", {"c3"}, {"y"});
+    Tensor x = RandomUniform(dt, {2, 16, 9, 7}, 9, -2, 2);
+    if (nan) SetDouble(x, 40, std::nan(""));
+    const Tensor z = RandomUniform(dt, {2, 32, 9, 7}, 10, -1, 1);
+    EXPECT_EQ(RunBothWays(m, {{"x", x}, {"z", z}}, Tol(dt)), std::vector<std::string>(3, "FusedConv")) << nan;
+  }
+}
+
+}  // namespace
+}  // namespace onnx_mini
