@@ -576,12 +576,13 @@ template <int kVectorBytes, class A, class Prefetch>
   }
 }
 
-// e^x for x <= 0 as ExpNonPositive(float) below, lane by lane over a GCC
+// x = e^x for x <= 0 as ExpNonPositive(float) below, lane by lane over a GCC
 // vector type F (I: its int32 lanes), for the targets' own widths (inlined
-// into their entry points). nearbyint is adding and taking away 1.5 x 2^23
-// (round to nearest even, |x| <= 126 here).
+// into their entry points; in place: clang refuses wide vectors by value
+// between functions of different targets). nearbyint is adding and taking
+// away 1.5 x 2^23 (round to nearest even, |x| <= 126 here).
 template <class F, class I>
-[[gnu::always_inline]] inline F ExpNonPositiveLanes(F x) {
+[[gnu::always_inline]] inline void ExpNonPositiveLanes(F& x) {
   const F zero = {}, lo = zero - 87.0f, magic = zero + 12582912.0f;
   const F clamped = x > lo ? (x < zero ? x : zero) : lo;
   const F nf = (clamped * 1.44269504088896341f + magic) - magic;
@@ -596,7 +597,7 @@ template <class F, class I>
   const I bits = (__builtin_convertvector(nf, I) + 127) << 23;
   F scale;
   std::memcpy(&scale, &bits, sizeof(F));
-  return x < lo ? zero : x != x ? x : p * scale;
+  x = x < lo ? zero : x != x ? x : p * scale;
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -773,7 +774,9 @@ struct DecodeSweep {
 // ExpNonPositiveLanes, sixteen lanes.
 [[gnu::target("avx512f"), gnu::always_inline]] inline __m512 ExpNonPositive16(__m512 x) {
   using V = float_vector::V<64>;
-  return __m512(ExpNonPositiveLanes<V::F, V::I>(V::F(x)));
+  V::F v = V::F(x);
+  ExpNonPositiveLanes<V::F, V::I>(v);
+  return __m512(v);
 }
 // The K (or V) lines of key j, into L1: a row of `rows` below `end`, past
 // it the next task's (next, its first next_n rows). A function of its own
@@ -942,7 +945,9 @@ template <int kVecs>
 // ExpNonPositiveLanes, eight lanes.
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256 ExpNonPositive8(__m256 x) {
   using V = float_vector::V<32>;
-  return __m256(ExpNonPositiveLanes<V::F, V::I>(V::F(x)));
+  V::F v = V::F(x);
+  ExpNonPositiveLanes<V::F, V::I>(v);
+  return __m256(v);
 }
 // Two keys' rows at d (8 floats each): their products with four query rows
 // (q, rows of D) added to acc[2 * row + key] (so that LaneSums8 gives a row's
@@ -1301,8 +1306,11 @@ template <int kVectorBytes, class A>
     using F = typename float_vector::V<kVectorBytes>::F;
     using I = typename float_vector::V<kVectorBytes>::I;
     constexpr int64_t kLanes = float_vector::V<kVectorBytes>::kLanes;
-    for (; t + kLanes <= n; t += kLanes)
-      float_vector::Store(weights + t, ExpNonPositiveLanes<F, I>(float_vector::Load<F>(z + t) - shift));
+    for (; t + kLanes <= n; t += kLanes) {
+      F v = float_vector::Load<F>(z + t) - shift;
+      ExpNonPositiveLanes<F, I>(v);
+      float_vector::Store(weights + t, v);
+    }
   }
   for (; t < n; ++t) weights[t] = ExpNonPositive(z[t] - shift);
 }
