@@ -545,8 +545,8 @@ class ConvOp : public Op {
  private:
   // The weights packed for kernels/conv/direct.h, with the post-ops in its
   // terms: made by Prepare (AVX2 hosts) for a constant float W whose shape
-  // the kernel suits and post-ops it has; Infer then takes it where the
-  // layouts allow.
+  // the kernel suits and post-ops it has; Compute then runs the kernel where
+  // Infer planned it (any layouts: NCHW sides through copies).
   struct DirectWeights {
     int64_t c = 0, m = 0;
     std::array<int64_t, 2> k{1, 1};
