@@ -461,7 +461,7 @@ class ConvOp : public Op {
     const DirectWeights* direct = direct_weights_.get();
     if (p.direct && direct && direct->c == p.c && direct->m == p.m && direct->k == p.dp.k &&
         direct->adds == (z != nullptr))
-      return ComputeDirect(ctx, p, *direct, x, b, z, y);
+      return ComputeDirect(ctx, p, *direct, x, b, z, y, DirectThreads(ctx, macs));
     // oneDNN's clip takes a NaN to its lower bound; Clip, Max and Min as
     // written keep it (HardSigmoid gives 1): a NaN or infinity among the
     // inputs runs the reference.
@@ -602,10 +602,20 @@ class ConvOp : public Op {
     return copies;
   }
 
+  // The direct kernel's threads: parts of kConvPartWork multiply-adds or
+  // more, split over the pool when a worker is awake to take one or the conv
+  // is worth waking one (kConvWakeWork; the caller starts on the parts
+  // meanwhile). Split whenever ParallelFor would, silero v4's small convs
+  // woke the sleeping worker for nothing: 2 threads 9% slower than 1.
+  static int DirectThreads(KernelContext& ctx, double macs) {
+    if (std::min(double(ctx.threads()), std::floor(macs / kConvPartWork)) < 2) return 1;
+    return macs >= kConvWakeWork || PoolWillHelp(ctx.threads()) ? ctx.threads() : 1;
+  }
+
   // The direct kernel over channels-last X, Y and Z, through copies for
-  // those in NCHW.
+  // those in NCHW, on `threads` threads.
   absl::Status ComputeDirect(KernelContext& ctx, const ConvPlan& p, const DirectWeights& direct, const Tensor& x,
-                             const Tensor* b, const Tensor* z, Tensor& y) const {
+                             const Tensor* b, const Tensor* z, Tensor& y, int threads) const {
     const DirectCopies copies = DirectCopiesFor(p, z != nullptr);
     const int64_t in_plane = p.w.in_size(), out_plane = p.w.out_size();
     ASSIGN_OR_RETURN(MemoryReservation reserved,
@@ -623,7 +633,7 @@ class ConvOp : public Op {
     float* py = copies.y ? y_last.data() : y.data<float>();
     DirectConv(p.dp, copies.x ? x_last.data() : x.data<float>(), direct.packed.data(),
                b ? b->data<float>() : nullptr, !z ? nullptr : copies.z ? z_last.data() : z->data<float>(), direct.ops,
-               py, ctx.threads());
+               py, threads);
     if (copies.y)
       RETURN_IF_ERROR(CopyStrided(DType::kFloat, {p.n, p.m, out_plane}, py, {out_plane * p.m, 1, p.m},
                                   y.data<float>(), {p.m * out_plane, out_plane, 1}, ctx.threads()));
