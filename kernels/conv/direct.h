@@ -1,7 +1,8 @@
 // A float convolution, group 1, 1-D or 2-D, channels last on both sides, as
 // register tiles over the output pixels: 6 pixels x 16 output channels of FMA
 // accumulators, each tap's input row read where it lies (no im2col copy), the
-// weights packed once, the post-ops applied in registers. On an AVX2-only CPU
+// weights packed once, the post-ops in one pass over each stored tile (in
+// L1). On an AVX2-only CPU
 // oneDNN's jit:avx2 spends much of a small conv in its driver (a call per
 // output row, each zeroing its argument block); this kernel has no per-row
 // call. Only the AVX2 build exists (AVX-512's oneDNN kernels serve well).
