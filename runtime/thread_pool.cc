@@ -114,21 +114,6 @@ class Pool {
     return true;
   }
 
-  // Wakes sleeping workers with no job for them: a wake that finds the
-  // epoch unchanged spins again (Work). Workers still spinning start their
-  // spin again (nudges_): one in its last kAwakeMargin counts as asleep
-  // (AnyAwake), so the caller wakes, but is not on the futex yet.
-  void Wake(int threads) {
-    {
-      std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-      if (!lock.owns_lock()) return;  // a loop holds the pool: its workers are up
-      EnsureWorkers(std::min(threads - 1, kMaxWorkers));
-    }
-    nudges_.fetch_add(1);
-    if (alive_.load() > sleepers_.load()) spin_until_.store(Now() + kSpinNs, std::memory_order_relaxed);
-    if (sleepers_.load() > 0) FutexWake(epoch_, threads - 1);
-  }
-
   // A worker is awake: spinning between loops (or starting), not asleep on
   // the futex, so a loop posted now costs no wake and finds it within
   // microseconds if its core is free. One near the end of its spin counts
@@ -199,7 +184,6 @@ class Pool {
     for (;;) {
       uint32_t now = epoch_.load();
       auto start = std::chrono::steady_clock::now();
-      uint32_t nudged = nudges_.load(std::memory_order_relaxed);
       spin_until_.store(Now() + kSpinNs, std::memory_order_relaxed);
       for (int spins = 0; now == seen || (now & 1); ++spins, now = epoch_.load()) {
         if (spins < kPauses) {
@@ -208,20 +192,13 @@ class Pool {
         }
         // Then yield while spinning: an OpenMP thread of the next GEMM, or
         // another process, gets this CPU if it wants it.
-        const uint32_t nudges = nudges_.load(std::memory_order_relaxed);
-        if (nudges != nudged) {  // Wake: spin again (it set spin_until_)
-          nudged = nudges;
-          start = std::chrono::steady_clock::now();
-        }
         if (std::chrono::steady_clock::now() - start < kWorkerSpin) {
           sched_yield();
           continue;
         }
         sleepers_.fetch_add(1);
-        // A Wake that read sleepers_ before the add has nudged: no sleep.
-        if (nudges_.load() == nudged) FutexWait(epoch_, now);  // returns at once if the epoch moved on
+        FutexWait(epoch_, now);  // returns at once if the epoch moved on
         sleepers_.fetch_sub(1);
-        nudged = nudges_.load(std::memory_order_relaxed);
         start = std::chrono::steady_clock::now();  // a spurious wake spins again
         spin_until_.store(Now() + kSpinNs, std::memory_order_relaxed);
       }
@@ -242,7 +219,6 @@ class Pool {
   std::atomic<uint32_t> epoch_{0};
   std::atomic<int> active_{0}, sleepers_{0}, alive_{0};  // alive_: workers started
   std::atomic<int64_t> spin_until_{0};  // when the last worker to start spinning stops (ns)
-  std::atomic<uint32_t> nudges_{0};  // Wake calls: a spinning worker that sees one spins again
   // The job: written by the caller while no worker is active.
   ChunkFn fn_ = nullptr;
   const void* body_ = nullptr;
@@ -313,12 +289,6 @@ bool PoolWillHelp(int threads) {
     return false;
   }
   return true;
-}
-
-void PoolWake(int threads) {
-  using namespace detail;
-  if (threads <= 1 || in_parallel_loop || KeepOnCaller(unhelped_run.load(std::memory_order_relaxed))) return;
-  Pool::Get().Wake(threads);
 }
 
 int DefaultThreads() {

@@ -60,17 +60,8 @@ void CountOmpTeam();
 // pays a primitive call per part): whether to split it for the pool now,
 // that is whether a worker is awake (spinning after a loop, with some of its
 // spin left: no wake to wait for) and the pool is not keeping its loops on
-// the caller. It wakes nobody (with none awake, ops/nn/conv.cc runs whole
-// and wakes one for the convs after it: PoolWake).
+// the caller. It wakes nobody.
 bool PoolWillHelp(int threads);
-
-// Wakes up to threads - 1 sleeping workers with no loop to run: they spin as
-// after one, so work posted within their spin finds them awake (workers still
-// spinning start their spin again). For work that
-// would pay more for a wake inside its own loop than its split saves: it runs
-// whole and the splits after it find a worker (ops/nn/conv.cc). Wakes none
-// while the pool keeps its loops on the caller.
-void PoolWake(int threads);
 
 // The threads of a session whose options say 0: OMP_NUM_THREADS's first
 // value when set (as OpenMP's default, which this was), else the CPUs this

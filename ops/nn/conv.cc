@@ -32,14 +32,24 @@ using QuantTypes = TypeList<int8_t, uint8_t>;
 // A convolution on fewer threads than oneDNN's team takes (ThreadsForWork
 // with kMinOneDnnThreadWork) runs in parts of at least kConvPartWork
 // multiply-adds (~8 us on one core), one per thread, on the pool
-// (OneDnnConvSplit), while a worker is awake. Only a conv of kConvWakeWork or
-// more wakes one (or starts it): a second thread costs a process even when
-// it helps nothing (once one exists glibc's malloc locks its arena and
-// shared_ptr counts atomically): silero v4 and ocr_cls, whose convs of 1.2-1.6
-// M multiply-adds split and woke the worker, ran 3-5% slower at 2 threads
-// than at 1; with no conv of theirs waking one they start no thread.
+// (OneDnnConvSplit, or the direct kernel's tiles): when a worker is awake to
+// take one, or when the conv is worth a wake (kConvWakeWork; the caller
+// starts on the parts meanwhile). Smaller convs with no worker awake run
+// whole: silero v4's and ocr_cls's convs of 1.2-1.6 M multiply-adds, split
+// with a wake, ran 3-9% slower at 2 threads than at 1 (once a second thread
+// exists glibc's malloc locks its arena and shared_ptr counts atomically).
+// Waking a worker at a big conv for the convs after it instead came too late
+// (it spins 100 us; oww_embedding's 24-channel convs take 120): 1.0 ms at 2
+// threads against 0.85 splitting them.
 constexpr double kConvPartWork = 512 * 1024;
 constexpr double kConvWakeWork = 2 * 1024 * 1024;
+
+// How many parts for the pool, by the rule above: 1 runs whole.
+int ConvParts(KernelContext& ctx, double macs) {
+  const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
+  if (parts < 2) return 1;
+  return macs >= kConvWakeWork || PoolWillHelp(ctx.threads()) ? int(parts) : 1;
+}
 
 // Depthwise convolutions below this many multiply-adds run our loop
 // (kernels/conv/depthwise.h) whatever oneDNN picks: its call and reorders cost more.
@@ -48,27 +58,6 @@ constexpr double kOwnDepthwiseWork = 64 * 1024;
 // A plan's splits, made on first use for each count of parts (nullptr: none).
 class ConvSplits {
  public:
-  // With no worker awake, a split's loop waits for a wake: silero v4's one
-  // split a run, parts shorter than a wake, ran slower split than whole even
-  // when the worker came. Instead such a conv runs whole and wakes a worker
-  // for the convs after it (oww_embedding's 13 splits after its first), while
-  // its wakes are used: a loop of the pool helped before its next turn. After
-  // kMisses unused in a row, only every kRetry-th wakes. `helped`: the pool's
-  // count of helped loops now.
-  static constexpr int kMisses = 2, kRetry = 32;
-  bool WakeForNext(int64_t helped) {
-    const int64_t mark = mark_.exchange(-1, std::memory_order_relaxed);
-    if (mark >= 0) {
-      if (helped > mark) misses_.store(0, std::memory_order_relaxed);
-      else misses_.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (misses_.load(std::memory_order_relaxed) >= kMisses &&
-        retries_.fetch_add(1, std::memory_order_relaxed) % kRetry != kRetry - 1)
-      return false;
-    mark_.store(helped, std::memory_order_relaxed);
-    return true;
-  }
-
   template <class Make>
   std::shared_ptr<const OneDnnConvSplit> Get(int64_t parts, const Make& make) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -81,9 +70,6 @@ class ConvSplits {
  private:
   std::mutex mu_;
   std::vector<std::pair<int64_t, std::shared_ptr<const OneDnnConvSplit>>> made_;
-  std::atomic<int> misses_{0};
-  std::atomic<uint32_t> retries_{0};
-  std::atomic<int64_t> mark_{-1};  // helped loops at this conv's last wake; -1: none pending
 };
 
 struct ConvPlan : OpPlan {
@@ -461,7 +447,7 @@ class ConvOp : public Op {
     const DirectWeights* direct = direct_weights_.get();
     if (p.direct && direct && direct->c == p.c && direct->m == p.m && direct->k == p.dp.k &&
         direct->adds == (z != nullptr))
-      return ComputeDirect(ctx, p, *direct, x, b, z, y, DirectThreads(ctx, macs));
+      return ComputeDirect(ctx, p, *direct, x, b, z, y, ConvParts(ctx, macs) >= 2 ? ctx.threads() : 1);
     // oneDNN's clip takes a NaN to its lower bound; Clip, Max and Min as
     // written keep it (HardSigmoid gives 1): a NaN or infinity among the
     // inputs runs the reference.
@@ -481,25 +467,16 @@ class ConvOp : public Op {
     // oneDNN has no jit for it (its gemm and ref are 50-400x slower here).
     if (p.depthwise && (macs < kOwnDepthwiseWork || !p.dnn || SlowImpl(p.dnn->Impl(dnn_threads))))
       return ComputeDepthwise(ctx, p, x, wt, b, z, y);
-    // One part per thread: each part costs a primitive's call (some us), so
-    // only while a worker is awake to take one (else the caller runs the
-    // parts one after the other: slower than whole); with none awake, the
-    // conv runs whole, and one of kConvWakeWork or more may wake one for the
-    // convs after it (ConvSplits).
-    const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
-    if (p.splits && !non_finite && parts >= 2 && dnn_threads == 1) {
-      if (PoolWillHelp(ctx.threads())) {
-        const std::shared_ptr<const OneDnnConvSplit> split = p.splits->Get(int64_t(parts), [&] {
-          return MakeOneDnnConvSplit(x.dtype(), p.w, p.n, p.c, p.m, p.group, b != nullptr, fusion_, int64_t(parts));
-        });
-        if (split && split->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(),
-                                constant_weights_, ctx.budget(), z ? z->raw() : nullptr))
-          return absl::OkStatus();
-      } else {
-        const ParallelCounts now = ParallelCountsSoFar();
-        if (macs >= kConvWakeWork && p.splits->WakeForNext(now.pool_loops - now.unhelped_loops))
-          PoolWake(ctx.threads());
-      }
+    // One part per thread, each costing a primitive's call (some us).
+    const int parts = dnn_threads == 1 && p.splits && !non_finite ? ConvParts(ctx, macs) : 1;
+    if (parts >= 2) {
+      const std::shared_ptr<const OneDnnConvSplit> split = p.splits->Get(parts, [&] {
+        return MakeOneDnnConvSplit(x.dtype(), p.w, p.n, p.c, p.m, p.group, b != nullptr, fusion_, parts,
+                                   p.dnn->Impl(1));
+      });
+      if (split && split->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), ctx.threads(), constant_weights_,
+                              ctx.budget(), z ? z->raw() : nullptr))
+        return absl::OkStatus();
     }
     if (p.dnn && !non_finite &&
         p.dnn->Run(x.raw(), wt.raw(), b ? b->raw() : nullptr, y.raw(), dnn_threads, constant_weights_, ctx.budget(),
@@ -600,16 +577,6 @@ class ConvOp : public Op {
     copies.y = !fusion_.dst_channels_last && !y_same;
     copies.z = has_z && !fusion_.residual_as_dst && !y_same;
     return copies;
-  }
-
-  // The direct kernel's threads: parts of kConvPartWork multiply-adds or
-  // more, split over the pool when a worker is awake to take one or the conv
-  // is worth waking one (kConvWakeWork; the caller starts on the parts
-  // meanwhile). Split whenever ParallelFor would, silero v4's small convs
-  // woke the sleeping worker for nothing: 2 threads 9% slower than 1.
-  static int DirectThreads(KernelContext& ctx, double macs) {
-    if (std::min(double(ctx.threads()), std::floor(macs / kConvPartWork)) < 2) return 1;
-    return macs >= kConvWakeWork || PoolWillHelp(ctx.threads()) ? ctx.threads() : 1;
   }
 
   // The direct kernel over channels-last X, Y and Z, through copies for

@@ -613,7 +613,9 @@ bool OneDnnConvSplit::Run(const void* src, const void* weights, const void* bias
 
 std::shared_ptr<const OneDnnConvSplit> MakeOneDnnConvSplit(DType dtype, const Window& w, int64_t n, int64_t c,
                                                            int64_t m, int64_t group, bool has_bias,
-                                                           const ConvFusion& fusion, int64_t parts) {
+                                                           const ConvFusion& fusion, int64_t parts,
+                                                           const std::string& whole_impl) {
+  if (whole_impl.empty() || whole_impl.find("gemm") != std::string::npos) return nullptr;
   memory::data_type dt;
   if (!OneDnnType(dtype, dt) || w.rank < 1 || n <= 0 || c <= 0 || m <= 0) return nullptr;
   for (int i = 0; i < kMaxSpatial; ++i)
@@ -648,7 +650,7 @@ std::shared_ptr<const OneDnnConvSplit> MakeOneDnnConvSplit(DType dtype, const Wi
     if (it == made.end()) {
       made.emplace_back(key, MakeOneDnnConv(dtype, pw, 1, c, m, group, has_bias, false, part_fusion));
       it = made.end() - 1;
-      if (!it->second) return nullptr;
+      if (!it->second || it->second->Impl(1) != whole_impl) return nullptr;
     }
     for (int64_t image = 0; image < n; ++image)
       split->parts.push_back({image, i0, o0, it->second});

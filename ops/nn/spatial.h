@@ -152,10 +152,14 @@ class OneDnnConvSplit {
 };
 
 // The split of a convolution into about `parts` parts (at most one per
-// output row), nullptr when it has fewer than two or oneDNN cannot take it.
+// output row), nullptr when it has fewer than two or oneDNN cannot take it,
+// or when it would not give the whole conv's bytes: every part must run
+// `whole_impl` (the whole's implementation on one thread), and not a GEMM
+// (whose sums run in another order channels last than NCHW).
 std::shared_ptr<const OneDnnConvSplit> MakeOneDnnConvSplit(DType dtype, const Window& w, int64_t n, int64_t c,
                                                            int64_t m, int64_t group, bool has_bias,
-                                                           const ConvFusion& fusion, int64_t parts);
+                                                           const ConvFusion& fusion, int64_t parts,
+                                                           const std::string& whole_impl);
 
 enum class PoolKind { kMax, kAverageIncludePad, kAverageExcludePad };
 std::shared_ptr<const OneDnnForward> MakeOneDnnPool(DType dtype, const Window& w, int64_t n, int64_t c, PoolKind kind);
