@@ -9,16 +9,13 @@
 
 #include "kernels/conv/depthwise.h"
 #include "runtime/cpu.h"
+#include "tests/kernels/conv/window_util.h"
 #include "tests/ops/random_values.h"
 
 namespace onnx_mini {
 namespace {
 
 // Output size of one dim.
-int64_t OutDim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
-  return (in + pb + pe - (k - 1) * d - 1) / s + 1;
-}
-
 TEST(DepthwiseConv, ReferenceIsTheDirectSum) {
   // 1-D, 2 channels, length 4, kernel 3, pads 1 and 1: y[c][o] = b[c] + sum_t x[c][o - 1 + t] w[c][t].
   DepthwiseProblem p;
@@ -65,7 +62,8 @@ TEST(DepthwiseConv, FastMatchesTheReferenceOnEveryTarget) {
             p.s = {s.s0, s.s1};
             p.d = {s.d0, s.d1};
             p.pb = {s.p0, s.p1};
-            p.out = {OutDim(s.in0, s.k0, s.s0, s.d0, s.p0, s.q0), OutDim(s.in1, s.k1, s.s1, s.d1, s.p1, s.q1)};
+            p.out = {WindowOutDim(s.in0, s.k0, s.s0, s.d0, s.p0, s.q0),
+                    WindowOutDim(s.in1, s.k1, s.s1, s.d1, s.p1, s.q1)};
             p.src_channels_last = layout & 1;
             p.dst_channels_last = layout & 2;
             const int64_t in_sz = p.n * p.c * p.in[0] * p.in[1], out_sz = p.n * p.c * p.out[0] * p.out[1];

@@ -12,14 +12,11 @@
 #include <vector>
 
 #include "runtime/cpu.h"
+#include "tests/kernels/conv/window_util.h"
 #include "tests/ops/random_values.h"
 
 namespace onnx_mini {
 namespace {
-
-int64_t OutDim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
-  return (in + pb + pe - (k - 1) * d - 1) / s + 1;
-}
 
 TEST(DirectConv, ReferenceIsTheDirectSum) {
   // 1-D, C 2, M 2, length 3, kernel 2, pad 1 at the start: pixel o reads x[o - 1] and x[o].
@@ -96,7 +93,8 @@ TEST(DirectConv, FastMatchesTheReference) {
           p.s = {s.s0, s.s1};
           p.d = {s.d0, s.d1};
           p.pb = {s.p0, s.p1};
-          p.out = {OutDim(s.in0, s.k0, s.s0, s.d0, s.p0, s.q0), OutDim(s.in1, s.k1, s.s1, s.d1, s.p1, s.q1)};
+          p.out = {WindowOutDim(s.in0, s.k0, s.s0, s.d0, s.p0, s.q0),
+                  WindowOutDim(s.in1, s.k1, s.s1, s.d1, s.p1, s.q1)};
           const int64_t in_sz = p.n * p.c * p.in[0] * p.in[1], out_sz = p.n * p.m * p.out[0] * p.out[1];
           std::vector<float> x = RandomFloats(in_sz, seed++);
           const std::vector<float> w = RandomFloats(p.m * p.c * s.k0 * s.k1, seed++), b = RandomFloats(p.m, seed++),

@@ -12,14 +12,11 @@
 
 #include "kernels/conv/pool.h"
 #include "runtime/cpu.h"
+#include "tests/kernels/conv/window_util.h"
 #include "tests/ops/random_values.h"
 
 namespace onnx_mini {
 namespace {
-
-int64_t OutDim(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
-  return (in + pb + pe - (k - 1) * d - 1) / s + 1;
-}
 
 TEST(PoolFloat, ReferencesAreTheWindowMaxAndMean) {
   // 1-D, length 5, kernel 2, stride 2, pads 1 and 1: windows {pad, 0}, {1, 2}, {3, 4}.
@@ -75,7 +72,7 @@ TEST(PoolFloat, FastMatchesTheReferenceOnEveryTarget) {
           p.d = c.d;
           p.pb = c.pb;
           p.pe = c.pe;
-          for (size_t j = 0; j < 3; ++j) p.out[j] = OutDim(c.in[j], c.k[j], c.s[j], c.d[j], c.pb[j], c.pe[j]);
+          for (size_t j = 0; j < 3; ++j) p.out[j] = WindowOutDim(c.in[j], c.k[j], c.s[j], c.d[j], c.pb[j], c.pe[j]);
           const int64_t in_sz = p.planes * p.in[0] * p.in[1] * p.in[2];
           const int64_t out_sz = p.planes * p.out[0] * p.out[1] * p.out[2];
           std::vector<float> x = RandomFloats(in_sz, seed++);
