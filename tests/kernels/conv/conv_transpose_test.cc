@@ -19,7 +19,8 @@ TEST(PixelDeconv, MatchesDirectSummation) {
     std::array<int64_t, 3> in, k;
   };
   for (const Shape& s : {Shape{1, 24, 1, {1, 5, 7}, {1, 2, 2}}, Shape{2, 3, 5, {1, 4, 3}, {1, 3, 2}},
-                         Shape{1, 4, 6, {1, 1, 9}, {1, 1, 4}}, Shape{2, 2, 3, {2, 3, 2}, {2, 2, 2}}})
+                         Shape{1, 4, 6, {1, 1, 9}, {1, 1, 4}}, Shape{2, 2, 3, {2, 3, 2}, {2, 2, 2}},
+                         Shape{1, 5, 3, {1, 3, 37}, {1, 2, 1}}, Shape{1, 6, 2, {2, 2, 19}, {3, 1, 3}}})
     for (bool bias : {false, true})
       for (int threads : {1, 2}) {
         PixelDeconvProblem p;
