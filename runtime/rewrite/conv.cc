@@ -3,7 +3,8 @@
 //             (inference mode), W, B and the four BN inputs constants of the
 //             conv's M output channels -> Conv(x, W', B') with
 //             W' = W * s[oc], B' = (B - mean) * s + bias, s = scale / sqrt(var + eps)
-//             (new initializers, computed in double)
+//             (new initializers, computed in double); the same for
+//             ConvTranspose (its W is (C, M / group, k...))
 //   Conv+act  act(Conv(...)) or act(FusedConv(...)) for act in Relu,
 //             LeakyRelu, Clip (constant bounds), HardSigmoid, HardSwish,
 //             Sigmoid, Swish (x * sigmoid(x), made by RewriteSilu), Tanh
@@ -183,7 +184,7 @@ void MakeConv(Graph& g, const Index& ix, Node& node, size_t i_conv, Tensor w, Te
   std::map<std::string, Attribute> attrs = conv.attributes;
   const int64_t opset = conv.opset;
   dead[i_conv] = true;
-  node.op_type = "Conv";
+  node.op_type = conv.op_type;
   node.domain.clear();
   node.opset = opset;
   node.inputs = {x, wn, bn};
@@ -302,14 +303,30 @@ bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>
   if (node.outputs.empty() || node.attr_int("training_mode", 0) != 0 || node.attr_int("spatial", 1) != 1) return false;
   if (node.opset < 7) return false;  // is_test and consumed_inputs
   size_t i_conv;
-  const Node* conv = ix.Inner(node.inputs[0]) ? ix.Producer(node.inputs[0], "Conv", &i_conv) : nullptr;
+  const Node* conv = nullptr;
+  if (ix.Inner(node.inputs[0])) {
+    conv = ix.Producer(node.inputs[0], "Conv", &i_conv);
+    if (!conv) conv = ix.Producer(node.inputs[0], "ConvTranspose", &i_conv);
+  }
   if (!conv || conv->outputs.size() != 1 || conv->inputs.size() < 2) return false;
   const bool has_b = conv->has_input(2);
   const Tensor* w = ix.Constant(conv->inputs[1]);
   const Tensor* b = has_b ? ix.Constant(conv->inputs[2]) : nullptr;
   if (!w || (has_b && !b) || w->shape().size() < 3 || !IsFloat(w->dtype())) return false;
-  const int64_t m = w->shape()[0];
-  if (m <= 0 || (b && (b->dtype() != w->dtype() || b->shape() != Shape{m}))) return false;
+  // W's output channel of element e: Conv's W is (M, C / group, k...);
+  // ConvTranspose's (C, M / group, k...), channel mo of the group of input
+  // channel c being group(c) * M / group + mo.
+  const bool transposed = conv->op_type == "ConvTranspose";
+  const int64_t group = transposed ? conv->attr_int("group", 1) : 1;
+  const int64_t w0 = w->shape()[0], w1 = w->shape()[1];
+  if (group < 1 || w0 <= 0 || w1 <= 0 || w0 % group != 0) return false;
+  const int64_t m = transposed ? w1 * group : w0;
+  if (b && (b->dtype() != w->dtype() || b->shape() != Shape{m})) return false;
+  const int64_t taps = w->size() / (w0 * w1);
+  auto channel = [&](int64_t e) {
+    if (!transposed) return e / (w1 * taps);
+    return e / (w1 * taps) / (w0 / group) * w1 + e / taps % w1;
+  };
   const Tensor* p[4];
   for (size_t i = 0; i < 4; ++i) {
     p[i] = ix.Constant(node.inputs[i + 1]);
@@ -326,8 +343,7 @@ bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>
   }
   Tensor w2 = Tensor::Zeros(w->dtype(), w->shape());
   Tensor b2 = Tensor::Zeros(w->dtype(), {m});
-  const int64_t per = w->size() / m;
-  for (int64_t e = 0; e < w->size(); ++e) SetDouble(w2, e, GetDouble(*w, e) * s[size_t(e / per)]);
+  for (int64_t e = 0; e < w->size(); ++e) SetDouble(w2, e, GetDouble(*w, e) * s[size_t(channel(e))]);
   for (int64_t c = 0; c < m; ++c)
     SetDouble(b2, c, ((b ? GetDouble(*b, c) : 0.0) - GetDouble(*p[2], c)) * s[size_t(c)] + GetDouble(*p[1], c));
   MakeConv(g, ix, node, i_conv, std::move(w2), std::move(b2), dead,
