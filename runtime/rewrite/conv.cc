@@ -21,7 +21,8 @@
 //             order), s and c constants of one value or one per output
 //             channel ((M, 1, ...) or (1, M, 1, ...), at most the conv's
 //             rank), W and B constants -> Conv(x, W * s, B * s) and
-//             Conv(x, W, B + c) (PaddleOCR's exports scale and shift so)
+//             Conv(x, W, B + c) (PaddleOCR's exports scale and shift so);
+//             the same for ConvTranspose, as Conv+BN
 //   HardSwish Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) (Mul and Add in either
 //             order; or the Mul by 1/6) -> HardSwish(x) (opset 14), which
 //             the activation rule then fuses into a conv before it
@@ -213,6 +214,45 @@ bool PerChannel(const Index& ix, const std::string& name, int64_t m, size_t rank
   return true;
 }
 
+// A Conv or ConvTranspose making `y` (read only by the pattern) with
+// constant float W (rank 3 or more) and B (if any: M values), whose output
+// channels can take a scale and a shift.
+struct FoldableConv {
+  size_t index = 0;
+  const Node* node = nullptr;
+  const Tensor* w = nullptr;
+  const Tensor* b = nullptr;  // null: none
+  int64_t m = 0;              // output channels
+  bool transposed = false;
+  int64_t group = 1, w0 = 0, w1 = 0, taps = 0;
+  // The output channel of W's element e: Conv's W is (M, C / group, k...);
+  // ConvTranspose's (C, M / group, k...), input channel c's group g giving
+  // channel g * M / group + mo.
+  int64_t Channel(int64_t e) const {
+    if (!transposed) return e / (w1 * taps);
+    return e / (w1 * taps) / (w0 / group) * w1 + e / taps % w1;
+  }
+};
+
+bool FindFoldableConv(const Index& ix, const std::string& y, FoldableConv& f) {
+  if (!ix.Inner(y)) return false;
+  f.node = ix.Producer(y, "Conv", &f.index);
+  if (!f.node) f.node = ix.Producer(y, "ConvTranspose", &f.index);
+  if (!f.node || f.node->outputs.size() != 1 || f.node->inputs.size() < 2) return false;
+  f.w = ix.Constant(f.node->inputs[1]);
+  const bool has_b = f.node->has_input(2);
+  f.b = has_b ? ix.Constant(f.node->inputs[2]) : nullptr;
+  if (!f.w || (has_b && !f.b) || f.w->shape().size() < 3 || !IsFloat(f.w->dtype())) return false;
+  f.transposed = f.node->op_type == "ConvTranspose";
+  f.group = f.transposed ? f.node->attr_int("group", 1) : 1;
+  f.w0 = f.w->shape()[0];
+  f.w1 = f.w->shape()[1];
+  if (f.group < 1 || f.w0 <= 0 || f.w1 <= 0 || f.w0 % f.group != 0) return false;
+  f.m = f.transposed ? f.w1 * f.group : f.w0;
+  f.taps = f.w->size() / (f.w0 * f.w1);
+  return !f.b || (f.b->dtype() == f.w->dtype() && f.b->shape() == Shape{f.m});
+}
+
 }  // namespace
 
 bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead) {
@@ -223,15 +263,11 @@ bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool
   for (int side = 0; side < 2; ++side) {
     const std::string& y = node.inputs[size_t(side)];
     const std::string& k = node.inputs[size_t(1 - side)];
-    size_t i_conv;
-    const Node* conv = ix.Inner(y) ? ix.Producer(y, "Conv", &i_conv) : nullptr;
-    if (!conv || conv->outputs.size() != 1 || conv->inputs.size() < 2) continue;
-    const Tensor* w = ix.Constant(conv->inputs[1]);
-    const bool has_b = conv->has_input(2);
-    const Tensor* b = has_b ? ix.Constant(conv->inputs[2]) : nullptr;
-    if (!w || (has_b && !b) || w->shape().size() < 3 || !IsFloat(w->dtype())) continue;
-    const int64_t m = w->shape()[0];
-    if (m <= 0 || (b && (b->dtype() != w->dtype() || b->shape() != Shape{m}))) continue;
+    FoldableConv f;
+    if (!FindFoldableConv(ix, y, f)) continue;
+    const Tensor* w = f.w;
+    const Tensor* b = f.b;
+    const int64_t m = f.m;
     const ValueType* ty = ix.Type(node.outputs[0]);
     std::vector<double> v;
     if (!ty || ty->dtype != w->dtype() || !PerChannel(ix, k, m, w->shape().size(), w->dtype(), v)) continue;
@@ -239,13 +275,13 @@ bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool
       if (!std::isfinite(x)) return false;
     Tensor w2 = Tensor::Zeros(w->dtype(), w->shape());
     Tensor b2 = Tensor::Zeros(w->dtype(), {m});
-    const int64_t per = w->size() / m;
-    for (int64_t e = 0; e < w->size(); ++e) SetDouble(w2, e, GetDouble(*w, e) * (mul ? v[size_t(e / per)] : 1.0));
+    for (int64_t e = 0; e < w->size(); ++e)
+      SetDouble(w2, e, GetDouble(*w, e) * (mul ? v[size_t(f.Channel(e))] : 1.0));
     for (int64_t c = 0; c < m; ++c) {
       const double bc = b ? GetDouble(*b, c) : 0.0;
       SetDouble(b2, c, mul ? bc * v[size_t(c)] : bc + v[size_t(c)]);
     }
-    MakeConv(g, ix, node, i_conv, std::move(w2), std::move(b2), dead, {k});
+    MakeConv(g, ix, node, f.index, std::move(w2), std::move(b2), dead, {k});
     return true;
   }
   return false;
@@ -302,31 +338,11 @@ bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>
     if (!node.outputs[i].empty()) return false;
   if (node.outputs.empty() || node.attr_int("training_mode", 0) != 0 || node.attr_int("spatial", 1) != 1) return false;
   if (node.opset < 7) return false;  // is_test and consumed_inputs
-  size_t i_conv;
-  const Node* conv = nullptr;
-  if (ix.Inner(node.inputs[0])) {
-    conv = ix.Producer(node.inputs[0], "Conv", &i_conv);
-    if (!conv) conv = ix.Producer(node.inputs[0], "ConvTranspose", &i_conv);
-  }
-  if (!conv || conv->outputs.size() != 1 || conv->inputs.size() < 2) return false;
-  const bool has_b = conv->has_input(2);
-  const Tensor* w = ix.Constant(conv->inputs[1]);
-  const Tensor* b = has_b ? ix.Constant(conv->inputs[2]) : nullptr;
-  if (!w || (has_b && !b) || w->shape().size() < 3 || !IsFloat(w->dtype())) return false;
-  // W's output channel of element e: Conv's W is (M, C / group, k...);
-  // ConvTranspose's (C, M / group, k...), channel mo of the group of input
-  // channel c being group(c) * M / group + mo.
-  const bool transposed = conv->op_type == "ConvTranspose";
-  const int64_t group = transposed ? conv->attr_int("group", 1) : 1;
-  const int64_t w0 = w->shape()[0], w1 = w->shape()[1];
-  if (group < 1 || w0 <= 0 || w1 <= 0 || w0 % group != 0) return false;
-  const int64_t m = transposed ? w1 * group : w0;
-  if (b && (b->dtype() != w->dtype() || b->shape() != Shape{m})) return false;
-  const int64_t taps = w->size() / (w0 * w1);
-  auto channel = [&](int64_t e) {
-    if (!transposed) return e / (w1 * taps);
-    return e / (w1 * taps) / (w0 / group) * w1 + e / taps % w1;
-  };
+  FoldableConv f;
+  if (!FindFoldableConv(ix, node.inputs[0], f)) return false;
+  const Tensor* w = f.w;
+  const Tensor* b = f.b;
+  const int64_t m = f.m;
   const Tensor* p[4];
   for (size_t i = 0; i < 4; ++i) {
     p[i] = ix.Constant(node.inputs[i + 1]);
@@ -343,10 +359,10 @@ bool RewriteConvBatchNorm(Graph& g, const Index& ix, size_t n, std::vector<bool>
   }
   Tensor w2 = Tensor::Zeros(w->dtype(), w->shape());
   Tensor b2 = Tensor::Zeros(w->dtype(), {m});
-  for (int64_t e = 0; e < w->size(); ++e) SetDouble(w2, e, GetDouble(*w, e) * s[size_t(channel(e))]);
+  for (int64_t e = 0; e < w->size(); ++e) SetDouble(w2, e, GetDouble(*w, e) * s[size_t(f.Channel(e))]);
   for (int64_t c = 0; c < m; ++c)
     SetDouble(b2, c, ((b ? GetDouble(*b, c) : 0.0) - GetDouble(*p[2], c)) * s[size_t(c)] + GetDouble(*p[1], c));
-  MakeConv(g, ix, node, i_conv, std::move(w2), std::move(b2), dead,
+  MakeConv(g, ix, node, f.index, std::move(w2), std::move(b2), dead,
            std::vector<std::string>(node.inputs.begin() + 1, node.inputs.end()));
   return true;
 }

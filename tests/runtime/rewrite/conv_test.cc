@@ -87,31 +87,44 @@ TEST(Rewrite, BatchNormFoldsIntoGroupedAndUnbiasedConv) {
       }
 }
 
-// ConvTranspose's W is (C, M / group, k...): BN's channel is W's second
-// axis, within each group's block of input channels. Stride 2 with a 2x2
-// kernel (the pixel path) and a 3x3 of stride 1 (oneDNN's).
-TEST(Rewrite, BatchNormFoldsIntoConvTranspose) {
+// ConvTranspose's W is (C, M / group, k...): BN's channel, and a per-channel
+// scale's or shift's, is W's second axis within each group's block of input
+// channels. Stride 2 with a 2x2 kernel (the pixel path) and a 3x3 of stride
+// 1 (oneDNN's); PaddleOCR's spelling: no bias, an Add of (1, M, 1, 1), then BN.
+TEST(Rewrite, ScaleShiftAndBatchNormFoldIntoConvTranspose) {
   for (DType dt : {DType::kFloat, DType::kDouble})
     for (bool bias : {false, true})
       for (int64_t group : {1, 2})
-        for (int64_t k : {2, 3}) {
-          SCOPED_TRACE(LowerName(dt) + " bias " + std::to_string(bias) + " group " + std::to_string(group) +
-                       " kernel " + std::to_string(k));
-          ModelBuilder m(15);
-          m.Input("x", dt, {2, 4, 5, 3}).Output("y", dt, {}, false);
-          m.Initializer("w", RandomUniform(dt, {4, 6 / group, k, k}, 5, -0.5, 0.5));
-          std::vector<std::string> in = {"x", "w"};
-          if (bias) {
-            m.Initializer("b", RandomUniform(dt, {6}, 6, -1, 1));
-            in.push_back("b");
+        for (int64_t k : {2, 3})
+          for (int spelling = 0; spelling < 3; ++spelling) {  // BN; Add, BN; Mul, Add, BN
+            SCOPED_TRACE(LowerName(dt) + " bias " + std::to_string(bias) + " group " + std::to_string(group) +
+                         " kernel " + std::to_string(k) + " spelling " + std::to_string(spelling));
+            ModelBuilder m(15);
+            m.Input("x", dt, {2, 4, 5, 3}).Output("y", dt, {}, false);
+            m.Initializer("w", RandomUniform(dt, {4, 6 / group, k, k}, 5, -0.5, 0.5));
+            std::vector<std::string> in = {"x", "w"};
+            if (bias) {
+              m.Initializer("b", RandomUniform(dt, {6}, 6, -1, 1));
+              in.push_back("b");
+            }
+            auto& n = m.Node("ConvTranspose", in, {"c"});
+            SetAttr(n, "strides", std::vector<int64_t>{k == 2 ? 2 : 1, k == 2 ? 2 : 1});
+            if (group > 1) SetAttr(n, "group", group);
+            std::string last = "c";
+            if (spelling == 2) {
+              m.Initializer("scale", RandomUniform(dt, {6, 1, 1}, 8, 0.5, 2));
+              m.Node("Mul", {"scale", last}, {"scaled"});
+              last = "scaled";
+            }
+            if (spelling >= 1) {
+              m.Initializer("shift", RandomUniform(dt, {1, 6, 1, 1}, 9, -1, 1));
+              m.Node("Add", {last, "shift"}, {"shifted"});
+              last = "shifted";
+            }
+            AddBatchNorm(m, dt, 6, last, "y", 7);
+            const Tensor x = RandomUniform(dt, {2, 4, 5, 3}, 11, -2, 2);
+            EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("ConvTranspose"));
           }
-          auto& n = m.Node("ConvTranspose", in, {"c"});
-          SetAttr(n, "strides", std::vector<int64_t>{k == 2 ? 2 : 1, k == 2 ? 2 : 1});
-          if (group > 1) SetAttr(n, "group", group);
-          AddBatchNorm(m, dt, 6, "c", "y", 7);
-          const Tensor x = RandomUniform(dt, {2, 4, 5, 3}, 11, -2, 2);
-          EXPECT_THAT(RunBothWays(m, {{"x", x}}, Tol(dt)), ElementsAre("ConvTranspose"));
-        }
 }
 
 TEST(Rewrite, ResidualAddOnEitherSideBecomesFusedConv) {
