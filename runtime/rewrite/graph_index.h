@@ -204,6 +204,7 @@ bool RewriteHardSwish(Graph& g, const Index& ix, size_t n, std::vector<bool>& de
 bool RewriteConvActivation(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteConvAffine(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteConvAdd(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
+bool RewriteScaleResidual(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);          // rotary.cc
 bool RewritePartialRotary(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);
 bool RewriteReshapeShape(Graph& g, const Index& ix, size_t n, std::vector<bool>& dead);  // shapes.cc

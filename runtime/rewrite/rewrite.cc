@@ -19,7 +19,7 @@ using namespace rewrite;
 constexpr Rule kRules[] = {RewriteAttention, RewriteRepeatShape, RewriteLayerNorm, RewriteRmsNorm,
                            RewriteSilu,      RewriteDequantizeMatMul, RewriteMatMulBias, RewritePow2,
                            RewriteInt8MatMulBias, RewriteInt8MatMul,
-                           RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation,
+                           RewriteScaleResidual, RewriteConvBatchNorm, RewriteConvScaleShift, RewriteHardSwish, RewriteConvActivation,
                            RewriteConvAffine, RewriteConvAdd,
                            RewriteRotary, RewritePartialRotary, RewriteReshapeShape,
                            RewriteSwiGlu};

@@ -127,6 +127,35 @@ TEST(Rewrite, ScaleShiftAndBatchNormFoldIntoConvTranspose) {
           }
 }
 
+// y + y * s (PP-OCRv4's residual squeeze-excite) -> y * (s + 1), in every
+// order of both ops; s per channel, or of y's own shape (still right). Not
+// where the product is read elsewhere too.
+TEST(Rewrite, ScaleResidualBecomesOneProduct) {
+  for (DType dt : {DType::kFloat, DType::kDouble})
+    for (int order = 0; order < 4; ++order)
+      for (bool per_channel : {true, false}) {
+        SCOPED_TRACE(LowerName(dt) + " order " + std::to_string(order) + " per channel " +
+                     std::to_string(per_channel));
+        const Shape sy = {2, 6, 5, 4}, ss = per_channel ? Shape{2, 6, 1, 1} : sy;
+        ModelBuilder m(13);
+        m.Input("y", dt, sy).Input("s", dt, ss).Output("z", dt, {}, false);
+        if (order % 2 == 0) m.Node("Mul", {"y", "s"}, {"p"});
+        else m.Node("Mul", {"s", "y"}, {"p"});
+        if (order / 2 == 0) m.Node("Add", {"y", "p"}, {"z"});
+        else m.Node("Add", {"p", "y"}, {"z"});
+        const Tensor y = RandomUniform(dt, sy, 3, -2, 2), s = RandomUniform(dt, ss, 4, 0, 1);
+        EXPECT_THAT(RunBothWays(m, {{"y", y}, {"s", s}}, Tol(dt)), ElementsAre("Add", "Mul"));
+      }
+  // The product is an output too: left as written.
+  const DType dt = DType::kFloat;
+  ModelBuilder m(13);
+  m.Input("y", dt, {2, 6, 5, 4}).Input("s", dt, {2, 6, 1, 1}).Output("z", dt, {}, false).Output("p", dt, {}, false);
+  m.Node("Mul", {"y", "s"}, {"p"});
+  m.Node("Add", {"y", "p"}, {"z"});
+  const Tensor y = RandomUniform(dt, {2, 6, 5, 4}, 3, -2, 2), s = RandomUniform(dt, {2, 6, 1, 1}, 4, 0, 1);
+  EXPECT_THAT(RunBothWays(m, {{"y", y}, {"s", s}}, Tol(dt)), ElementsAre("Mul", "Add"));
+}
+
 TEST(Rewrite, ResidualAddOnEitherSideBecomesFusedConv) {
   for (DType dt : {DType::kFloat, DType::kDouble})
     for (bool conv_first : {false, true}) {
