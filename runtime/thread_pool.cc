@@ -273,6 +273,19 @@ ParallelCounts ParallelCountsSoFar() {
 
 void CountOmpTeam() { detail::omp_teams.fetch_add(1, std::memory_order_relaxed); }
 
+bool PoolWillTake(int threads) {
+  using namespace detail;
+  if (threads <= 1 || in_parallel_loop) return false;
+  // Kept on the caller (its workers have not come in time lately): this
+  // one counts as a loop kept there, so that the probes still come.
+  const int run = unhelped_run.load(std::memory_order_relaxed);
+  if (KeepOnCaller(run)) {
+    unhelped_run.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
 bool PoolWillHelp(int threads) {
   using namespace detail;
   if (threads <= 1 || in_parallel_loop) return false;
@@ -280,15 +293,7 @@ bool PoolWillHelp(int threads) {
   // v4, whose one split a run came long after the worker slept: 1.06x its
   // 1-thread time with a wake a split, 1.01x without).
   if (!Pool::Get().AnyAwake()) return false;
-  // Awake but the pool keeps loops on the caller (its workers have not come
-  // in time lately): this one counts as a loop kept there, so that the
-  // probes still come.
-  const int run = unhelped_run.load(std::memory_order_relaxed);
-  if (KeepOnCaller(run)) {
-    unhelped_run.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  return true;
+  return PoolWillTake(threads);  // awake, unless the pool keeps its loops on the caller
 }
 
 int DefaultThreads() {

@@ -62,6 +62,11 @@ void CountOmpTeam();
 // spin left: no wake to wait for) and the pool is not keeping its loops on
 // the caller. It wakes nobody.
 bool PoolWillHelp(int threads);
+// Whether a loop posted now would be handed to the workers, awake or not:
+// more than one thread, not inside a loop, and the pool not keeping its loops
+// on the caller (a no counts as a loop kept there, as for PoolWillHelp). For
+// work worth a wake that costs more split than whole when no worker helps.
+bool PoolWillTake(int threads);
 
 // The threads of a session whose options say 0: OMP_NUM_THREADS's first
 // value when set (as OpenMP's default, which this was), else the CPUs this

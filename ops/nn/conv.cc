@@ -9,7 +9,6 @@
 // Z) and channels-last X or Y; a float ConvTranspose whose windows do not
 // overlap runs as one product (kernels/conv/conv_transpose.h).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -34,7 +33,9 @@ using QuantTypes = TypeList<int8_t, uint8_t>;
 // multiply-adds (~8 us on one core), one per thread, on the pool
 // (OneDnnConvSplit, or the direct kernel's tiles): when a worker is awake to
 // take one, or when the conv is worth a wake (kConvWakeWork; the caller
-// starts on the parts meanwhile). Smaller convs with no worker awake run
+// starts on the parts meanwhile) and the pool is not keeping its loops on the
+// caller (PoolWillTake: a split no worker helps costs the parts' calls and
+// channels-last copies for nothing). Smaller convs with no worker awake run
 // whole: silero v4's and ocr_cls's convs of 1.2-1.6 M multiply-adds, split
 // with a wake, ran 3-9% slower at 2 threads than at 1 (once a second thread
 // exists glibc's malloc locks its arena and shared_ptr counts atomically).
@@ -48,7 +49,8 @@ constexpr double kConvWakeWork = 2 * 1024 * 1024;
 int ConvParts(KernelContext& ctx, double macs) {
   const double parts = std::min(double(ctx.threads()), std::floor(macs / kConvPartWork));
   if (parts < 2) return 1;
-  return macs >= kConvWakeWork || PoolWillHelp(ctx.threads()) ? int(parts) : 1;
+  const bool split = macs >= kConvWakeWork ? PoolWillTake(ctx.threads()) : PoolWillHelp(ctx.threads());
+  return split ? int(parts) : 1;
 }
 
 // Depthwise convolutions below this many multiply-adds run our loop

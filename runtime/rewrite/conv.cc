@@ -23,8 +23,9 @@
 //             rank), W and B constants -> Conv(x, W * s, B * s) and
 //             Conv(x, W, B + c) (PaddleOCR's exports scale and shift so);
 //             the same for ConvTranspose, as Conv+BN
-//   scale+res Add(y, Mul(y, s)) (any order), float, the Mul read only
-//             there -> Mul(y, Add(s, 1)): one pass over y instead of two where
+//   scale+res Add(y, Mul(y, s)) (any order), float or double, opset 7 or
+//             later, the Mul read only there -> Mul(y, Add(s, 1)): one pass
+//             over y instead of two where
 //             s is small (PP-OCRv4's residual squeeze-excite: s per channel)
 //   HardSwish Div(Mul(x, Clip(Add(x, 3), 0, 6)), 6) (Mul and Add in either
 //             order; or the Mul by 1/6) -> HardSwish(x) (opset 14), which
@@ -292,21 +293,28 @@ bool RewriteConvScaleShift(Graph& g, const Index& ix, size_t n, std::vector<bool
 
 bool RewriteScaleResidual(Graph& g, const Index& ix, size_t n, std::vector<bool>&) {
   Node& node = g.nodes[n];
-  if (node.op_type != "Add" || !node.domain.empty() || !Binary(node) || node.outputs.size() != 1) return false;
+  // Before opset 7 Add and Mul broadcast only with attributes the new nodes lack.
+  if (node.op_type != "Add" || !node.domain.empty() || node.opset < 7 || !Binary(node) || node.outputs.size() != 1)
+    return false;
   for (int side = 0; side < 2; ++side) {
     const std::string y = node.inputs[size_t(side)];
     const std::string& product = node.inputs[size_t(1 - side)];
     size_t i_mul;
     Node* mul = nullptr;
     if (ix.Inner(product) && ix.Producer(product, "Mul", &i_mul)) mul = &g.nodes[i_mul];
-    if (!mul || !Binary(*mul) || mul->outputs.size() != 1 || mul->inputs[0] == mul->inputs[1]) continue;
+    if (!mul || mul->opset < 7 || !Binary(*mul) || mul->outputs.size() != 1 || mul->inputs[0] == mul->inputs[1])
+      continue;
     const int which = mul->inputs[0] == y ? 0 : mul->inputs[1] == y ? 1 : -1;
     if (which < 0) continue;
     const std::string s = mul->inputs[size_t(1 - which)];
     const ValueType* ty = ix.Type(y);
     const ValueType* ts = ix.Type(s);
-    if (!ty || !ts || ty->dtype != ts->dtype || !IsFloat(ty->dtype)) continue;
-    // The Mul becomes s + 1 (a new value: its shape is s's), the Add y times it.
+    // float and double: s + 1 rounds away s's low bits, at 16 bits too many.
+    // (y infinite and s zero gave NaN, now y.)
+    if (!ty || !ts || ty->dtype != ts->dtype || (ty->dtype != DType::kFloat && ty->dtype != DType::kDouble)) continue;
+    // The Mul becomes s + 1 (a new value: its shape is s's), the Add y times
+    // it. Edited in place and left unmarked: the pass's index does not know
+    // the new names, so no later rule of this pass matches on them.
     const std::string one = FreshName(g, ix, node.outputs[0] + "/one");
     const std::string s1 = FreshName(g, ix, node.outputs[0] + "/s_plus_1");
     Tensor t = Tensor::Zeros(ts->dtype, {});

@@ -232,6 +232,26 @@ TEST(ThreadPool, WillHelpOnlyWhileAWorkerIsAwake) {
   EXPECT_TRUE(helped);
 }
 
+// PoolWillTake: one thread never, nor inside a loop; with the workers asleep
+// yes (unless the pool keeps its loops on the caller: retried, one call in 4
+// is then a probe), and it wakes none.
+TEST(ThreadPool, WillTakeWithTheWorkersAsleep) {
+  EXPECT_FALSE(PoolWillTake(1));
+  EXPECT_FALSE(PoolWillTake(0));
+  std::atomic<int> inside{0};
+  ParallelFor(2, int64_t(4 * kMinThreadWork), WorkPerIndex{1}, [&](int64_t, int64_t) {
+    if (PoolWillTake(2)) ++inside;
+  });
+  EXPECT_EQ(inside.load(), 0);
+  LetWorkersSleep();
+  const ParallelCounts before = ParallelCountsSoFar();
+  bool take = false;
+  for (int i = 0; i < 16 && !take; ++i) take = PoolWillTake(2);
+  EXPECT_TRUE(take);
+  EXPECT_EQ(ParallelCountsSoFar().pool_loops, before.pool_loops);
+  EXPECT_FALSE(PoolWillHelp(2)) << "a call woke a worker";
+}
+
 // A child forked after the pool's workers started (multiprocessing's fork)
 // has none of them: it gets workers of its own, and counts none of the
 // parent's as awake (no split for a worker that is gone).

@@ -15,7 +15,6 @@
 namespace onnx_mini {
 namespace {
 
-// Output size of one dim.
 TEST(DepthwiseConv, ReferenceIsTheDirectSum) {
   // 1-D, 2 channels, length 4, kernel 3, pads 1 and 1: y[c][o] = b[c] + sum_t x[c][o - 1 + t] w[c][t].
   DepthwiseProblem p;

@@ -89,8 +89,9 @@ TEST(Rewrite, BatchNormFoldsIntoGroupedAndUnbiasedConv) {
 
 // ConvTranspose's W is (C, M / group, k...): BN's channel, and a per-channel
 // scale's or shift's, is W's second axis within each group's block of input
-// channels. Stride 2 with a 2x2 kernel (the pixel path) and a 3x3 of stride
-// 1 (oneDNN's); PaddleOCR's spelling: no bias, an Add of (1, M, 1, 1), then BN.
+// channels. Stride 2 with a 2x2 kernel (the pixel path at group 1) and a 3x3
+// of stride 1 with pads and an output padding (oneDNN's, or the reference);
+// PaddleOCR's spelling: no bias, an Add of (1, M, 1, 1), then BN.
 TEST(Rewrite, ScaleShiftAndBatchNormFoldIntoConvTranspose) {
   for (DType dt : {DType::kFloat, DType::kDouble})
     for (bool bias : {false, true})
@@ -108,7 +109,13 @@ TEST(Rewrite, ScaleShiftAndBatchNormFoldIntoConvTranspose) {
               in.push_back("b");
             }
             auto& n = m.Node("ConvTranspose", in, {"c"});
-            SetAttr(n, "strides", std::vector<int64_t>{k == 2 ? 2 : 1, k == 2 ? 2 : 1});
+            if (k == 2) {
+              SetAttr(n, "strides", std::vector<int64_t>{2, 2});
+            } else {
+              SetAttr(n, "strides", std::vector<int64_t>{2, 1});
+              SetAttr(n, "pads", std::vector<int64_t>{1, 0, 0, 1});
+              SetAttr(n, "output_padding", std::vector<int64_t>{1, 0});
+            }
             if (group > 1) SetAttr(n, "group", group);
             std::string last = "c";
             if (spelling == 2) {
@@ -129,7 +136,8 @@ TEST(Rewrite, ScaleShiftAndBatchNormFoldIntoConvTranspose) {
 
 // y + y * s (PP-OCRv4's residual squeeze-excite) -> y * (s + 1), in every
 // order of both ops; s per channel, or of y's own shape (still right). Not
-// where the product is read elsewhere too.
+// where the product is read elsewhere too, nor before opset 7 (broadcasting
+// by attributes), nor in 16-bit floats (s + 1 would round s's low bits away).
 TEST(Rewrite, ScaleResidualBecomesOneProduct) {
   for (DType dt : {DType::kFloat, DType::kDouble})
     for (int order = 0; order < 4; ++order)
@@ -146,14 +154,24 @@ TEST(Rewrite, ScaleResidualBecomesOneProduct) {
         const Tensor y = RandomUniform(dt, sy, 3, -2, 2), s = RandomUniform(dt, ss, 4, 0, 1);
         EXPECT_THAT(RunBothWays(m, {{"y", y}, {"s", s}}, Tol(dt)), ElementsAre("Add", "Mul"));
       }
-  // The product is an output too: left as written.
-  const DType dt = DType::kFloat;
-  ModelBuilder m(13);
-  m.Input("y", dt, {2, 6, 5, 4}).Input("s", dt, {2, 6, 1, 1}).Output("z", dt, {}, false).Output("p", dt, {}, false);
-  m.Node("Mul", {"y", "s"}, {"p"});
-  m.Node("Add", {"y", "p"}, {"z"});
-  const Tensor y = RandomUniform(dt, {2, 6, 5, 4}, 3, -2, 2), s = RandomUniform(dt, {2, 6, 1, 1}, 4, 0, 1);
-  EXPECT_THAT(RunBothWays(m, {{"y", y}, {"s", s}}, Tol(dt)), ElementsAre("Mul", "Add"));
+  for (int other = 0; other < 4; ++other) {
+    // 0: the product an output too; 1: read by another node; 2: opset 6
+    // (same shapes); 3: float16.
+    SCOPED_TRACE("other " + std::to_string(other));
+    const DType dt = other == 3 ? DType::kFloat16 : DType::kFloat;
+    const Shape sy = {2, 6, 5, 4}, ss = other == 2 ? sy : Shape{2, 6, 1, 1};
+    ModelBuilder m(other == 2 ? 6 : 13);
+    m.Input("y", dt, sy).Input("s", dt, ss).Output("z", dt, {}, false);
+    if (other <= 1) m.Output(other == 0 ? "p" : "t", dt, {}, false);
+    m.Node("Mul", {"y", "s"}, {"p"});
+    m.Node("Add", {"y", "p"}, {"z"});
+    if (other == 1) m.Node("Neg", {"p"}, {"t"});
+    const Tensor y = RandomUniform(dt, sy, 3, -2, 2), s = RandomUniform(dt, ss, 4, 0, 1);
+    if (other == 1)
+      EXPECT_THAT(RunBothWays(m, {{"y", y}, {"s", s}}, Tol(dt)), ElementsAre("Mul", "Add", "Neg"));
+    else
+      EXPECT_THAT(RunBothWays(m, {{"y", y}, {"s", s}}, Tol(dt)), ElementsAre("Mul", "Add"));
+  }
 }
 
 TEST(Rewrite, ResidualAddOnEitherSideBecomesFusedConv) {
