@@ -413,10 +413,124 @@ template <int R, int P>
   }
 }
 
+// 4-bit codes, float A on AVX2: G groups (from q, A's row r at a[r] + off)
+// into s16, int16 sums of VPMADDUBSW: exact over up to 4 groups (16 * 15 *
+// 128 < 2^15).
+template <int R, int G>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void Nib4Groups(const uint8_t* q, const int8_t* const* a,
+                                                                     int64_t off, __m256i (&s16)[R][2]) {
+  const __m256i low = _mm256_set1_epi8(15);
+#pragma GCC unroll 4
+  for (int gi = 0; gi < G; ++gi) {
+    const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + kGroup * gi));
+    const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + kGroup * gi + 32));
+    const __m256i lo0 = _mm256_and_si256(v0, low), lo1 = _mm256_and_si256(v1, low);
+    const __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), low);
+    const __m256i hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), low);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256i x0 = _mm256_set1_epi32(Load32(a[r] + off + 8 * gi));
+      const __m256i x1 = _mm256_set1_epi32(Load32(a[r] + off + 8 * gi + 4));
+      s16[r][0] = _mm256_add_epi16(
+          s16[r][0], _mm256_add_epi16(_mm256_maddubs_epi16(lo0, x0), _mm256_maddubs_epi16(hi0, x1)));
+      s16[r][1] = _mm256_add_epi16(
+          s16[r][1], _mm256_add_epi16(_mm256_maddubs_epi16(lo1, x0), _mm256_maddubs_epi16(hi1, x1)));
+      // Row by row: GCC 12 otherwise computes every row's products first and
+      // spills them (140 against 200 GOP/s at 4 rows).
+      asm volatile("" : "+x"(s16[r][0]), "+x"(s16[r][1]));
+    }
+  }
+}
+
+// C's R rows x 16 columns of panel p from acc, bias added.
+template <int R>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void StoreFloatPanel(const TileArgs& g, int64_t r0, int64_t p,
+                                                                          const __m256 (&acc)[R][2]) {
+  const QuantPanels& w = *g.w;
+  const int64_t col0 = p * kCols, cols = std::min(kCols, w.n - col0);
+  float out[R][kCols];
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(out[r] + 8 * h, acc[r][h]);
+  for (int r = 0; r < R; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      g.c[(r0 + r) * w.n + col0 + c] = g.bias ? out[r][c] + g.bias[col0 + c] : out[r][c];
+}
+
+// acc += the block's float value: dot * (scale * sa) - scale * zero * azero.
+template <int R>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void FinishFloatBlock(const TileArgs& g, int64_t r0, int64_t p,
+                                                                           int64_t b, const __m256i (&dot)[R][2],
+                                                                           __m256 (&acc)[R][2]) {
+  const QuantPanels& w = *g.w;
+  const int64_t kb = w.k_blocks;
+  for (int h = 0; h < 2; ++h) {
+    const int64_t at = (p * kb + b) * kCols + 8 * h;
+    const __m256 sc = _mm256_loadu_ps(w.scales + at);
+    const __m256 zs = _mm256_mul_ps(sc, _mm256_loadu_ps(w.zeros + at));
+    for (int r = 0; r < R; ++r) {
+      const __m256 sa = _mm256_set1_ps(g.ascale[(r0 + r) * kb + b]);
+      const __m256 az = _mm256_set1_ps(g.azero[(r0 + r) * kb + b]);
+      acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][h]), _mm256_mul_ps(sc, sa), acc[r][h]);
+      acc[r][h] = _mm256_fnmadd_ps(zs, az, acc[r][h]);
+    }
+  }
+}
+
+// 4-bit codes, float A on AVX2: R rows x 1 panel. A block's chunks of 4
+// groups (32 k) go through int16 sums, widened to int32 by VPMADDWD with ones.
+// A block of 32 (the exporters' usual) is one chunk: no int32 sums kept
+// across chunks, which leaves the registers to 4 rows.
+template <int R>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void Nib4FloatTile(const TileArgs& g, int64_t r0, int64_t p0) {
+  const QuantPanels& w = *g.w;
+  const int64_t kb = w.k_blocks, groups = w.block / 8;
+  const uint8_t* q = w.codes + p0 * kb * w.block_bytes();
+  const int8_t* a[R];
+  for (int r = 0; r < R; ++r) a[r] = g.qa + (r0 + r) * g.lda;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  if (groups == 4) {
+    for (int64_t b = 0; b < kb; ++b, q += 4 * kGroup) {
+      __m256i s16[R][2];
+      for (int r = 0; r < R; ++r) s16[r][0] = s16[r][1] = _mm256_setzero_si256();
+      Nib4Groups<R, 4>(q, a, b * 32, s16);
+      __m256i dot[R][2];
+      for (int r = 0; r < R; ++r)
+        for (int h = 0; h < 2; ++h) dot[r][h] = _mm256_madd_epi16(s16[r][h], ones);
+      FinishFloatBlock<R>(g, r0, p0, b, dot, acc);
+    }
+  } else {
+    for (int64_t b = 0; b < kb; ++b) {
+      __m256i dot[R][2];
+      for (int r = 0; r < R; ++r) dot[r][0] = dot[r][1] = _mm256_setzero_si256();
+      for (int64_t g0 = 0; g0 < groups; g0 += 4) {
+        const int64_t n = std::min<int64_t>(4, groups - g0), off = b * w.block + 8 * g0;
+        __m256i s16[R][2];
+        for (int r = 0; r < R; ++r) s16[r][0] = s16[r][1] = _mm256_setzero_si256();
+        switch (n) {
+          case 1: Nib4Groups<R, 1>(q, a, off, s16); break;
+          case 2: Nib4Groups<R, 2>(q, a, off, s16); break;
+          case 3: Nib4Groups<R, 3>(q, a, off, s16); break;
+          default: Nib4Groups<R, 4>(q, a, off, s16); break;
+        }
+        q += n * kGroup;
+        for (int r = 0; r < R; ++r)
+          for (int h = 0; h < 2; ++h) dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(s16[r][h], ones));
+      }
+      FinishFloatBlock<R>(g, r0, p0, b, dot, acc);
+    }
+  }
+  StoreFloatPanel<R>(g, r0, p0, acc);
+}
+
 template <bool kVnni, int Bits, int R, int P, bool kFloat>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void YmmBody(const TileArgs& g, int64_t r0, int64_t p0) {
   if constexpr (!kVnni && Bits == 8 && !kFloat) {
     IntTileWidenedA<R, P>(g, r0, p0);  // g.qa16 is set on this build (QuantPanelsMatMulIntA)
+  } else if constexpr (!kVnni && Bits == 4) {
+    static_assert(kFloat && P == 1, "AVX2 4-bit tiles: float A, one panel");
+    Nib4FloatTile<R>(g, r0, p0);
   } else {
     const QuantPanels& w = *g.w;
     const int64_t kb = w.k_blocks, bb = w.block_bytes(), groups = bb / kGroup;
@@ -438,40 +552,7 @@ template <bool kVnni, int Bits, int R, int P, bool kFloat>
         for (int r = 0; r < R; ++r)
           for (int p = 0; p < P; ++p) dot[r][p][0] = dot[r][p][1] = _mm256_setzero_si256();
       const int64_t k0 = b * w.block;
-      if constexpr (!kVnni && Bits == 4) {
-        // 4-bit codes: VPMADDUBSW, exact in int16 and summed there over up to
-        // 4 groups (32 k: 16 * 15 * 128 < 2^15), widened by VPMADDWD with ones.
-        const __m256i ones = _mm256_set1_epi16(1);
-        for (int64_t g0 = 0; g0 < groups; g0 += 4) {
-          __m256i s16[R][P][2];
-          for (int r = 0; r < R; ++r)
-            for (int p = 0; p < P; ++p) s16[r][p][0] = s16[r][p][1] = _mm256_setzero_si256();
-          for (int64_t gi = g0; gi < std::min(groups, g0 + 4); ++gi) {
-            __m256i lo[P][2], hi[P][2];
-            for (int p = 0; p < P; ++p) {
-              for (int h = 0; h < 2; ++h) {
-                const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[p] + 32 * h));
-                lo[p][h] = _mm256_and_si256(v, low);
-                hi[p][h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-              }
-              q[p] += kGroup;
-            }
-            for (int r = 0; r < R; ++r) {
-              const __m256i x0 = _mm256_set1_epi32(Load32(ar[r] + k0 + 8 * gi));
-              const __m256i x1 = _mm256_set1_epi32(Load32(ar[r] + k0 + 8 * gi + 4));
-              for (int p = 0; p < P; ++p)
-                for (int h = 0; h < 2; ++h) {
-                  s16[r][p][h] = _mm256_add_epi16(s16[r][p][h], _mm256_maddubs_epi16(lo[p][h], x0));
-                  s16[r][p][h] = _mm256_add_epi16(s16[r][p][h], _mm256_maddubs_epi16(hi[p][h], x1));
-                }
-            }
-          }
-          for (int r = 0; r < R; ++r)
-            for (int p = 0; p < P; ++p)
-              for (int h = 0; h < 2; ++h)
-                dot[r][p][h] = _mm256_add_epi32(dot[r][p][h], _mm256_madd_epi16(s16[r][p][h], ones));
-        }
-      } else if constexpr (!kVnni) {
+      if constexpr (!kVnni) {
         __m256i pairs[R][P][4];
         for (int r = 0; r < R; ++r)
           for (int p = 0; p < P; ++p)
@@ -610,12 +691,13 @@ TileFn PickRows(int r) {
 
 // A tile of r rows x p panels (p = 1 or kPanels); the integer-A form only for
 // 8 bits (what PackInt8Panels makes).
-template <template <int, int, int, bool> class K, int kRowsFloat, int kRowsInt, int kPanels>
+template <template <int, int, int, bool> class K, int kRowsFloat, int kRowsInt, int kPanels,
+          int kRowsFloat4 = kRowsFloat>
 TileFn PickTile(int bits, bool f, int r, int p) {
   const bool wide = p >= kPanels;
   if (f) {
     if (bits == 8) return wide ? PickRows<K, 8, true, kPanels, kRowsFloat>(r) : PickRows<K, 8, true, 1, kRowsFloat>(r);
-    return wide ? PickRows<K, 4, true, kPanels, kRowsFloat>(r) : PickRows<K, 4, true, 1, kRowsFloat>(r);
+    return wide ? PickRows<K, 4, true, kPanels, kRowsFloat4>(r) : PickRows<K, 4, true, 1, kRowsFloat4>(r);
   }
   return wide ? PickRows<K, 8, false, kPanels, kRowsInt>(r) : PickRows<K, 8, false, 1, kRowsInt>(r);
 }
@@ -625,6 +707,7 @@ struct Kernel {
   TileFn plain_float, plain_int;
   int rows_float, rows_int, panels;  // the tile of the build
   bool int_a16 = false;               // integer A's tiles read it widened (TileArgs::qa16)
+  int rows_float4 = 0;                // float A's rows on 4-bit codes, where not rows_float
 };
 
 const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
@@ -634,8 +717,9 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
       {CpuTarget::kAvx512Vnni, {PickTile<Zmm, 4, 8, 2>, PlainBaseline<true>, PlainBaseline<false>, 4, 8, 2}},
       // ymm: 16 registers.
       {CpuTarget::kAvxVnni, {PickTile<Ymm, 2, 4, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 4, 1}},
-      // Integer A: 6 rows x 2 accumulators a half panel (IntTileWidenedA).
-      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 6, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 6, 1, true}},
+      // Integer A: 6 rows x 2 accumulators a half panel (IntTileWidenedA);
+      // float A on 4-bit codes: 4 rows (Nib4FloatTile).
+      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 6, 1, 4>, PlainBaseline<true>, PlainBaseline<false>, 2, 6, 1, true, 4}},
 #endif
       {CpuTarget::kBaseline, {nullptr, PlainBaseline<true>, PlainBaseline<false>, 4, 4, 1}},
   };
@@ -679,6 +763,7 @@ void RunTiles(const TileArgs& g, int64_t m, bool f, int threads) {
     k.rows_float = dk.rows;
     k.panels = dk.panels;
   }
+  if (f && w.bits == 4 && k.rows_float4 > 0 && !g.digits) k.rows_float = k.rows_float4;
   const int R = f ? k.rows_float : k.rows_int, P = k.panels;
   const int64_t row_block = std::min<int64_t>(m, 24 * int64_t(R));
   const int64_t panel_chunk = 2 * int64_t(P);
