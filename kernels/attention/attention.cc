@@ -1449,9 +1449,13 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
 #if defined(__x86_64__) || defined(__i386__)
   // Streaming stores of the decode sweep on AVX2 (the present rows 32-byte aligned).
   bool sweep_streams = false;
-  if constexpr ((kVectorBytes == 64 || kVectorBytes == 32) && std::is_same_v<T, float> && !kBf16Dot && !kMasked) {
+  if constexpr ((kVectorBytes == 64 || kVectorBytes == 32) && std::is_same_v<T, float> && !kBf16Dot) {
     constexpr int64_t kLanes = kVectorBytes / 4;
-    bool sweep = plain && D % kLanes == 0 && Dv % kLanes == 0 && rows < kTiledRows;
+    // A mask of zeros over every row's visible keys (a decode step's padding
+    // mask of ones, as exporters pass it) leaves the rows direct: plain.
+    bool direct_rows = plain;
+    if constexpr (kMasked) direct_rows = std::all_of(direct.begin(), direct.end(), [](char d) { return d != 0; });
+    bool sweep = direct_rows && D % kLanes == 0 && Dv % kLanes == 0 && rows < kTiledRows;
     for (int64_t row = 1; row < rows && sweep; ++row)
       sweep = first[size_t(row)] == first[0] && last[size_t(row)] == last[0];
     if (sweep && lo < hi) {

@@ -296,7 +296,9 @@ TEST(AttentionKernels, DecodeSweepNanScores) {
 // stores; unaligned: copied first), shared with it, or not written. Keys
 // 0-31 and 48-63 of kv head 0 score -inf for all its rows (chunks of 16 with
 // nothing to add, before m is finite and after); a NaN in kv head 1's key 40
-// makes that head's rows NaN.
+// makes that head's rows NaN. With a mask of zeros but for -inf at keys 0-2
+// (a decode step's padding mask, as exporters pass it) the rows are trimmed
+// and direct: the sweep too.
 TEST(AttentionKernels, DecodeSweepMatchesReference) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   enum class Present { kNone, kShared, kAligned, kUnaligned };
@@ -313,10 +315,11 @@ TEST(AttentionKernels, DecodeSweepMatchesReference) {
     for (int64_t group = 1; group <= 5; ++group)
       for (const auto& [D, Dv] : {std::pair<int64_t, int64_t>{64, 64}, {128, 128}, {64, 72}})
         for (int64_t P : {100, 47})
-          for (Present present : {Present::kNone, Present::kShared, Present::kAligned, Present::kUnaligned}) {
+          for (Present present : {Present::kNone, Present::kShared, Present::kAligned, Present::kUnaligned})
+          for (bool masked : {false, true}) {
             SCOPED_TRACE(std::string(CpuTargetName(t)) + " group " + std::to_string(group) + " D " +
                          std::to_string(D) + " Dv " + std::to_string(Dv) + " past " + std::to_string(P) +
-                         " present " + std::to_string(int(present)));
+                         " present " + std::to_string(int(present)) + (masked ? " masked" : ""));
             std::mt19937 rng(seed++);
             const int64_t Hkv = 2, Hq = group * Hkv, T = P + 1, C = P + 8;  // C: the past's capacity
             AttentionProblem p;
@@ -336,6 +339,11 @@ TEST(AttentionKernels, DecodeSweepMatchesReference) {
             p.q_data = q.raw(), p.k_data = k.raw(), p.v_data = v.raw();
             p.cache.past_key = pk.raw(), p.cache.past_value = pv.raw();
             p.scale = 1.0f / std::sqrt(float(D));
+            std::vector<double> mask(size_t(T), 0.0);
+            if (masked) {
+              mask[0] = mask[1] = mask[2] = -kInf;
+              p.mask = mask.data(), p.mask_stride[3] = 1, p.mask_len = T;
+            }
             Tensor y_ref = Tensor::Zeros(DType::kFloat, {Hq * Dv}), y_fast = *y_ref.Clone();
             p.y_data = y_ref.raw();
             AttentionReference(p);
