@@ -1451,8 +1451,9 @@ template <class T, int kVectorBytes, bool kMasked, bool kBf16Dot = false>
   bool sweep_streams = false;
   if constexpr ((kVectorBytes == 64 || kVectorBytes == 32) && std::is_same_v<T, float> && !kBf16Dot) {
     constexpr int64_t kLanes = kVectorBytes / 4;
-    // A mask of zeros over every row's visible keys (a decode step's padding
-    // mask of ones, as exporters pass it) leaves the rows direct: plain.
+    // Rows whose mask is 0 over their trimmed visible keys (an attention_mask
+    // of ones, as exporters pass it at every step, becomes such zeros) are
+    // direct, scored as if unmasked: the sweep takes them as plain rows.
     bool direct_rows = plain;
     if constexpr (kMasked) direct_rows = std::all_of(direct.begin(), direct.end(), [](char d) { return d != 0; });
     bool sweep = direct_rows && D % kLanes == 0 && Dv % kLanes == 0 && rows < kTiledRows;

@@ -414,8 +414,9 @@ template <int R, int P>
 }
 
 // 4-bit codes, float A on AVX2: G groups (from q, A's row r at a[r] + off)
-// into s16, int16 sums of VPMADDUBSW: exact over up to 4 groups (16 * 15 *
-// 128 < 2^15).
+// into s16, int16 sums of VPMADDUBSW: exact over up to 4 groups (a lane adds
+// 2 products a nibble, 2 nibbles a group: 16 products of at most 15 * 128,
+// 30720 < 2^15).
 template <int R, int G>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void Nib4Groups(const uint8_t* q, const int8_t* const* a,
                                                                      int64_t off, __m256i (&s16)[R][2]) {
@@ -494,7 +495,7 @@ template <int R>
     for (int64_t b = 0; b < kb; ++b, q += 4 * kGroup) {
       __m256i s16[R][2];
       for (int r = 0; r < R; ++r) s16[r][0] = s16[r][1] = _mm256_setzero_si256();
-      Nib4Groups<R, 4>(q, a, b * 32, s16);
+      Nib4Groups<R, 4>(q, a, b * w.block, s16);
       __m256i dot[R][2];
       for (int r = 0; r < R; ++r)
         for (int h = 0; h < 2; ++h) dot[r][h] = _mm256_madd_epi16(s16[r][h], ones);
@@ -553,26 +554,21 @@ template <bool kVnni, int Bits, int R, int P, bool kFloat>
           for (int p = 0; p < P; ++p) dot[r][p][0] = dot[r][p][1] = _mm256_setzero_si256();
       const int64_t k0 = b * w.block;
       if constexpr (!kVnni) {
+        static_assert(Bits == 8, "AVX2 4-bit tiles: Nib4FloatTile");
         __m256i pairs[R][P][4];
         for (int r = 0; r < R; ++r)
           for (int p = 0; p < P; ++p)
             for (int i = 0; i < 4; ++i) pairs[r][p][i] = _mm256_setzero_si256();
         for (int64_t gi = 0; gi < groups; ++gi) {
-          for (int half = 0; half < (Bits == 8 ? 1 : 2); ++half) {
-            __m256i v[P][4];
+          __m256i v[P][4];
+          for (int p = 0; p < P; ++p)
+            for (int i = 0; i < 4; ++i)
+              v[p][i] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q[p] + 16 * i)));
+          for (int r = 0; r < R; ++r) {
+            const __m256i x = BroadcastA16(ar[r] + k0 + 4 * gi);
             for (int p = 0; p < P; ++p)
-              for (int i = 0; i < 4; ++i) {
-                __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q[p] + 16 * i));
-                if constexpr (Bits == 4)
-                  x = _mm_and_si128(half ? _mm_srli_epi16(x, 4) : x, _mm_set1_epi8(15));
-                v[p][i] = _mm256_cvtepu8_epi16(x);
-              }
-            for (int r = 0; r < R; ++r) {
-              const __m256i x = BroadcastA16(ar[r] + k0 + (Bits == 8 ? 4 * gi : 8 * gi + 4 * half));
-              for (int p = 0; p < P; ++p)
-                for (int i = 0; i < 4; ++i)
-                  pairs[r][p][i] = _mm256_add_epi32(pairs[r][p][i], _mm256_madd_epi16(v[p][i], x));
-            }
+              for (int i = 0; i < 4; ++i)
+                pairs[r][p][i] = _mm256_add_epi32(pairs[r][p][i], _mm256_madd_epi16(v[p][i], x));
           }
           for (int p = 0; p < P; ++p) q[p] += kGroup;
         }
@@ -707,7 +703,7 @@ struct Kernel {
   TileFn plain_float, plain_int;
   int rows_float, rows_int, panels;  // the tile of the build
   bool int_a16 = false;               // integer A's tiles read it widened (TileArgs::qa16)
-  int rows_float4 = 0;                // float A's rows on 4-bit codes, where not rows_float
+  int rows_float4 = 0;                // float A's rows on 4-bit codes (0: rows_float)
 };
 
 const CpuDispatchTable<Kernel>::Build& ActiveKernel() {

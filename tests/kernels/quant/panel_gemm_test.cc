@@ -63,7 +63,7 @@ struct Shape {
 // Blocks of 1 to 32 groups of 8 k, 24 and 40 among them (a short last chunk
 // of 3 and 1 groups in the AVX2 4-bit tile).
 const std::vector<Shape> kShapes = {{16, 16, 16}, {37, 19, 16}, {100, 33, 32}, {129, 47, 64}, {256, 17, 256},
-                                    {300, 50, 128}, {520, 31, 256}, {77, 21, 24},  {90, 18, 40}};
+                                    {300, 50, 128}, {520, 31, 256}, {77, 21, 24},  {90, 18, 40}, {64, 17, 8}};
 
 TEST(PanelGemm, Int8MatchesItsReferenceOnEveryTarget) {
   for (CpuTarget t : HostTargets()) {
@@ -73,7 +73,7 @@ TEST(PanelGemm, Int8MatchesItsReferenceOnEveryTarget) {
     for (int bits : {4, 8})
       for (const Shape& s : kShapes) {
         const QuantPanelsBuffer buf = MakePanels(bits, s.k, s.n, s.block, false, ++seed);
-        for (int64_t m : {5, 17, 128, 200}) {
+        for (int64_t m : {5, 6, 7, 17, 128, 200}) {  // 6, 7: tiles of 2 and 3 rows after 4
           if (m > 17 && s.k > 256) continue;  // the plain reference's time
           const std::vector<float> a = RandomFloats(m * s.k, seed + 7), bias = RandomFloats(s.n, seed + 8);
           const float* pb = m % 2 ? bias.data() : nullptr;
@@ -200,6 +200,39 @@ TEST(PanelGemm, FloatFormsFollowTheFeatures) {
     const bool avx512 = t == CpuTarget::kAvx512Vnni || t == CpuTarget::kAvx512;
     const CpuTarget tile = avx512 ? CpuTarget::kAvx512 : t == CpuTarget::kBaseline ? t : CpuTarget::kAvx2;
     EXPECT_EQ(QuantPanelsFloatTileTarget(), tile) << CpuTargetName(t);
+  }
+}
+
+// The int16 sums of the AVX2 4-bit tile at their largest: every code 15
+// and A's rows of one sign (each rounds to +-127), so a lane of a chunk of 4
+// groups sums 16 products of 15 * 127 = 30480 (a fifth group would wrap);
+// blocks of 32 (one chunk) and 64 (two), every target against the reference.
+TEST(PanelGemm, Int8FourBitSumsAtTheirLargest) {
+  for (int64_t block : {32, 64}) {
+    const int64_t m = 7, k = 128, n = 16;
+    QuantPanelsBuffer buf;
+    ASSERT_TRUE(buf.Shape(4, k, n, block));
+    for (int64_t col = 0; col < n; ++col)
+      for (int64_t kk = 0; kk < k; ++kk) buf.SetCode(col, kk, 15);
+    std::fill(buf.code_sums.begin(), buf.code_sums.end(), int32_t(15 * block));
+    std::fill(buf.scales.begin(), buf.scales.end(), 0.01f);
+    std::fill(buf.zeros.begin(), buf.zeros.end(), 0.0f);
+    std::vector<float> a(size_t(m * k));
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t kk = 0; kk < k; ++kk) a[size_t(r * k + kk)] = (r % 2 ? -1.0f : 1.0f) * (1.0f + 0.01f * float(r));
+    std::vector<float> want(size_t(m * n));
+    QuantPanelsMatMulInt8Reference(a.data(), m, buf.view, nullptr, want.data());
+    for (CpuTarget t : HostTargets()) {
+      ScopedCpuFeaturesForTesting scope(t);
+      std::vector<float> got(size_t(m * n), NAN);
+      std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, true)));
+      QuantPanelsMatMulMany(a.data(), m, buf.view, true, nullptr, got.data(), ws.data(), 1);
+      for (size_t i = 0; i < want.size(); ++i) {
+        // 0.15 * 128 * 15 * 127 / 127 * (1 + r / 100): about 19.2-20.4 in size
+        ASSERT_GT(std::fabs(want[i]), 19.0f) << i;
+        ASSERT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << CpuTargetName(t) << " block " << block << " at " << i;
+      }
+    }
   }
 }
 
