@@ -36,7 +36,7 @@ struct TileArgs {
   const float* azero;   // float A: m x k_blocks, sa * sum qa
   const int32_t* azq;   // float A, zmm, every zero point one integer z: m x k_blocks, z * sum qa (azero unread)
   const int32_t* asum;  // integer A: m x k_blocks, sum qa
-  const int16_t* qa16;  // integer A on the AVX2 build: qa widened to int16 (rows of lda)
+  const int16_t* qa16;  // the AVX2 build's 8-bit tiles: qa widened to int16 (rows of lda)
   int32_t a_shift;      // integer A: d with a - za = qa + d
   float a_scale;        // integer A
   const float* bias;
@@ -330,11 +330,8 @@ struct ZmmDigits {
 }
 
 // Without VNNI (AVX2): codes and A widened to int16 and multiplied by
-// VPMADDWD (exact; VPMADDUBSW would saturate 8-bit codes), four vectors of
-// (column, pair of k) sums a panel, their pairs added when a block ends.
-[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256i BroadcastA16(const int8_t* p) {
-  return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(Load32(p))));
-}
+// VPMADDWD (exact; VPMADDUBSW would saturate 8-bit codes), (column, pair of
+// k) sums added in pairs when a pass ends.
 // Pair sums (lanes 2c, 2c + 1 of column c of four) to 8 columns in order.
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256i AddPairs(const __m256i& x, const __m256i& y) {
   return _mm256_permute4x64_epi64(_mm256_hadd_epi32(x, y), 0xD8);
@@ -457,7 +454,14 @@ template <int R>
       g.c[(r0 + r) * w.n + col0 + c] = g.bias ? out[r][c] + g.bias[col0 + c] : out[r][c];
 }
 
-// acc += the block's float value: dot * (scale * sa) - scale * zero * azero.
+// acc plus a block's float value over 8 columns, for A's row with scale sa
+// and sa * sum q az: dot * (scale * sa) - (scale * zero) * az.
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline __m256 AddBlockValue(__m256 acc, __m256i dot, __m256 scale,
+                                                                          __m256 scale_zero, float sa, float az) {
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(scale, _mm256_set1_ps(sa)), acc);
+  return _mm256_fnmadd_ps(scale_zero, _mm256_set1_ps(az), acc);
+}
+// acc += block b's float value (AddBlockValue) over panel p.
 template <int R>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void FinishFloatBlock(const TileArgs& g, int64_t r0, int64_t p,
                                                                            int64_t b, const __m256i (&dot)[R][2],
@@ -468,12 +472,8 @@ template <int R>
     const int64_t at = (p * kb + b) * kCols + 8 * h;
     const __m256 sc = _mm256_loadu_ps(w.scales + at);
     const __m256 zs = _mm256_mul_ps(sc, _mm256_loadu_ps(w.zeros + at));
-    for (int r = 0; r < R; ++r) {
-      const __m256 sa = _mm256_set1_ps(g.ascale[(r0 + r) * kb + b]);
-      const __m256 az = _mm256_set1_ps(g.azero[(r0 + r) * kb + b]);
-      acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][h]), _mm256_mul_ps(sc, sa), acc[r][h]);
-      acc[r][h] = _mm256_fnmadd_ps(zs, az, acc[r][h]);
-    }
+    for (int r = 0; r < R; ++r)
+      acc[r][h] = AddBlockValue(acc[r][h], dot[r][h], sc, zs, g.ascale[(r0 + r) * kb + b], g.azero[(r0 + r) * kb + b]);
   }
 }
 
@@ -525,10 +525,57 @@ template <int R>
   StoreFloatPanel<R>(g, r0, p0, acc);
 }
 
+// 8-bit codes, float A on AVX2 (A as int8 per block, widened to int16 in
+// g.qa16): IntTileWidenedA's passes (a half panel each, codes widened, one
+// broadcast of A a row and group), a block's pair sums then turned into its
+// float value (AddBlockValue). 96 GOP/s in bench-qgemm (128 x 1024 x 2816,
+// Zen 3; 6 rows no faster), where the block loop's form, 2 rows widening A
+// per group, ran at 70.
+template <int R>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void Int8FloatTile(const TileArgs& g, int64_t r0, int64_t p0) {
+  const QuantPanels& w = *g.w;
+  const int64_t kb = w.k_blocks, groups = w.block / 4;
+  __m256 acc[R][2];
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* q = w.codes + p0 * kb * w.block_bytes() + 32 * h;
+    const int16_t* a = g.qa16 + r0 * g.lda;
+    __m256 sum[R];
+    for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < kb; ++b) {
+      __m256i left[R], right[R];  // columns 8h..8h+3 and 8h+4..8h+7, pairs of k apart
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) left[r] = right[r] = _mm256_setzero_si256();
+      for (int64_t gi = 0; gi < groups; ++gi, q += kGroup, a += 4) {
+        const __m256i v0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+        const __m256i v1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m256i x = _mm256_set1_epi64x(Load64(a + r * g.lda));
+          left[r] = _mm256_add_epi32(left[r], _mm256_madd_epi16(v0, x));
+          right[r] = _mm256_add_epi32(right[r], _mm256_madd_epi16(v1, x));
+          asm volatile("" : "+x"(left[r]), "+x"(right[r]));  // row by row (IntTileWidenedA)
+        }
+      }
+      const int64_t at = (p0 * kb + b) * kCols + 8 * h;
+      const __m256 sc = _mm256_loadu_ps(w.scales + at);
+      const __m256 zs = _mm256_mul_ps(sc, _mm256_loadu_ps(w.zeros + at));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        sum[r] = AddBlockValue(sum[r], AddPairs(left[r], right[r]), sc, zs, g.ascale[(r0 + r) * kb + b],
+                               g.azero[(r0 + r) * kb + b]);
+    }
+    for (int r = 0; r < R; ++r) acc[r][h] = sum[r];
+  }
+  StoreFloatPanel<R>(g, r0, p0, acc);
+}
+
 template <bool kVnni, int Bits, int R, int P, bool kFloat>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void YmmBody(const TileArgs& g, int64_t r0, int64_t p0) {
   if constexpr (!kVnni && Bits == 8 && !kFloat) {
     IntTileWidenedA<R, P>(g, r0, p0);  // g.qa16 is set on this build (QuantPanelsMatMulIntA)
+  } else if constexpr (!kVnni && Bits == 8) {
+    static_assert(P == 1, "AVX2 8-bit float-A tiles: one panel");
+    Int8FloatTile<R>(g, r0, p0);  // g.qa16 is set on this build (QuantPanelsMatMulMany)
   } else if constexpr (!kVnni && Bits == 4) {
     static_assert(kFloat && P == 1, "AVX2 4-bit tiles: float A, one panel");
     Nib4FloatTile<R>(g, r0, p0);
@@ -553,31 +600,6 @@ template <bool kVnni, int Bits, int R, int P, bool kFloat>
         for (int r = 0; r < R; ++r)
           for (int p = 0; p < P; ++p) dot[r][p][0] = dot[r][p][1] = _mm256_setzero_si256();
       const int64_t k0 = b * w.block;
-      if constexpr (!kVnni) {
-        static_assert(Bits == 8, "AVX2 4-bit tiles: Nib4FloatTile");
-        __m256i pairs[R][P][4];
-        for (int r = 0; r < R; ++r)
-          for (int p = 0; p < P; ++p)
-            for (int i = 0; i < 4; ++i) pairs[r][p][i] = _mm256_setzero_si256();
-        for (int64_t gi = 0; gi < groups; ++gi) {
-          __m256i v[P][4];
-          for (int p = 0; p < P; ++p)
-            for (int i = 0; i < 4; ++i)
-              v[p][i] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q[p] + 16 * i)));
-          for (int r = 0; r < R; ++r) {
-            const __m256i x = BroadcastA16(ar[r] + k0 + 4 * gi);
-            for (int p = 0; p < P; ++p)
-              for (int i = 0; i < 4; ++i)
-                pairs[r][p][i] = _mm256_add_epi32(pairs[r][p][i], _mm256_madd_epi16(v[p][i], x));
-          }
-          for (int p = 0; p < P; ++p) q[p] += kGroup;
-        }
-        for (int r = 0; r < R; ++r)
-          for (int p = 0; p < P; ++p) {
-            dot[r][p][0] = _mm256_add_epi32(dot[r][p][0], AddPairs(pairs[r][p][0], pairs[r][p][1]));
-            dot[r][p][1] = _mm256_add_epi32(dot[r][p][1], AddPairs(pairs[r][p][2], pairs[r][p][3]));
-          }
-      } else
       for (int64_t gi = 0; gi < groups; ++gi) {
         if (g.stream)
           for (int p = 0; p < P; ++p) _mm_prefetch(reinterpret_cast<const char*>(q[p] + kPrefetchBytes), _MM_HINT_T0);
@@ -702,7 +724,7 @@ struct Kernel {
   TileFn (*pick)(int bits, bool f, int r, int p);  // null: the plain loops (also integer A on 4 bits)
   TileFn plain_float, plain_int;
   int rows_float, rows_int, panels;  // the tile of the build
-  bool int_a16 = false;               // integer A's tiles read it widened (TileArgs::qa16)
+  bool int_a16 = false;               // the 8-bit tiles read A widened (TileArgs::qa16)
   int rows_float4 = 0;                // float A's rows on 4-bit codes (0: rows_float)
 };
 
@@ -714,8 +736,8 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
       // ymm: 16 registers.
       {CpuTarget::kAvxVnni, {PickTile<Ymm, 2, 4, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 4, 1}},
       // Integer A: 6 rows x 2 accumulators a half panel (IntTileWidenedA);
-      // float A on 4-bit codes: 4 rows (Nib4FloatTile).
-      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 2, 6, 1, 4>, PlainBaseline<true>, PlainBaseline<false>, 2, 6, 1, true, 4}},
+      // float A: 4 rows (Int8FloatTile, Nib4FloatTile).
+      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 4, 6, 1, 4>, PlainBaseline<true>, PlainBaseline<false>, 4, 6, 1, true, 4}},
 #endif
       {CpuTarget::kBaseline, {nullptr, PlainBaseline<true>, PlainBaseline<false>, 4, 4, 1}},
   };
@@ -880,6 +902,18 @@ RowInt8Fn ActiveRowInt8() {
 // arrays of 4 bytes.
 int64_t IntWorkspace(int64_t m, const QuantPanels& w) {
   const double bytes = double(m) * double(w.padded_k()) + 64 + 8.0 * double(m) * double(w.k_blocks) + 64;
+  return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
+}
+
+// Whether float A's int8 tiles read A widened too (the 8-bit tiles of the
+// build that wants it).
+bool WidenFloatA(const QuantPanels& w) { return w.bits == 8 && ActiveKernel().entries.int_a16; }
+
+// IntWorkspace, then (widened) m x padded_k int16.
+int64_t WidenedAWorkspace(int64_t m, const QuantPanels& w, bool widened) {
+  const int64_t base = IntWorkspace(m, w);
+  if (base < 0 || !widened) return base;
+  const double bytes = double(base) + 2.0 * double(m) * double(w.padded_k());
   return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
 }
 
@@ -1241,7 +1275,7 @@ bool UniformIntegerZero(const QuantPanels& w, int32_t* z) {
 }  // namespace
 
 int64_t QuantPanelsMatMulManyWorkspace(int64_t m, const QuantPanels& w, bool int8, QuantPanelsFloatPath path) {
-  if (int8) return IntWorkspace(m, w);
+  if (int8) return WidenedAWorkspace(m, w, WidenFloatA(w));
   const bool tile = QuantPanelsFloatTileTarget() != CpuTarget::kBaseline;
   if (tile && (path == QuantPanelsFloatPath::kAuto || path == QuantPanelsFloatPath::kTile)) return 64;  // none
   const bool digits = path == QuantPanelsFloatPath::kDigits && QuantPanelsDigitsTarget() != CpuTarget::kBaseline;
@@ -1324,6 +1358,8 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
   int32_t zint = 0;
   const bool int_zero = ActiveKernel().target == CpuTarget::kAvx512Vnni && UniformIntegerZero(w, &zint);
   int32_t* azq = reinterpret_cast<int32_t*>(azero);
+  int16_t* qa16 =
+      WidenFloatA(w) ? reinterpret_cast<int16_t*>(static_cast<char*>(workspace) + IntWorkspace(m, w)) : nullptr;
   ParallelFor(threads, m, WorkPerIndex{double(w.k) * 4}, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       // With int_zero azq takes azero's place: sum q first (a NaN block's 0: its sa keeps the NaN), then z * it.
@@ -1331,6 +1367,8 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
                int_zero ? azq + r * kb : nullptr);
       if (int_zero)
         for (int64_t b = 0; b < kb; ++b) azq[r * kb + b] *= zint;
+      if (qa16)
+        for (int64_t i = 0; i < kp; ++i) qa16[r * kp + i] = qa[r * kp + i];
     }
   });
   TileArgs g{};
@@ -1340,6 +1378,7 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
   g.ascale = ascale;
   g.azero = int_zero ? nullptr : azero;
   g.azq = int_zero ? azq : nullptr;
+  g.qa16 = qa16;
   g.bias = bias;
   g.c = c;
   RunTiles(g, m, true, threads);
@@ -1355,10 +1394,7 @@ bool WidenIntA(int64_t m, const QuantPanels& w) {
 
 // IntWorkspace, then A widened to int16 where the build's tiles read it so.
 int64_t QuantPanelsMatMulIntAWorkspace(int64_t m, const QuantPanels& w) {
-  const int64_t base = IntWorkspace(m, w);
-  if (base < 0 || !WidenIntA(m, w)) return base;
-  const double bytes = double(base) + 2.0 * double(m) * double(w.padded_k());
-  return bytes < double(std::numeric_limits<int64_t>::max() / 4) ? Align64(int64_t(bytes)) : -1;
+  return WidenedAWorkspace(m, w, WidenIntA(m, w));
 }
 
 void QuantPanelsMatMulIntA(const QuantPanelsIntA& x, const QuantPanels& w, const float* bias, float* c,

@@ -93,36 +93,37 @@ TEST(PanelGemm, Int8MatchesItsReferenceOnEveryTarget) {
 // Every zero point one integer (MatMulNBits' default 8, or its packed zero
 // points all alike): the zmm tiles take the zero point's term in int32; the
 // same values as the reference, every target, with odd N (the last panel's
-// padding columns hold zero 0) and a NaN row.
+// padding columns hold zero 0) and a NaN row; 4-bit and 8-bit codes.
 TEST(PanelGemm, Int8WithOneIntegerZeroPointMatchesItsReference) {
   for (CpuTarget t : HostTargets()) {
     ScopedCpuFeaturesForTesting scope(t);
     uint32_t seed = 150;
-    for (const Shape& s : kShapes)
-      for (float zero : {8.0f, 0.0f, 3.0f}) {
-        QuantPanelsBuffer buf = MakePanels(4, s.k, s.n, s.block, false, ++seed);
-        for (int64_t col = 0; col < s.n; ++col)
-          for (int64_t b = 0; b < buf.view.k_blocks; ++b)
-            buf.zeros[size_t((col / kQuantPanelCols) * buf.view.k_blocks * kQuantPanelCols + b * kQuantPanelCols +
-                             col % kQuantPanelCols)] = zero;
-        for (int64_t m : {5, 17, 40}) {
-          std::vector<float> a = RandomFloats(m * s.k, seed + 7);
-          if (m == 17) a[size_t(3 * s.k + s.k / 2)] = NAN;
-          std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
-          std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, true)));
-          QuantPanelsMatMulMany(a.data(), m, buf.view, true, nullptr, got.data(), ws.data(), m == 17 ? 2 : 1);
-          QuantPanelsMatMulInt8Reference(a.data(), m, buf.view, nullptr, want.data());
-          for (size_t i = 0; i < want.size(); ++i) {
-            if (std::isnan(want[i])) {
-              ASSERT_TRUE(std::isnan(got[i])) << CpuTargetName(t) << " at " << i;
-              continue;
+    for (int bits : {4, 8})
+      for (const Shape& s : kShapes)
+        for (float zero : {8.0f, 0.0f, 3.0f}) {
+          QuantPanelsBuffer buf = MakePanels(bits, s.k, s.n, s.block, false, ++seed);
+          for (int64_t col = 0; col < s.n; ++col)
+            for (int64_t b = 0; b < buf.view.k_blocks; ++b)
+              buf.zeros[size_t((col / kQuantPanelCols) * buf.view.k_blocks * kQuantPanelCols + b * kQuantPanelCols +
+                               col % kQuantPanelCols)] = zero;
+          for (int64_t m : {5, 17, 40}) {
+            std::vector<float> a = RandomFloats(m * s.k, seed + 7);
+            if (m == 17) a[size_t(3 * s.k + s.k / 2)] = NAN;
+            std::vector<float> got(size_t(m * s.n), NAN), want(size_t(m * s.n));
+            std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, true)));
+            QuantPanelsMatMulMany(a.data(), m, buf.view, true, nullptr, got.data(), ws.data(), m == 17 ? 2 : 1);
+            QuantPanelsMatMulInt8Reference(a.data(), m, buf.view, nullptr, want.data());
+            for (size_t i = 0; i < want.size(); ++i) {
+              if (std::isnan(want[i])) {
+                ASSERT_TRUE(std::isnan(got[i])) << CpuTargetName(t) << " at " << i;
+                continue;
+              }
+              ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
+                  << CpuTargetName(t) << " bits=" << bits << " zero=" << zero << " k=" << s.k << " n=" << s.n
+                  << " block=" << s.block << " m=" << m << " at " << i;
             }
-            ASSERT_NEAR(got[i], want[i], 1e-5 * (double(s.k) + 1) + 1e-5 * std::fabs(want[i]))
-                << CpuTargetName(t) << " zero=" << zero << " k=" << s.k << " n=" << s.n << " block=" << s.block
-                << " m=" << m << " at " << i;
           }
         }
-      }
   }
 }
 
