@@ -1385,10 +1385,10 @@ void QuantPanelsMatMulMany(const float* a, int64_t m, const QuantPanels& w, bool
 }
 
 // Whether integer A's tiles read A widened (the 8-bit tiles of the build that
-// wants it; up to kIntADecodeRows rows take the decode passes).
+// wants it; up to PanelGemvMaxRows rows take the decode passes).
 namespace {
 bool WidenIntA(int64_t m, const QuantPanels& w) {
-  return m > kIntADecodeRows && w.bits == 8 && ActiveKernel().entries.int_a16;
+  return m > PanelGemvMaxRows(PanelGemvA::kInteger) && w.bits == 8 && ActiveKernel().entries.int_a16;
 }
 }  // namespace
 
@@ -1401,7 +1401,7 @@ void QuantPanelsMatMulIntA(const QuantPanelsIntA& x, const QuantPanels& w, const
                            void* workspace, int threads, const float* uniform_zero) {
   const int64_t m = x.m;
   if (m <= 0 || w.n <= 0) return;
-  if (m <= kIntADecodeRows) return PanelGemvIntA(x, w, uniform_zero, bias, c, workspace, threads);
+  if (m <= PanelGemvMaxRows(PanelGemvA::kInteger)) return PanelGemvIntA(x, w, uniform_zero, bias, c, workspace, threads);
   const int64_t kb = w.k_blocks, kp = w.padded_k();
   int8_t* qa = static_cast<int8_t*>(workspace);
   int32_t* asum = reinterpret_cast<int32_t*>(qa + Align64(m * kp));

@@ -72,13 +72,11 @@ struct QuantPanelsIntA {
   float a_scale = 1;        // y = float(sum) * (a_scale * scale[col]) + bias
   int64_t m = 0;
 };
-// Up to kIntADecodeRows rows take the decode passes (PanelGemvIntA,
-// panel_gemv.h: the panels streamed once a pass of 4 rows, prefetched, split
-// over the threads); more take the register tiles (the passes measured
-// 10-25% faster from 5 to 16 rows at K 1024, N 2816, as fast at 24).
+// Up to PanelGemvMaxRows(kInteger) rows take the decode passes
+// (PanelGemvIntA, panel_gemv.h: the panels streamed once a pass of 4 rows,
+// prefetched, split over the threads); more take the register tiles.
 // `uniform_zero`: every block's zero point when they are all the same (the
 // zeros then unread), or null.
-constexpr int64_t kIntADecodeRows = 16;
 int64_t QuantPanelsMatMulIntAWorkspace(int64_t m, const QuantPanels& w);
 void QuantPanelsMatMulIntA(const QuantPanelsIntA& a, const QuantPanels& w, const float* bias, float* c,
                            void* workspace, int threads, const float* uniform_zero = nullptr);

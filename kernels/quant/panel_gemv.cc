@@ -793,7 +793,37 @@ void Passes(int64_t m, const QuantPanels& w, const float* bias, float* c, int th
   }
 }
 
+// PanelGemvMaxRows per build. VNNI (K 1024, N 2816): the passes 10-25%
+// faster than the tiles from 5 to 16 rows, level at 24 (float A: the panels'
+// dequantization + GEMM). AVX2 (Zen 3, 1 thread, cold weights; the tile's
+// time first): int8 A's tile is faster from 3 rows (bench-nbits: 118 / 129
+// us, 8 rows 258 / 320), float A's from 5 (562 / 596, 16 rows 1225 / 1894:
+// the digits' three products a code grow with the rows, the tile's
+// dequantization does not), integer A's from 3 (bench-qgemm: 1.66 / 1.75x
+// the floor, 4 rows 2.0 / 2.1x, 16 rows in cache 0.66 / 1.04 ms). AVX-512
+// without VNNI and the plain loops: as VNNI (not measured).
+struct MaxRows {
+  int64_t float_a, int8_a, integer_a;
+};
+const MaxRows& ActiveMaxRows() {
+  static const CpuDispatchTable<MaxRows> table{
+#if defined(__x86_64__)
+      {CpuTarget::kAvx512Vnni, {16, 16, 16}},
+      {CpuTarget::kAvxVnni, {16, 16, 16}},
+      {CpuTarget::kAvx512, {16, 16, 16}},
+      {CpuTarget::kAvx2, {4, 2, 2}},
+#endif
+      {CpuTarget::kBaseline, {16, 16, 16}},
+  };
+  return table.Active();
+}
+
 }  // namespace
+
+int64_t PanelGemvMaxRows(PanelGemvA a) {
+  const MaxRows& rows = ActiveMaxRows();
+  return a == PanelGemvA::kFloat ? rows.float_a : a == PanelGemvA::kInt8 ? rows.int8_a : rows.integer_a;
+}
 
 int64_t PanelGemvWorkspace(int64_t m, const QuantPanels& w) {
   const double rows = double(std::min(m, kPanelGemvRows));

@@ -28,6 +28,12 @@ namespace onnx_mini {
 // Rows of A one pass over the panels takes.
 constexpr int64_t kPanelGemvRows = 4;
 
+// The rows up to which a product's decode passes beat panel_gemm.h's
+// register tiles on the active build (more rows take the tiles): float A
+// (PanelGemvFloat), int8 A (PanelGemvInt8), integer A (PanelGemvIntA).
+enum class PanelGemvA { kFloat, kInt8, kInteger };
+int64_t PanelGemvMaxRows(PanelGemvA a);
+
 // Floats of workspace either product needs for `m` rows; -1 on overflow.
 int64_t PanelGemvWorkspace(int64_t m, const QuantPanels& w);
 

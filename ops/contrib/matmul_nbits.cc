@@ -151,7 +151,7 @@ absl::StatusOr<std::shared_ptr<NBitsPanels>> PackPanels(const NBitsMatrix& w,
 // workspace charged to the budget. With `int8_a`, A is quantized as
 // onnxruntime's accuracy level 4 does: over panels the integers multiplied
 // where an int8 build runs (VNNI or AVX2; decode kernels up to
-// kNBitsDecodePassRows rows, panel_gemm.h beyond), else A rounded and
+// PanelGemvMaxRows rows, panel_gemm.h beyond), else A rounded and
 // multiplied in float.
 absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix* w, const NBitsPanels* panels, const float* bias,
                         bool int8_a = false) {
@@ -161,7 +161,8 @@ absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix* w, const NBitsPan
   const int64_t m = k > 0 ? a.size() / k : 0;
   if (y.size() == 0) return absl::OkStatus();
   const bool is_float = a.dtype() == DType::kFloat;
-  const bool decode = panels && m <= kNBitsDecodePassRows, many = panels && !decode;
+  const bool decode = panels && m <= PanelGemvMaxRows(int8_a ? PanelGemvA::kInt8 : PanelGemvA::kFloat);
+  const bool many = panels && !decode;
   const bool int8_kernel = int8_a && decode && PanelGemvInt8Target() != CpuTarget::kBaseline;
   const bool rounded = int8_a && !int8_kernel && !many;
   int64_t ws = -1;
