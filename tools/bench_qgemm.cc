@@ -8,7 +8,8 @@
 //     VPDPBUSD zmm chains, one core, times the threads).
 //   q8 decode: 1, 2 and 4 rows of uint8 A against 8-bit panels of an int8 B
 //     (PackInt8Panels; QuantPanelsMatMulIntA takes the decode passes of
-//     panel_gemv), over "cold" copies filling ~200 MB, beside the floor: a
+//     panel_gemv up to PanelGemvMaxRows rows, its tiles beyond), over "cold"
+//     copies filling ~200 MB, beside the floor: a
 //     read-only vectorized sum over the same copies' codes, timed in the same
 //     rounds as the kernels (the ratio is the median of per-round ratios, so
 //     that a busy machine slows both sides of it; beside it the fastest
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
   const int64_t shapes[][2] = {{1024, 2816}, {2816, 1024}, {1024, 32000}};  // K, N
   for (const auto& shape : shapes) {
     const int64_t k = shape[0], n = shape[1];
-    const int64_t most = std::max<int64_t>(rows, 4);  // the q8 decode's rows below too
+    const int64_t most = std::max<int64_t>(rows, 4);  // A, C and aq hold the q8 decode's 4 rows
     std::vector<float> a(size_t(most * k)), c(size_t(most * n));
     for (float& v : a) v = float(int(rng() % 2001) - 1000) / 500.0f;
     const double ops = 2.0 * double(rows) * double(k) * double(n);
@@ -148,7 +149,6 @@ int main(int argc, char** argv) {
       if (q8_decode_only) break;
       std::printf("prefill K=%lld N=%lld bits=%d block 32\n", (long long)k, (long long)n, bits);
       const QuantPanelsBuffer buf = MakePanels(bits, k, n, 32, uint32_t(bits));
-      std::vector<uint8_t> ws8(size_t(QuantPanelsMatMulManyWorkspace(rows, buf.view, true)));
       int64_t wsf_bytes = 0;
       for (QuantPanelsFloatPath path :
            {QuantPanelsFloatPath::kGemm, QuantPanelsFloatPath::kTile, QuantPanelsFloatPath::kDigits})
@@ -157,6 +157,7 @@ int main(int argc, char** argv) {
       for (CpuTarget t : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx2}) {
         if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
         ScopedCpuFeaturesForTesting scope(t);
+        std::vector<uint8_t> ws8(size_t(QuantPanelsMatMulManyWorkspace(rows, buf.view, true)));  // the target's
         time(std::string("int8-") + CpuTargetName(t),
              [&] { QuantPanelsMatMulMany(a.data(), rows, buf.view, true, nullptr, c.data(), ws8.data(), threads); });
       }
@@ -221,7 +222,6 @@ int main(int argc, char** argv) {
       x.a_zero = 128;
       x.a_scale = 0.02f;
       x.m = m;
-      std::vector<uint8_t> ws(size_t(QuantPanelsMatMulIntAWorkspace(m, mats[0].view)));
       std::vector<int16_t> ws16(size_t(Int8MatMulWorkspaceSize(m, k)));
       Int8MatMulArgs old;
       old.a = aq.data();
@@ -268,6 +268,7 @@ int main(int argc, char** argv) {
       for (CpuTarget t : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx2}) {
         if (!CpuTargetUsable(t, HostCpuFeatures())) continue;
         ScopedCpuFeaturesForTesting scope(t);
+        std::vector<uint8_t> ws(size_t(QuantPanelsMatMulIntAWorkspace(m, mats[0].view)));  // the target's
         time_q8(std::string("panels-") + CpuTargetName(t), [&](int i) {
           QuantPanelsMatMulIntA(x, mats[size_t(i)].view, nullptr, c.data(), ws.data(), threads);
         });

@@ -1085,9 +1085,10 @@ template <int kVecs>
                             wbuf[std::min<int64_t>(r0 + 3, 15)]};
       const bool first = r0 == 0;
       for (int64_t d0 = 0; d0 < Dv;) {
+        // The first pass streams whole V rows to the present (SweepValuePassAvx2).
+        float* copy_v = first && d0 == 0 && a.copy_v ? a.copy_v + (j0 - a.lo) * Dv : nullptr;
         const SweepValues sv{outs, w4, vr, n, d0, first && d0 == 0 ? a.v.cached : nullptr, cached_end, a.next_v,
-                             a.next_n, j0 + kSweepAhead, Dv, first && d0 == 0 && a.copy_v ? a.copy_v + (j0 - a.lo) * Dv : nullptr,
-                             copies};
+                             a.next_n, j0 + kSweepAhead, Dv, copy_v, copies};
         const int64_t vecs = std::min<int64_t>(3, (Dv - d0) / 8);
         if (vecs == 3) SweepValuePassAvx2<3>(sv);
         else if (vecs == 2) SweepValuePassAvx2<2>(sv);

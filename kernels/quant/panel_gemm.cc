@@ -642,13 +642,9 @@ template <bool kVnni, int Bits, int R, int P, bool kFloat>
             const int64_t at = ((p0 + p) * kb + b) * kCols + 8 * h;
             const __m256 sc = _mm256_loadu_ps(w.scales + at);
             const __m256 zs = _mm256_mul_ps(sc, _mm256_loadu_ps(w.zeros + at));
-            for (int r = 0; r < R; ++r) {
-              const __m256 sa = _mm256_set1_ps(g.ascale[(r0 + r) * kb + b]);
-              const __m256 az = _mm256_set1_ps(g.azero[(r0 + r) * kb + b]);
-              acc[r][p][h] =
-                  _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][p][h]), _mm256_mul_ps(sc, sa), acc[r][p][h]);
-              acc[r][p][h] = _mm256_fnmadd_ps(zs, az, acc[r][p][h]);
-            }
+            for (int r = 0; r < R; ++r)
+              acc[r][p][h] = AddBlockValue(acc[r][p][h], dot[r][p][h], sc, zs, g.ascale[(r0 + r) * kb + b],
+                                           g.azero[(r0 + r) * kb + b]);
           }
       }
     }
@@ -709,13 +705,12 @@ TileFn PickRows(int r) {
 
 // A tile of r rows x p panels (p = 1 or kPanels); the integer-A form only for
 // 8 bits (what PackInt8Panels makes).
-template <template <int, int, int, bool> class K, int kRowsFloat, int kRowsInt, int kPanels,
-          int kRowsFloat4 = kRowsFloat>
+template <template <int, int, int, bool> class K, int kRowsFloat, int kRowsInt, int kPanels>
 TileFn PickTile(int bits, bool f, int r, int p) {
   const bool wide = p >= kPanels;
   if (f) {
     if (bits == 8) return wide ? PickRows<K, 8, true, kPanels, kRowsFloat>(r) : PickRows<K, 8, true, 1, kRowsFloat>(r);
-    return wide ? PickRows<K, 4, true, kPanels, kRowsFloat4>(r) : PickRows<K, 4, true, 1, kRowsFloat4>(r);
+    return wide ? PickRows<K, 4, true, kPanels, kRowsFloat>(r) : PickRows<K, 4, true, 1, kRowsFloat>(r);
   }
   return wide ? PickRows<K, 8, false, kPanels, kRowsInt>(r) : PickRows<K, 8, false, 1, kRowsInt>(r);
 }
@@ -725,7 +720,6 @@ struct Kernel {
   TileFn plain_float, plain_int;
   int rows_float, rows_int, panels;  // the tile of the build
   bool int_a16 = false;               // the 8-bit tiles read A widened (TileArgs::qa16)
-  int rows_float4 = 0;                // float A's rows on 4-bit codes (0: rows_float)
 };
 
 const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
@@ -737,7 +731,7 @@ const CpuDispatchTable<Kernel>::Build& ActiveKernel() {
       {CpuTarget::kAvxVnni, {PickTile<Ymm, 2, 4, 1>, PlainBaseline<true>, PlainBaseline<false>, 2, 4, 1}},
       // Integer A: 6 rows x 2 accumulators a half panel (IntTileWidenedA);
       // float A: 4 rows (Int8FloatTile, Nib4FloatTile).
-      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 4, 6, 1, 4>, PlainBaseline<true>, PlainBaseline<false>, 4, 6, 1, true, 4}},
+      {CpuTarget::kAvx2, {PickTile<YmmAvx2, 4, 6, 1>, PlainBaseline<true>, PlainBaseline<false>, 4, 6, 1, true}},
 #endif
       {CpuTarget::kBaseline, {nullptr, PlainBaseline<true>, PlainBaseline<false>, 4, 4, 1}},
   };
@@ -781,7 +775,6 @@ void RunTiles(const TileArgs& g, int64_t m, bool f, int threads) {
     k.rows_float = dk.rows;
     k.panels = dk.panels;
   }
-  if (f && w.bits == 4 && k.rows_float4 > 0 && !g.digits) k.rows_float = k.rows_float4;
   const int R = f ? k.rows_float : k.rows_int, P = k.panels;
   const int64_t row_block = std::min<int64_t>(m, 24 * int64_t(R));
   const int64_t panel_chunk = 2 * int64_t(P);

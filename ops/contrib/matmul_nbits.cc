@@ -161,9 +161,11 @@ absl::Status RunProduct(KernelContext& ctx, const NBitsMatrix* w, const NBitsPan
   const int64_t m = k > 0 ? a.size() / k : 0;
   if (y.size() == 0) return absl::OkStatus();
   const bool is_float = a.dtype() == DType::kFloat;
-  const bool decode = panels && m <= PanelGemvMaxRows(int8_a ? PanelGemvA::kInt8 : PanelGemvA::kFloat);
+  // Without an int8 decode build, int8 A's decode is the float passes' over A rounded.
+  const bool int8_build = int8_a && PanelGemvInt8Target() != CpuTarget::kBaseline;
+  const bool decode = panels && m <= PanelGemvMaxRows(int8_build ? PanelGemvA::kInt8 : PanelGemvA::kFloat);
   const bool many = panels && !decode;
-  const bool int8_kernel = int8_a && decode && PanelGemvInt8Target() != CpuTarget::kBaseline;
+  const bool int8_kernel = int8_build && decode;
   const bool rounded = int8_a && !int8_kernel && !many;
   int64_t ws = -1;
   if (decode) ws = PanelGemvWorkspace(m, panels->buf.view);

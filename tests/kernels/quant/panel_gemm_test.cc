@@ -204,37 +204,41 @@ TEST(PanelGemm, FloatFormsFollowTheFeatures) {
   }
 }
 
-// The int16 sums of the AVX2 4-bit tile at their largest: every code 15
-// and A's rows of one sign (each rounds to +-127), so a lane of a chunk of 4
-// groups sums 16 products of 15 * 127 = 30480 (a fifth group would wrap);
-// blocks of 32 (one chunk) and 64 (two), every target against the reference.
-TEST(PanelGemm, Int8FourBitSumsAtTheirLargest) {
-  for (int64_t block : {32, 64}) {
-    const int64_t m = 7, k = 128, n = 16;
-    QuantPanelsBuffer buf;
-    ASSERT_TRUE(buf.Shape(4, k, n, block));
-    for (int64_t col = 0; col < n; ++col)
-      for (int64_t kk = 0; kk < k; ++kk) buf.SetCode(col, kk, 15);
-    std::fill(buf.code_sums.begin(), buf.code_sums.end(), int32_t(15 * block));
-    std::fill(buf.scales.begin(), buf.scales.end(), 0.01f);
-    std::fill(buf.zeros.begin(), buf.zeros.end(), 0.0f);
-    std::vector<float> a(size_t(m * k));
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t kk = 0; kk < k; ++kk) a[size_t(r * k + kk)] = (r % 2 ? -1.0f : 1.0f) * (1.0f + 0.01f * float(r));
-    std::vector<float> want(size_t(m * n));
-    QuantPanelsMatMulInt8Reference(a.data(), m, buf.view, nullptr, want.data());
-    for (CpuTarget t : HostTargets()) {
-      ScopedCpuFeaturesForTesting scope(t);
-      std::vector<float> got(size_t(m * n), NAN);
-      std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, true)));
-      QuantPanelsMatMulMany(a.data(), m, buf.view, true, nullptr, got.data(), ws.data(), 1);
-      for (size_t i = 0; i < want.size(); ++i) {
-        // 0.15 * 128 * 15 * 127 / 127 * (1 + r / 100): about 19.2-20.4 in size
-        ASSERT_GT(std::fabs(want[i]), 19.0f) << i;
-        ASSERT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << CpuTargetName(t) << " block " << block << " at " << i;
+// The integer sums at their largest: every code at its top and A's rows of
+// one sign (each rounds to +-127). 4-bit: a lane of the AVX2 tile's chunk of
+// 4 groups sums 16 products of 15 * 127 = 30480 in int16 (a fifth group
+// would wrap), blocks of 32 (one chunk) and 64 (two). 8-bit: int32 sums of
+// 255 * 127 over blocks up to 1024. Every target against the reference.
+TEST(PanelGemm, Int8SumsAtTheirLargest) {
+  for (int bits : {4, 8})
+    for (int64_t block : {32, 64, 1024}) {
+      if (bits == 4 && block > 64) continue;
+      const int64_t m = 7, k = 2 * block, n = 16, top = (1 << bits) - 1;
+      QuantPanelsBuffer buf;
+      ASSERT_TRUE(buf.Shape(bits, k, n, block));
+      for (int64_t col = 0; col < n; ++col)
+        for (int64_t kk = 0; kk < k; ++kk) buf.SetCode(col, kk, int(top));
+      std::fill(buf.code_sums.begin(), buf.code_sums.end(), int32_t(top * block));
+      std::fill(buf.scales.begin(), buf.scales.end(), 0.01f);
+      std::fill(buf.zeros.begin(), buf.zeros.end(), 0.0f);
+      std::vector<float> a(size_t(m * k));
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t kk = 0; kk < k; ++kk) a[size_t(r * k + kk)] = (r % 2 ? -1.0f : 1.0f) * (1.0f + 0.01f * float(r));
+      std::vector<float> want(size_t(m * n));
+      QuantPanelsMatMulInt8Reference(a.data(), m, buf.view, nullptr, want.data());
+      for (CpuTarget t : HostTargets()) {
+        ScopedCpuFeaturesForTesting scope(t);
+        std::vector<float> got(size_t(m * n), NAN);
+        std::vector<uint8_t> ws(size_t(QuantPanelsMatMulManyWorkspace(m, buf.view, true)));
+        QuantPanelsMatMulMany(a.data(), m, buf.view, true, nullptr, got.data(), ws.data(), 1);
+        for (size_t i = 0; i < want.size(); ++i) {
+          // 0.01 * k * top * 127 / 127 * (1 + r / 100) in size
+          ASSERT_GT(std::fabs(want[i]), 0.0099 * double(k * top)) << i;
+          ASSERT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i]))
+              << CpuTargetName(t) << " bits " << bits << " block " << block << " at " << i;
+        }
       }
     }
-  }
 }
 
 // A NaN in a row of A makes that row's outputs NaN (and only that row's), on
@@ -263,7 +267,8 @@ TEST(PanelGemm, ANaNInARowMakesItsOutputsNaN) {
 }
 
 // The integer-A form's sums are exact: equal to its reference, every target,
-// uint8 and int8 A with zero points, 1-16 rows (the decode passes) and many.
+// uint8 and int8 A with zero points, rows on both sides of PanelGemvMaxRows
+// (the decode passes up to it, the tiles beyond).
 TEST(PanelGemm, IntegerAEqualsItsReferenceExactly) {
   const std::vector<Shape> shapes = {{8, 16, 8}, {37, 19, 40}, {100, 33, 104}, {1000, 45, 1000}};
   for (CpuTarget t : HostTargets()) {

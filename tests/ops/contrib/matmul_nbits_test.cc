@@ -8,6 +8,7 @@
 #include <random>
 
 #include "kernels/quant/nbits_matmul.h"
+#include "runtime/cpu.h"
 #include "runtime/loader.h"
 #include "runtime/session.h"
 #include "tests/ops/op_tester.h"
@@ -86,6 +87,40 @@ TEST(MatMulNBits, MatchesTheReferenceAsInitializersAndAsInputs) {
           ASSERT_NEAR(y->data<float>()[i], want[size_t(i)], 1e-4 * (1 + std::fabs(want[size_t(i)])))
               << "bits " << bits << " rows " << rows << " at " << i;
       }
+}
+
+// accuracy_level 4: A rounded to int8 per block (NBitsRoundRowsToInt8), on
+// every target the host has, at rows on both sides of the decode passes'
+// row count (PanelGemvMaxRows: 2 and 4 on AVX2, 16 on VNNI), 4- and 8-bit codes.
+TEST(MatMulNBits, AccuracyLevelFourRoundsAOnEitherSideOfTheDecodeRows) {
+  for (CpuTarget target : {CpuTarget::kAvx512Vnni, CpuTarget::kAvxVnni, CpuTarget::kAvx512, CpuTarget::kAvx2,
+                           CpuTarget::kBaseline}) {
+    if (!CpuTargetUsable(target, HostCpuFeatures())) continue;
+    ScopedCpuFeaturesForTesting scope(target);
+    for (int64_t bits : {4, 8})
+      for (int64_t rows : {1, 2, 3, 5, 17}) {
+        const NBits w = MakeNBits(100, 37, bits, 32, uint32_t(bits * 100 + rows));
+        const Tensor a = Tensor::FromVector(RandomFloats(rows * w.k, 7), {rows, w.k});
+        Tensor rounded = Tensor::Zeros(DType::kFloat, a.shape());
+        NBitsRoundRowsToInt8(a.data<float>(), rows, w.k, w.block, rounded.data<float>());
+        OpTester t;
+        t.op = "MatMulNBits";
+        t.domain = "com.microsoft";
+        t.opset = 1;
+        t.inputs = {a, w.b, w.scales, w.zeros};
+        t.constant = {false, true, true, true};
+        t.attrs = [&](onnx::NodeProto& node) {
+          NBitsAttrs(w.k, w.n, bits, w.block)(node);
+          SetAttr(node, "accuracy_level", int64_t{4});
+        };
+        absl::StatusOr<Tensor> y = t.RunOne();
+        ASSERT_TRUE(y.ok()) << y.status();
+        const std::vector<float> want = Reference(w, rounded, true, nullptr);
+        for (int64_t i = 0; i < y->size(); ++i)
+          ASSERT_NEAR(y->data<float>()[i], want[size_t(i)], 1e-4 * (1 + std::fabs(want[size_t(i)])))
+              << CpuTargetName(target) << " bits " << bits << " rows " << rows << " at " << i;
+      }
+  }
 }
 
 TEST(MatMulNBits, SixteenBitActivationsComputeInFloat) {
