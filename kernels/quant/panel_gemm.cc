@@ -371,6 +371,28 @@ template <int R>
       g.c[(r0 + r) * w.n + col0 + c] = FinishInt(uint32_t(sums[r][c]), g.a_scale * sc[c], g.bias, col0 + c);
 }
 
+// n groups of 8-bit codes' half panel (q, advanced) times A widened (a, rows
+// lda apart, advanced) into the (column, pair of k) sums left (columns
+// 8h..8h+3) and right (8h+4..8h+7).
+template <int R>
+[[gnu::target("avx2,fma"), gnu::always_inline]] inline void WidenedGroups(int64_t n, int64_t lda, const uint8_t*& q,
+                                                                        const int16_t*& a, __m256i (&left)[R],
+                                                                        __m256i (&right)[R]) {
+  for (int64_t gi = 0; gi < n; ++gi, q += kGroup, a += 4) {
+    const __m256i v0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+    const __m256i v1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256i x = _mm256_set1_epi64x(Load64(a + r * lda));
+      left[r] = _mm256_add_epi32(left[r], _mm256_madd_epi16(v0, x));
+      right[r] = _mm256_add_epi32(right[r], _mm256_madd_epi16(v1, x));
+      // In this order: GCC 12 otherwise computes every row's products
+      // first and spills the accumulators.
+      asm volatile("" : "+x"(left[r]), "+x"(right[r]));
+    }
+  }
+}
+
 // Integer A on AVX2 (8-bit codes), R rows x P panels over all of K. A comes
 // widened (g.qa16), so a group costs one broadcast load a row; each half
 // panel is a pass of its own, so that 6 rows' accumulators (2 each), the codes
@@ -389,19 +411,7 @@ template <int R, int P>
       __m256i left[R], right[R];  // columns 8h..8h+3 and 8h+4..8h+7, pairs of k apart
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) left[r] = right[r] = _mm256_setzero_si256();
-      for (int64_t gi = 0; gi < groups; ++gi, q += kGroup, a += 4) {
-        const __m256i v0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-        const __m256i v1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m256i x = _mm256_set1_epi64x(Load64(a + r * g.lda));
-          left[r] = _mm256_add_epi32(left[r], _mm256_madd_epi16(v0, x));
-          right[r] = _mm256_add_epi32(right[r], _mm256_madd_epi16(v1, x));
-          // In this order: GCC 12 otherwise computes every row's products
-          // first and spills the accumulators.
-          asm volatile("" : "+x"(left[r]), "+x"(right[r]));
-        }
-      }
+      WidenedGroups<R>(groups, g.lda, q, a, left, right);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums[r] + 8 * h), AddPairs(left[r], right[r]));
@@ -526,11 +536,10 @@ template <int R>
 }
 
 // 8-bit codes, float A on AVX2 (A as int8 per block, widened to int16 in
-// g.qa16): IntTileWidenedA's passes (a half panel each, codes widened, one
-// broadcast of A a row and group), a block's pair sums then turned into its
-// float value (AddBlockValue). 96 GOP/s in bench-qgemm (128 x 1024 x 2816,
-// Zen 3; 6 rows no faster), where the block loop's form, 2 rows widening A
-// per group, ran at 70.
+// g.qa16): IntTileWidenedA's half-panel passes (WidenedGroups), each
+// block's pair sums then turned into its float value (AddBlockValue). 96
+// GOP/s in bench-qgemm (128 x 1024 x 2816, Zen 3; 6 rows no faster), where
+// the block loop's form, 2 rows widening A per group, ran at 70.
 template <int R>
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void Int8FloatTile(const TileArgs& g, int64_t r0, int64_t p0) {
   const QuantPanels& w = *g.w;
@@ -545,17 +554,7 @@ template <int R>
       __m256i left[R], right[R];  // columns 8h..8h+3 and 8h+4..8h+7, pairs of k apart
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) left[r] = right[r] = _mm256_setzero_si256();
-      for (int64_t gi = 0; gi < groups; ++gi, q += kGroup, a += 4) {
-        const __m256i v0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-        const __m256i v1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m256i x = _mm256_set1_epi64x(Load64(a + r * g.lda));
-          left[r] = _mm256_add_epi32(left[r], _mm256_madd_epi16(v0, x));
-          right[r] = _mm256_add_epi32(right[r], _mm256_madd_epi16(v1, x));
-          asm volatile("" : "+x"(left[r]), "+x"(right[r]));  // row by row (IntTileWidenedA)
-        }
-      }
+      WidenedGroups<R>(groups, g.lda, q, a, left, right);
       const int64_t at = (p0 * kb + b) * kCols + 8 * h;
       const __m256 sc = _mm256_loadu_ps(w.scales + at);
       const __m256 zs = _mm256_mul_ps(sc, _mm256_loadu_ps(w.zeros + at));
